@@ -1,0 +1,59 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// HealthGate: an ingest daemon for wearable and health data.
+///
+/// Layout: `Sources/` holds the model, the driver contract, the store, the runtime and the
+/// executables; `Drivers/` holds one target per driver family. Pure modules (model, driver
+/// contract, decoders) never depend on the store.
+let package = Package(
+    name: "HealthGate",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "healthgate", targets: ["healthgate"]),
+        .library(name: "HealthGate", targets: ["HealthGate"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    ],
+    targets: [
+        // Normalized records, identity and validation. No I/O.
+        .target(name: "HealthModel", path: "Sources/HealthModel"),
+        // The driver contract: drivers, sinks, import sources and decode errors.
+        .target(name: "DriverKit", dependencies: ["HealthModel"], path: "Sources/DriverKit"),
+        // A small streaming XML reader without DTD or entity expansion (TCX, GPX, Apple Health).
+        .target(name: "XMLStream", path: "Sources/XMLStream"),
+
+        // Driver families.
+        .target(name: "FITDriver", dependencies: ["HealthModel", "DriverKit"], path: "Drivers/FIT",
+                exclude: ["README.md", "sample.toml", "tools"]),
+        .target(name: "TCXDriver", dependencies: ["HealthModel", "DriverKit", "XMLStream"], path: "Drivers/TCX",
+                exclude: ["README.md", "sample.toml"]),
+        .target(name: "GPXDriver", dependencies: ["HealthModel", "DriverKit", "XMLStream"], path: "Drivers/GPX",
+                exclude: ["README.md", "sample.toml"]),
+
+        // SQLite store: migrations, writes, queries, import ledger, outbox.
+        .target(name: "HealthStore", dependencies: ["HealthModel", .product(name: "GRDB", package: "GRDB.swift")],
+                path: "Sources/HealthStore"),
+        // Runtime: driver registry and the import pipeline (drivers -> normalizer -> store).
+        .target(name: "HealthGate", dependencies: ["HealthModel", "DriverKit", "HealthStore",
+                                                   "FITDriver", "TCXDriver", "GPXDriver"],
+                path: "Sources/HealthGate"),
+        .executableTarget(name: "healthgate", dependencies: [
+            "HealthGate", "HealthModel", "HealthStore", "FITDriver",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ], path: "Sources/healthgate"),
+        // `make bench`: decode and import throughput next to baselines measured in the same run.
+        .executableTarget(name: "healthgate-bench", dependencies: [
+            "HealthGate", "HealthStore", "FITDriver",
+            .product(name: "GRDBSQLite", package: "GRDB.swift"),
+        ], path: "Sources/healthgate-bench"),
+
+        .testTarget(name: "HealthModelTests", dependencies: ["HealthModel"]),
+        .testTarget(name: "FITDriverTests", dependencies: ["FITDriver", "HealthModel", "DriverKit"]),
+        .testTarget(name: "XMLDriverTests", dependencies: ["XMLStream", "TCXDriver", "GPXDriver", "HealthModel", "DriverKit"]),
+        .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
+        .testTarget(name: "HealthGateTests", dependencies: ["HealthGate", "HealthStore", "HealthModel"]),
+    ]
+)

@@ -1,0 +1,102 @@
+import Foundation
+
+/// A record's stable identity: a UUID derived from its source and natural key (UUIDv5), so the
+/// same reading imported twice, or through two paths that agree on the key, is stored once.
+public struct RecordID: Hashable, Comparable, Codable, Sendable, CustomStringConvertible {
+    public let uuid: UUID
+
+    public init(_ uuid: UUID) { self.uuid = uuid }
+
+    /// Parses the canonical text form (case-insensitive).
+    public init?(string: String) {
+        guard let uuid = UUID(uuidString: string) else { return nil }
+        self.uuid = uuid
+    }
+
+    /// Namespace of every HealthGate record id (a fixed, random UUID).
+    public static let namespace = UUID(uuidString: "6f1c0d8e-3b5a-4c1e-9a57-2f4d8b6e1a93")!
+
+    /// The UUIDv5 of `parts` joined by `|` under ``namespace``.
+    ///
+    /// Callers pass the record type, the driver and device identity and a natural key such as
+    /// the start time: `RecordID.derive("workout", "fit", device, "1495129762", "running")`.
+    public static func derive(_ parts: String...) -> RecordID { derive(parts) }
+
+    public static func derive(_ parts: [String]) -> RecordID {
+        var bytes = withUnsafeBytes(of: namespace.uuid) { Array($0) }
+        bytes.append(contentsOf: Array(parts.joined(separator: "|").utf8))
+        var digest = SHA1.hash(bytes)
+        digest[6] = (digest[6] & 0x0F) | 0x50  // version 5
+        digest[8] = (digest[8] & 0x3F) | 0x80  // RFC 4122 variant
+        let uuid = UUID(uuid: (digest[0], digest[1], digest[2], digest[3], digest[4], digest[5], digest[6],
+                               digest[7], digest[8], digest[9], digest[10], digest[11], digest[12],
+                               digest[13], digest[14], digest[15]))
+        return RecordID(uuid)
+    }
+
+    /// Lower-case canonical form, as stored and shown.
+    public var description: String { uuid.uuidString.lowercased() }
+
+    public static func < (a: RecordID, b: RecordID) -> Bool { a.description < b.description }
+
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let uuid = UUID(uuidString: text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
+                                                    debugDescription: "not a UUID: \(text)"))
+        }
+        self.uuid = uuid
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}
+
+/// SHA-1 (FIPS 180-4), used only to derive UUIDv5 identities, never for security.
+enum SHA1 {
+    static func hash(_ message: [UInt8]) -> [UInt8] {
+        var h: (UInt32, UInt32, UInt32, UInt32, UInt32) = (0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0)
+        var data = message
+        let bitLength = UInt64(message.count) * 8
+        data.append(0x80)
+        while data.count % 64 != 56 { data.append(0) }
+        for shift in stride(from: 56, through: 0, by: -8) { data.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+
+        var w = [UInt32](repeating: 0, count: 80)
+        for chunk in stride(from: 0, to: data.count, by: 64) {
+            for i in 0..<16 {
+                let b = chunk + i * 4
+                w[i] = UInt32(data[b]) << 24 | UInt32(data[b + 1]) << 16 | UInt32(data[b + 2]) << 8 | UInt32(data[b + 3])
+            }
+            for i in 16..<80 {
+                let x = w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]
+                w[i] = (x << 1) | (x >> 31)
+            }
+            var (a, b, c, d, e) = h
+            for i in 0..<80 {
+                let f: UInt32, k: UInt32
+                switch i {
+                case 0..<20: (f, k) = ((b & c) | (~b & d), 0x5A82_7999)
+                case 20..<40: (f, k) = (b ^ c ^ d, 0x6ED9_EBA1)
+                case 40..<60: (f, k) = ((b & c) | (b & d) | (c & d), 0x8F1B_BCDC)
+                default: (f, k) = (b ^ c ^ d, 0xCA62_C1D6)
+                }
+                let t = ((a << 5) | (a >> 27)) &+ f &+ e &+ k &+ w[i]
+                e = d
+                d = c
+                c = (b << 30) | (b >> 2)
+                b = a
+                a = t
+            }
+            h = (h.0 &+ a, h.1 &+ b, h.2 &+ c, h.3 &+ d, h.4 &+ e)
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(20)
+        for word in [h.0, h.1, h.2, h.3, h.4] {
+            for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: word >> UInt32(shift))) }
+        }
+        return out
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+
+/// The pure step between drivers and the store: validation, date-range filtering and energy
+/// estimation. No I/O.
+public struct Normalizer: Sendable {
+    public var validator: RecordValidator
+    public var energy: EnergyEstimator
+    /// Keep only records that start at or after this date.
+    public var since: Date?
+    /// Keep only records that start before this date.
+    public var until: Date?
+
+    public init(validator: RecordValidator = RecordValidator(), energy: EnergyEstimator = EnergyEstimator(),
+                since: Date? = nil, until: Date? = nil) {
+        self.validator = validator
+        self.energy = energy
+        self.since = since
+        self.until = until
+    }
+
+    /// What became of a batch: the records to store, those outside the date range, and those
+    /// refused with the reason.
+    public struct Outcome: Sendable {
+        public var accepted: [HealthRecord] = []
+        public var outOfRange: Int = 0
+        public var rejected: [ValidationError] = []
+    }
+
+    public func normalize(_ records: [HealthRecord], now: Date = Date()) -> Outcome {
+        var outcome = Outcome()
+        for record in records {
+            if let since, record.start < since { outcome.outOfRange += 1; continue }
+            if let until, record.start >= until { outcome.outOfRange += 1; continue }
+            do {
+                try validator.validate(record, now: now)
+            } catch let error as ValidationError {
+                outcome.rejected.append(error)
+                continue
+            } catch {
+                outcome.rejected.append(ValidationError(recordID: record.id, reason: "\(error)"))
+                continue
+            }
+            if case .workout(let w) = record {
+                outcome.accepted.append(.workout(energy.fillEnergy(w)))
+            } else {
+                outcome.accepted.append(record)
+            }
+        }
+        return outcome
+    }
+}

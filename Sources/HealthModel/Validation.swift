@@ -1,0 +1,123 @@
+import Foundation
+
+/// Why a record was refused before it reached the store.
+public struct ValidationError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var recordID: RecordID
+    public var reason: String
+
+    public init(recordID: RecordID, reason: String) {
+        self.recordID = recordID
+        self.reason = reason
+    }
+
+    public var description: String { "record \(recordID): \(reason)" }
+}
+
+/// Rules every record must satisfy, whatever its source.
+public struct RecordValidator: Sendable {
+    /// Records may start at most this far after `now` (clock skew between a device and this box).
+    public var futureTolerance: TimeInterval
+    /// Records before this date are refused as corrupt clocks (FIT's epoch is 1989-12-31).
+    public var earliest: Date
+
+    public init(futureTolerance: TimeInterval = 300,
+                earliest: Date = Date(timeIntervalSince1970: 631_065_600)) {
+        self.futureTolerance = futureTolerance
+        self.earliest = earliest
+    }
+
+    /// Throws ``ValidationError`` when `record` is future-dated, ends before it starts, or
+    /// carries values no sensor can produce.
+    public func validate(_ record: HealthRecord, now: Date = Date()) throws {
+        let limit = now.addingTimeInterval(futureTolerance)
+        func fail(_ reason: String) -> ValidationError { ValidationError(recordID: record.id, reason: reason) }
+        if record.start > limit || record.end > limit {
+            throw fail("future-dated (\(ISO8601.string(record.end > limit ? record.end : record.start)) is after now, \(ISO8601.string(now)))")
+        }
+        if record.start < earliest { throw fail("dated before \(ISO8601.string(earliest)): the device clock was not set") }
+        if record.end < record.start { throw fail("ends (\(ISO8601.string(record.end))) before it starts (\(ISO8601.string(record.start)))") }
+        if record.version < 1 { throw fail("version \(record.version) is below 1") }
+        switch record {
+        case .workout(let w):
+            if let d = w.distanceM, d < 0 || !d.isFinite { throw fail("distance \(d) m is not a distance") }
+            if let e = w.energyKcal, e < 0 || !e.isFinite { throw fail("energy \(e) kcal is not an energy") }
+        case .measurement(let m):
+            if !m.value.isFinite { throw fail("\(m.kind.rawValue) value is not a number") }
+        case .sleep, .habit:
+            break
+        }
+    }
+}
+
+/// ISO 8601 UTC formatting shared by the store, the CLI and JSON output (`2019-05-18T19:16:02Z`,
+/// fractional seconds only when present).
+public enum ISO8601 {
+    public static func string(_ date: Date) -> String {
+        let t = date.timeIntervalSince1970
+        let whole = t.rounded(.down)
+        let millis = Int(((t - whole) * 1000).rounded())
+        var tm = tm()
+        var seconds = time_t(whole)
+        gmtime_r(&seconds, &tm)
+        let base = String(format: "%04d-%02d-%02dT%02d:%02d:%02d", Int(tm.tm_year) + 1900, Int(tm.tm_mon) + 1,
+                          Int(tm.tm_mday), Int(tm.tm_hour), Int(tm.tm_min), Int(tm.tm_sec))
+        if millis == 0 || millis == 1000 { return base + "Z" }
+        return base + String(format: ".%03dZ", millis)
+    }
+
+    /// Parses `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS[.fff]]` with `Z` or `±HH:MM`; a date or time
+    /// without an offset is read as UTC.
+    public static func parse(_ text: String) -> Date? {
+        let s = Array(text.utf8)
+        func num(_ from: Int, _ count: Int) -> Int? {
+            guard from + count <= s.count else { return nil }
+            var v = 0
+            for i in from..<(from + count) {
+                guard s[i] >= 48, s[i] <= 57 else { return nil }
+                v = v * 10 + Int(s[i] - 48)
+            }
+            return v
+        }
+        guard let year = num(0, 4), s.count >= 10, s[4] == 45, let month = num(5, 2), s[7] == 45,
+              let day = num(8, 2), (1...12).contains(month), (1...31).contains(day) else { return nil }
+        var hour = 0, minute = 0, second = 0.0, offset = 0
+        var i = 10
+        if i < s.count {
+            guard s[i] == 84 || s[i] == 32, let h = num(i + 1, 2), s.count > i + 3, s[i + 3] == 58,
+                  let m = num(i + 4, 2) else { return nil }
+            hour = h; minute = m; i += 6
+            if i < s.count, s[i] == 58 {
+                guard let sec = num(i + 1, 2) else { return nil }
+                second = Double(sec); i += 3
+                if i < s.count, s[i] == 46 {
+                    var j = i + 1, frac = 0.0, scale = 0.1
+                    while j < s.count, s[j] >= 48, s[j] <= 57 { frac += Double(s[j] - 48) * scale; scale /= 10; j += 1 }
+                    guard j > i + 1 else { return nil }
+                    second += frac; i = j
+                }
+            }
+            if i < s.count {
+                if s[i] == 90 { i += 1 } else if s[i] == 43 || s[i] == 45 {
+                    let sign = s[i] == 45 ? -1 : 1
+                    guard let oh = num(i + 1, 2) else { return nil }
+                    var om = 0
+                    if i + 3 < s.count, s[i + 3] == 58 {
+                        guard let m = num(i + 4, 2) else { return nil }
+                        om = m; i += 6
+                    } else if let m = num(i + 3, 2) { om = m; i += 5 } else { i += 3 }
+                    offset = sign * (oh * 3600 + om * 60)
+                } else { return nil }
+            }
+            guard i == s.count, hour < 24, minute < 60, second < 61 else { return nil }
+        }
+        // Days from the civil date (proleptic Gregorian), valid for all years here.
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        let days = era * 146_097 + doe - 719_468
+        let seconds = Double(days * 86400 + hour * 3600 + minute * 60 - offset) + second
+        return Date(timeIntervalSince1970: seconds)
+    }
+}
