@@ -34,7 +34,8 @@ let package = Package(
                 exclude: ["README.md", "sample.toml"]),
 
         // SQLite store: migrations, writes, queries, import ledger, outbox.
-        .target(name: "HealthStore", dependencies: ["HealthModel", .product(name: "GRDB", package: "GRDB.swift")],
+        .target(name: "HealthStore", dependencies: ["HealthModel", .product(name: "GRDB", package: "GRDB.swift"),
+                                                    .product(name: "GRDBSQLite", package: "GRDB.swift")],
                 path: "Sources/HealthStore"),
         // Runtime: driver registry and the import pipeline (drivers -> normalizer -> store).
         .target(name: "HealthGate", dependencies: ["HealthModel", "DriverKit", "HealthStore",

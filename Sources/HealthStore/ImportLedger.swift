@@ -1,0 +1,108 @@
+import Foundation
+import GRDB
+import HealthModel
+
+/// How an imported file ended up.
+public enum ImportStatus: String, Codable, Sendable {
+    /// Every record in the file was read.
+    case imported
+    /// The file was damaged part-way; the records before the damage were stored.
+    case partial
+    /// Nothing could be read; nothing was stored.
+    case failed
+}
+
+/// One row of the import ledger: a file remembered by the hash of its contents.
+public struct LedgerEntry: Sendable, Equatable, Codable {
+    public var contentHash: String
+    public var path: String
+    public var sizeBytes: Int
+    public var driver: String
+    public var status: ImportStatus
+    public var records: Int
+    public var error: String?
+    public var importedAt: String
+
+    init(row: Row) {
+        contentHash = row["content_hash"]
+        path = row["path"]
+        sizeBytes = row["size_bytes"]
+        driver = row["driver"]
+        status = ImportStatus(rawValue: row["status"]) ?? .failed
+        records = row["records"]
+        error = row["error"]
+        importedAt = row["imported_at"]
+    }
+}
+
+/// A decoded file, ready to be committed as one transaction.
+public struct FileImport: Sendable {
+    public var contentHash: String
+    public var path: String
+    public var sizeBytes: Int
+    public var driver: String
+    /// The normalized records to store (empty for a failed file).
+    public var records: [HealthRecord]
+    public var status: ImportStatus
+    public var error: String?
+
+    public init(contentHash: String, path: String, sizeBytes: Int, driver: String, records: [HealthRecord],
+                status: ImportStatus, error: String? = nil) {
+        self.contentHash = contentHash
+        self.path = path
+        self.sizeBytes = sizeBytes
+        self.driver = driver
+        self.records = records
+        self.status = status
+        self.error = error
+    }
+}
+
+/// What committing a file did.
+public enum CommitOutcome: Sendable, Equatable {
+    /// The ledger already held this content: nothing was written.
+    case alreadyImported(LedgerEntry)
+    /// The file's records, outbox rows and ledger entry were written in one transaction.
+    case committed(WriteResult)
+}
+
+extension HealthStore {
+    /// The ledger entry for a file's content hash, if the file was seen before.
+    public func ledgerEntry(contentHash: String) throws -> LedgerEntry? {
+        try pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM imports WHERE content_hash = ?", arguments: [contentHash])
+                .map(LedgerEntry.init(row:))
+        }
+    }
+
+    /// Every ledger entry, newest first.
+    public func ledger() throws -> [LedgerEntry] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM imports ORDER BY imported_at DESC, path").map(LedgerEntry.init(row:))
+        }
+    }
+
+    /// Commits one file in one transaction: its records with their outbox rows, and its ledger
+    /// entry. A file already imported (or partially imported) is left alone; a file that failed
+    /// before is tried again and its entry replaced.
+    public func commit(_ file: FileImport) throws -> CommitOutcome {
+        try pool.write { db in
+            if let row = try Row.fetchOne(db, sql: "SELECT * FROM imports WHERE content_hash = ?",
+                                          arguments: [file.contentHash]) {
+                let entry = LedgerEntry(row: row)
+                if entry.status != .failed { return .alreadyImported(entry) }
+            }
+            // The ledger row first: records reference it.
+            try db.execute(sql: """
+                INSERT OR REPLACE INTO imports (content_hash, path, size_bytes, driver, status, records, error, imported_at)
+                VALUES (?, ?, ?, ?, ?, 0, ?, ?)
+                """, arguments: [file.contentHash, file.path, file.sizeBytes, file.driver, file.status.rawValue,
+                                 file.error, ISO8601.string(Date())])
+            let writer = RecordWriter(db: db)
+            let result = try writer.write(file.records, importHash: file.contentHash)
+            try db.execute(sql: "UPDATE imports SET records = ? WHERE content_hash = ?",
+                           arguments: [result.stored, file.contentHash])
+            return .committed(result)
+        }
+    }
+}

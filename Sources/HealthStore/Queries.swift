@@ -1,0 +1,250 @@
+import Foundation
+import GRDB
+import HealthModel
+
+/// A workout as listed by `healthgate workouts`: its figures and the sizes of its series.
+public struct WorkoutSummary: Sendable, Equatable, Encodable {
+    public var id: String
+    public var version: Int
+    public var sport: String
+    public var subSport: String?
+    public var start: String
+    public var end: String
+    public var elapsedS: Double
+    public var timerS: Double?
+    public var distanceM: Double?
+    public var energyKcal: Double?
+    public var energySource: String?
+    public var avgHR: Int?
+    public var maxHR: Int?
+    public var ascentM: Double?
+    public var descentM: Double?
+    public var multisportID: String?
+    public var laps: Int
+    public var samples: Int
+    public var rrIntervals: Int
+    public var lengths: Int
+    public var source: Source
+
+    enum CodingKeys: String, CodingKey {
+        case id, version, sport, subSport = "sub_sport", start, end, elapsedS = "elapsed_s", timerS = "timer_s"
+        case distanceM = "distance_m", energyKcal = "energy_kcal", energySource = "energy_source"
+        case avgHR = "avg_hr", maxHR = "max_hr", ascentM = "ascent_m", descentM = "descent_m"
+        case multisportID = "multisport_id", laps, samples, rrIntervals = "rr_intervals", lengths, source
+    }
+
+    /// Every key is written, absent values as `null`, so scripts can rely on the shape.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(version, forKey: .version)
+        try c.encode(sport, forKey: .sport)
+        try c.encode(subSport, forKey: .subSport)
+        try c.encode(start, forKey: .start)
+        try c.encode(end, forKey: .end)
+        try c.encode(elapsedS, forKey: .elapsedS)
+        try c.encode(timerS, forKey: .timerS)
+        try c.encode(distanceM, forKey: .distanceM)
+        try c.encode(energyKcal, forKey: .energyKcal)
+        try c.encode(energySource, forKey: .energySource)
+        try c.encode(avgHR, forKey: .avgHR)
+        try c.encode(maxHR, forKey: .maxHR)
+        try c.encode(ascentM, forKey: .ascentM)
+        try c.encode(descentM, forKey: .descentM)
+        try c.encode(multisportID, forKey: .multisportID)
+        try c.encode(laps, forKey: .laps)
+        try c.encode(samples, forKey: .samples)
+        try c.encode(rrIntervals, forKey: .rrIntervals)
+        try c.encode(lengths, forKey: .lengths)
+        try c.encode(SourceJSON(source), forKey: .source)
+    }
+
+    init(row: Row) {
+        id = row["id"]
+        version = row["version"]
+        sport = row["sport"]
+        subSport = row["sub_sport"]
+        start = row["start_time"]
+        end = row["end_time"]
+        elapsedS = row["elapsed_s"]
+        timerS = row["timer_s"]
+        distanceM = row["distance_m"]
+        energyKcal = row["energy_kcal"]
+        energySource = row["energy_source"]
+        avgHR = row["avg_hr"]
+        maxHR = row["max_hr"]
+        ascentM = row["ascent_m"]
+        descentM = row["descent_m"]
+        multisportID = row["multisport_id"]
+        laps = row["lap_count"]
+        samples = row["sample_count"]
+        rrIntervals = row["rr_count"]
+        lengths = row["length_count"]
+        source = Source(driver: row["source_driver"], device: row["source_device"], file: row["source_file"])
+    }
+}
+
+/// `source` as written in JSON: driver, device and file, with nulls.
+struct SourceJSON: Encodable {
+    var source: Source
+    init(_ source: Source) { self.source = source }
+    enum CodingKeys: String, CodingKey { case driver, device, file }
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(source.driver, forKey: .driver)
+        try c.encode(source.device, forKey: .device)
+        try c.encode(source.file, forKey: .file)
+    }
+}
+
+/// A time window over record start times; either side may be open.
+public struct DateRange: Sendable, Equatable {
+    public var since: Date?
+    public var until: Date?
+
+    public init(since: Date? = nil, until: Date? = nil) {
+        self.since = since
+        self.until = until
+    }
+
+    /// SQL condition on `column` (ISO 8601 text compares in time order) and its arguments.
+    func condition(_ column: String) -> (sql: String, arguments: StatementArguments) {
+        var parts = ["1"]
+        var arguments: StatementArguments = []
+        if let since { parts.append("\(column) >= ?"); arguments += [ISO8601.string(since)] }
+        if let until { parts.append("\(column) < ?"); arguments += [ISO8601.string(until)] }
+        return (parts.joined(separator: " AND "), arguments)
+    }
+}
+
+extension HealthStore {
+    /// Workouts starting within `range`, oldest first, without deleted ones.
+    public func workouts(in range: DateRange = DateRange()) throws -> [WorkoutSummary] {
+        let (condition, arguments) = range.condition("w.start_time")
+        return try pool.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT w.*,
+                    (SELECT count(*) FROM laps WHERE workout_id = w.id) AS lap_count,
+                    (SELECT count(*) FROM samples WHERE workout_id = w.id) AS sample_count,
+                    (SELECT count(*) FROM rr_intervals WHERE workout_id = w.id) AS rr_count,
+                    (SELECT count(*) FROM swim_lengths WHERE workout_id = w.id) AS length_count
+                FROM workouts w WHERE w.deleted = 0 AND \(condition)
+                ORDER BY w.start_time, w.id
+                """, arguments: arguments).map(WorkoutSummary.init(row:))
+        }
+    }
+
+    /// One workout with its laps, lengths and samples, or nil. `id` may be a unique prefix.
+    public func workout(id: String) throws -> Workout? {
+        try pool.read { db in
+            let rows = try Row.fetchAll(db, sql: "SELECT * FROM workouts WHERE id LIKE ? || '%' LIMIT 2",
+                                        arguments: [id.lowercased()])
+            guard rows.count == 1, let row = rows.first else { return nil }
+            let workoutID: String = row["id"]
+            let laps = try Row.fetchAll(db, sql: "SELECT * FROM laps WHERE workout_id = ? ORDER BY lap_index",
+                                        arguments: [workoutID]).map { r in
+                Lap(start: date(r["start_time"]), end: date(r["end_time"]), elapsedS: r["elapsed_s"], timerS: r["timer_s"],
+                    distanceM: r["distance_m"], energyKcal: r["energy_kcal"], avgHeartRate: r["avg_hr"],
+                    maxHeartRate: r["max_hr"])
+            }
+            let lengths = try Row.fetchAll(db, sql: "SELECT * FROM swim_lengths WHERE workout_id = ? ORDER BY length_index",
+                                           arguments: [workoutID]).map { r in
+                SwimLength(start: date(r["start_time"]), elapsedS: r["elapsed_s"], kind: r["kind"], strokes: r["strokes"],
+                           stroke: r["stroke"])
+            }
+            let samples = try Row.fetchAll(db, sql: "SELECT * FROM samples WHERE workout_id = ? ORDER BY seq",
+                                           arguments: [workoutID]).map { r in
+                Sample(time: Date(timeIntervalSince1970: r["time"]), heartRate: r["heart_rate"], cadence: r["cadence"],
+                       powerW: r["power_w"], speedMps: r["speed_mps"], distanceM: r["distance_m"],
+                       latitude: r["latitude"], longitude: r["longitude"], altitudeM: r["altitude_m"],
+                       temperatureC: r["temperature_c"])
+            }
+            let rr = try Double.fetchAll(db, sql: "SELECT rr_s FROM rr_intervals WHERE workout_id = ? ORDER BY seq",
+                                         arguments: [workoutID])
+            return Workout(id: RecordID(string: workoutID)!, version: row["version"], sport: row["sport"],
+                           subSport: row["sub_sport"], start: date(row["start_time"]), end: date(row["end_time"]),
+                           elapsedS: row["elapsed_s"], timerS: row["timer_s"], distanceM: row["distance_m"],
+                           energyKcal: row["energy_kcal"],
+                           energySource: (row["energy_source"] as String?).flatMap(EnergySource.init(rawValue:)),
+                           avgHeartRate: row["avg_hr"], maxHeartRate: row["max_hr"], ascentM: row["ascent_m"],
+                           descentM: row["descent_m"],
+                           multisportID: (row["multisport_id"] as String?).flatMap(RecordID.init(string:)),
+                           laps: laps, samples: samples, rrIntervals: rr, lengths: lengths,
+                           source: Source(driver: row["source_driver"], device: row["source_device"],
+                                          file: row["source_file"]))
+        }
+    }
+
+    /// Sleep sessions starting within `range`, oldest first, with their stages.
+    public func sleepSessions(in range: DateRange = DateRange()) throws -> [SleepSession] {
+        let (condition, arguments) = range.condition("start_time")
+        return try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM sleep_sessions WHERE deleted = 0 AND \(condition) ORDER BY start_time, id",
+                             arguments: arguments).map { row in
+                let id: String = row["id"]
+                let stages = try Row.fetchAll(db, sql: "SELECT * FROM sleep_stages WHERE session_id = ? ORDER BY stage_index",
+                                              arguments: [id]).map { r in
+                    SleepStageSpan(start: date(r["start_time"]), end: date(r["end_time"]),
+                                   stage: SleepStage(rawValue: r["stage"]) ?? .unknown)
+                }
+                return SleepSession(id: RecordID(string: id)!, version: row["version"], start: date(row["start_time"]),
+                                    end: date(row["end_time"]), stages: stages,
+                                    source: Source(driver: row["source_driver"], device: row["source_device"],
+                                                   file: row["source_file"]))
+            }
+        }
+    }
+
+    /// Measurements of `kind` (all kinds when nil) taken within `range`, oldest first.
+    public func measurements(kind: MeasurementKind? = nil, in range: DateRange = DateRange()) throws -> [HealthModel.Measurement] {
+        var (condition, arguments) = range.condition("time")
+        if let kind {
+            condition += " AND kind = ?"
+            arguments += [kind.rawValue]
+        }
+        return try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM measurements WHERE deleted = 0 AND \(condition) ORDER BY time, kind, id",
+                             arguments: arguments).compactMap { row in
+                guard let kind = MeasurementKind(rawValue: row["kind"]) else { return nil }
+                var extra: [String: Double] = [:]
+                if let json: String = row["extra"] {
+                    extra = (try? JSONDecoder().decode([String: Double].self, from: Data(json.utf8))) ?? [:]
+                }
+                return HealthModel.Measurement(
+                    id: RecordID(string: row["id"])!, version: row["version"], kind: kind, time: date(row["time"]),
+                    end: (row["end_time"] as String?).flatMap(ISO8601.parse), value: row["value"], extra: extra,
+                    source: Source(driver: row["source_driver"], device: row["source_device"], file: row["source_file"]))
+            }
+        }
+    }
+
+    /// Habit events within `range`, oldest first.
+    public func habitEvents(in range: DateRange = DateRange()) throws -> [HabitEvent] {
+        let (condition, arguments) = range.condition("time")
+        return try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM habit_events WHERE deleted = 0 AND \(condition) ORDER BY time, id",
+                             arguments: arguments).map { row in
+                HabitEvent(id: RecordID(string: row["id"])!, version: row["version"], habit: row["habit"],
+                           time: date(row["time"]), value: row["value"], category: row["category"], unit: row["unit"],
+                           label: row["label"], note: row["note"],
+                           source: Source(driver: row["source_driver"], device: row["source_device"], file: row["source_file"]))
+            }
+        }
+    }
+
+    /// Rows in each table, for status output and tests.
+    public func tableCounts() throws -> [String: Int] {
+        try pool.read { db in
+            var counts: [String: Int] = [:]
+            for table in ["workouts", "laps", "samples", "rr_intervals", "swim_lengths", "sleep_sessions", "sleep_stages",
+                          "habit_events", "measurements", "outbox", "imports"] {
+                counts[table] = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table)") ?? 0
+            }
+            return counts
+        }
+    }
+}
+
+/// Stored times are written by ``ISO8601/string(_:)``; unreadable text maps to the epoch so a
+/// hand-edited row shows up as obviously wrong instead of crashing a listing.
+func date(_ text: String) -> Date { ISO8601.parse(text) ?? Date(timeIntervalSince1970: 0) }

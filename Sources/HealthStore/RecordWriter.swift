@@ -1,0 +1,187 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+import HealthModel
+
+/// Writes records and their outbox rows inside a transaction the caller owns.
+///
+/// A record already stored at the same or a newer version is left alone; an older version is
+/// replaced (its child rows too). Sample rows, the bulk of every import, go through a cached
+/// statement bound with SQLite's C API to stay close to SQLite's raw insert rate.
+struct RecordWriter {
+    let db: Database
+    let now = ISO8601.string(Date())
+
+    func write(_ records: [HealthRecord], importHash: String?) throws -> WriteResult {
+        var result = WriteResult()
+        for record in records {
+            let table = Self.table(of: record.type)
+            let existing = try Int.fetchOne(db, sql: "SELECT version FROM \(table) WHERE id = ?",
+                                            arguments: [record.id.description])
+            if let existing, existing >= record.version {
+                result.unchanged += 1
+                continue
+            }
+            if existing != nil {
+                try db.execute(sql: "DELETE FROM \(table) WHERE id = ?", arguments: [record.id.description])
+                result.updated += 1
+            } else {
+                result.inserted += 1
+            }
+            switch record {
+            case .workout(let w): try insert(w, importHash: importHash)
+            case .sleep(let s): try insert(s, importHash: importHash)
+            case .habit(let h): try insert(h, importHash: importHash)
+            case .measurement(let m): try insert(m, importHash: importHash)
+            }
+            try db.execute(sql: """
+                INSERT OR IGNORE INTO outbox (record_type, record_id, version, enqueued_at) VALUES (?, ?, ?, ?)
+                """, arguments: [record.type.rawValue, record.id.description, record.version, now])
+        }
+        return result
+    }
+
+    static func table(of type: RecordType) -> String {
+        switch type {
+        case .workout: "workouts"
+        case .sleep: "sleep_sessions"
+        case .habit: "habit_events"
+        case .measurement: "measurements"
+        }
+    }
+
+    private func sourceArguments(_ source: Source, _ importHash: String?) -> StatementArguments {
+        [source.driver, source.device, source.file, importHash, now]
+    }
+
+    private func insert(_ w: Workout, importHash: String?) throws {
+        let id = w.id.description
+        try db.execute(sql: """
+            INSERT INTO workouts (id, version, sport, sub_sport, start_time, end_time, elapsed_s, timer_s,
+                distance_m, energy_kcal, energy_source, avg_hr, max_hr, ascent_m, descent_m, multisport_id,
+                source_driver, source_device, source_file, import_hash, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [id, w.version, w.sport, w.subSport, ISO8601.string(w.start), ISO8601.string(w.end),
+                             w.elapsedS, w.timerS, w.distanceM, w.energyKcal, w.energySource?.rawValue,
+                             w.avgHeartRate, w.maxHeartRate, w.ascentM, w.descentM, w.multisportID?.description]
+                + sourceArguments(w.source, importHash))
+        for (index, lap) in w.laps.enumerated() {
+            try db.execute(sql: """
+                INSERT INTO laps (workout_id, lap_index, start_time, end_time, elapsed_s, timer_s, distance_m,
+                    energy_kcal, avg_hr, max_hr) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [id, index, ISO8601.string(lap.start), ISO8601.string(lap.end), lap.elapsedS,
+                                 lap.timerS, lap.distanceM, lap.energyKcal, lap.avgHeartRate, lap.maxHeartRate])
+        }
+        for (index, length) in w.lengths.enumerated() {
+            try db.execute(sql: """
+                INSERT INTO swim_lengths (workout_id, length_index, start_time, elapsed_s, kind, strokes, stroke)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [id, index, ISO8601.string(length.start), length.elapsedS, length.kind,
+                                 length.strokes, length.stroke])
+        }
+        try insertSamples(w.samples, workoutID: id)
+        try insertRR(w.rrIntervals, workoutID: id)
+    }
+
+    private func insertSamples(_ samples: [Sample], workoutID: String) throws {
+        guard !samples.isEmpty else { return }
+        let statement = try db.cachedStatement(sql: """
+            INSERT INTO samples (workout_id, seq, time, heart_rate, cadence, power_w, speed_mps, distance_m,
+                latitude, longitude, altitude_m, temperature_c) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        let raw = statement.sqliteStatement
+        try workoutID.withCString { idPointer in
+            for (seq, s) in samples.enumerated() {
+                sqlite3_reset(raw)
+                sqlite3_bind_text(raw, 1, idPointer, -1, nil)  // static for the loop's duration
+                sqlite3_bind_int64(raw, 2, Int64(seq))
+                sqlite3_bind_double(raw, 3, s.time.timeIntervalSince1970)
+                bind(raw, 4, s.heartRate)
+                bind(raw, 5, s.cadence)
+                bind(raw, 6, s.powerW)
+                bind(raw, 7, s.speedMps)
+                bind(raw, 8, s.distanceM)
+                bind(raw, 9, s.latitude)
+                bind(raw, 10, s.longitude)
+                bind(raw, 11, s.altitudeM)
+                bind(raw, 12, s.temperatureC)
+                try step(raw)
+            }
+        }
+        sqlite3_reset(raw)
+        sqlite3_clear_bindings(raw)
+    }
+
+    private func insertRR(_ intervals: [Double], workoutID: String) throws {
+        guard !intervals.isEmpty else { return }
+        let statement = try db.cachedStatement(sql: "INSERT INTO rr_intervals (workout_id, seq, rr_s) VALUES (?, ?, ?)")
+        let raw = statement.sqliteStatement
+        try workoutID.withCString { idPointer in
+            for (seq, rr) in intervals.enumerated() {
+                sqlite3_reset(raw)
+                sqlite3_bind_text(raw, 1, idPointer, -1, nil)
+                sqlite3_bind_int64(raw, 2, Int64(seq))
+                sqlite3_bind_double(raw, 3, rr)
+                try step(raw)
+            }
+        }
+        sqlite3_reset(raw)
+        sqlite3_clear_bindings(raw)
+    }
+
+    private func step(_ raw: OpaquePointer) throws {
+        let code = sqlite3_step(raw)
+        guard code == SQLITE_DONE else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
+        }
+    }
+
+    private func bind(_ raw: OpaquePointer, _ index: Int32, _ value: Int?) {
+        if let value { sqlite3_bind_int64(raw, index, Int64(value)) } else { sqlite3_bind_null(raw, index) }
+    }
+
+    private func bind(_ raw: OpaquePointer, _ index: Int32, _ value: Double?) {
+        if let value, value.isFinite { sqlite3_bind_double(raw, index, value) } else { sqlite3_bind_null(raw, index) }
+    }
+
+    private func insert(_ s: SleepSession, importHash: String?) throws {
+        let id = s.id.description
+        try db.execute(sql: """
+            INSERT INTO sleep_sessions (id, version, start_time, end_time, total_sleep_s,
+                source_driver, source_device, source_file, import_hash, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [id, s.version, ISO8601.string(s.start), ISO8601.string(s.end), s.totalSleepS]
+                + sourceArguments(s.source, importHash))
+        for (index, span) in s.stages.enumerated() {
+            try db.execute(sql: """
+                INSERT INTO sleep_stages (session_id, stage_index, start_time, end_time, stage) VALUES (?, ?, ?, ?, ?)
+                """, arguments: [id, index, ISO8601.string(span.start), ISO8601.string(span.end), span.stage.rawValue])
+        }
+    }
+
+    private func insert(_ h: HabitEvent, importHash: String?) throws {
+        try db.execute(sql: """
+            INSERT INTO habit_events (id, version, habit, time, value, category, unit, label, note,
+                source_driver, source_device, source_file, import_hash, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [h.id.description, h.version, h.habit, ISO8601.string(h.time), h.value, h.category,
+                             h.unit, h.label, h.note] + sourceArguments(h.source, importHash))
+    }
+
+    private func insert(_ m: HealthModel.Measurement, importHash: String?) throws {
+        try db.execute(sql: """
+            INSERT INTO measurements (id, version, kind, time, end_time, value, unit, extra,
+                source_driver, source_device, source_file, import_hash, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [m.id.description, m.version, m.kind.rawValue, ISO8601.string(m.time),
+                             m.end.map(ISO8601.string), m.value, m.unit, Self.json(m.extra)]
+                + sourceArguments(m.source, importHash))
+    }
+
+    /// `{"diastolic":80,...}` with sorted keys, or nil when empty.
+    static func json(_ extra: [String: Double]) -> String? {
+        guard !extra.isEmpty else { return nil }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? encoder.encode(extra)).map { String(decoding: $0, as: UTF8.self) }
+    }
+}

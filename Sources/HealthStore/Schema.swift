@@ -1,0 +1,169 @@
+import GRDB
+
+/// The database schema, as named migrations. A migration is never edited once released: a
+/// change is a new migration. `docs/schema.md` documents every table for `sqlite3` users.
+enum Schema {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1-import-ledger", migrate: createImportLedger)
+        migrator.registerMigration("v1-records", migrate: createRecordTables)
+        migrator.registerMigration("v1-outbox", migrate: createOutbox)
+        return migrator
+    }
+
+    private static func createImportLedger(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE imports (
+                content_hash TEXT PRIMARY KEY,          -- SHA-256 of the file's bytes, hex
+                path TEXT NOT NULL,                     -- path as given when first seen
+                size_bytes INTEGER NOT NULL,
+                driver TEXT NOT NULL,                   -- fit, tcx, gpx ...
+                status TEXT NOT NULL CHECK (status IN ('imported', 'partial', 'failed')),
+                records INTEGER NOT NULL DEFAULT 0,     -- records stored from this file
+                error TEXT,                             -- why the file failed or is partial
+                imported_at TEXT NOT NULL
+            ) STRICT;
+            """)
+    }
+
+    private static func createRecordTables(_ db: Database) throws {
+        // Columns every record table shares.
+        let common = """
+            source_driver TEXT NOT NULL,
+            source_device TEXT,
+            source_file TEXT,
+            import_hash TEXT REFERENCES imports(content_hash),
+            deleted INTEGER NOT NULL DEFAULT 0,
+            updated_at TEXT NOT NULL
+            """
+        try db.execute(sql: """
+            CREATE TABLE workouts (
+                id TEXT PRIMARY KEY,
+                version INTEGER NOT NULL CHECK (version >= 1),
+                sport TEXT NOT NULL,
+                sub_sport TEXT,
+                start_time TEXT NOT NULL,
+                end_time TEXT NOT NULL,
+                elapsed_s REAL NOT NULL,
+                timer_s REAL,
+                distance_m REAL,
+                energy_kcal REAL,
+                energy_source TEXT CHECK (energy_source IN ('device', 'estimated')),
+                avg_hr INTEGER,
+                max_hr INTEGER,
+                ascent_m REAL,
+                descent_m REAL,
+                multisport_id TEXT,
+                \(common)
+            ) STRICT;
+            CREATE INDEX workouts_by_start ON workouts(start_time);
+
+            CREATE TABLE laps (
+                workout_id TEXT NOT NULL REFERENCES workouts(id) ON DELETE CASCADE,
+                lap_index INTEGER NOT NULL,
+                start_time TEXT NOT NULL,
+                end_time TEXT NOT NULL,
+                elapsed_s REAL NOT NULL,
+                timer_s REAL,
+                distance_m REAL,
+                energy_kcal REAL,
+                avg_hr INTEGER,
+                max_hr INTEGER,
+                PRIMARY KEY (workout_id, lap_index)
+            ) STRICT, WITHOUT ROWID;
+
+            CREATE TABLE samples (
+                workout_id TEXT NOT NULL REFERENCES workouts(id) ON DELETE CASCADE,
+                seq INTEGER NOT NULL,
+                time REAL NOT NULL,                     -- Unix epoch seconds (UTC)
+                heart_rate INTEGER,
+                cadence REAL,
+                power_w REAL,
+                speed_mps REAL,
+                distance_m REAL,
+                latitude REAL,
+                longitude REAL,
+                altitude_m REAL,
+                temperature_c REAL,
+                PRIMARY KEY (workout_id, seq)
+            ) STRICT, WITHOUT ROWID;
+
+            CREATE TABLE rr_intervals (
+                workout_id TEXT NOT NULL REFERENCES workouts(id) ON DELETE CASCADE,
+                seq INTEGER NOT NULL,
+                rr_s REAL NOT NULL,
+                PRIMARY KEY (workout_id, seq)
+            ) STRICT, WITHOUT ROWID;
+
+            CREATE TABLE swim_lengths (
+                workout_id TEXT NOT NULL REFERENCES workouts(id) ON DELETE CASCADE,
+                length_index INTEGER NOT NULL,
+                start_time TEXT NOT NULL,
+                elapsed_s REAL NOT NULL,
+                kind TEXT NOT NULL,
+                strokes INTEGER,
+                stroke TEXT,
+                PRIMARY KEY (workout_id, length_index)
+            ) STRICT, WITHOUT ROWID;
+
+            CREATE TABLE sleep_sessions (
+                id TEXT PRIMARY KEY,
+                version INTEGER NOT NULL CHECK (version >= 1),
+                start_time TEXT NOT NULL,
+                end_time TEXT NOT NULL,
+                total_sleep_s REAL NOT NULL,
+                \(common)
+            ) STRICT;
+            CREATE INDEX sleep_by_start ON sleep_sessions(start_time);
+
+            CREATE TABLE sleep_stages (
+                session_id TEXT NOT NULL REFERENCES sleep_sessions(id) ON DELETE CASCADE,
+                stage_index INTEGER NOT NULL,
+                start_time TEXT NOT NULL,
+                end_time TEXT NOT NULL,
+                stage TEXT NOT NULL CHECK (stage IN ('awake', 'light', 'deep', 'rem', 'unknown')),
+                PRIMARY KEY (session_id, stage_index)
+            ) STRICT, WITHOUT ROWID;
+
+            CREATE TABLE habit_events (
+                id TEXT PRIMARY KEY,
+                version INTEGER NOT NULL CHECK (version >= 1),
+                habit TEXT NOT NULL,
+                time TEXT NOT NULL,
+                value REAL,
+                category TEXT,
+                unit TEXT,
+                label TEXT,
+                note TEXT,
+                \(common)
+            ) STRICT;
+            CREATE INDEX habit_events_by_time ON habit_events(habit, time);
+
+            CREATE TABLE measurements (
+                id TEXT PRIMARY KEY,
+                version INTEGER NOT NULL CHECK (version >= 1),
+                kind TEXT NOT NULL,
+                time TEXT NOT NULL,
+                end_time TEXT,
+                value REAL NOT NULL,
+                unit TEXT NOT NULL,
+                extra TEXT,                             -- JSON object of secondary values, or NULL
+                \(common)
+            ) STRICT;
+            CREATE INDEX measurements_by_kind_time ON measurements(kind, time);
+            """)
+    }
+
+    private static func createOutbox(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE outbox (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                record_type TEXT NOT NULL CHECK (record_type IN ('workout', 'sleep', 'habit', 'measurement')),
+                record_id TEXT NOT NULL,
+                version INTEGER NOT NULL,
+                enqueued_at TEXT NOT NULL,
+                UNIQUE (record_id, version)
+            ) STRICT;
+            """)
+    }
+}

@@ -1,0 +1,86 @@
+import ArgumentParser
+import Foundation
+import HealthGate
+import HealthStore
+
+struct ImportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Import FIT, TCX and GPX files, or folders of them (e.g. a watch's backlog).",
+        discussion: """
+            Folders are walked recursively; files no driver reads are skipped there. Each file is \
+            one transaction: it lands whole (or, when damaged part-way, with what precedes the \
+            damage, reported as partial) or not at all. Files are remembered by content hash, so \
+            importing them again adds nothing. Exit status 1 when any file failed.
+            """
+    )
+
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var range: RangeOptions
+    @OptionGroup var output: OutputOptions
+
+    @Flag(help: "Decode and report what would be stored; write nothing.")
+    var dryRun = false
+
+    @Option(help: ArgumentHelp("Body weight for estimated energy when a file has none.", valueName: "KG"))
+    var bodyWeight: Double = 70
+
+    @Argument(help: ArgumentHelp("Files or folders to import.", valueName: "PATH"))
+    var paths: [String]
+
+    func validate() throws {
+        guard bodyWeight > 0, bodyWeight < 500 else { throw ValidationError("--body-weight must be in kg, 1-500") }
+    }
+
+    func run() async throws {
+        let store = dryRun ? try database.openIfExists() : try database.open()
+        let pipeline = ImportPipeline(store: store, options: ImportOptions(range: try range.range(), dryRun: dryRun,
+                                                                          bodyWeightKg: bodyWeight))
+        var bar = ProgressBar(enabled: !output.json && Output.stderrIsTerminal)
+        var reports: [FileReport] = []
+        let totals: ImportTotals
+        do {
+            totals = try await pipeline.run(paths, progress: { index, total, path, done, all in
+                bar.update(index: index, total: total, path: path, bytesDone: done, bytesTotal: all)
+            }, done: { report in
+                reports.append(report)
+                guard !output.json else { return }
+                bar.finish()
+                print(Self.line(report))
+            })
+        } catch {
+            bar.finish()
+            throw ValidationError("\(error)")
+        }
+        bar.finish()
+        if output.json {
+            struct Result: Encodable { var files: [FileReport]; var totals: ImportTotals; var dry_run: Bool }
+            try Output.printJSON(Result(files: reports, totals: totals, dry_run: dryRun))
+        } else {
+            var parts = ["\(totals.files) files", "\(totals.imported) \(dryRun ? "would import" : "imported")"]
+            if totals.partial > 0 { parts.append("\(totals.partial) partial") }
+            parts.append("\(totals.alreadyImported) already imported")
+            parts.append("\(totals.failed) failed")
+            if totals.skipped > 0 { parts.append("\(totals.skipped) skipped") }
+            print("\(parts.joined(separator: ", ")); \(totals.records) records \(dryRun ? "would be " : "")stored")
+        }
+        if totals.failed > 0 { throw ExitCode(1) }
+    }
+
+    static func line(_ r: FileReport) -> String {
+        let counts = r.records > 0 || r.status == .imported || r.status == .wouldImport ? " (\(r.records) records\(r.unchanged > 0 ? ", \(r.unchanged) unchanged" : "")\(r.outOfRange > 0 ? ", \(r.outOfRange) outside the date range" : ""))" : ""
+        let status: String = switch r.status {
+        case .imported: "imported"
+        case .partial: "partial"
+        case .alreadyImported: "already imported"
+        case .failed: "FAILED"
+        case .wouldImport: "would import"
+        case .skipped: "skipped"
+        }
+        var text = "\(status.padding(toLength: 16, withPad: " ", startingAt: 0)) \(r.path)\(counts)"
+        if let error = r.error { text += "\n                 \(error)" }
+        for reason in r.rejected.prefix(5) { text += "\n                 rejected: \(reason)" }
+        if r.rejected.count > 5 { text += "\n                 ... and \(r.rejected.count - 5) more rejected" }
+        return text
+    }
+}

@@ -1,0 +1,55 @@
+import ArgumentParser
+import Foundation
+import HealthModel
+import HealthStore
+
+/// `--db`, shared by every command.
+struct DatabaseOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The SQLite database file.", valueName: "PATH"))
+    var db: String = "./healthgate.sqlite"
+
+    /// Opens (creating and migrating) the database.
+    func open() throws -> HealthStore {
+        do {
+            return try HealthStore(path: db)
+        } catch {
+            throw ValidationError("cannot open database \(db): \(error)")
+        }
+    }
+
+    /// Opens the database only if it exists (for dry runs).
+    func openIfExists() throws -> HealthStore? {
+        FileManager.default.fileExists(atPath: db) ? try open() : nil
+    }
+}
+
+/// `--since` / `--until`.
+struct RangeOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Only records starting at or after this date or time.", valueName: "DATE"))
+    var since: String?
+
+    @Option(help: ArgumentHelp("Only records starting before this time; a bare date includes that day.", valueName: "DATE"))
+    var until: String?
+
+    func validate() throws { _ = try range() }
+
+    func range() throws -> DateRange {
+        func parse(_ text: String, option: String) throws -> Date {
+            guard let date = ISO8601.parse(text) else {
+                throw ValidationError("\(option) '\(text)' is not a date (use YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ)")
+            }
+            return date
+        }
+        let since = try since.map { try parse($0, option: "--since") }
+        var until = try until.map { try parse($0, option: "--until") }
+        if let text = self.until, text.count == 10, let day = until { until = day.addingTimeInterval(86400) }
+        if let since, let until, until <= since { throw ValidationError("--until must be after --since") }
+        return DateRange(since: since, until: until)
+    }
+}
+
+/// `--json`.
+struct OutputOptions: ParsableArguments {
+    @Flag(help: "Print JSON instead of a table (shapes in docs/cli.md).")
+    var json = false
+}

@@ -1,0 +1,83 @@
+import Foundation
+import HealthModel
+
+/// Terminal output helpers: JSON, tables, durations, and the progress bar.
+enum Output {
+    static func printJSON(_ value: some Encodable) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var c = encoder.singleValueContainer()
+            try c.encode(ISO8601.string(date))
+        }
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+        let text = String(decoding: try encoder.encode(value), as: UTF8.self)
+        // Linux's encoder prints an empty array over three lines.
+        print(text.filter { !$0.isWhitespace } == "[]" ? "[]" : text)
+    }
+
+    /// Prints rows as left-aligned columns under a header.
+    static func printTable(_ header: [String], _ rows: [[String]]) {
+        var widths = header.map(\.count)
+        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
+        func line(_ cells: [String]) -> String {
+            cells.enumerated().map { i, cell in
+                i == cells.count - 1 ? cell : cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }
+        print(line(header))
+        for row in rows { print(line(row)) }
+    }
+
+    /// `1:02:03` or `12:34`.
+    static func duration(_ seconds: Double?) -> String {
+        guard let seconds, seconds.isFinite else { return "-" }
+        let total = Int(seconds.rounded())
+        let h = total / 3600, m = total % 3600 / 60, s = total % 60
+        return h > 0 ? String(format: "%d:%02d:%02d", h, m, s) : String(format: "%d:%02d", m, s)
+    }
+
+    static func number(_ value: Double?, decimals: Int = 1, scale: Double = 1) -> String {
+        guard let value, value.isFinite else { return "-" }
+        return String(format: "%.\(decimals)f", value * scale)
+    }
+
+    static func int(_ value: Int?) -> String { value.map(String.init) ?? "-" }
+
+    /// Minutes precision for tables: `2019-05-18 19:16`.
+    static func shortTime(_ iso: String) -> String {
+        String(iso.prefix(16)).replacingOccurrences(of: "T", with: " ")
+    }
+
+    static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
+
+    static func stderr(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+}
+
+/// A one-line progress bar on standard error, drawn only on a terminal.
+struct ProgressBar {
+    let enabled: Bool
+    private var lastDraw = Date.distantPast
+
+    init(enabled: Bool) { self.enabled = enabled }
+
+    mutating func update(index: Int, total: Int, path: String, bytesDone: Int, bytesTotal: Int) {
+        guard enabled, total > 0 else { return }
+        let now = Date()
+        guard index == total || now.timeIntervalSince(lastDraw) > 0.1 else { return }
+        lastDraw = now
+        let fraction = bytesTotal > 0 ? Double(bytesDone) / Double(bytesTotal) : Double(index) / Double(total)
+        let width = 24
+        let filled = Int(fraction * Double(width))
+        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+        let name = (path as NSString).lastPathComponent
+        let mb = String(format: "%.1f/%.1f MB", Double(bytesDone) / 1e6, Double(bytesTotal) / 1e6)
+        Output.stderr("\r\u{1B}[2K[\(bar)] \(min(index + 1, total))/\(total) files  \(mb)  \(name.prefix(40))")
+    }
+
+    func finish() {
+        if enabled { Output.stderr("\r\u{1B}[2K") }
+    }
+}

@@ -1,0 +1,68 @@
+import ArgumentParser
+import Foundation
+import HealthGate
+import HealthStore
+
+struct StatsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stats", abstract: "Totals and averages per day, week, month or year.",
+        discussion: "Periods follow the local time zone (TZ); weeks are ISO weeks (Monday first).")
+
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var range: RangeOptions
+    @OptionGroup var output: OutputOptions
+
+    @Option(help: "day, week, month or year.")
+    var period: String = "week"
+
+    func validate() throws {
+        guard StatsPeriod(rawValue: period) != nil else { throw ValidationError("--period must be day, week, month or year") }
+    }
+
+    func run() throws {
+        let stats = try Reports.stats(database.open(), period: StatsPeriod(rawValue: period)!, range: try range.range())
+        if output.json { return try Output.printJSON(stats) }
+        guard !stats.isEmpty else { return print("No records.") }
+        Output.printTable(["PERIOD", "WORKOUTS", "ACTIVE", "DIST km", "kcal", "AVG HR", "SLEEP avg", "STEPS", "WEIGHT kg"],
+                          stats.map { s in
+            [s.period, String(s.workouts), Output.duration(s.activeS), Output.number(s.distanceM, decimals: 1, scale: 0.001),
+             Output.number(s.energyKcal, decimals: 0), Output.number(s.avgHR, decimals: 0),
+             s.avgSleepS.map { Output.duration($0) } ?? "-", Output.number(s.steps, decimals: 0),
+             Output.number(s.avgWeightKg, decimals: 1)]
+        })
+    }
+}
+
+struct ExportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export", abstract: "Export every entry as a spreadsheet-friendly file.",
+        discussion: "CSV columns: \(Reports.csvHeader.joined(separator: ", ")). One row per workout, sleep session, measurement and habit event.")
+
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var range: RangeOptions
+
+    @Option(help: "Output format (csv).")
+    var format: String = "csv"
+
+    @Option(name: [.short, .long], help: ArgumentHelp("Write to this file instead of standard output.", valueName: "FILE"))
+    var output: String?
+
+    func validate() throws {
+        guard format == "csv" else { throw ValidationError("--format: only csv is supported") }
+    }
+
+    func run() throws {
+        let store = try database.open()
+        var text = ""
+        try Reports.csv(store, range: try range.range()) { line in
+            if output == nil { print(line) } else { text += line + "\r\n" }
+        }
+        if let output {
+            do {
+                try text.write(toFile: output, atomically: true, encoding: .utf8)
+            } catch {
+                throw ValidationError("cannot write \(output): \(error.localizedDescription)")
+            }
+        }
+    }
+}
