@@ -1,0 +1,114 @@
+import Foundation
+import Testing
+@testable import HealthModel
+
+@Suite struct IdentityTests {
+    @Test func sha1MatchesKnownVectors() {
+        // FIPS 180-4 example vectors.
+        let abc = SHA1.hash(Array("abc".utf8)).map { String(format: "%02x", $0) }.joined()
+        #expect(abc == "a9993e364706816aba3e25717850c26c9cd0d89d")
+        let empty = SHA1.hash([]).map { String(format: "%02x", $0) }.joined()
+        #expect(empty == "da39a3ee5e6b4b0d3255bfef95601890afd80709")
+        let long = SHA1.hash(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)).map { String(format: "%02x", $0) }.joined()
+        #expect(long == "84983e441c3bd26ebaae4aa1f95129e5e54670f1")
+    }
+
+    @Test func sha256MatchesKnownVectors() {
+        func hex(_ s: String) -> String { Array(s.utf8).withUnsafeBytes { SHA256.hex($0) } }
+        #expect(hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")
+                == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        // Lengths around the padding boundary (55, 56, 64 bytes) against Python's hashlib.
+        #expect(hex(String(repeating: "a", count: 55)) == "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318")
+        #expect(hex(String(repeating: "a", count: 56)) == "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a")
+        #expect(hex(String(repeating: "a", count: 64)) == "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb")
+    }
+
+    @Test func derivedIDsAreStableVersion5UUIDs() {
+        let a = RecordID.derive("workout", "fit", "garmin/fenix5/1", "1495129762", "running")
+        let b = RecordID.derive("workout", "fit", "garmin/fenix5/1", "1495129762", "running")
+        let c = RecordID.derive("workout", "fit", "garmin/fenix5/1", "1495129763", "running")
+        #expect(a == b)
+        #expect(a != c)
+        let text = a.description
+        #expect(text == text.lowercased())
+        #expect(Array(text)[14] == "5")  // version nibble
+        #expect("89ab".contains(Array(text)[19]))  // RFC 4122 variant
+        #expect(RecordID(string: text) == a)
+    }
+}
+
+@Suite struct TimeTests {
+    @Test func formatsUTC() {
+        #expect(ISO8601.string(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00Z")
+        #expect(ISO8601.string(Date(timeIntervalSince1970: 1_495_129_762.25)) == "2017-05-18T17:49:22.250Z")
+    }
+
+    @Test func parsesDatesTimesAndOffsets() {
+        #expect(ISO8601.parse("2017-05-18")?.timeIntervalSince1970 == 1_495_065_600)
+        #expect(ISO8601.parse("2017-05-18T17:49:22Z")?.timeIntervalSince1970 == 1_495_129_762)
+        #expect(ISO8601.parse("2017-05-18T19:49:22+02:00")?.timeIntervalSince1970 == 1_495_129_762)
+        #expect(ISO8601.parse("2017-05-18T12:49:22-0500")?.timeIntervalSince1970 == 1_495_129_762)
+        #expect(ISO8601.parse("2017-05-18T17:49:22.500Z")?.timeIntervalSince1970 == 1_495_129_762.5)
+        #expect(ISO8601.parse("2017-05-18T17:49Z")?.timeIntervalSince1970 == 1_495_129_740)
+        for bad in ["", "2017", "2017-13-01", "2017-05-18T25:00:00Z", "2017-05-18T17:49:22Zjunk", "yesterday"] {
+            #expect(ISO8601.parse(bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test func roundTrips() {
+        for t in [0.0, 631_065_600, 1_495_129_762, 1_800_000_000.125] {
+            let d = Date(timeIntervalSince1970: t)
+            #expect(ISO8601.parse(ISO8601.string(d)) == d)
+        }
+    }
+}
+
+@Suite struct ValidationTests {
+    let now = Date(timeIntervalSince1970: 1_700_000_000)
+    func workout(start: Double, end: Double, distance: Double? = nil) -> HealthRecord {
+        .workout(Workout(id: RecordID.derive("w", "\(start)"), sport: "running", start: Date(timeIntervalSince1970: start),
+                         end: Date(timeIntervalSince1970: end), distanceM: distance, source: Source(driver: "test")))
+    }
+
+    @Test func rejectsFutureDatedRecords() throws {
+        let v = RecordValidator()
+        let error = #expect(throws: ValidationError.self) { try v.validate(workout(start: 1_700_001_000, end: 1_700_002_000), now: now) }
+        #expect(error?.reason.contains("future-dated") == true)
+        // A workout still running into the future by more than the tolerance is refused too.
+        #expect(throws: ValidationError.self) { try v.validate(workout(start: 1_699_999_000, end: 1_700_001_000), now: now) }
+        // Within the clock-skew tolerance it is accepted.
+        try v.validate(workout(start: 1_699_999_000, end: 1_700_000_100), now: now)
+    }
+
+    @Test func rejectsImpossibleValues() {
+        let v = RecordValidator()
+        #expect(throws: ValidationError.self) { try v.validate(workout(start: 1_600_000_000, end: 1_500_000_000), now: now) }
+        #expect(throws: ValidationError.self) { try v.validate(workout(start: 1_600_000_000, end: 1_600_000_100, distance: -5), now: now) }
+        #expect(throws: ValidationError.self) { try v.validate(workout(start: 100, end: 200), now: now) }
+    }
+
+    @Test func normalizerFiltersRangeAndEstimatesEnergy() {
+        let normalizer = Normalizer(energy: EnergyEstimator(bodyWeightKg: 80),
+                                    since: Date(timeIntervalSince1970: 1_600_000_000),
+                                    until: Date(timeIntervalSince1970: 1_650_000_000))
+        let records = [workout(start: 1_500_000_000, end: 1_500_003_600), workout(start: 1_600_000_000, end: 1_600_003_600),
+                       workout(start: 1_650_000_000, end: 1_650_003_600), workout(start: 1_800_000_000, end: 1_800_003_600)]
+        let outcome = normalizer.normalize(records, now: now)
+        #expect(outcome.accepted.count == 1)
+        #expect(outcome.outOfRange == 3)
+        guard case .workout(let w) = outcome.accepted.first else { Issue.record("no workout"); return }
+        // Running MET 9.8 x 80 kg x 1 h.
+        #expect(w.energyKcal == 784)
+        #expect(w.energySource == .estimated)
+    }
+
+    @Test func sportNames() {
+        #expect(Sport.normalize("Biking") == .cycling)
+        #expect(Sport.normalize("Running") == .running)
+        #expect(Sport.normalize("fitness_equipment") == .fitnessEquipment)
+        #expect(Sport.normalize("SUP") == .paddling)
+        #expect(Sport.normalize("9") == .other)
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import GRDB
+import Testing
+import HealthModel
+@testable import HealthStore
+
+/// A fresh database file in a temporary folder, removed when the test ends.
+final class TempStore {
+    let folder: String
+    let store: HealthStore
+
+    init() throws {
+        folder = NSTemporaryDirectory() + "healthgate-store-" + UUID().uuidString
+        store = try HealthStore(path: folder + "/healthgate.sqlite")
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: folder) }
+}
+
+func sampleWorkout(start: Double = 1_495_129_762, version: Int = 1, samples: Int = 3) -> Workout {
+    let t0 = Date(timeIntervalSince1970: start)
+    return Workout(
+        id: RecordID.derive("workout", "test", "dev", String(Int(start))), version: version, sport: "running",
+        start: t0, end: t0.addingTimeInterval(600), timerS: 590, distanceM: 2000, energyKcal: 150, avgHeartRate: 140,
+        maxHeartRate: 170, ascentM: 12,
+        laps: [Lap(start: t0, end: t0.addingTimeInterval(300), elapsedS: 300, distanceM: 1000),
+               Lap(start: t0.addingTimeInterval(300), end: t0.addingTimeInterval(600), elapsedS: 300, distanceM: 1000)],
+        samples: (0..<samples).map { i in
+            Sample(time: t0.addingTimeInterval(Double(i)), heartRate: 120 + i, speedMps: 3.3, latitude: 52.5, longitude: 13.4)
+        },
+        rrIntervals: [0.5, 0.51, 0.49],
+        source: Source(driver: "test", device: "dev", file: "a.fit"))
+}
+
+@Suite struct StoreTests {
+    @Test func migratesByName() throws {
+        let t = try TempStore()
+        #expect(try t.store.appliedMigrations() == ["v1-import-ledger", "v1-records", "v1-outbox"])
+        let mode = try t.store.pool.read { try String.fetchOne($0, sql: "PRAGMA journal_mode") }
+        #expect(mode == "wal")
+    }
+
+    @Test func writesRecordWithChildrenAndOutboxRow() throws {
+        let t = try TempStore()
+        let w = sampleWorkout()
+        let result = try t.store.write([.workout(w)])
+        #expect(result == WriteResult(inserted: 1))
+        let counts = try t.store.tableCounts()
+        #expect(counts["workouts"] == 1)
+        #expect(counts["laps"] == 2)
+        #expect(counts["samples"] == 3)
+        #expect(counts["rr_intervals"] == 3)
+        #expect(counts["outbox"] == 1)
+
+        let back = try #require(try t.store.workout(id: w.id.description))
+        #expect(back == w)
+        let listed = try t.store.workouts()
+        #expect(listed.count == 1)
+        #expect(listed[0].samples == 3 && listed[0].laps == 2 && listed[0].rrIntervals == 3)
+        #expect(listed[0].start == "2017-05-18T17:49:22Z")
+    }
+
+    @Test func sameVersionIsStoredOnceAndNewerVersionReplaces() throws {
+        let t = try TempStore()
+        try t.store.write([.workout(sampleWorkout())])
+        #expect(try t.store.write([.workout(sampleWorkout())]) == WriteResult(unchanged: 1))
+        var edited = sampleWorkout(version: 2, samples: 5)
+        edited.energyKcal = 200
+        #expect(try t.store.write([.workout(edited)]) == WriteResult(updated: 1))
+        let counts = try t.store.tableCounts()
+        #expect(counts["workouts"] == 1)
+        #expect(counts["samples"] == 5)  // children replaced, not added to
+        #expect(counts["outbox"] == 2)  // both versions queued for forwarding
+        #expect(try t.store.workout(id: edited.id.description)?.energyKcal == 200)
+        // An older version arriving late changes nothing.
+        #expect(try t.store.write([.workout(sampleWorkout(version: 1))]) == WriteResult(unchanged: 1))
+    }
+
+    @Test func fileCommitIsAtomicAndRemembered() throws {
+        let t = try TempStore()
+        let file = FileImport(contentHash: "abc", path: "a.fit", sizeBytes: 10, driver: "fit",
+                              records: [.workout(sampleWorkout()), .workout(sampleWorkout(start: 1_495_200_000))],
+                              status: .imported)
+        #expect(try t.store.commit(file) == .committed(WriteResult(inserted: 2)))
+        guard case .alreadyImported(let entry) = try t.store.commit(file) else {
+            Issue.record("second commit was not refused"); return
+        }
+        #expect(entry.records == 2 && entry.status == .imported)
+        #expect(try t.store.tableCounts()["workouts"] == 2)
+
+        // A file whose write fails half-way (here: a sample the schema refuses) leaves nothing.
+        var bad = sampleWorkout(start: 1_496_000_000)
+        bad.samples[1].time = Date(timeIntervalSince1970: .nan)
+        let before = try t.store.tableCounts()
+        let broken = FileImport(contentHash: "def", path: "b.fit", sizeBytes: 10, driver: "fit",
+                                records: [.workout(sampleWorkout(start: 1_497_000_000)), .workout(bad)], status: .imported)
+        #expect(throws: (any Error).self) { try t.store.commit(broken) }
+        #expect(try t.store.tableCounts() == before)
+        #expect(try t.store.ledgerEntry(contentHash: "def") == nil)
+    }
+
+    @Test func failedFileIsRetried() throws {
+        let t = try TempStore()
+        let failed = FileImport(contentHash: "h", path: "x.fit", sizeBytes: 1, driver: "fit", records: [], status: .failed,
+                                error: "bad")
+        #expect(try t.store.commit(failed) == .committed(WriteResult()))
+        #expect(try t.store.ledgerEntry(contentHash: "h")?.status == .failed)
+        let fixed = FileImport(contentHash: "h", path: "x.fit", sizeBytes: 1, driver: "fit",
+                               records: [.workout(sampleWorkout())], status: .imported)
+        #expect(try t.store.commit(fixed) == .committed(WriteResult(inserted: 1)))
+        #expect(try t.store.ledgerEntry(contentHash: "h")?.status == .imported)
+    }
+
+    @Test func otherRecordTypesRoundTrip() throws {
+        let t = try TempStore()
+        let t0 = Date(timeIntervalSince1970: 1_600_000_000)
+        let sleep = SleepSession(id: RecordID.derive("s"), start: t0, end: t0.addingTimeInterval(3600),
+                                 stages: [SleepStageSpan(start: t0, end: t0.addingTimeInterval(600), stage: .awake),
+                                          SleepStageSpan(start: t0.addingTimeInterval(600), end: t0.addingTimeInterval(3600), stage: .deep)],
+                                 source: Source(driver: "fit"))
+        let bp = HealthModel.Measurement(id: RecordID.derive("m"), kind: .bloodPressure, time: t0, value: 120,
+                                         extra: ["diastolic": 80], source: Source(driver: "ble", device: "cuff"))
+        let drink = HabitEvent(id: RecordID.derive("h"), habit: "hydration", time: t0, value: 8, category: "glass",
+                               unit: "fl_oz", source: Source(driver: "manual"))
+        try t.store.write([.sleep(sleep), .measurement(bp), .habit(drink)])
+        #expect(try t.store.sleepSessions() == [sleep])
+        #expect(try t.store.sleepSessions()[0].totalSleepS == 3000)
+        #expect(try t.store.measurements(kind: .bloodPressure) == [bp])
+        #expect(try t.store.measurements(kind: .weight).isEmpty)
+        #expect(try t.store.habitEvents() == [drink])
+        #expect(try t.store.tableCounts()["outbox"] == 3)
+    }
+
+    @Test func dateRangeFilters() throws {
+        let t = try TempStore()
+        try t.store.write([.workout(sampleWorkout(start: 1_500_000_000)), .workout(sampleWorkout(start: 1_600_000_000))])
+        let since = try t.store.workouts(in: DateRange(since: Date(timeIntervalSince1970: 1_550_000_000)))
+        #expect(since.count == 1)
+        let until = try t.store.workouts(in: DateRange(until: Date(timeIntervalSince1970: 1_550_000_000)))
+        #expect(until.count == 1 && until[0].start == ISO8601.string(Date(timeIntervalSince1970: 1_500_000_000)))
+    }
+}
