@@ -1,0 +1,41 @@
+# HealthGate. `make demo` imports the sample files into a fresh database and lists the workouts;
+# `make test` sets up what the tests need and runs them.
+
+SWIFT ?= swift
+DEMO_DB ?= demo.sqlite
+BIN = .build/debug/healthgate
+
+.PHONY: setup build demo test bench reference reference-check clean
+
+setup:
+	@bash .ci/setup
+
+build: setup
+	$(SWIFT) build --product healthgate
+
+demo: build
+	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm
+	$(BIN) import --db $(DEMO_DB) Fixtures/fit/*.fit Fixtures/tcx Fixtures/gpx
+	$(BIN) workouts --db $(DEMO_DB)
+	$(BIN) stats --db $(DEMO_DB) --period month
+
+test: setup
+	$(SWIFT) test
+
+# Throughput next to baselines measured in the same run (release build).
+bench: setup
+	$(SWIFT) build -c release --product healthgate-bench
+	.build/release/healthgate-bench Fixtures
+
+# Regenerate the expected outputs from the independent reference decoders (PyPI).
+reference:
+	python3 Drivers/FIT/tools/fit_reference.py
+	python3 Drivers/TCX/tools/tcx_reference.py
+	python3 Drivers/GPX/tools/gpx_reference.py
+
+# Check that the committed expected outputs are what the reference decoders produce.
+reference-check: reference
+	git diff --exit-code -- Fixtures/*/expected
+
+clean:
+	rm -rf .build $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm
