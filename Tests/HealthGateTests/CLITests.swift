@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+
+/// Runs the built `healthgate` executable (next to the test bundle) and captures its output.
+struct CLI {
+    static var executable: String {
+        let bundleFolder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [bundleFolder, bundleFolder.deletingLastPathComponent()] {
+            let path = candidate.appendingPathComponent("healthgate").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return packageRoot + "/.build/debug/healthgate"
+    }
+
+    struct Result { var status: Int32; var stdout: String; var stderr: String }
+
+    static func run(_ arguments: [String]) throws -> Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                      stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    static func json(_ arguments: [String]) throws -> Any {
+        let result = try run(arguments)
+        #expect(result.status == 0, "\(arguments): \(result.stderr)")
+        return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
+    }
+}
+
+@Suite(.serialized) struct CLITests {
+    @Test func executableIsBuilt() {
+        #expect(FileManager.default.isExecutableFile(atPath: CLI.executable), "\(CLI.executable)")
+    }
+
+    @Test func importListShowStatsExport() throws {
+        let scratch = try Scratch()
+        let db = ["--db", scratch.dbPath]
+        let files = [fixtures + "/fit/garmin-fenix5-run.fit", fixtures + "/tcx/garmin-forerunner410-run.tcx",
+                     fixtures + "/gpx/garmin-connect-9266323613-hr.gpx"]
+
+        let imported = try #require(try CLI.json(["import", "--json"] + db + files) as? [String: Any])
+        let totals = try #require(imported["totals"] as? [String: Any])
+        #expect(totals["imported"] as? Int == 3)
+        #expect(totals["failed"] as? Int == 0)
+
+        let again = try CLI.run(["import"] + db + files)
+        #expect(again.status == 0)
+        #expect(again.stdout.contains("already imported"))
+        #expect(again.stdout.contains("3 already imported"))
+
+        let workouts = try #require(try CLI.json(["workouts", "--json"] + db) as? [[String: Any]])
+        #expect(workouts.count == 3)
+        let keys = ["id", "sport", "start", "end", "elapsed_s", "timer_s", "distance_m", "energy_kcal", "energy_source",
+                    "avg_hr", "max_hr", "laps", "samples", "source"]
+        for workout in workouts {
+            for key in keys { #expect(workout.keys.contains(key), "missing \(key)") }
+            let source = try #require(workout["source"] as? [String: Any])
+            #expect(["fit", "tcx", "gpx"].contains(source["driver"] as? String ?? ""))
+            #expect(files.contains(source["file"] as? String ?? ""))
+            #expect((workout["start"] as? String)?.hasSuffix("Z") == true)
+        }
+
+        let id = try #require(workouts.first?["id"] as? String)
+        let detail = try #require(try CLI.json(["show", "--json", String(id.prefix(8))] + db) as? [String: Any])
+        #expect(detail["id"] as? String == id)
+        #expect(detail["laps"] is [Any])
+        let text = try CLI.run(["show", id] + db)
+        #expect(text.stdout.contains(id))
+
+        let stats = try #require(try CLI.json(["stats", "--period", "year", "--json"] + db) as? [[String: Any]])
+        #expect(stats.map { $0["workouts"] as? Int ?? 0 }.reduce(0, +) == 3)
+
+        let csv = try CLI.run(["export", "--format", "csv"] + db)
+        let lines = csv.stdout.split(separator: "\n")
+        #expect(lines.first?.hasPrefix("type,id,version,start,end") == true)
+        #expect(lines.filter { $0.hasPrefix("workout,") }.count == 3)
+    }
+
+    @Test func failedFileGivesExitStatusOne() throws {
+        let scratch = try Scratch()
+        let bad = try scratch.file("bad.fit", Array("garbage".utf8))
+        let result = try CLI.run(["import", "--db", scratch.dbPath, bad])
+        #expect(result.status == 1)
+        #expect(result.stdout.contains("FAILED"))
+        #expect(result.stdout.contains("bad.fit"))
+    }
+
+    @Test func dryRunCreatesNoDatabase() throws {
+        let scratch = try Scratch()
+        let result = try CLI.run(["import", "--dry-run", "--db", scratch.dbPath, fixtures + "/fit/garmin-fenix5-run.fit"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("would import"))
+        #expect(!FileManager.default.fileExists(atPath: scratch.dbPath))
+    }
+
+    @Test func badArgumentsAreExplained() throws {
+        let result = try CLI.run(["workouts", "--since", "yesterday"])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("--since 'yesterday' is not a date"))
+        let help = try CLI.run(["import", "--help"])
+        #expect(help.stdout.contains("--dry-run"))
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import Testing
+import HealthModel
+import HealthStore
+@testable import HealthGate
+
+/// The package root, found from this file's path.
+let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().path
+let fixtures = packageRoot + "/Fixtures"
+
+/// A temporary folder with a fresh database in it, removed at the end of the test.
+final class Scratch {
+    let folder: String
+    var dbPath: String { folder + "/healthgate.sqlite" }
+
+    init() throws {
+        folder = NSTemporaryDirectory() + "healthgate-test-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    }
+
+    func store() throws -> HealthStore { try HealthStore(path: dbPath) }
+
+    /// Writes `bytes` to a file in the scratch folder and returns its path.
+    func file(_ name: String, _ bytes: [UInt8]) throws -> String {
+        let path = folder + "/" + name
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
+                                                withIntermediateDirectories: true)
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: folder) }
+}
+
+/// Every fixture that is a valid FIT, TCX or GPX file (the `corrupt` folder excluded).
+func validFixtures() throws -> [String] {
+    try ImportPipeline.discover([fixtures + "/fit", fixtures + "/tcx", fixtures + "/gpx"]).map(\.path)
+        .filter { !$0.contains("/corrupt/") && !$0.contains("/expected/") && ["fit", "tcx", "gpx"].contains(($0 as NSString).pathExtension) }
+}
+
+@Suite struct ImportPipelineTests {
+    @Test func importsEveryFixtureThenReimportAddsNothing() async throws {
+        let scratch = try Scratch()
+        let store = try scratch.store()
+        let pipeline = ImportPipeline(store: store)
+        let files = try validFixtures()
+        #expect(files.count >= 30)
+
+        var reports: [FileReport] = []
+        let totals = try await pipeline.run(files, done: { reports.append($0) })
+        for report in reports {
+            #expect(report.status == .imported, "\(report.path): \(report.status) \(report.error ?? "")")
+        }
+        #expect(totals.files == files.count && totals.failed == 0)
+        let counts = try store.tableCounts()
+        #expect(counts["imports"] == files.count)
+        #expect(counts["outbox"] == totals.records)
+        #expect(try store.workouts().count == counts["workouts"])
+        #expect((counts["workouts"] ?? 0) > 30)
+        #expect((counts["samples"] ?? 0) > 50_000)
+
+        // The same files again: nothing decoded, nothing written, each says so.
+        var again: [FileReport] = []
+        let second = try await pipeline.run(files, done: { again.append($0) })
+        #expect(second.alreadyImported == files.count && second.records == 0)
+        #expect(again.allSatisfy { $0.status == .alreadyImported })
+        #expect(try store.tableCounts() == counts)
+    }
+
+    @Test func folderImportSkipsUnknownFilesAndWalksSubfolders() async throws {
+        let scratch = try Scratch()
+        let pipeline = ImportPipeline(store: try scratch.store())
+        var reports: [FileReport] = []
+        let totals = try await pipeline.run([fixtures + "/gpx"], done: { reports.append($0) })
+        #expect(reports.contains { $0.path.hasSuffix("edge-cases/garmin-hr0-empty-atemp-nonstandard-alt.gpx") })
+        #expect(totals.failed == 0)
+        // The expected-output JSON files next to the fixtures are not GPX: skipped, not failed.
+        #expect(reports.filter { $0.path.hasSuffix(".json") }.allSatisfy { $0.status == .skipped })
+    }
+
+    @Test func namedFileWithoutDriverFails() async throws {
+        let scratch = try Scratch()
+        let path = try scratch.file("notes.txt", Array("hello".utf8))
+        let report = await ImportPipeline(store: try scratch.store()).importFile(path)
+        #expect(report.status == .failed)
+        #expect(report.error?.contains("notes.txt") == true)
+    }
+
+    @Test func hostileFilesFailWithPositionAndWriteNothingWhileOthersImport() async throws {
+        let scratch = try Scratch()
+        let store = try scratch.store()
+        let good = fixtures + "/fit/garmin-fenix5-run.fit"
+        let billionLaughs = """
+            <?xml version="1.0"?>
+            <!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+            <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">]>
+            <gpx version="1.1" creator="x"><trk><name>&lol3;</name></trk></gpx>
+            """
+        let xxe = """
+            <?xml version="1.0"?>
+            <!DOCTYPE foo [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>
+            <TrainingCenterDatabase><Activities><Activity Sport="Running"><Id>&xxe;</Id></Activity></Activities></TrainingCenterDatabase>
+            """
+        let hostile = [
+            try scratch.file("empty.fit", []),
+            try scratch.file("text.fit", Array("this is not a FIT file at all, just text".utf8)),
+            try scratch.file("absurd-header.fit", [200, 0x10, 0, 0, 0xFF, 0xFF, 0xFF, 0x7F] + Array(".FIT".utf8) + [0, 0]),
+            try scratch.file("laughs.gpx", Array(billionLaughs.utf8)),
+            try scratch.file("xxe.tcx", Array(xxe.utf8)),
+        ]
+        var reports: [FileReport] = []
+        let totals = try await ImportPipeline(store: store).run(hostile + [good], done: { reports.append($0) })
+        #expect(totals.failed == hostile.count)
+        #expect(totals.imported == 1)
+        for report in reports where report.path != good {
+            #expect(report.status == .failed)
+            let error = try #require(report.error)
+            #expect(error.contains((report.path as NSString).lastPathComponent), "\(error)")
+            #expect(error.contains("byte") || error.contains("line") || error.contains("start of file"), "\(error)")
+        }
+        #expect(try store.workouts().count == 1)
+        #expect(try store.workouts()[0].source.file == good)
+        // Failed files are in the ledger as failed, with no records.
+        let ledger = try store.ledger()
+        #expect(ledger.filter { $0.status == .failed }.count == hostile.count)
+        #expect(ledger.filter { $0.status == .failed }.allSatisfy { $0.records == 0 })
+    }
+
+    @Test func damagedFitKeepsWhatPrecedesTheDamage() async throws {
+        let scratch = try Scratch()
+        let store = try scratch.store()
+        let report = await ImportPipeline(store: store).importFile(fixtures + "/fit/corrupt/activity-unexpected-eof.fit")
+        #expect(report.status == .partial)
+        #expect(report.error?.contains("activity-unexpected-eof.fit") == true)
+        #expect(report.error?.contains("byte") == true)
+        let workouts = try store.workouts()
+        #expect(workouts.count == 1)
+        #expect(workouts.first?.samples == 14)
+        #expect(try store.ledger().first?.status == .partial)
+        // Reported as already imported the second time, not retried.
+        #expect(await ImportPipeline(store: store).importFile(fixtures + "/fit/corrupt/activity-unexpected-eof.fit").status == .alreadyImported)
+    }
+
+    @Test func dryRunWritesNothing() async throws {
+        let scratch = try Scratch()
+        let store = try scratch.store()
+        let before = try store.tableCounts()
+        let pipeline = ImportPipeline(store: store, options: ImportOptions(dryRun: true))
+        let report = await pipeline.importFile(fixtures + "/fit/garmin-fenix5-run.fit")
+        #expect(report.status == .wouldImport)
+        #expect(report.records == 1)
+        #expect(try store.tableCounts() == before)
+    }
+
+    @Test func dateRangeLimitsWhatIsStored() async throws {
+        let scratch = try Scratch()
+        let store = try scratch.store()
+        // The fenix 2 multisport file holds several sessions on one day; keep only those after its second start.
+        let all = try await {
+            let s = try Scratch()
+            let st = try s.store()
+            _ = await ImportPipeline(store: st).importFile(fixtures + "/fit/garmin-fenix2-multisport.fit")
+            return try st.workouts()
+        }()
+        #expect(all.count >= 3)
+        let cut = try #require(ISO8601.parse(all[1].start))
+        let pipeline = ImportPipeline(store: store, options: ImportOptions(range: DateRange(since: cut)))
+        let report = await pipeline.importFile(fixtures + "/fit/garmin-fenix2-multisport.fit")
+        #expect(report.status == .imported)
+        #expect(report.outOfRange == 1)
+        #expect(try store.workouts().count == all.count - 1)
+    }
+}
