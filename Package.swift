@@ -29,9 +29,9 @@ let package = Package(
         .target(name: "FITDriver", dependencies: ["HealthModel", "DriverKit"], path: "Drivers/FIT",
                 exclude: ["README.md", "sample.toml", "tools"]),
         .target(name: "TCXDriver", dependencies: ["HealthModel", "DriverKit", "XMLStream"], path: "Drivers/TCX",
-                exclude: ["README.md", "sample.toml"]),
+                exclude: ["README.md", "sample.toml", "tools"]),
         .target(name: "GPXDriver", dependencies: ["HealthModel", "DriverKit", "XMLStream"], path: "Drivers/GPX",
-                exclude: ["README.md", "sample.toml"]),
+                exclude: ["README.md", "sample.toml", "tools"]),
 
         // SQLite store: migrations, writes, queries, import ledger, outbox.
         .target(name: "HealthStore", dependencies: ["HealthModel", .product(name: "GRDB", package: "GRDB.swift"),

@@ -1,0 +1,147 @@
+import DriverKit
+import Foundation
+import GPXDriver
+import HealthModel
+import TCXDriver
+import Testing
+
+/// Runs `importer` on `bytes` as the pipeline would; returns the error and what was emitted.
+func attempt(_ importer: some FileImporter, _ bytes: [UInt8]) async -> (DecodeError?, [HealthRecord]) {
+    let sink = CollectingSink()
+    do {
+        try await importer.importFile(ImportSource(path: "input", data: Data(bytes)), into: sink)
+        return (nil, sink.records)
+    } catch let error as DecodeError {
+        return (error, sink.records)
+    } catch {
+        Issue.record("not a DecodeError: \(error)")
+        return (nil, sink.records)
+    }
+}
+
+func isLine(_ position: InputPosition?) -> Bool {
+    if case .line(let line, let column) = position { return line >= 1 && column >= 1 }
+    return false
+}
+
+@Suite("TCX and GPX drivers: malformed and hostile input")
+struct MalformedInputTests {
+    static let importers: [any FileImporter] = [try! TCXImporter(config: DriverConfig()), try! GPXImporter(config: DriverConfig())]
+
+    /// Named hostile inputs with the line and column each must fail at.
+    static func cases() throws -> [(String, [UInt8], Int, Int)] {
+        let truncated = Array(try fixtureBytes("tcx/garmin-forerunner410-run.tcx").prefix(100_000))
+        // The end of the truncated input, counted independently: lines, and columns after the last one.
+        let endLine = truncated.filter { $0 == 0x0A }.count + 1
+        let endColumn = truncated.count - (truncated.lastIndex(of: 0x0A) ?? -1)
+        var garbage = SeededGenerator(seed: 42)
+        return [
+            ("truncated TCX", truncated, endLine, endColumn),
+            ("mismatched tag", Array("<gpx>\n <trk><name>x</trk>\n</gpx>".utf8), 2, 14),
+            ("billion laughs", Array(XMLReaderSecurityTests.billionLaughs.utf8), 15, 7),
+            ("XXE", Array("<?xml version=\"1.0\"?>\n<!DOCTYPE gpx [<!ENTITY xxe SYSTEM \"file:///etc/passwd\">]>\n<gpx>&xxe;</gpx>".utf8), 3, 6),
+            ("binary garbage", [0x0E, 0x10] + (0..<4096).map { _ in UInt8.random(in: 0...255, using: &garbage) }, 1, 1),
+            ("empty file", [], 1, 1),
+            ("huge attribute", Array("<gpx creator=\"".utf8) + [UInt8](repeating: 0x41, count: 2 << 20) + Array("\"/>".utf8), 1, 6),
+            // The 257th attribute: 5 + 10 x 7 + 90 x 8 + 156 x 9 characters precede it.
+            ("many attributes", Array(("<gpx " + (0..<300).map { "a\($0)='1'" }.joined(separator: " ") + "/>").utf8), 1, 2200),
+            ("deep nesting", Array(String(repeating: "<trk>", count: 300).utf8), 1, 1281),
+            ("text after root", Array("<gpx></gpx>\nextra".utf8), 2, 1),
+            ("bad number", Array("<gpx><trk><trkseg><trkpt lat=\"north\" lon=\"1\"/></trkseg></trk></gpx>".utf8), 1, 19),
+        ]
+    }
+
+    @Test func eachFailsWithLineColumnAndEmitsNothing() async throws {
+        for (name, bytes, line, column) in try Self.cases() {
+            for importer in Self.importers {
+                let kind = type(of: importer).id
+                // A GPX coordinate is no TCX field: the TCX driver reads that document as empty.
+                if name == "bad number" && kind == "tcx" { continue }
+                let (error, emitted) = await attempt(importer, bytes)
+                #expect(error != nil, "\(name) via \(kind): accepted")
+                #expect(error?.position == .line(line, column: column), "\(name) via \(kind): \(String(describing: error))")
+                #expect(emitted.isEmpty, "\(name) via \(kind): emitted \(emitted.count)")
+                #expect(error?.file == "input")
+            }
+        }
+    }
+
+    @Test func messagesNameTheProblem() async throws {
+        let cases = Dictionary(uniqueKeysWithValues: try Self.cases().map { ($0.0, $0.1) })
+        let tcx = try TCXImporter(config: DriverConfig())
+        func reason(_ name: String) async -> String { await attempt(tcx, cases[name]!).0?.reason ?? "" }
+        #expect(await reason("billion laughs").contains("entity expansion is disabled"))
+        #expect(await reason("XXE").contains("reference to entity '&xxe;': entity expansion is disabled"))
+        #expect(await reason("truncated TCX").contains("unexpected end of input"))
+        #expect(await reason("mismatched tag").contains("mismatched end tag"))
+        #expect(await reason("huge attribute").contains("longer than 1048576 bytes"))
+        #expect(await reason("empty file").contains("empty input"))
+        let error = await attempt(tcx, cases["XXE"]!).0
+        #expect(error?.description == "input: line 3, column 6: reference to entity '&xxe;': entity expansion is disabled (only &lt; &gt; &amp; &apos; &quot; and character references are read; DOCTYPE declarations are never interpreted)")
+    }
+
+    @Test func badValuesInWellFormedFilesFailWithTheirPosition() throws {
+        let tcx = """
+            <TrainingCenterDatabase><Activities><Activity Sport="Running"><Id>2020-01-01T00:00:00Z</Id>
+            <Lap StartTime="2020-01-01T00:00:00Z"><Track><Trackpoint><Time>yesterday</Time></Trackpoint></Track></Lap>
+            </Activity></Activities></TrainingCenterDatabase>
+            """
+        #expect(throws: DecodeError(at: .line(2, column: 58), "Time 'yesterday' is not an ISO 8601 date-time")) {
+            try TCXImporter.decode(Array(tcx.utf8))
+        }
+        let hr = tcx.replacingOccurrences(of: "<Time>yesterday</Time>", with: "<HeartRateBpm><Value>9000</Value></HeartRateBpm>")
+        #expect(throws: DecodeError(at: .line(2, column: 72), "heart rate 9000.0 bpm in <Value> is out of range")) {
+            try TCXImporter.decode(Array(hr.utf8))
+        }
+        let gpx = "<gpx><trk><trkseg><trkpt lat=\"1\" lon=\"2\"><ele>high</ele></trkpt></trkseg></trk></gpx>"
+        #expect(throws: DecodeError(at: .line(1, column: 42), "<ele> holds 'high', not a number")) {
+            try GPXImporter.decode(Array(gpx.utf8))
+        }
+    }
+
+    /// A deterministic mutation loop: truncations and byte flips of every TCX and GPX fixture.
+    /// Each run must either decode or throw a DecodeError at a line and column; never crash.
+    @Test func seededMutationsDecodeOrFailCleanly() throws {
+        let fixtures = ["tcx/garmin-forerunner410-run.tcx", "tcx/garmin-vivoactivehr-sup.tcx",
+                        "tcx/mapmyride-biking-no-hr.tcx", "gpx/apple-health-workout-route.gpx",
+                        "gpx/garmin-connect-9266323613-hr.gpx", "gpx/runkeeper-garmin-trackpointext-hr.gpx",
+                        "gpx/edge-cases/garmin-hr0-empty-atemp-nonstandard-alt.gpx"]
+        var rng = SeededGenerator(seed: 2024)
+        var decoded = 0, failed = 0
+        for path in fixtures {
+            let original = try fixtureBytes(path)
+            // The 880 KB file is slow in debug builds: fewer runs, same kinds of damage.
+            let runs = original.count > 500_000 ? 40 : 600
+            for run in 0..<runs {
+                var bytes = original
+                switch run % 3 {
+                case 0:
+                    bytes = Array(bytes.prefix(Int.random(in: 0..<bytes.count, using: &rng)))
+                case 1:
+                    for _ in 0..<Int.random(in: 1...4, using: &rng) {
+                        bytes[Int.random(in: 0..<bytes.count, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
+                    }
+                default:
+                    // Flip a byte inside markup-dense regions: a '<', '>', '"', '&' or digit.
+                    let index = Int.random(in: 0..<bytes.count, using: &rng)
+                    bytes[index] = [0x3C, 0x3E, 0x22, 0x26, 0x2F, 0x30, 0x00, 0xFF].randomElement(using: &rng)!
+                }
+                let result: Result<[Workout], DecodeError>
+                if path.hasPrefix("tcx") {
+                    result = Result { () throws(DecodeError) in try TCXImporter.decode(bytes, path: path) }
+                } else {
+                    result = Result { () throws(DecodeError) in try GPXImporter.decode(bytes, path: path) }
+                }
+                switch result {
+                case .success: decoded += 1
+                case .failure(let error):
+                    failed += 1
+                    #expect(isLine(error.position) || error.position == .file, "\(path) run \(run): \(error)")
+                    #expect(!error.reason.isEmpty)
+                }
+            }
+        }
+        #expect(decoded + failed == 5 * 600 + 40 + 600)
+        #expect(failed > 1000 && decoded > 100, "decoded \(decoded), failed \(failed)")
+    }
+}
