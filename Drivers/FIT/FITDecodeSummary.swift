@@ -12,6 +12,8 @@ public struct FITDecodeSummary: Sendable, Equatable {
     public var values = 0
     /// Sum of every finite decoded value, so the work cannot be optimized away.
     public var checksum: Double = 0
+
+    public init() {}
 }
 
 extension FITDecoder {
