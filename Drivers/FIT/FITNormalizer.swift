@@ -193,7 +193,8 @@ public enum FITNormalizer {
 
     /// Totals per local day. `cycles` and calories are cumulative per activity type and reset at
     /// local midnight: per (day, activity type) the running value is summed over its resets (a
-    /// drop starts a new run) and the day's total is the sum over activity types. Steps count
+    /// drop starts a new run) and the day's total is the sum over activity types. A reading
+    /// stamped exactly at local midnight (the daily summary) closes the day before. Steps count
     /// only walking and running cycles (1 cycle = 1 step there; the profile's cycles scale is 2).
     static func dailyTotals(_ readings: [FITContent.MonitoringReading], utcOffsetS: Int) -> [DailyTotal] {
         struct Running { var completed = 0.0; var current = 0.0 }
@@ -203,7 +204,7 @@ public enum FITNormalizer {
             running.current = value
         }
         for r in readings {
-            let local = Int(r.time) + utcOffsetS
+            let local = Int(r.time) + utcOffsetS - 1 // a reading at local midnight closes the day before
             let day = Int((Double(local) / 86400).rounded(.down)) * 86400 - utcOffsetS
             var entry = days[day] ?? (r.time, [:], [:])
             entry.last = max(entry.last, r.time)
