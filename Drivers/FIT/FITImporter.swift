@@ -37,6 +37,9 @@ public struct FITImporter: FileImporter {
         } catch {
             failure = DecodeError(file: path, at: .file, "\(error)")
         }
-        return (FITNormalizer.records(from: collector.content, file: path), failure)
+        // Chained copies of one activity yield the same identities: emit each record once.
+        var seen = Set<RecordID>()
+        let records = FITNormalizer.records(from: collector.content, file: path).filter { seen.insert($0.id).inserted }
+        return (records, failure)
     }
 }
