@@ -178,7 +178,7 @@ public struct FITCollector: FITVisitor {
         case 20: // record
             guard let t = m.timestamp else { return }
             var s = FITContent.SampleValues()
-            s.heartRate = m.int(3)
+            s.heartRate = m.int(3).flatMap { (0...255).contains($0) ? $0 : nil }
             if let cadence = m.value(4) { s.cadence = cadence + (m.value(53) ?? 0) }
             s.power = m.value(7)
             s.speed = m.value(73) ?? m.value(6)
@@ -205,9 +205,11 @@ public struct FITCollector: FITVisitor {
             let (sport, subSport) = (m.int(0), m.int(1))
             update { $0.sport = sport; $0.subSport = subSport }
         case 34: // activity
-            if let t = m.timestamp, let local = m.int(5) { update { $0.utcOffsetS = $0.utcOffsetS ?? local - Int(t) } }
+            if let t = m.timestamp, let offset = Self.utcOffset(local: m.int(5), utc: t) {
+                update { $0.utcOffsetS = $0.utcOffsetS ?? offset }
+            }
         case 103: // monitoring_info
-            if let t = m.timestamp, let local = m.int(0) { update { $0.utcOffsetS = local - Int(t) } }
+            if let t = m.timestamp, let offset = Self.utcOffset(local: m.int(0), utc: t) { update { $0.utcOffsetS = offset } }
         case 55: // monitoring
             guard let t = m.timestamp else { return }
             let reading = FITContent.MonitoringReading(time: t, activityType: m.int(5), cycles: m.value(3),
@@ -228,6 +230,13 @@ public struct FITCollector: FITVisitor {
         }
     }
 
+    /// Local time minus UTC when plausible (within a day), else nil.
+    static func utcOffset(local: Int?, utc: UInt32) -> Int? {
+        guard let local, abs(local) < 1 << 40 else { return nil }
+        let offset = local - Int(utc)
+        return abs(offset) <= 86400 ? offset : nil
+    }
+
     /// `hr` messages carry beats as event times (1/1024 s, 12-bit compressed and accumulated by
     /// the decoder); a message with a `timestamp` anchors its last event time to that wall time.
     private mutating func collectHeartBeats(_ m: FITMessage) {
@@ -240,7 +249,7 @@ public struct FITCollector: FITVisitor {
         guard let anchor = heartAnchor else { return }
         update { group in
             var previous = group.heartBeats.last?.time ?? -Double.infinity
-            for (event, bpm) in zip(events, bpms) where !event.isNaN && !bpm.isNaN {
+            for (event, bpm) in zip(events, bpms) where event.isFinite && bpm >= 0 && bpm < 255 {
                 let time = anchor.wall + event - anchor.event
                 guard time > previous else { continue }
                 group.heartBeats.append(.init(time: time, bpm: Int(bpm)))

@@ -73,7 +73,9 @@ public enum FITInspector {
                     let enumType = field.kind == .developer ? nil : profile?.field(field.number)?.enumType
                     value = m.values(of: field).map { v -> String in
                         if v.isNaN { return "" }
-                        if let enumType, let name = FITProfile.valueName(type: enumType, value: Int(v)) { return name }
+                        if let enumType, v.isFinite, abs(v) < 1e9, let name = FITProfile.valueName(type: enumType, value: Int(v)) {
+                            return name
+                        }
                         return FITInspector.format(v)
                     }.joined(separator: "|")
                 }

@@ -98,12 +98,12 @@ public struct FITMessage {
         return nil
     }
 
-    /// The first valid element of field `number`, scaled and offset per the profile.
+    /// The first valid, finite element of field `number`, scaled and offset per the profile.
     public func value(_ number: UInt8) -> Double? {
         guard let field = field(number) else { return nil }
         for i in 0..<Int(field.valueCount) {
             let v = valuePointer[Int(field.valueStart) + i]
-            if !v.isNaN { return v }
+            if v.isFinite { return v }
         }
         return nil
     }

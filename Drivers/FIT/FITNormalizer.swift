@@ -68,7 +68,9 @@ public enum FITNormalizer {
 
     /// A session's span in FIT seconds, or nil when it has no usable start.
     static func span(_ s: FITContent.Session) -> (start: Double, end: Double)? {
-        guard let start = s.start ?? s.timestamp.flatMap({ t in s.elapsedS.map { UInt32(max(0, Double(t) - $0)) } }) else {
+        guard let start = s.start ?? s.timestamp.flatMap({ t in
+            s.elapsedS.map { UInt32(min(Double(UInt32.max), max(0, Double(t) - $0))) }
+        }) else {
             return nil
         }
         let end: Double
@@ -134,7 +136,7 @@ public enum FITNormalizer {
     static func laps(for s: FITContent.Session, span: (start: Double, end: Double), in group: FITContent.Group) -> [Lap] {
         let chosen: [FITContent.LapInfo]
         if let first = s.firstLapIndex, let count = s.numLaps, first >= 0, count > 0, first < group.laps.count {
-            chosen = Array(group.laps[first..<min(group.laps.count, first + count)])
+            chosen = Array(group.laps[first..<(first + min(count, group.laps.count - first))])
         } else {
             chosen = group.laps.filter { lap in lap.start.map { Double($0) >= span.start && Double($0) <= span.end } ?? false }
         }
