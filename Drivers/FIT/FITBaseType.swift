@@ -71,11 +71,39 @@ public enum FITCRC {
         return crc
     }
 
+    /// Eight tables for processing eight bytes per step ("slicing by 8"): `sliced[k][i]` is the
+    /// CRC of byte `i` followed by `k` zero bytes.
+    static let sliced: [UInt16] = {
+        var tables = table
+        for k in 1..<8 {
+            for i in 0..<256 {
+                let previous = tables[(k - 1) * 256 + i]
+                tables.append((previous >> 8) ^ table[Int(previous & 0xFF)])
+            }
+        }
+        return tables
+    }()
+
     /// The CRC of `bytes`, continuing from `crc`.
     public static func update(_ crc: UInt16, _ bytes: UnsafeRawBufferPointer) -> UInt16 {
         var crc = crc
-        table.withUnsafeBufferPointer { table in
-            for byte in bytes { crc = (crc >> 8) ^ table[Int(UInt8(truncatingIfNeeded: crc) ^ byte)] }
+        sliced.withUnsafeBufferPointer { t in
+            var i = 0
+            let count = bytes.count
+            if let base = bytes.baseAddress {
+                while i + 8 <= count {
+                    let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: i, as: UInt64.self)) ^ UInt64(crc)
+                    crc = t[7 * 256 + Int(word & 0xFF)] ^ t[6 * 256 + Int(word >> 8 & 0xFF)]
+                        ^ t[5 * 256 + Int(word >> 16 & 0xFF)] ^ t[4 * 256 + Int(word >> 24 & 0xFF)]
+                        ^ t[3 * 256 + Int(word >> 32 & 0xFF)] ^ t[2 * 256 + Int(word >> 40 & 0xFF)]
+                        ^ t[1 * 256 + Int(word >> 48 & 0xFF)] ^ t[Int(word >> 56)]
+                    i += 8
+                }
+            }
+            while i < count {
+                crc = (crc >> 8) ^ t[Int(UInt8(truncatingIfNeeded: crc) ^ bytes[i])]
+                i += 1
+            }
         }
         return crc
     }

@@ -149,6 +149,18 @@ public enum FITDecoder {
                 throw bounds.overrun("definition message with \(developerCount) developer fields", at: position, size: end - position)
             }
         }
+        // Files redefine the same layouts over and over: reuse the compiled plan.
+        let key = Array(UnsafeRawBufferPointer(rebasing: input[position..<end]))
+        if let cached = state.cachedPlan(key) {
+            state.plans[Int(local)] = cached
+            if visitor.wantsDefinitions {
+                var definition = cached.definition
+                definition.offset = position
+                definition.localNumber = local
+                try visitor.definition(definition)
+            }
+            return end
+        }
         var fields: [FITDefinition.FieldDefinition] = []
         fields.reserveCapacity(fieldCount)
         for i in 0..<fieldCount {
@@ -165,7 +177,9 @@ public enum FITDecoder {
         let definition = FITDefinition(offset: position, localNumber: local, globalNumber: global, bigEndian: bigEndian,
                                        fields: fields, developerFields: developerFields,
                                        messageSize: (fields + developerFields).reduce(0) { $0 + $1.size })
-        state.plans[Int(local)] = MessagePlan(definition, state: state)
+        let plan = MessagePlan(definition, state: state)
+        state.plans[Int(local)] = plan
+        state.cachePlan(plan, for: key)
         if visitor.wantsDefinitions { try visitor.definition(definition) }
         return end
     }

@@ -44,8 +44,11 @@ final class MessagePlan {
     let messageSize: Int
     let fields: UnsafeMutableBufferPointer<FieldPlan>
     let components: UnsafeMutableBufferPointer<ComponentPlan>
+    /// The definition this plan was compiled from.
+    let definition: FITDefinition
 
     init(_ definition: FITDefinition, state: FITDecoderState) {
+        self.definition = definition
         globalNumber = definition.globalNumber
         bigEndian = definition.bigEndian
         messageSize = definition.messageSize
@@ -140,6 +143,9 @@ final class FITDecoderState {
     static let maxAccumulators = 64
 
     var plans: [MessagePlan?] = Array(repeating: nil, count: 16)
+    /// Compiled plans by definition bytes (the record header's local number masked out).
+    private var planCache: [[UInt8]: MessagePlan] = [:]
+    static let maxCachedPlans = 1024
     private(set) var fields: UnsafeMutablePointer<FITField>
     private(set) var values: UnsafeMutablePointer<Double>
     private var fieldCapacity = 64
@@ -169,6 +175,20 @@ final class FITDecoderState {
         accumulators.update(repeating: 0, count: Self.maxAccumulators)
         developerFields = []
         lastTimestamp = 0
+        planCache = [:]
+    }
+
+    func cachedPlan(_ key: [UInt8]) -> MessagePlan? {
+        var key = key
+        key[0] &= 0xF0
+        return planCache[key]
+    }
+
+    func cachePlan(_ plan: MessagePlan, for key: [UInt8]) {
+        var key = key
+        key[0] &= 0xF0
+        if planCache.count >= Self.maxCachedPlans { planCache = [:] }
+        planCache[key] = plan
     }
 
     /// Grows the reusable buffers (only when a definition needs more than any before it).
@@ -199,8 +219,7 @@ final class FITDecoderState {
 
     /// Whether some component of `message` accumulates into `field`.
     static func isAccumulationTarget(message: UInt16, field: UInt8) -> Bool {
-        guard let profile = FITProfile.message(message) else { return false }
-        return profile.fields.contains { $0.components.contains { $0.accumulate && $0.destination == field } }
+        FITProfile.message(message)?.accumulationTargets.contains(field) ?? false
     }
 
     func developerFieldIndex(developer: UInt8, field: UInt8) -> Int? {
@@ -217,6 +236,7 @@ final class FITDecoderState {
             name: message.string(3) ?? "developer_\(developer)_\(number)", baseType: baseType,
             scale: message.value(6) ?? 1, offset: message.value(7) ?? 0, units: message.string(8) ?? "",
             nativeFieldNumber: message.int(15).flatMap { (0...254).contains($0) ? UInt8($0) : nil })
+        planCache = [:] // plans with developer fields depend on the descriptions
         if let index = developerFieldIndex(developer: UInt8(developer), field: UInt8(number)) {
             developerFields[index] = description
         } else if developerFields.count < 4096 {

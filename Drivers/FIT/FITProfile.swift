@@ -35,11 +35,31 @@ public enum FITProfile {
     public struct Message: Sendable {
         public var number: UInt16
         public var name: String
-        public var fields: [Field]
+        public var fields: [Field] {
+            didSet { index() }
+        }
+        /// Position in `fields` by field number (-1 when unknown).
+        private var positions = [Int16](repeating: -1, count: 256)
+        /// Fields some component of this message accumulates into.
+        private(set) var accumulationTargets = Set<UInt8>()
+
+        init(number: UInt16, name: String, fields: [Field]) {
+            self.number = number
+            self.name = name
+            self.fields = fields
+            index()
+        }
+
+        private mutating func index() {
+            positions = [Int16](repeating: -1, count: 256)
+            for (i, f) in fields.enumerated() { positions[Int(f.number)] = Int16(i) }
+            accumulationTargets = Set(fields.flatMap { $0.components.filter(\.accumulate).map(\.destination) })
+        }
 
         /// The profile field numbered `number`, if the profile knows it.
         public func field(_ number: UInt8) -> Field? {
-            fields.first { $0.number == number }
+            let i = positions[Int(number)]
+            return i < 0 ? nil : fields[Int(i)]
         }
     }
 
@@ -72,12 +92,15 @@ public enum FITProfile {
         var tables = Tables()
         var currentMessage: Message?
         var currentEnum: String?
+        var pendingFields: [Field] = []
         func finishMessage() {
-            if let message = currentMessage {
+            if var message = currentMessage {
+                message.fields = pendingFields
                 tables.messages[message.number] = message
                 tables.messageNumbers[message.name] = message.number
             }
             currentMessage = nil
+            pendingFields = []
         }
         for line in text.split(separator: "\n") {
             let parts = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
@@ -86,6 +109,7 @@ public enum FITProfile {
                 finishMessage()
                 currentMessage = Message(number: UInt16(parts[1])!, name: parts[2], fields: [])
             case "F":
+                guard currentMessage != nil else { continue }
                 let components: [Component]
                 if parts[8] == "-" {
                     components = []
@@ -105,7 +129,7 @@ public enum FITProfile {
                                   scale: Double(parts[4]) ?? 1, offset: Double(parts[5]) ?? 0,
                                   units: parts[6] == "-" ? "" : parts[6],
                                   enumType: parts[7] == "-" ? nil : parts[7], components: components)
-                currentMessage?.fields.append(field)
+                pendingFields.append(field)
             case "E":
                 finishMessage()
                 currentEnum = parts[1]
