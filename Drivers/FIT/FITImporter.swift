@@ -1,0 +1,45 @@
+import DriverKit
+import Foundation
+import HealthModel
+
+/// Imports FIT files: activities (single and multisport, pool swims), monitoring, sleep and
+/// weight-scale files. Settings and other files yield no records.
+///
+/// A file damaged part-way (truncated, bad CRC, corrupt chained file) emits the records decoded
+/// before the damage, then throws the ``DecodeError``.
+public struct FITImporter: FileImporter {
+    public static let id = "fit"
+
+    /// File drivers take no configuration; unknown keys are ignored.
+    public init(config: DriverConfig) throws {}
+
+    /// `.fit` files, or any file with the ".FIT" signature at bytes 8-11.
+    public static func canImport(_ probe: FileProbe) -> Bool {
+        if probe.fileExtension == "fit" { return true }
+        return probe.head.count >= 12 && Array(probe.head[8..<12]) == [0x2E, 0x46, 0x49, 0x54]
+    }
+
+    public func importFile(_ file: ImportSource, into sink: some RecordSink) async throws {
+        let (records, error) = Self.decode(file.data, path: file.path)
+        if !records.isEmpty { try await sink.emit(records) }
+        if let error { throw error }
+    }
+
+    /// Decodes and normalizes `data`: the records (everything usable before any damage) and the
+    /// error that stopped decoding, if any. Pure.
+    public static func decode(_ data: Data, path: String) -> (records: [HealthRecord], error: DecodeError?) {
+        var collector = FITCollector()
+        var failure: DecodeError?
+        do {
+            try FITDecoder.decode(data, into: &collector)
+        } catch let error as DecodeError {
+            failure = error.inFile(path)
+        } catch {
+            failure = DecodeError(file: path, at: .file, "\(error)")
+        }
+        // Chained copies of one activity yield the same identities: emit each record once.
+        var seen = Set<RecordID>()
+        let records = FITNormalizer.records(from: collector.content, file: path).filter { seen.insert($0.id).inserted }
+        return (records, failure)
+    }
+}

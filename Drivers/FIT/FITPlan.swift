@@ -1,0 +1,246 @@
+/// What to do with one defined field when a data message arrives: compiled once per definition.
+struct FieldPlan {
+    enum Role { case none, timestamp, timestamp16 }
+
+    var offsetInMessage: Int
+    var size: Int
+    /// The base type actually used: the declared one, or `byte` when the size does not fit it.
+    var baseType: FITBaseType
+    var elementSize: Int
+    /// Number of elements (size / elementSize).
+    var count: Int
+    var number: UInt8
+    var developerIndex: UInt8
+    var kind: FITFieldKind
+    var scaled: Bool
+    var scale: Double
+    var valueOffset: Double
+    var componentStart: Int
+    var componentCount: Int
+    /// Accumulator this field's raw value seeds (it is the target of accumulated components).
+    var seedSlot: Int
+    var descriptionIndex: Int32
+    var role: Role
+}
+
+/// One component expansion step, with its destination resolved.
+struct ComponentPlan {
+    var destination: UInt8
+    var destinationBaseType: FITBaseType
+    var bits: Int
+    var bitOffset: Int
+    var scale: Double
+    var offset: Double
+    /// Accumulator slot for accumulated components, else -1.
+    var accumulatorSlot: Int
+    /// True when this component starts a new output field (its destination differs from the previous one).
+    var startsGroup: Bool
+}
+
+/// A definition message compiled for decoding its data messages.
+final class MessagePlan {
+    let globalNumber: UInt16
+    let bigEndian: Bool
+    let messageSize: Int
+    let fields: UnsafeMutableBufferPointer<FieldPlan>
+    let components: UnsafeMutableBufferPointer<ComponentPlan>
+    /// The definition this plan was compiled from.
+    let definition: FITDefinition
+
+    init(_ definition: FITDefinition, state: FITDecoderState) {
+        self.definition = definition
+        globalNumber = definition.globalNumber
+        bigEndian = definition.bigEndian
+        messageSize = definition.messageSize
+        let profile = FITProfile.message(definition.globalNumber)
+        var fieldPlans: [FieldPlan] = []
+        var componentPlans: [ComponentPlan] = []
+        var offset = 0
+        for field in definition.fields {
+            defer { offset += field.size }
+            var baseType = FITBaseType(definitionByte: field.baseTypeByte)
+            if field.size % baseType.size != 0 { baseType = .byte }
+            let profileField = profile?.field(field.number)
+            var plan = FieldPlan(offsetInMessage: offset, size: field.size, baseType: baseType, elementSize: baseType.size,
+                                 count: field.size / baseType.size, number: field.number, developerIndex: 0xFF,
+                                 kind: .regular, scaled: false, scale: 1, valueOffset: 0,
+                                 componentStart: componentPlans.count, componentCount: 0, seedSlot: -1,
+                                 descriptionIndex: -1, role: .none)
+            if let profileField {
+                if baseType != .byte, baseType != .string, profileField.scale != 1 || profileField.offset != 0 {
+                    plan.scaled = true
+                    plan.scale = profileField.scale
+                    plan.valueOffset = profileField.offset
+                }
+                if field.number == 253, baseType == .uint32 { plan.role = .timestamp }
+                if profileField.name == "timestamp_16" { plan.role = .timestamp16 }
+                if baseType != .string {
+                    var previousDestination: UInt8?
+                    for component in profileField.components {
+                        let destination = profile?.field(component.destination)
+                        let slot = component.accumulate
+                            ? state.accumulatorSlot(message: definition.globalNumber, field: component.destination) : -1
+                        componentPlans.append(ComponentPlan(destination: component.destination,
+                                                            destinationBaseType: destination?.baseType ?? .uint32,
+                                                            bits: component.bits, bitOffset: component.bitOffset,
+                                                            scale: component.scale, offset: component.offset,
+                                                            accumulatorSlot: slot,
+                                                            startsGroup: previousDestination != component.destination))
+                        previousDestination = component.destination
+                    }
+                    plan.componentCount = componentPlans.count - plan.componentStart
+                }
+                if baseType != .string, baseType != .byte,
+                   let slot = state.existingAccumulatorSlot(message: definition.globalNumber, field: field.number)
+                    ?? (FITDecoderState.isAccumulationTarget(message: definition.globalNumber, field: field.number)
+                        ? state.accumulatorSlot(message: definition.globalNumber, field: field.number) : nil) {
+                    plan.seedSlot = slot
+                }
+            } else if field.number == 253, baseType == .uint32 {
+                plan.role = .timestamp
+            }
+            fieldPlans.append(plan)
+        }
+        for field in definition.developerFields {
+            defer { offset += field.size }
+            let index = state.developerFieldIndex(developer: field.developerIndex ?? 0, field: field.number)
+            let description = index.map { state.developerFields[$0] }
+            var baseType = description?.baseType ?? .byte
+            if field.size % baseType.size != 0 { baseType = .byte }
+            var plan = FieldPlan(offsetInMessage: offset, size: field.size, baseType: baseType, elementSize: baseType.size,
+                                 count: field.size / baseType.size, number: field.number,
+                                 developerIndex: field.developerIndex ?? 0, kind: .developer, scaled: false, scale: 1,
+                                 valueOffset: 0, componentStart: componentPlans.count, componentCount: 0, seedSlot: -1,
+                                 descriptionIndex: Int32(index ?? -1), role: .none)
+            if let description, baseType != .byte, baseType != .string,
+               description.scale != 1 || description.offset != 0, description.scale != 0 {
+                plan.scaled = true
+                plan.scale = description.scale
+                plan.valueOffset = description.offset
+            }
+            fieldPlans.append(plan)
+        }
+        fields = .allocate(capacity: fieldPlans.count)
+        _ = fields.initialize(from: fieldPlans)
+        components = .allocate(capacity: componentPlans.count)
+        _ = components.initialize(from: componentPlans)
+        // Room for every element, every component value and a synthesized timestamp.
+        let maxValues = fieldPlans.reduce(0) { $0 + max($1.count, $1.size) } + componentPlans.count + 1
+        state.reserve(fields: fieldPlans.count + componentPlans.count + 1, values: maxValues)
+    }
+
+    deinit {
+        fields.deallocate()
+        components.deallocate()
+    }
+}
+
+/// The decoder's mutable state for one input: compiled definitions, reusable value buffers,
+/// accumulators, developer field descriptions and the running timestamp.
+final class FITDecoderState {
+    static let fieldDescriptionMessage: UInt16 = 206
+    /// At most this many accumulated (message, field) pairs; the profile needs far fewer.
+    static let maxAccumulators = 64
+
+    var plans: [MessagePlan?] = Array(repeating: nil, count: 16)
+    /// Compiled plans by definition bytes (the record header's local number masked out).
+    private var planCache: [[UInt8]: MessagePlan] = [:]
+    static let maxCachedPlans = 1024
+    private(set) var fields: UnsafeMutablePointer<FITField>
+    private(set) var values: UnsafeMutablePointer<Double>
+    private var fieldCapacity = 64
+    private var valueCapacity = 1024
+    let accumulators: UnsafeMutablePointer<UInt64>
+    private var accumulatorKeys: [UInt32] = []
+    var developerFields: [FITDeveloperFieldDescription] = []
+    var lastTimestamp: UInt32 = 0
+
+    init() {
+        fields = .allocate(capacity: fieldCapacity)
+        values = .allocate(capacity: valueCapacity)
+        accumulators = .allocate(capacity: Self.maxAccumulators)
+        accumulators.initialize(repeating: 0, count: Self.maxAccumulators)
+    }
+
+    deinit {
+        fields.deallocate()
+        values.deallocate()
+        accumulators.deallocate()
+    }
+
+    /// Forgets everything file-specific (at each chained file's header).
+    func reset() {
+        plans = Array(repeating: nil, count: 16)
+        accumulatorKeys = []
+        accumulators.update(repeating: 0, count: Self.maxAccumulators)
+        developerFields = []
+        lastTimestamp = 0
+        planCache = [:]
+    }
+
+    func cachedPlan(_ key: [UInt8]) -> MessagePlan? {
+        var key = key
+        key[0] &= 0xF0
+        return planCache[key]
+    }
+
+    func cachePlan(_ plan: MessagePlan, for key: [UInt8]) {
+        var key = key
+        key[0] &= 0xF0
+        if planCache.count >= Self.maxCachedPlans { planCache = [:] }
+        planCache[key] = plan
+    }
+
+    /// Grows the reusable buffers (only when a definition needs more than any before it).
+    func reserve(fields fieldCount: Int, values valueCount: Int) {
+        if fieldCount > fieldCapacity {
+            fields.deallocate()
+            fieldCapacity = fieldCount
+            fields = .allocate(capacity: fieldCapacity)
+        }
+        if valueCount > valueCapacity {
+            values.deallocate()
+            valueCapacity = valueCount
+            values = .allocate(capacity: valueCapacity)
+        }
+    }
+
+    func existingAccumulatorSlot(message: UInt16, field: UInt8) -> Int? {
+        accumulatorKeys.firstIndex(of: UInt32(message) << 8 | UInt32(field))
+    }
+
+    /// The accumulator for `field` of `message`, created on first use (-1 when all are taken).
+    func accumulatorSlot(message: UInt16, field: UInt8) -> Int {
+        if let slot = existingAccumulatorSlot(message: message, field: field) { return slot }
+        guard accumulatorKeys.count < Self.maxAccumulators else { return -1 }
+        accumulatorKeys.append(UInt32(message) << 8 | UInt32(field))
+        return accumulatorKeys.count - 1
+    }
+
+    /// Whether some component of `message` accumulates into `field`.
+    static func isAccumulationTarget(message: UInt16, field: UInt8) -> Bool {
+        FITProfile.message(message)?.accumulationTargets.contains(field) ?? false
+    }
+
+    func developerFieldIndex(developer: UInt8, field: UInt8) -> Int? {
+        developerFields.lastIndex { $0.developerIndex == developer && $0.fieldNumber == field }
+    }
+
+    /// Keeps the developer field a `field_description` message describes.
+    func recordFieldDescription(_ message: FITMessage) {
+        guard let developer = message.int(0), let number = message.int(1),
+              (0...255).contains(developer), (0...255).contains(number) else { return }
+        let baseType = FITBaseType(definitionByte: UInt8(truncatingIfNeeded: message.int(2) ?? 0x0D))
+        let description = FITDeveloperFieldDescription(
+            developerIndex: UInt8(developer), fieldNumber: UInt8(number),
+            name: message.string(3) ?? "developer_\(developer)_\(number)", baseType: baseType,
+            scale: message.value(6) ?? 1, offset: message.value(7) ?? 0, units: message.string(8) ?? "",
+            nativeFieldNumber: message.int(15).flatMap { (0...254).contains($0) ? UInt8($0) : nil })
+        planCache = [:] // plans with developer fields depend on the descriptions
+        if let index = developerFieldIndex(developer: UInt8(developer), field: UInt8(number)) {
+            developerFields[index] = description
+        } else if developerFields.count < 4096 {
+            developerFields.append(description)
+        }
+    }
+}
