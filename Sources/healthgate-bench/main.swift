@@ -8,7 +8,7 @@ import GRDBSQLite
 import HealthGate
 import HealthStore
 
-setvbuf(stdout, nil, _IOLBF, 0)
+
 let fixtures = CommandLine.arguments.count > 1 ? CommandLine.arguments[1] : "Fixtures"
 let rounds = 5
 
@@ -61,7 +61,7 @@ for path in largest {
         let t0 = now()
         repeat {
             let summary = try FITDecoder.decodeAll(data)
-            fields = summary.fieldValues
+            fields = summary.values
             repeats += 1
         } while now() - t0 < 0.2
         times.append((now() - t0) / Double(repeats))
@@ -188,5 +188,5 @@ print(String(format: "  baseline raw SQLite:  %9.0f rows/s  (same row count, C A
 print(String(format: "  ratio: %.0f%% of the raw insert rate (target: >= 50%%)", importRate / rawRate * 100))
 
 var usage = rusage()
-getrusage(RUSAGE_SELF, &usage)
+getrusage(RUSAGE_SELF.rawValue, &usage)
 print(String(format: "\npeak RSS: %.1f MB", Double(usage.ru_maxrss) / 1024))

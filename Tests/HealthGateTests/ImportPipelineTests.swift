@@ -45,7 +45,7 @@ func validFixtures() throws -> [String] {
         let store = try scratch.store()
         let pipeline = ImportPipeline(store: store)
         let files = try validFixtures()
-        #expect(files.count >= 30)
+        #expect(files.count == 29)  // 22 FIT, 3 TCX, 4 GPX
 
         var reports: [FileReport] = []
         let totals = try await pipeline.run(files, done: { reports.append($0) })
