@@ -41,11 +41,31 @@ public struct Normalizer: Sendable {
                 continue
             }
             if case .workout(let w) = record {
-                outcome.accepted.append(.workout(energy.fillEnergy(w)))
+                outcome.accepted.append(.workout(energy.fillEnergy(Self.dropPlaceholders(w))))
             } else {
                 outcome.accepted.append(record)
             }
         }
         return outcome
+    }
+
+    /// Devices write 0 where they measured nothing: a heart rate of 0 bpm, or 0 kcal for a
+    /// workout of more than a minute. Those become absent, so the energy gets estimated.
+    static func dropPlaceholders(_ workout: Workout) -> Workout {
+        var w = workout
+        if w.avgHeartRate == 0 { w.avgHeartRate = nil }
+        if w.maxHeartRate == 0 { w.maxHeartRate = nil }
+        if w.energyKcal == 0, (w.timerS ?? w.elapsedS) > 60 {
+            w.energyKcal = nil
+            w.energySource = nil
+        }
+        if w.samples.contains(where: { $0.heartRate == 0 }) {
+            for i in w.samples.indices where w.samples[i].heartRate == 0 { w.samples[i].heartRate = nil }
+        }
+        for i in w.laps.indices {
+            if w.laps[i].avgHeartRate == 0 { w.laps[i].avgHeartRate = nil }
+            if w.laps[i].maxHeartRate == 0 { w.laps[i].maxHeartRate = nil }
+        }
+        return w
     }
 }

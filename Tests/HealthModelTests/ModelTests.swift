@@ -112,3 +112,27 @@ import Testing
         #expect(Sport.normalize("9") == .other)
     }
 }
+
+@Suite struct PlaceholderTests {
+    @Test func zeroHeartRateAndZeroEnergyBecomeAbsent() {
+        let t0 = Date(timeIntervalSince1970: 1_600_000_000)
+        let w = Workout(id: RecordID.derive("z"), sport: "cycling", start: t0, end: t0.addingTimeInterval(1800), timerS: 1800,
+                        energyKcal: 0, avgHeartRate: 0, maxHeartRate: 0,
+                        laps: [Lap(start: t0, end: t0.addingTimeInterval(1800), elapsedS: 1800, avgHeartRate: 0)],
+                        samples: [Sample(time: t0, heartRate: 0), Sample(time: t0.addingTimeInterval(1), heartRate: 98)],
+                        source: Source(driver: "fit"))
+        let outcome = Normalizer().normalize([.workout(w)], now: t0.addingTimeInterval(86400))
+        guard case .workout(let n) = outcome.accepted.first else { Issue.record("no workout"); return }
+        #expect(n.avgHeartRate == nil && n.maxHeartRate == nil && n.laps[0].avgHeartRate == nil)
+        #expect(n.samples.map(\.heartRate) == [nil, 98])
+        #expect(n.energySource == .estimated)
+        #expect(n.energyKcal == 262.5)  // cycling MET 7.5 x 70 kg x 0.5 h
+
+        // A 4-second transition really can burn 0 kcal: kept as the device said.
+        let short = Workout(id: RecordID.derive("t"), sport: "transition", start: t0, end: t0.addingTimeInterval(4),
+                            energyKcal: 0, source: Source(driver: "fit"))
+        guard case .workout(let s) = Normalizer().normalize([.workout(short)], now: t0.addingTimeInterval(86400)).accepted.first
+        else { Issue.record("no workout"); return }
+        #expect(s.energyKcal == 0 && s.energySource == .device)
+    }
+}
