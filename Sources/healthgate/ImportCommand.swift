@@ -68,7 +68,13 @@ struct ImportCommand: AsyncParsableCommand {
     }
 
     static func line(_ r: FileReport) -> String {
-        let counts = r.records > 0 || r.status == .imported || r.status == .wouldImport ? " (\(r.records) records\(r.unchanged > 0 ? ", \(r.unchanged) unchanged" : "")\(r.outOfRange > 0 ? ", \(r.outOfRange) outside the date range" : ""))" : ""
+        var details: [String] = []
+        if r.records > 0 || r.status == .imported || r.status == .wouldImport || r.status == .partial {
+            details.append("\(r.records) records")
+        }
+        if r.unchanged > 0 { details.append("\(r.unchanged) already stored") }
+        if r.outOfRange > 0 { details.append("\(r.outOfRange) outside the date range") }
+        let counts = details.isEmpty ? "" : " (" + details.joined(separator: ", ") + ")"
         let status: String = switch r.status {
         case .imported: "imported"
         case .partial: "partial"
