@@ -10,11 +10,11 @@ public enum MeasurementUnitSystem: Hashable, Sendable {
 
     /// Kilograms from a raw uint16 mass field.
     public func kilograms(_ raw: UInt16) -> Double {
-        self == .si ? Double(raw) * 0.005 : Double(raw) * 0.01 * Self.kilogramsPerPound
+        self == .si ? Double(raw) / 200 : Double(raw) / 100 * Self.kilogramsPerPound
     }
     /// Metres from a raw uint16 height field.
     public func meters(_ raw: UInt16) -> Double {
-        self == .si ? Double(raw) * 0.001 : Double(raw) * 0.1 * Self.metersPerInch
+        self == .si ? Double(raw) / 1000 : Double(raw) / 10 * Self.metersPerInch
     }
 }
 
