@@ -34,6 +34,8 @@ let package = Package(
                 exclude: ["README.md", "sample.toml", "tools"]),
         // Bluetooth LE: pure decoders of the standard GATT health and fitness profiles.
         .target(name: "GATTProfiles", dependencies: ["HealthModel"], path: "Drivers/BluetoothLE/Profiles"),
+        // Bluetooth LE host stack: H4/HCI, ACL, L2CAP, ATT, GATT client, transports.
+        .target(name: "BLEHost", path: "Drivers/BluetoothLE/Host"),
 
         // SQLite store: migrations, writes, queries, import ledger, outbox.
         .target(name: "HealthStore", dependencies: ["HealthModel", .product(name: "GRDB", package: "GRDB.swift"),
@@ -57,6 +59,7 @@ let package = Package(
         .testTarget(name: "FITDriverTests", dependencies: ["FITDriver", "HealthModel", "DriverKit"]),
         .testTarget(name: "XMLDriverTests", dependencies: ["XMLStream", "TCXDriver", "GPXDriver", "HealthModel", "DriverKit"]),
         .testTarget(name: "GATTProfilesTests", dependencies: ["GATTProfiles"]),
+        .testTarget(name: "BLEHostTests", dependencies: ["BLEHost"]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
         .testTarget(name: "HealthGateTests", dependencies: ["HealthGate", "HealthStore", "HealthModel"]),
     ]
