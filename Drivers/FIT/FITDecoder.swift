@@ -205,64 +205,80 @@ public enum FITDecoder {
         let fieldsOut = state.fields
         let valuesOut = state.values
         let bigEndian = messagePlan.bigEndian
+        let plans = messagePlan.fields
 
-        for index in 0..<messagePlan.fields.count {
-            let plan = messagePlan.fields[index]
-            let p = base + plan.offsetInMessage
+        for index in 0..<messagePlan.fieldCount {
+            let plan = plans + index
+            let p = base + plan.pointee.offsetInMessage
             let valueStart = valueCount
-            switch plan.baseType {
+            switch plan.pointee.read {
             case .string:
-                if plan.size == 0 || p.load(as: UInt8.self) == 0 { continue }
-            case .byte:
+                if plan.pointee.size == 0 || p.load(as: UInt8.self) == 0 { continue }
+            case .bytes:
+                let size = plan.pointee.size
                 var allInvalid = true
-                for i in 0..<plan.size {
+                for i in 0..<size {
                     let b = p.load(fromByteOffset: i, as: UInt8.self)
                     if b != 0xFF { allInvalid = false }
                     valuesOut[valueCount] = Double(b)
                     valueCount += 1
                 }
-                if allInvalid || plan.size == 0 { valueCount = valueStart; continue }
-            default:
-                var anyValid = false
+                if allInvalid || size == 0 { valueCount = valueStart; continue }
+            case .unsigned, .unsigned64, .signed, .float32, .float64:
+                let elementSize = plan.pointee.elementSize
+                let count = plan.pointee.count
                 var lastRaw: UInt64 = 0
-                for i in 0..<plan.count {
-                    let raw = load(p + i * plan.elementSize, size: plan.elementSize, bigEndian: bigEndian)
-                    if let v = number(raw, plan.baseType) {
-                        anyValid = true
-                        lastRaw = raw
-                        valuesOut[valueCount] = plan.scaled ? v / plan.scale - plan.valueOffset : v
-                    } else {
-                        valuesOut[valueCount] = .nan
-                    }
+                if count == 1 {
+                    // Scalars, the common case.
+                    let raw = load(p, size: elementSize, bigEndian: bigEndian)
+                    guard let v = plan.pointee.number(raw) else { continue }
+                    lastRaw = raw
+                    valuesOut[valueCount] = plan.pointee.scaled ? v / plan.pointee.scale - plan.pointee.valueOffset : v
                     valueCount += 1
+                } else {
+                    var anyValid = false
+                    for i in 0..<count {
+                        let raw = load(p + i * elementSize, size: elementSize, bigEndian: bigEndian)
+                        if let v = plan.pointee.number(raw) {
+                            anyValid = true
+                            lastRaw = raw
+                            valuesOut[valueCount] = plan.pointee.scaled ? v / plan.pointee.scale - plan.pointee.valueOffset : v
+                        } else {
+                            valuesOut[valueCount] = .nan
+                        }
+                        valueCount += 1
+                    }
+                    if !anyValid { valueCount = valueStart; continue }
                 }
-                if !anyValid { valueCount = valueStart; continue }
-                switch plan.role {
+                switch plan.pointee.role {
                 case .none: break
                 case .timestamp:
-                    if plan.count == 1 {
+                    if count == 1 {
                         timestamp = UInt32(truncatingIfNeeded: lastRaw)
                         state.lastTimestamp = timestamp!
                     }
                 case .timestamp16:
-                    if plan.count == 1, timestamp == nil {
+                    if count == 1, timestamp == nil {
                         let last = state.lastTimestamp
                         let t = last &+ ((UInt32(truncatingIfNeeded: lastRaw) &- last) & 0xFFFF)
                         timestamp = t
                         state.lastTimestamp = t
                     }
                 }
-                if plan.seedSlot >= 0, plan.count == 1 { state.accumulators[plan.seedSlot] = lastRaw }
+                let seedSlot = plan.pointee.seedSlot
+                if seedSlot >= 0, count == 1 { state.accumulators[seedSlot] = lastRaw }
             }
-            fieldsOut[fieldCount] = FITField(number: plan.number, developerIndex: plan.developerIndex, baseType: plan.baseType,
-                                             kind: plan.kind, valueStart: Int32(valueStart),
-                                             valueCount: Int32(valueCount - valueStart), byteOffset: start + plan.offsetInMessage,
-                                             byteCount: plan.size, descriptionIndex: plan.descriptionIndex)
+            var field = plan.pointee.output
+            field.valueStart = Int32(truncatingIfNeeded: valueStart)
+            field.valueCount = Int32(truncatingIfNeeded: valueCount - valueStart)
+            field.byteOffset += start
+            fieldsOut[fieldCount] = field
             fieldCount += 1
-            if plan.componentCount > 0 {
-                expandComponents(of: plan, at: p, bigEndian: bigEndian, plan: planComponents(plan, in: messagePlan),
+            if plan.pointee.componentCount > 0 {
+                expandComponents(of: plan.pointee, at: p, bigEndian: bigEndian,
+                                 plan: planComponents(plan.pointee, in: messagePlan),
                                  state: state, fieldCount: &fieldCount, valueCount: &valueCount,
-                                 byteOffset: start + plan.offsetInMessage)
+                                 byteOffset: start + plan.pointee.offsetInMessage)
             }
         }
 
@@ -372,28 +388,6 @@ public enum FITDecoder {
         default:
             let v = p.loadUnaligned(as: UInt64.self)
             return bigEndian ? UInt64(bigEndian: v) : UInt64(littleEndian: v)
-        }
-    }
-
-    /// The numeric value of a raw element, or nil when it is the base type's invalid value.
-    @inline(__always)
-    static func number(_ raw: UInt64, _ type: FITBaseType) -> Double? {
-        switch type {
-        case .enum, .uint8, .byte: return raw == 0xFF ? nil : Double(raw)
-        case .sint8: return raw == 0x7F ? nil : Double(Int8(truncatingIfNeeded: raw))
-        case .uint8z, .uint16z, .uint32z, .uint64z, .string: return raw == 0 ? nil : Double(raw)
-        case .sint16: return raw == 0x7FFF ? nil : Double(Int16(truncatingIfNeeded: raw))
-        case .uint16: return raw == 0xFFFF ? nil : Double(raw)
-        case .sint32: return raw == 0x7FFF_FFFF ? nil : Double(Int32(truncatingIfNeeded: raw))
-        case .uint32: return raw == 0xFFFF_FFFF ? nil : Double(raw)
-        case .sint64: return raw == 0x7FFF_FFFF_FFFF_FFFF ? nil : Double(Int64(bitPattern: raw))
-        case .uint64: return raw == 0xFFFF_FFFF_FFFF_FFFF ? nil : Double(raw)
-        case .float32:
-            let f = Float(bitPattern: UInt32(truncatingIfNeeded: raw))
-            return f.isNaN ? nil : Double(f)
-        case .float64:
-            let d = Double(bitPattern: raw)
-            return d.isNaN ? nil : d
         }
     }
 

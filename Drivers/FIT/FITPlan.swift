@@ -1,26 +1,92 @@
 /// What to do with one defined field when a data message arrives: compiled once per definition.
 struct FieldPlan {
-    enum Role { case none, timestamp, timestamp16 }
+    enum Role: UInt8 { case none, timestamp, timestamp16 }
+
+    /// How the elements are read, fixed by the base type used.
+    enum Read: UInt8 {
+        /// Unsigned integer of 1, 2 or 4 bytes (exact through `Int64`).
+        case unsigned
+        /// Unsigned 64-bit integer.
+        case unsigned64
+        /// Signed integer, sign-extended by `signShift`.
+        case signed
+        case float32
+        case float64
+        case bytes
+        case string
+    }
 
     var offsetInMessage: Int
     var size: Int
-    /// The base type actually used: the declared one, or `byte` when the size does not fit it.
-    var baseType: FITBaseType
     var elementSize: Int
     /// Number of elements (size / elementSize).
     var count: Int
-    var number: UInt8
-    var developerIndex: UInt8
-    var kind: FITFieldKind
+    var read: Read
+    var role: Role
     var scaled: Bool
+    /// The integer bit pattern that means "no value" (see ``FITBaseType/invalidPattern``).
+    var invalid: UInt64
+    /// 64 - 8 * elementSize: shifts that sign-extend a signed element.
+    var signShift: UInt64
     var scale: Double
     var valueOffset: Double
     var componentStart: Int
     var componentCount: Int
     /// Accumulator this field's raw value seeds (it is the target of accumulated components).
     var seedSlot: Int
-    var descriptionIndex: Int32
-    var role: Role
+    /// The field as handed to the visitor; `valueStart`, `valueCount` and `byteOffset` are
+    /// filled in per message (`byteOffset` holds `offsetInMessage` here).
+    var output: FITField
+
+    /// The base type actually used: the declared one, or `byte` when the size does not fit it.
+    var baseType: FITBaseType { output.baseType }
+
+    init(offsetInMessage: Int, size: Int, baseType: FITBaseType, number: UInt8, developerIndex: UInt8,
+         kind: FITFieldKind, componentStart: Int, descriptionIndex: Int32) {
+        self.offsetInMessage = offsetInMessage
+        self.size = size
+        elementSize = baseType.size
+        count = size / baseType.size
+        switch baseType {
+        case .string: read = .string
+        case .byte: read = .bytes
+        case .sint8, .sint16, .sint32, .sint64: read = .signed
+        case .uint64, .uint64z: read = .unsigned64
+        case .float32: read = .float32
+        case .float64: read = .float64
+        case .enum, .uint8, .uint8z, .uint16, .uint16z, .uint32, .uint32z: read = .unsigned
+        }
+        role = .none
+        scaled = false
+        invalid = baseType.invalidPattern
+        signShift = UInt64(64 - 8 * baseType.size)
+        scale = 1
+        valueOffset = 0
+        self.componentStart = componentStart
+        componentCount = 0
+        seedSlot = -1
+        output = FITField(number: number, developerIndex: developerIndex, baseType: baseType, kind: kind,
+                          valueStart: 0, valueCount: 0, byteOffset: offsetInMessage, byteCount: size,
+                          descriptionIndex: descriptionIndex)
+    }
+
+    /// The numeric value of one raw element (not scaled), or nil when it is the invalid value.
+    /// Only for numeric reads (not `bytes` or `string`).
+    @inline(__always)
+    func number(_ raw: UInt64) -> Double? {
+        switch read {
+        case .unsigned: return raw == invalid ? nil : Double(Int64(bitPattern: raw))
+        case .signed: return raw == invalid ? nil : Double(Int64(bitPattern: raw << signShift) >> signShift)
+        case .unsigned64: return raw == invalid ? nil : Double(raw)
+        case .float32:
+            let f = Float(bitPattern: UInt32(truncatingIfNeeded: raw))
+            return f.isNaN ? nil : Double(f)
+        case .float64:
+            let d = Double(bitPattern: raw)
+            return d.isNaN ? nil : d
+        case .bytes, .string: return nil
+        }
+    }
 }
 
 /// One component expansion step, with its destination resolved.
@@ -42,7 +108,9 @@ final class MessagePlan {
     let globalNumber: UInt16
     let bigEndian: Bool
     let messageSize: Int
-    let fields: UnsafeMutableBufferPointer<FieldPlan>
+    /// The field plans, in message order (`fieldCount` of them).
+    let fields: UnsafeMutablePointer<FieldPlan>
+    let fieldCount: Int
     let components: UnsafeMutableBufferPointer<ComponentPlan>
     /// The definition this plan was compiled from.
     let definition: FITDefinition
@@ -61,11 +129,9 @@ final class MessagePlan {
             var baseType = FITBaseType(definitionByte: field.baseTypeByte)
             if field.size % baseType.size != 0 { baseType = .byte }
             let profileField = profile?.field(field.number)
-            var plan = FieldPlan(offsetInMessage: offset, size: field.size, baseType: baseType, elementSize: baseType.size,
-                                 count: field.size / baseType.size, number: field.number, developerIndex: 0xFF,
-                                 kind: .regular, scaled: false, scale: 1, valueOffset: 0,
-                                 componentStart: componentPlans.count, componentCount: 0, seedSlot: -1,
-                                 descriptionIndex: -1, role: .none)
+            var plan = FieldPlan(offsetInMessage: offset, size: field.size, baseType: baseType, number: field.number,
+                                 developerIndex: 0xFF, kind: .regular, componentStart: componentPlans.count,
+                                 descriptionIndex: -1)
             if let profileField {
                 if baseType != .byte, baseType != .string, profileField.scale != 1 || profileField.offset != 0 {
                     plan.scaled = true
@@ -107,11 +173,9 @@ final class MessagePlan {
             let description = index.map { state.developerFields[$0] }
             var baseType = description?.baseType ?? .byte
             if field.size % baseType.size != 0 { baseType = .byte }
-            var plan = FieldPlan(offsetInMessage: offset, size: field.size, baseType: baseType, elementSize: baseType.size,
-                                 count: field.size / baseType.size, number: field.number,
-                                 developerIndex: field.developerIndex ?? 0, kind: .developer, scaled: false, scale: 1,
-                                 valueOffset: 0, componentStart: componentPlans.count, componentCount: 0, seedSlot: -1,
-                                 descriptionIndex: Int32(index ?? -1), role: .none)
+            var plan = FieldPlan(offsetInMessage: offset, size: field.size, baseType: baseType, number: field.number,
+                                 developerIndex: field.developerIndex ?? 0, kind: .developer,
+                                 componentStart: componentPlans.count, descriptionIndex: Int32(index ?? -1))
             if let description, baseType != .byte, baseType != .string,
                description.scale != 1 || description.offset != 0, description.scale != 0 {
                 plan.scaled = true
@@ -120,8 +184,9 @@ final class MessagePlan {
             }
             fieldPlans.append(plan)
         }
-        fields = .allocate(capacity: fieldPlans.count)
-        _ = fields.initialize(from: fieldPlans)
+        fieldCount = fieldPlans.count
+        fields = .allocate(capacity: max(fieldCount, 1))
+        fields.initialize(from: fieldPlans, count: fieldCount)
         components = .allocate(capacity: componentPlans.count)
         _ = components.initialize(from: componentPlans)
         // Room for every element, every component value and a synthesized timestamp.
