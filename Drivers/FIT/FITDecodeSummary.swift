@@ -36,14 +36,13 @@ extension FITDecoder {
             summary.fields += message.fieldCount
             var sum = 0.0
             var values = 0
+            let fields = message.fieldPointer
+            let elements = message.valuePointer
             for i in 0..<message.fieldCount {
-                let field = message.fieldPointer[i]
-                let count = Int(field.valueCount)
+                let start = Int(fields[i].valueStart)
+                let count = Int(fields[i].valueCount)
                 values += max(count, 1)
-                for j in 0..<count {
-                    let v = message.valuePointer[Int(field.valueStart) + j]
-                    if v.isFinite { sum += v }
-                }
+                for v in UnsafeBufferPointer(start: elements + start, count: count) where v.isFinite { sum += v }
             }
             summary.values += values
             summary.checksum += sum

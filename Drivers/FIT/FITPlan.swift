@@ -207,7 +207,9 @@ final class FITDecoderState {
     /// At most this many accumulated (message, field) pairs; the profile needs far fewer.
     static let maxAccumulators = 64
 
-    var plans: [MessagePlan?] = Array(repeating: nil, count: 16)
+    /// The plan of each local message type (0-15). A fixed buffer rather than an array: read
+    /// once per data message, it needs no exclusivity check.
+    let plans: UnsafeMutablePointer<MessagePlan?>
     /// Compiled plans by definition bytes (the record header's local number masked out).
     private var planCache: [[UInt8]: MessagePlan] = [:]
     static let maxCachedPlans = 1024
@@ -221,6 +223,8 @@ final class FITDecoderState {
     var lastTimestamp: UInt32 = 0
 
     init() {
+        plans = .allocate(capacity: 16)
+        plans.initialize(repeating: nil, count: 16)
         fields = .allocate(capacity: fieldCapacity)
         values = .allocate(capacity: valueCapacity)
         accumulators = .allocate(capacity: Self.maxAccumulators)
@@ -228,6 +232,8 @@ final class FITDecoderState {
     }
 
     deinit {
+        plans.deinitialize(count: 16)
+        plans.deallocate()
         fields.deallocate()
         values.deallocate()
         accumulators.deallocate()
@@ -235,7 +241,7 @@ final class FITDecoderState {
 
     /// Forgets everything file-specific (at each chained file's header).
     func reset() {
-        plans = Array(repeating: nil, count: 16)
+        plans.update(repeating: nil, count: 16)
         accumulatorKeys = []
         accumulators.update(repeating: 0, count: Self.maxAccumulators)
         developerFields = []
