@@ -211,62 +211,43 @@ public enum FITDecoder {
             let plan = plans + index
             let p = base + plan.pointee.offsetInMessage
             let valueStart = valueCount
-            switch plan.pointee.read {
-            case .string:
-                if plan.pointee.size == 0 || p.load(as: UInt8.self) == 0 { continue }
-            case .bytes:
-                let size = plan.pointee.size
-                var allInvalid = true
-                for i in 0..<size {
-                    let b = p.load(fromByteOffset: i, as: UInt8.self)
-                    if b != 0xFF { allInvalid = false }
-                    valuesOut[valueCount] = Double(b)
-                    valueCount += 1
-                }
-                if allInvalid || size == 0 { valueCount = valueStart; continue }
-            case .unsigned, .unsigned64, .signed, .float32, .float64:
-                let elementSize = plan.pointee.elementSize
-                let count = plan.pointee.count
-                var lastRaw: UInt64 = 0
-                if count == 1 {
-                    // Scalars, the common case.
-                    let raw = load(p, size: elementSize, bigEndian: bigEndian)
-                    guard let v = plan.pointee.number(raw) else { continue }
-                    lastRaw = raw
-                    valuesOut[valueCount] = plan.pointee.scaled ? v / plan.pointee.scale - plan.pointee.valueOffset : v
-                    valueCount += 1
-                } else {
-                    var anyValid = false
-                    for i in 0..<count {
-                        let raw = load(p + i * elementSize, size: elementSize, bigEndian: bigEndian)
-                        if let v = plan.pointee.number(raw) {
-                            anyValid = true
-                            lastRaw = raw
-                            valuesOut[valueCount] = plan.pointee.scaled ? v / plan.pointee.scale - plan.pointee.valueOffset : v
-                        } else {
-                            valuesOut[valueCount] = .nan
-                        }
-                        valueCount += 1
-                    }
-                    if !anyValid { valueCount = valueStart; continue }
-                }
-                switch plan.pointee.role {
-                case .none: break
-                case .timestamp:
-                    if count == 1 {
-                        timestamp = UInt32(truncatingIfNeeded: lastRaw)
-                        state.lastTimestamp = timestamp!
-                    }
-                case .timestamp16:
-                    if count == 1, timestamp == nil {
-                        let last = state.lastTimestamp
-                        let t = last &+ ((UInt32(truncatingIfNeeded: lastRaw) &- last) & 0xFFFF)
-                        timestamp = t
-                        state.lastTimestamp = t
-                    }
-                }
-                let seedSlot = plan.pointee.seedSlot
-                if seedSlot >= 0, count == 1 { state.accumulators[seedSlot] = lastRaw }
+            // The raw bits of the value (of the last valid element), for timestamps and accumulators.
+            var raw: UInt64
+            let v: Double
+            switch plan.pointee.op {
+            case .uint8:
+                raw = UInt64(p.load(as: UInt8.self))
+                if raw == plan.pointee.invalid { continue }
+                v = Double(Int64(bitPattern: raw))
+            case .uint16:
+                raw = load16(p, bigEndian: bigEndian)
+                if raw == plan.pointee.invalid { continue }
+                v = Double(Int64(bitPattern: raw))
+            case .uint32:
+                raw = load32(p, bigEndian: bigEndian)
+                if raw == plan.pointee.invalid { continue }
+                v = Double(Int64(bitPattern: raw))
+            case .sint8:
+                raw = UInt64(p.load(as: UInt8.self))
+                if raw == plan.pointee.invalid { continue }
+                v = Double(Int8(truncatingIfNeeded: raw))
+            case .sint16:
+                raw = load16(p, bigEndian: bigEndian)
+                if raw == plan.pointee.invalid { continue }
+                v = Double(Int16(truncatingIfNeeded: raw))
+            case .sint32:
+                raw = load32(p, bigEndian: bigEndian)
+                if raw == plan.pointee.invalid { continue }
+                v = Double(Int32(truncatingIfNeeded: raw))
+            case .general:
+                raw = 0
+                guard decodeElements(plan, at: p, bigEndian: bigEndian, into: valuesOut, valueCount: &valueCount,
+                                     lastRaw: &raw) else { continue }
+                v = 0
+            }
+            if plan.pointee.op != .general {
+                valuesOut[valueCount] = plan.pointee.scaled ? v / plan.pointee.scale - plan.pointee.valueOffset : v
+                valueCount += 1
             }
             var field = plan.pointee.output
             field.valueStart = Int32(truncatingIfNeeded: valueStart)
@@ -274,11 +255,27 @@ public enum FITDecoder {
             field.byteOffset += start
             fieldsOut[fieldCount] = field
             fieldCount += 1
-            if plan.pointee.componentCount > 0 {
-                expandComponents(of: plan.pointee, at: p, bigEndian: bigEndian,
-                                 plan: planComponents(plan.pointee, in: messagePlan),
-                                 state: state, fieldCount: &fieldCount, valueCount: &valueCount,
-                                 byteOffset: start + plan.pointee.offsetInMessage)
+            if plan.pointee.special {
+                switch plan.pointee.role {
+                case .none: break
+                case .timestamp:
+                    timestamp = UInt32(truncatingIfNeeded: raw)
+                    state.lastTimestamp = timestamp!
+                case .timestamp16:
+                    if timestamp == nil {
+                        let last = state.lastTimestamp
+                        let t = last &+ ((UInt32(truncatingIfNeeded: raw) &- last) & 0xFFFF)
+                        timestamp = t
+                        state.lastTimestamp = t
+                    }
+                }
+                if plan.pointee.seedSlot >= 0 { state.accumulators[plan.pointee.seedSlot] = raw }
+                if plan.pointee.componentCount > 0 {
+                    expandComponents(of: plan.pointee, at: p, bigEndian: bigEndian,
+                                     plan: planComponents(plan.pointee, in: messagePlan),
+                                     state: state, fieldCount: &fieldCount, valueCount: &valueCount,
+                                     byteOffset: start + plan.pointee.offsetInMessage)
+                }
             }
         }
 
@@ -301,6 +298,47 @@ public enum FITDecoder {
         try visitor.message(message)
         if messagePlan.globalNumber == FITDecoderState.fieldDescriptionMessage { state.recordFieldDescription(message) }
         return end
+    }
+
+    /// Decodes the elements of a field the scalar fast path does not handle (strings, bytes,
+    /// arrays, 64-bit and float types) into `values`. Returns false when the field is
+    /// absent (empty string, all bytes 0xFF, every element invalid); `lastRaw` gets the raw bits
+    /// of the last valid element.
+    static func decodeElements(_ plan: UnsafeMutablePointer<FieldPlan>, at p: UnsafeRawPointer, bigEndian: Bool,
+                               into values: UnsafeMutablePointer<Double>, valueCount: inout Int,
+                               lastRaw: inout UInt64) -> Bool {
+        let valueStart = valueCount
+        switch plan.pointee.read {
+        case .string:
+            return plan.pointee.size != 0 && p.load(as: UInt8.self) != 0
+        case .bytes:
+            let size = plan.pointee.size
+            var allInvalid = true
+            for i in 0..<size {
+                let b = p.load(fromByteOffset: i, as: UInt8.self)
+                if b != 0xFF { allInvalid = false }
+                values[valueCount] = Double(b)
+                valueCount += 1
+            }
+            if allInvalid || size == 0 { valueCount = valueStart; return false }
+            return true
+        case .unsigned, .unsigned64, .signed, .float32, .float64:
+            let elementSize = plan.pointee.elementSize
+            var anyValid = false
+            for i in 0..<plan.pointee.count {
+                let raw = load(p + i * elementSize, size: elementSize, bigEndian: bigEndian)
+                if let v = plan.pointee.number(raw) {
+                    anyValid = true
+                    lastRaw = raw
+                    values[valueCount] = plan.pointee.scaled ? v / plan.pointee.scale - plan.pointee.valueOffset : v
+                } else {
+                    values[valueCount] = .nan
+                }
+                valueCount += 1
+            }
+            if !anyValid { valueCount = valueStart }
+            return anyValid
+        }
     }
 
     @inline(__always)
@@ -372,6 +410,20 @@ public enum FITDecoder {
             bit += take
         }
         return result
+    }
+
+    /// Loads a 16-bit element as an unsigned bit pattern.
+    @inline(__always)
+    static func load16(_ p: UnsafeRawPointer, bigEndian: Bool) -> UInt64 {
+        let v = p.loadUnaligned(as: UInt16.self)
+        return UInt64(bigEndian ? UInt16(bigEndian: v) : UInt16(littleEndian: v))
+    }
+
+    /// Loads a 32-bit element as an unsigned bit pattern.
+    @inline(__always)
+    static func load32(_ p: UnsafeRawPointer, bigEndian: Bool) -> UInt64 {
+        let v = p.loadUnaligned(as: UInt32.self)
+        return UInt64(bigEndian ? UInt32(bigEndian: v) : UInt32(littleEndian: v))
     }
 
     /// Loads one element of `size` bytes (1, 2, 4 or 8) as an unsigned bit pattern.

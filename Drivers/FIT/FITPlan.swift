@@ -16,7 +16,13 @@ struct FieldPlan {
         case string
     }
 
+    /// The scalar fast paths: an integer of one element, up to 32 bits. Everything else is `general`.
+    enum Op: UInt8 { case uint8, uint16, uint32, sint8, sint16, sint32, general }
+
     var offsetInMessage: Int
+    var op: Op
+    /// True when the field sets the message timestamp, seeds an accumulator or has components.
+    var special: Bool
     var size: Int
     var elementSize: Int
     /// Number of elements (size / elementSize).
@@ -56,6 +62,8 @@ struct FieldPlan {
         case .float64: read = .float64
         case .enum, .uint8, .uint8z, .uint16, .uint16z, .uint32, .uint32z: read = .unsigned
         }
+        op = .general
+        special = false
         role = .none
         scaled = false
         invalid = baseType.invalidPattern
@@ -68,6 +76,27 @@ struct FieldPlan {
         output = FITField(number: number, developerIndex: developerIndex, baseType: baseType, kind: kind,
                           valueStart: 0, valueCount: 0, byteOffset: offsetInMessage, byteCount: size,
                           descriptionIndex: descriptionIndex)
+    }
+
+    /// Sets `op` and `special` once the rest of the plan is known.
+    mutating func finish() {
+        let numeric = read != .bytes && read != .string
+        // Timestamps and accumulator seeds only apply to numeric scalars.
+        if !numeric || count != 1 {
+            role = .none
+            seedSlot = -1
+        }
+        special = role != .none || seedSlot >= 0 || componentCount > 0
+        guard count == 1 else { op = .general; return }
+        switch (read, elementSize) {
+        case (.unsigned, 1): op = .uint8
+        case (.unsigned, 2): op = .uint16
+        case (.unsigned, 4): op = .uint32
+        case (.signed, 1): op = .sint8
+        case (.signed, 2): op = .sint16
+        case (.signed, 4): op = .sint32
+        default: op = .general
+        }
     }
 
     /// The numeric value of one raw element (not scaled), or nil when it is the invalid value.
@@ -165,6 +194,7 @@ final class MessagePlan {
             } else if field.number == 253, baseType == .uint32 {
                 plan.role = .timestamp
             }
+            plan.finish()
             fieldPlans.append(plan)
         }
         for field in definition.developerFields {
@@ -182,6 +212,7 @@ final class MessagePlan {
                 plan.scale = description.scale
                 plan.valueOffset = description.offset
             }
+            plan.finish()
             fieldPlans.append(plan)
         }
         fieldCount = fieldPlans.count
