@@ -150,9 +150,9 @@ public enum FITDecoder {
             }
         }
         // Files redefine the same layouts over and over: reuse the compiled plan.
-        let key = Array(UnsafeRawBufferPointer(rebasing: input[position..<end]))
+        let key = DefinitionKey(UnsafeRawBufferPointer(rebasing: input[position..<end]))
         if let cached = state.cachedPlan(key) {
-            state.plans[Int(local)] = cached
+            state.setPlan(cached, local: Int(local))
             if visitor.wantsDefinitions {
                 var definition = cached.definition
                 definition.offset = position
@@ -178,7 +178,7 @@ public enum FITDecoder {
                                        fields: fields, developerFields: developerFields,
                                        messageSize: (fields + developerFields).reduce(0) { $0 + $1.size })
         let plan = MessagePlan(definition, state: state)
-        state.plans[Int(local)] = plan
+        state.setPlan(plan, local: Int(local))
         state.cachePlan(plan, for: key)
         if visitor.wantsDefinitions { try visitor.definition(definition) }
         return end
@@ -189,7 +189,7 @@ public enum FITDecoder {
     @inline(__always)
     static func decodeData<V: FITVisitor>(_ input: UnsafeRawBufferPointer, at position: Int, local: Int, timeOffset: UInt32?,
                                           bounds: DataBounds, state: FITDecoderState, visitor: inout V) throws -> Int {
-        guard let messagePlan = state.plans[local] else {
+        guard let messagePlan = state.active[local] else {
             throw DecodeError(at: .byte(position),
                               "data message at byte \(position) uses local message type \(local), which no definition message defined")
         }
@@ -342,8 +342,8 @@ public enum FITDecoder {
     }
 
     @inline(__always)
-    static func planComponents(_ field: FieldPlan, in plan: MessagePlan) -> UnsafeMutableBufferPointer<ComponentPlan> {
-        UnsafeMutableBufferPointer(rebasing: plan.components[field.componentStart..<(field.componentStart + field.componentCount)])
+    static func planComponents(_ field: FieldPlan, in plan: ActivePlan) -> UnsafeMutableBufferPointer<ComponentPlan> {
+        UnsafeMutableBufferPointer(start: plan.components + field.componentStart, count: field.componentCount)
     }
 
     /// Appends the fields `field`'s components expand to (grouped by destination).

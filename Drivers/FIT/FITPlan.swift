@@ -140,7 +140,7 @@ final class MessagePlan {
     /// The field plans, in message order (`fieldCount` of them).
     let fields: UnsafeMutablePointer<FieldPlan>
     let fieldCount: Int
-    let components: UnsafeMutableBufferPointer<ComponentPlan>
+    let components: UnsafeMutablePointer<ComponentPlan>
     /// The definition this plan was compiled from.
     let definition: FITDefinition
 
@@ -218,8 +218,8 @@ final class MessagePlan {
         fieldCount = fieldPlans.count
         fields = .allocate(capacity: max(fieldCount, 1))
         fields.initialize(from: fieldPlans, count: fieldCount)
-        components = .allocate(capacity: componentPlans.count)
-        _ = components.initialize(from: componentPlans)
+        components = .allocate(capacity: max(componentPlans.count, 1))
+        components.initialize(from: componentPlans, count: componentPlans.count)
         // Room for every element, every component value and a synthesized timestamp.
         let maxValues = fieldPlans.reduce(0) { $0 + max($1.count, $1.size) } + componentPlans.count + 1
         state.reserve(fields: fieldPlans.count + componentPlans.count + 1, values: maxValues)
@@ -228,6 +228,41 @@ final class MessagePlan {
     deinit {
         fields.deallocate()
         components.deallocate()
+    }
+
+    /// What decoding a data message needs, as a plain value (see ``ActivePlan``).
+    var active: ActivePlan {
+        ActivePlan(globalNumber: globalNumber, bigEndian: bigEndian, messageSize: messageSize, fields: fields,
+                   fieldCount: fieldCount, components: components)
+    }
+}
+
+/// The parts of a ``MessagePlan`` a data message needs, copied into a plain value so that the
+/// hot path does no reference counting. Valid while its plan is alive: ``FITDecoderState``
+/// keeps the plan of every local message type next to it.
+struct ActivePlan {
+    var globalNumber: UInt16
+    var bigEndian: Bool
+    var messageSize: Int
+    var fields: UnsafeMutablePointer<FieldPlan>
+    var fieldCount: Int
+    var components: UnsafeMutablePointer<ComponentPlan>
+}
+
+/// The bytes of a definition message with the record header's local number masked out: the
+/// plan cache key (the same layout under another local number compiles to the same plan).
+struct DefinitionKey: Hashable {
+    let bytes: [UInt8]
+
+    init(_ definition: UnsafeRawBufferPointer) {
+        var bytes = Array(definition)
+        bytes[0] &= 0xF0
+        self.bytes = bytes
+    }
+
+    /// One call over all the bytes (the synthesized hash feeds the hasher byte by byte).
+    func hash(into hasher: inout Hasher) {
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
     }
 }
 
@@ -238,11 +273,12 @@ final class FITDecoderState {
     /// At most this many accumulated (message, field) pairs; the profile needs far fewer.
     static let maxAccumulators = 64
 
-    /// The plan of each local message type (0-15). A fixed buffer rather than an array: read
-    /// once per data message, it needs no exclusivity check.
-    let plans: UnsafeMutablePointer<MessagePlan?>
+    /// The plan of each local message type (0-15), owned here; `active` holds the same plans as
+    /// plain values for the hot path. Fixed buffers rather than arrays: no exclusivity checks.
+    private let plans: UnsafeMutablePointer<MessagePlan?>
+    let active: UnsafeMutablePointer<ActivePlan?>
     /// Compiled plans by definition bytes (the record header's local number masked out).
-    private var planCache: [[UInt8]: MessagePlan] = [:]
+    private var planCache: [DefinitionKey: MessagePlan] = [:]
     static let maxCachedPlans = 1024
     private(set) var fields: UnsafeMutablePointer<FITField>
     private(set) var values: UnsafeMutablePointer<Double>
@@ -256,6 +292,8 @@ final class FITDecoderState {
     init() {
         plans = .allocate(capacity: 16)
         plans.initialize(repeating: nil, count: 16)
+        active = .allocate(capacity: 16)
+        active.initialize(repeating: nil, count: 16)
         fields = .allocate(capacity: fieldCapacity)
         values = .allocate(capacity: valueCapacity)
         accumulators = .allocate(capacity: Self.maxAccumulators)
@@ -265,6 +303,7 @@ final class FITDecoderState {
     deinit {
         plans.deinitialize(count: 16)
         plans.deallocate()
+        active.deallocate()
         fields.deallocate()
         values.deallocate()
         accumulators.deallocate()
@@ -273,6 +312,7 @@ final class FITDecoderState {
     /// Forgets everything file-specific (at each chained file's header).
     func reset() {
         plans.update(repeating: nil, count: 16)
+        active.update(repeating: nil, count: 16)
         accumulatorKeys = []
         accumulators.update(repeating: 0, count: Self.maxAccumulators)
         developerFields = []
@@ -280,15 +320,17 @@ final class FITDecoderState {
         planCache = [:]
     }
 
-    func cachedPlan(_ key: [UInt8]) -> MessagePlan? {
-        var key = key
-        key[0] &= 0xF0
-        return planCache[key]
+    /// Makes `plan` the plan of local message type `local` (0-15).
+    func setPlan(_ plan: MessagePlan, local: Int) {
+        plans[local] = plan
+        active[local] = plan.active
     }
 
-    func cachePlan(_ plan: MessagePlan, for key: [UInt8]) {
-        var key = key
-        key[0] &= 0xF0
+    func cachedPlan(_ key: DefinitionKey) -> MessagePlan? {
+        planCache[key]
+    }
+
+    func cachePlan(_ plan: MessagePlan, for key: DefinitionKey) {
         if planCache.count >= Self.maxCachedPlans { planCache = [:] }
         planCache[key] = plan
     }
