@@ -41,6 +41,13 @@ extension FITDecoder {
             for i in 0..<message.fieldCount {
                 let start = Int(fields[i].valueStart)
                 let count = Int(fields[i].valueCount)
+                if count == 1 {
+                    // Scalars, the common case (same order of additions as the loop below).
+                    values += 1
+                    let v = elements[start]
+                    if v.isFinite { sum += v }
+                    continue
+                }
                 values += max(count, 1)
                 for v in UnsafeBufferPointer(start: elements + start, count: count) where v.isFinite { sum += v }
             }

@@ -247,14 +247,15 @@ public enum FITDecoder {
             }
             if plan.pointee.op != .general {
                 valuesOut[valueCount] = plan.pointee.scaled ? v / plan.pointee.scale - plan.pointee.valueOffset : v
-                valueCount += 1
+                valueCount &+= 1
             }
+            // Counts stay within the buffers `MessagePlan` reserved: no overflow checks needed.
             var field = plan.pointee.output
             field.valueStart = Int32(truncatingIfNeeded: valueStart)
-            field.valueCount = Int32(truncatingIfNeeded: valueCount - valueStart)
-            field.byteOffset += start
+            field.valueCount = Int32(truncatingIfNeeded: valueCount &- valueStart)
+            field.byteOffset &+= start
             fieldsOut[fieldCount] = field
-            fieldCount += 1
+            fieldCount &+= 1
             if plan.pointee.special {
                 switch plan.pointee.role {
                 case .none: break
