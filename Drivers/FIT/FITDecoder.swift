@@ -271,7 +271,18 @@ public enum FITDecoder {
                     }
                 }
                 if plan.pointee.seedSlot >= 0 { state.accumulators[plan.pointee.seedSlot] = raw }
-                if plan.pointee.componentCount > 0 {
+                if plan.pointee.wholeComponent {
+                    // The component's raw value is the field's own (as `expandComponents` would extract it).
+                    let component = messagePlan.components + plan.pointee.componentStart
+                    fieldsOut[fieldCount] = FITField(number: component.pointee.destination, developerIndex: 0xFF,
+                                                     baseType: component.pointee.destinationBaseType, kind: .component,
+                                                     valueStart: Int32(truncatingIfNeeded: valueCount), valueCount: 1,
+                                                     byteOffset: start &+ plan.pointee.offsetInMessage,
+                                                     byteCount: plan.pointee.size, descriptionIndex: -1)
+                    fieldCount &+= 1
+                    valuesOut[valueCount] = Double(raw) / component.pointee.scale - component.pointee.offset
+                    valueCount &+= 1
+                } else if plan.pointee.componentCount > 0 {
                     expandComponents(of: plan.pointee, at: p, bigEndian: bigEndian,
                                      plan: planComponents(plan.pointee, in: messagePlan),
                                      state: state, fieldCount: &fieldCount, valueCount: &valueCount,

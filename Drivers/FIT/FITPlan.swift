@@ -23,6 +23,9 @@ struct FieldPlan {
     var op: Op
     /// True when the field sets the message timestamp, seeds an accumulator or has components.
     var special: Bool
+    /// True when the field has one component that takes its whole value as is (no bit
+    /// extraction, no accumulation), e.g. `speed` -> `enhanced_speed`: expanded inline.
+    var wholeComponent: Bool
     var size: Int
     var elementSize: Int
     /// Number of elements (size / elementSize).
@@ -64,6 +67,7 @@ struct FieldPlan {
         }
         op = .general
         special = false
+        wholeComponent = false
         role = .none
         scaled = false
         invalid = baseType.invalidPattern
@@ -78,8 +82,8 @@ struct FieldPlan {
                           descriptionIndex: descriptionIndex)
     }
 
-    /// Sets `op` and `special` once the rest of the plan is known.
-    mutating func finish() {
+    /// Sets `op`, `special` and `wholeComponent` once the rest of the plan is known.
+    mutating func finish(components: [ComponentPlan]) {
         let numeric = read != .bytes && read != .string
         // Timestamps and accumulator seeds only apply to numeric scalars.
         if !numeric || count != 1 {
@@ -96,6 +100,10 @@ struct FieldPlan {
         case (.signed, 2): op = .sint16
         case (.signed, 4): op = .sint32
         default: op = .general
+        }
+        if op != .general, componentCount == 1 {
+            let component = components[componentStart]
+            wholeComponent = component.bitOffset == 0 && component.bits >= 8 * size && component.accumulatorSlot < 0
         }
     }
 
@@ -194,7 +202,7 @@ final class MessagePlan {
             } else if field.number == 253, baseType == .uint32 {
                 plan.role = .timestamp
             }
-            plan.finish()
+            plan.finish(components: componentPlans)
             fieldPlans.append(plan)
         }
         for field in definition.developerFields {
@@ -212,7 +220,7 @@ final class MessagePlan {
                 plan.scale = description.scale
                 plan.valueOffset = description.offset
             }
-            plan.finish()
+            plan.finish(components: componentPlans)
             fieldPlans.append(plan)
         }
         fieldCount = fieldPlans.count
