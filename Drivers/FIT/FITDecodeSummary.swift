@@ -36,14 +36,20 @@ extension FITDecoder {
             summary.fields += message.fieldCount
             var sum = 0.0
             var values = 0
+            let fields = message.fieldPointer
+            let elements = message.valuePointer
             for i in 0..<message.fieldCount {
-                let field = message.fieldPointer[i]
-                let count = Int(field.valueCount)
-                values += max(count, 1)
-                for j in 0..<count {
-                    let v = message.valuePointer[Int(field.valueStart) + j]
+                let start = Int(fields[i].valueStart)
+                let count = Int(fields[i].valueCount)
+                if count == 1 {
+                    // Scalars, the common case (same order of additions as the loop below).
+                    values += 1
+                    let v = elements[start]
                     if v.isFinite { sum += v }
+                    continue
                 }
+                values += max(count, 1)
+                for v in UnsafeBufferPointer(start: elements + start, count: count) where v.isFinite { sum += v }
             }
             summary.values += values
             summary.checksum += sum

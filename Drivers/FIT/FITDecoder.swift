@@ -150,9 +150,9 @@ public enum FITDecoder {
             }
         }
         // Files redefine the same layouts over and over: reuse the compiled plan.
-        let key = Array(UnsafeRawBufferPointer(rebasing: input[position..<end]))
+        let key = DefinitionKey(UnsafeRawBufferPointer(rebasing: input[position..<end]))
         if let cached = state.cachedPlan(key) {
-            state.plans[Int(local)] = cached
+            state.setPlan(cached, local: Int(local))
             if visitor.wantsDefinitions {
                 var definition = cached.definition
                 definition.offset = position
@@ -178,7 +178,7 @@ public enum FITDecoder {
                                        fields: fields, developerFields: developerFields,
                                        messageSize: (fields + developerFields).reduce(0) { $0 + $1.size })
         let plan = MessagePlan(definition, state: state)
-        state.plans[Int(local)] = plan
+        state.setPlan(plan, local: Int(local))
         state.cachePlan(plan, for: key)
         if visitor.wantsDefinitions { try visitor.definition(definition) }
         return end
@@ -189,7 +189,7 @@ public enum FITDecoder {
     @inline(__always)
     static func decodeData<V: FITVisitor>(_ input: UnsafeRawBufferPointer, at position: Int, local: Int, timeOffset: UInt32?,
                                           bounds: DataBounds, state: FITDecoderState, visitor: inout V) throws -> Int {
-        guard let messagePlan = state.plans[local] else {
+        guard let messagePlan = state.active[local] else {
             throw DecodeError(at: .byte(position),
                               "data message at byte \(position) uses local message type \(local), which no definition message defined")
         }
@@ -205,64 +205,89 @@ public enum FITDecoder {
         let fieldsOut = state.fields
         let valuesOut = state.values
         let bigEndian = messagePlan.bigEndian
+        let plans = messagePlan.fields
 
-        for index in 0..<messagePlan.fields.count {
-            let plan = messagePlan.fields[index]
-            let p = base + plan.offsetInMessage
+        for index in 0..<messagePlan.fieldCount {
+            let plan = plans + index
+            let p = base + plan.pointee.offsetInMessage
             let valueStart = valueCount
-            switch plan.baseType {
-            case .string:
-                if plan.size == 0 || p.load(as: UInt8.self) == 0 { continue }
-            case .byte:
-                var allInvalid = true
-                for i in 0..<plan.size {
-                    let b = p.load(fromByteOffset: i, as: UInt8.self)
-                    if b != 0xFF { allInvalid = false }
-                    valuesOut[valueCount] = Double(b)
-                    valueCount += 1
-                }
-                if allInvalid || plan.size == 0 { valueCount = valueStart; continue }
-            default:
-                var anyValid = false
-                var lastRaw: UInt64 = 0
-                for i in 0..<plan.count {
-                    let raw = load(p + i * plan.elementSize, size: plan.elementSize, bigEndian: bigEndian)
-                    if let v = number(raw, plan.baseType) {
-                        anyValid = true
-                        lastRaw = raw
-                        valuesOut[valueCount] = plan.scaled ? v / plan.scale - plan.valueOffset : v
-                    } else {
-                        valuesOut[valueCount] = .nan
-                    }
-                    valueCount += 1
-                }
-                if !anyValid { valueCount = valueStart; continue }
-                switch plan.role {
+            // The raw bits of the value (of the last valid element), for timestamps and accumulators.
+            var raw: UInt64
+            let v: Double
+            switch plan.pointee.op {
+            case .uint8:
+                raw = UInt64(p.load(as: UInt8.self))
+                if raw == plan.pointee.invalid { continue }
+                v = Double(Int64(bitPattern: raw))
+            case .uint16:
+                raw = load16(p, bigEndian: bigEndian)
+                if raw == plan.pointee.invalid { continue }
+                v = Double(Int64(bitPattern: raw))
+            case .uint32:
+                raw = load32(p, bigEndian: bigEndian)
+                if raw == plan.pointee.invalid { continue }
+                v = Double(Int64(bitPattern: raw))
+            case .sint8:
+                raw = UInt64(p.load(as: UInt8.self))
+                if raw == plan.pointee.invalid { continue }
+                v = Double(Int8(truncatingIfNeeded: raw))
+            case .sint16:
+                raw = load16(p, bigEndian: bigEndian)
+                if raw == plan.pointee.invalid { continue }
+                v = Double(Int16(truncatingIfNeeded: raw))
+            case .sint32:
+                raw = load32(p, bigEndian: bigEndian)
+                if raw == plan.pointee.invalid { continue }
+                v = Double(Int32(truncatingIfNeeded: raw))
+            case .general:
+                raw = 0
+                guard decodeElements(plan, at: p, bigEndian: bigEndian, into: valuesOut, valueCount: &valueCount,
+                                     lastRaw: &raw) else { continue }
+                v = 0
+            }
+            if plan.pointee.op != .general {
+                valuesOut[valueCount] = plan.pointee.scaled ? v / plan.pointee.scale - plan.pointee.valueOffset : v
+                valueCount &+= 1
+            }
+            // Counts stay within the buffers `MessagePlan` reserved: no overflow checks needed.
+            var field = plan.pointee.output
+            field.valueStart = Int32(truncatingIfNeeded: valueStart)
+            field.valueCount = Int32(truncatingIfNeeded: valueCount &- valueStart)
+            field.byteOffset &+= start
+            fieldsOut[fieldCount] = field
+            fieldCount &+= 1
+            if plan.pointee.special {
+                switch plan.pointee.role {
                 case .none: break
                 case .timestamp:
-                    if plan.count == 1 {
-                        timestamp = UInt32(truncatingIfNeeded: lastRaw)
-                        state.lastTimestamp = timestamp!
-                    }
+                    timestamp = UInt32(truncatingIfNeeded: raw)
+                    state.lastTimestamp = timestamp!
                 case .timestamp16:
-                    if plan.count == 1, timestamp == nil {
+                    if timestamp == nil {
                         let last = state.lastTimestamp
-                        let t = last &+ ((UInt32(truncatingIfNeeded: lastRaw) &- last) & 0xFFFF)
+                        let t = last &+ ((UInt32(truncatingIfNeeded: raw) &- last) & 0xFFFF)
                         timestamp = t
                         state.lastTimestamp = t
                     }
                 }
-                if plan.seedSlot >= 0, plan.count == 1 { state.accumulators[plan.seedSlot] = lastRaw }
-            }
-            fieldsOut[fieldCount] = FITField(number: plan.number, developerIndex: plan.developerIndex, baseType: plan.baseType,
-                                             kind: plan.kind, valueStart: Int32(valueStart),
-                                             valueCount: Int32(valueCount - valueStart), byteOffset: start + plan.offsetInMessage,
-                                             byteCount: plan.size, descriptionIndex: plan.descriptionIndex)
-            fieldCount += 1
-            if plan.componentCount > 0 {
-                expandComponents(of: plan, at: p, bigEndian: bigEndian, plan: planComponents(plan, in: messagePlan),
-                                 state: state, fieldCount: &fieldCount, valueCount: &valueCount,
-                                 byteOffset: start + plan.offsetInMessage)
+                if plan.pointee.seedSlot >= 0 { state.accumulators[plan.pointee.seedSlot] = raw }
+                if plan.pointee.wholeComponent {
+                    // The component's raw value is the field's own (as `expandComponents` would extract it).
+                    let component = messagePlan.components + plan.pointee.componentStart
+                    fieldsOut[fieldCount] = FITField(number: component.pointee.destination, developerIndex: 0xFF,
+                                                     baseType: component.pointee.destinationBaseType, kind: .component,
+                                                     valueStart: Int32(truncatingIfNeeded: valueCount), valueCount: 1,
+                                                     byteOffset: start &+ plan.pointee.offsetInMessage,
+                                                     byteCount: plan.pointee.size, descriptionIndex: -1)
+                    fieldCount &+= 1
+                    valuesOut[valueCount] = Double(raw) / component.pointee.scale - component.pointee.offset
+                    valueCount &+= 1
+                } else if plan.pointee.componentCount > 0 {
+                    expandComponents(of: plan.pointee, at: p, bigEndian: bigEndian,
+                                     plan: planComponents(plan.pointee, in: messagePlan),
+                                     state: state, fieldCount: &fieldCount, valueCount: &valueCount,
+                                     byteOffset: start + plan.pointee.offsetInMessage)
+                }
             }
         }
 
@@ -287,9 +312,50 @@ public enum FITDecoder {
         return end
     }
 
+    /// Decodes the elements of a field the scalar fast path does not handle (strings, bytes,
+    /// arrays, 64-bit and float types) into `values`. Returns false when the field is
+    /// absent (empty string, all bytes 0xFF, every element invalid); `lastRaw` gets the raw bits
+    /// of the last valid element.
+    static func decodeElements(_ plan: UnsafeMutablePointer<FieldPlan>, at p: UnsafeRawPointer, bigEndian: Bool,
+                               into values: UnsafeMutablePointer<Double>, valueCount: inout Int,
+                               lastRaw: inout UInt64) -> Bool {
+        let valueStart = valueCount
+        switch plan.pointee.read {
+        case .string:
+            return plan.pointee.size != 0 && p.load(as: UInt8.self) != 0
+        case .bytes:
+            let size = plan.pointee.size
+            var allInvalid = true
+            for i in 0..<size {
+                let b = p.load(fromByteOffset: i, as: UInt8.self)
+                if b != 0xFF { allInvalid = false }
+                values[valueCount] = Double(b)
+                valueCount += 1
+            }
+            if allInvalid || size == 0 { valueCount = valueStart; return false }
+            return true
+        case .unsigned, .unsigned64, .signed, .float32, .float64:
+            let elementSize = plan.pointee.elementSize
+            var anyValid = false
+            for i in 0..<plan.pointee.count {
+                let raw = load(p + i * elementSize, size: elementSize, bigEndian: bigEndian)
+                if let v = plan.pointee.number(raw) {
+                    anyValid = true
+                    lastRaw = raw
+                    values[valueCount] = plan.pointee.scaled ? v / plan.pointee.scale - plan.pointee.valueOffset : v
+                } else {
+                    values[valueCount] = .nan
+                }
+                valueCount += 1
+            }
+            if !anyValid { valueCount = valueStart }
+            return anyValid
+        }
+    }
+
     @inline(__always)
-    static func planComponents(_ field: FieldPlan, in plan: MessagePlan) -> UnsafeMutableBufferPointer<ComponentPlan> {
-        UnsafeMutableBufferPointer(rebasing: plan.components[field.componentStart..<(field.componentStart + field.componentCount)])
+    static func planComponents(_ field: FieldPlan, in plan: ActivePlan) -> UnsafeMutableBufferPointer<ComponentPlan> {
+        UnsafeMutableBufferPointer(start: plan.components + field.componentStart, count: field.componentCount)
     }
 
     /// Appends the fields `field`'s components expand to (grouped by destination).
@@ -358,6 +424,20 @@ public enum FITDecoder {
         return result
     }
 
+    /// Loads a 16-bit element as an unsigned bit pattern.
+    @inline(__always)
+    static func load16(_ p: UnsafeRawPointer, bigEndian: Bool) -> UInt64 {
+        let v = p.loadUnaligned(as: UInt16.self)
+        return UInt64(bigEndian ? UInt16(bigEndian: v) : UInt16(littleEndian: v))
+    }
+
+    /// Loads a 32-bit element as an unsigned bit pattern.
+    @inline(__always)
+    static func load32(_ p: UnsafeRawPointer, bigEndian: Bool) -> UInt64 {
+        let v = p.loadUnaligned(as: UInt32.self)
+        return UInt64(bigEndian ? UInt32(bigEndian: v) : UInt32(littleEndian: v))
+    }
+
     /// Loads one element of `size` bytes (1, 2, 4 or 8) as an unsigned bit pattern.
     @inline(__always)
     static func load(_ p: UnsafeRawPointer, size: Int, bigEndian: Bool) -> UInt64 {
@@ -372,28 +452,6 @@ public enum FITDecoder {
         default:
             let v = p.loadUnaligned(as: UInt64.self)
             return bigEndian ? UInt64(bigEndian: v) : UInt64(littleEndian: v)
-        }
-    }
-
-    /// The numeric value of a raw element, or nil when it is the base type's invalid value.
-    @inline(__always)
-    static func number(_ raw: UInt64, _ type: FITBaseType) -> Double? {
-        switch type {
-        case .enum, .uint8, .byte: return raw == 0xFF ? nil : Double(raw)
-        case .sint8: return raw == 0x7F ? nil : Double(Int8(truncatingIfNeeded: raw))
-        case .uint8z, .uint16z, .uint32z, .uint64z, .string: return raw == 0 ? nil : Double(raw)
-        case .sint16: return raw == 0x7FFF ? nil : Double(Int16(truncatingIfNeeded: raw))
-        case .uint16: return raw == 0xFFFF ? nil : Double(raw)
-        case .sint32: return raw == 0x7FFF_FFFF ? nil : Double(Int32(truncatingIfNeeded: raw))
-        case .uint32: return raw == 0xFFFF_FFFF ? nil : Double(raw)
-        case .sint64: return raw == 0x7FFF_FFFF_FFFF_FFFF ? nil : Double(Int64(bitPattern: raw))
-        case .uint64: return raw == 0xFFFF_FFFF_FFFF_FFFF ? nil : Double(raw)
-        case .float32:
-            let f = Float(bitPattern: UInt32(truncatingIfNeeded: raw))
-            return f.isNaN ? nil : Double(f)
-        case .float64:
-            let d = Double(bitPattern: raw)
-            return d.isNaN ? nil : d
         }
     }
 
