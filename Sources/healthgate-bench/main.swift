@@ -121,25 +121,23 @@ func rowCount(_ store: HealthStore) throws -> Int {
 
 /// The sample rows the import writes, as column values, so the baseline inserts the same data
 /// (same NULL pattern) instead of invented rows.
-func sampleRows(_ paths: [String]) throws -> [[Double?]] {
+func sampleRows(_ path: String) throws -> [[Double?]] {
     var rows: [[Double?]] = []
-    for path in paths {
-        let (records, _) = FITImporter.decode(try Data(contentsOf: URL(fileURLWithPath: path)), path: path)
-        for case .workout(let w) in records {
-            for s in w.samples {
-                rows.append([s.time.timeIntervalSince1970, s.heartRate.map(Double.init), s.cadence, s.powerW, s.speedMps,
-                             s.distanceM, s.latitude, s.longitude, s.altitudeM, s.temperatureC])
-            }
+    let (records, _) = FITImporter.decode(try Data(contentsOf: URL(fileURLWithPath: path)), path: path)
+    for case .workout(let w) in records {
+        for s in w.samples {
+            rows.append([s.time.timeIntervalSince1970, s.heartRate.map(Double.init), s.cadence, s.powerW, s.speedMps,
+                         s.distanceM, s.latitude, s.longitude, s.altitudeM, s.temperatureC])
         }
     }
     return rows
 }
-let baselineSource = try sampleRows(largest)
 
-/// Raw SQLite C API: `rows` inserts of the import's own sample values (repeated cyclically to
-/// match the import's total row count) into a table shaped like `samples`, one transaction, one
-/// prepared statement, same pragmas as the store (WAL, synchronous=NORMAL), committed.
-func rawInsertSeconds(rows: Int) -> Double {
+/// Raw SQLite C API: `rows` inserts of one file's own sample values (repeated cyclically to match
+/// the rows its import wrote) into a fresh database with a table shaped like `samples`, one
+/// transaction, one prepared statement, same pragmas as the store (WAL, synchronous=NORMAL),
+/// committed: the same work the store does for that file, minus everything but the inserts.
+func rawInsertSeconds(rows: Int, from baselineSource: [[Double?]]) -> Double {
     let path = tempPath("raw")
     removeDatabase(path)
     defer { removeDatabase(path) }
@@ -181,10 +179,12 @@ func rawInsertSeconds(rows: Int) -> Double {
 var importRows = 0
 var importTimes: [Double] = []
 var rawTimes: [Double] = []
+let baselineSources = try largest.map(sampleRows)
 for _ in 0..<rounds {
     var rows = 0
     var seconds = 0.0
-    for path in largest {
+    var rawSeconds = 0.0
+    for (index, path) in largest.enumerated() {
         let dbPath = tempPath("import")
         removeDatabase(dbPath)
         let store = try HealthStore(path: dbPath)
@@ -195,18 +195,20 @@ for _ in 0..<rounds {
         guard report.status == .imported || report.status == .partial else {
             print("  import failed: \(report.error ?? "?")"); exit(1)
         }
-        rows += try rowCount(store)
+        let fileRows = try rowCount(store)
+        rows += fileRows
         removeDatabase(dbPath)
+        rawSeconds += rawInsertSeconds(rows: fileRows, from: baselineSources[index])
     }
     importRows = rows
     importTimes.append(seconds)
-    rawTimes.append(rawInsertSeconds(rows: rows))
+    rawTimes.append(rawSeconds)
 }
 let importRate = Double(importRows) / median(importTimes)
 let rawRate = Double(importRows) / median(rawTimes)
 print(String(format: "  HealthGate import:    %9.0f rows/s  (%d rows from %d files, %.1f ms)",
              importRate, importRows, largest.count, median(importTimes) * 1000))
-print(String(format: "  baseline raw SQLite:  %9.0f rows/s  (same rows and values, C API, one transaction)", rawRate))
+print(String(format: "  baseline raw SQLite:  %9.0f rows/s  (same rows and values per file, C API, one transaction each)", rawRate))
 print(String(format: "  ratio: %.0f%% of the raw insert rate (target: >= 50%%)", importRate / rawRate * 100))
 
 var usage = rusage()
