@@ -168,7 +168,7 @@ public struct ImportPipeline: Sendable {
         let hash = source.data.withUnsafeBytes { SHA256.hex($0) }
 
         do {
-            if let store, let entry = try store.ledgerEntry(contentHash: hash), entry.status != .failed {
+            if let store, let entry = try store.ledgerEntry(contentHash: hash), entry.isComplete {
                 return FileReport(path: path, status: .alreadyImported, driver: driverID,
                                   error: entry.path == path ? nil : "same content as \(entry.path)")
             }
@@ -210,11 +210,11 @@ public struct ImportPipeline: Sendable {
             report.error = "no database"
             return report
         }
-        let ledgerStatus: ImportStatus = switch report.status {
-        case .failed: .failed
-        case .partial: .partial
-        default: .imported
-        }
+        // A file imported with a date range stays open: importing it again stores the rest.
+        let ledgerStatus: ImportStatus =
+            report.status == .failed ? .failed
+            : outcome.outOfRange > 0 ? .filtered
+            : report.status == .partial ? .partial : .imported
         let file = FileImport(contentHash: hash, path: path, sizeBytes: source.data.count, driver: driverID,
                               records: report.status == .failed ? [] : outcome.accepted, status: ledgerStatus,
                               error: report.error)

@@ -8,6 +8,9 @@ public enum ImportStatus: String, Codable, Sendable {
     case imported
     /// The file was damaged part-way; the records before the damage were stored.
     case partial
+    /// Imported with a date range: records outside it were not stored. Importing the file
+    /// again (with another range or none) stores the rest.
+    case filtered
     /// Nothing could be read; nothing was stored.
     case failed
 }
@@ -22,6 +25,9 @@ public struct LedgerEntry: Sendable, Equatable, Codable {
     public var records: Int
     public var error: String?
     public var importedAt: String
+
+    /// True when importing the same content again has nothing to add.
+    public var isComplete: Bool { status == .imported || status == .partial }
 
     init(row: Row) {
         contentHash = row["content_hash"]
@@ -84,23 +90,25 @@ extension HealthStore {
 
     /// Commits one file in one transaction: its records with their outbox rows, and its ledger
     /// entry. A file already imported (or partially imported) is left alone; a file that failed
-    /// before is tried again and its entry replaced.
+    /// or was imported with a date range before is imported again and its entry updated.
     public func commit(_ file: FileImport) throws -> CommitOutcome {
         try pool.write { db in
             if let row = try Row.fetchOne(db, sql: "SELECT * FROM imports WHERE content_hash = ?",
                                           arguments: [file.contentHash]) {
                 let entry = LedgerEntry(row: row)
-                if entry.status != .failed { return .alreadyImported(entry) }
+                if entry.isComplete { return .alreadyImported(entry) }
             }
             // The ledger row first: records reference it.
             try db.execute(sql: """
-                INSERT OR REPLACE INTO imports (content_hash, path, size_bytes, driver, status, records, error, imported_at)
+                INSERT INTO imports (content_hash, path, size_bytes, driver, status, records, error, imported_at)
                 VALUES (?, ?, ?, ?, ?, 0, ?, ?)
+                ON CONFLICT (content_hash) DO UPDATE SET path = excluded.path, status = excluded.status,
+                    error = excluded.error, imported_at = excluded.imported_at
                 """, arguments: [file.contentHash, file.path, file.sizeBytes, file.driver, file.status.rawValue,
                                  file.error, ISO8601.string(Date())])
             let writer = RecordWriter(db: db)
             let result = try writer.write(file.records, importHash: file.contentHash)
-            try db.execute(sql: "UPDATE imports SET records = ? WHERE content_hash = ?",
+            try db.execute(sql: "UPDATE imports SET records = records + ? WHERE content_hash = ?",
                            arguments: [result.stored, file.contentHash])
             return .committed(result)
         }

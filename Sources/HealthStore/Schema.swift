@@ -18,8 +18,8 @@ enum Schema {
                 path TEXT NOT NULL,                     -- path as given when first seen
                 size_bytes INTEGER NOT NULL,
                 driver TEXT NOT NULL,                   -- fit, tcx, gpx ...
-                status TEXT NOT NULL CHECK (status IN ('imported', 'partial', 'failed')),
-                records INTEGER NOT NULL DEFAULT 0,     -- records stored from this file
+                status TEXT NOT NULL CHECK (status IN ('imported', 'partial', 'filtered', 'failed')),
+                records INTEGER NOT NULL DEFAULT 0,     -- records stored from this file (all imports of it)
                 error TEXT,                             -- why the file failed or is partial
                 imported_at TEXT NOT NULL
             ) STRICT;

@@ -170,5 +170,15 @@ func validFixtures() throws -> [String] {
         #expect(report.status == .imported)
         #expect(report.outOfRange == 1)
         #expect(try store.workouts().count == all.count - 1)
+        #expect(try store.ledger().first?.status == .filtered)
+
+        // Imported again without the range: the rest is stored, then the file is complete.
+        let rest = await ImportPipeline(store: store).importFile(fixtures + "/fit/garmin-fenix2-multisport.fit")
+        #expect(rest.status == .imported)
+        #expect(rest.records == 1 && rest.unchanged == all.count - 1)
+        #expect(try store.workouts().count == all.count)
+        #expect(try store.ledger().first?.status == .imported)
+        #expect(try store.ledger().first?.records == all.count)
+        #expect(await ImportPipeline(store: store).importFile(fixtures + "/fit/garmin-fenix2-multisport.fit").status == .alreadyImported)
     }
 }
