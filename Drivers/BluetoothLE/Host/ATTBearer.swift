@@ -154,7 +154,7 @@ public struct ATTBearer: Sendable {
     public mutating func tick(now: HostInstant) -> [Action] {
         guard let current = outstanding, current.deadline <= now else { return [] }
         outstanding = nil
-        return [.response(current.id, .failure(.timeout))] + close(.closed)
+        return responseAction(current.id, .failure(.timeout)) + close(.closed)
     }
 
     /// The connection went away: every waiting request fails with `.closed`.
@@ -162,7 +162,7 @@ public struct ATTBearer: Sendable {
         var actions: [Action] = []
         if let current = outstanding {
             outstanding = nil
-            actions.append(.response(current.id, .failure(.closed)))
+            actions += responseAction(current.id, .failure(.closed))
         }
         return actions + close(nil)
     }
@@ -184,11 +184,16 @@ public struct ATTBearer: Sendable {
 
     private mutating func finish(_ id: ATTRequestID, _ result: Result<ATTPDU, ATTRequestError>, now: HostInstant) -> [Action] {
         outstanding = nil
-        if id == mtuRequest {
-            mtuRequest = nil
-            mtuExchanged = true
-        }
-        return [.response(id, result)] + pump(now: now)
+        return responseAction(id, result) + pump(now: now)
+    }
+
+    /// The bearer's own MTU exchange ends without a `.response` (nobody holds its id); a peer that
+    /// refuses it leaves the MTU at 23.
+    private mutating func responseAction(_ id: ATTRequestID, _ result: Result<ATTPDU, ATTRequestError>) -> [Action] {
+        guard id == mtuRequest else { return [.response(id, result)] }
+        mtuRequest = nil
+        mtuExchanged = true
+        return []
     }
 
     private mutating func allocateID() -> ATTRequestID {
