@@ -214,6 +214,10 @@ class ExternalController(Controller):
             self.commands_silenced += 1
             log.info("silenced command 0x%04X", opcode)
             return
+        if opcode >> 10 == 0x3F or opcode not in hci.HCI_Command.command_classes:  # vendor or unknown
+            log.info("unknown command 0x%04X", opcode)
+            self._answer(opcode, STATUS_UNKNOWN_COMMAND, complete=True)
+            return
         try:
             command = hci.HCI_Packet.from_bytes(packet)
         except Exception:  # noqa: BLE001
@@ -260,6 +264,20 @@ class ExternalController(Controller):
         self.advertising_sets.clear()
         self.event_mask = 0
         self._random_address = hci.Address("00:00:00:00:00:00")
+
+    def on_hci_disconnect_command(self, command):
+        # A real controller reports "Connection Terminated by Local Host" (0x16) to the host
+        # that asked; Bumble echoes the reason sent to the peer. The peer still gets the reason.
+        self._local_disconnect = True
+        try:
+            return super().on_hci_disconnect_command(command)
+        finally:
+            self._local_disconnect = False
+
+    def on_le_disconnected(self, connection, reason: int) -> None:
+        if getattr(self, "_local_disconnect", False):
+            reason = hci.HCI_ErrorCode.CONNECTION_TERMINATED_BY_LOCAL_HOST_ERROR
+        super().on_le_disconnected(connection, reason)
 
     def on_hci_reset_command(self, command):
         self.resets += 1
@@ -439,9 +457,12 @@ class Peer:
         h4_info = await self._listen(self.args.listen, self.h4.handle)
         self.h4.server = h4_info.pop("_server")
 
-        for index, (pid, kind, name, addr) in enumerate(specs):
-            address = hci.Address(addr or f"C0:4E:47:00:{index // 256:02X}:{index % 256 + 1:02X}",
-                                  hci.Address.RANDOM_DEVICE_ADDRESS)
+        occurrence: dict[str, int] = {}
+        for pid, kind, name, addr in specs:
+            # default address: C0:4E:47:00:<n-th of this kind, from 0>:<01 hr, 02 csc, 03 ftms-bike>
+            n = occurrence[kind] = occurrence.get(kind, -1) + 1
+            default = f"C0:4E:47:00:{n:02X}:{list(KINDS).index(kind) + 1:02X}"
+            address = hci.Address(addr or default, hci.Address.RANDOM_DEVICE_ADDRESS)
             if not address.is_static:
                 raise SystemExit(f"{pid}: {address} is not a random static address (top two bits 11)")
             if values is not None and (pid in values or kind in values):
