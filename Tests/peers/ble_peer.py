@@ -314,6 +314,7 @@ class H4Server:
         if self.writer is not None and not self.writer.is_closing():
             log.info("new H4 client replaces the previous one")
             self.writer.close()
+            self.controller.drop_state()
         self.writer = writer
         self.clients += 1
         try:

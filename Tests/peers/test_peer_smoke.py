@@ -292,9 +292,11 @@ def test_unknown_and_unanswered_commands_get_status_0x01(peer_factory):
     assert (code, status) == (EVT_COMMAND_STATUS, 0x01)
     code, status, _ = h.command(OP_READ_REMOTE_VERSION, struct.pack("<H", 1))
     assert (code, status) == (EVT_COMMAND_STATUS, 0x01)
+    # LE Read Channel Map: a "complete" command bumble leaves unanswered
+    assert h.command(0x2015, struct.pack("<H", 1))[:2] == (EVT_COMMAND_COMPLETE, 0x01)
     # truncated parameters: Invalid HCI Command Parameters
     assert h.command(0x2005, b"\x01\x02")[:2] == (EVT_COMMAND_COMPLETE, 0x12)
-    assert p.control("status")["commands_answered_by_peer"] == 4
+    assert p.control("status")["commands_answered_by_peer"] == 5
 
 
 def test_reset_and_host_restart_drop_links(peer_factory):
@@ -318,6 +320,16 @@ def test_reset_and_host_restart_drop_links(peer_factory):
     assert st["resets"] >= 3 and st["h4_clients_total"] == 2
     assert st["peripherals"]["hr"]["connections_total"] == 3
     assert [x["central"] for x in st["peripherals"]["hr"]["connections"]] == ["C2:00:00:00:00:02"]
+    # a new client replaces a live one: the old link is dropped, the old socket closed
+    h3 = p.host()
+    deadline = time.monotonic() + 2
+    while p.control("status")["peripherals"]["hr"]["connections"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert p.control("status")["peripherals"]["hr"]["connections"] == []
+    h3.init(random_address="C2:00:00:00:00:03")
+    assert HR in h3.scan(2.0, stop_when=lambda f: HR in f)
+    h2.thread.join(2)
+    assert not h2.thread.is_alive()  # the peer closed the replaced client's socket
 
 
 def test_disconnect_during_discovery(peer_factory):
