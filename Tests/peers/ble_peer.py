@@ -444,6 +444,7 @@ class Peer:
         self.external: ExternalController | None = None
         self.h4: H4Server | None = None
         self.stop_event = asyncio.Event()
+        self.unix_paths: list[str] = []
         self.started = time.monotonic()
 
     # ----- set-up -----
@@ -508,6 +509,7 @@ class Peer:
             if os.path.exists(rest):
                 os.unlink(rest)
             server = await asyncio.start_unix_server(handler, rest)
+            self.unix_paths.append(rest)
             return {"kind": "unix", "path": rest, "_server": server}
         raise SystemExit(f"unsupported listen spec {spec!r} (use tcp:HOST:PORT or unix:PATH)")
 
@@ -769,6 +771,11 @@ class Peer:
         for f in (self.sent_log, self.snoop_file):
             if f:
                 f.close()
+        for path in self.unix_paths:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
 
 # ---------------------------------------------------------------------------------------------

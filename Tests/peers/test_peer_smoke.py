@@ -405,3 +405,52 @@ def test_exits_on_sigterm_and_stdin_eof(peer_factory):
     p2 = peer_factory("--peripheral", "hr")
     p2.proc.stdin.close()
     assert p2.proc.wait(3) == 0
+
+
+def test_seeded_samples_are_the_same_in_every_process():
+    def seq():
+        out = []
+        for k in ble_peer.KINDS:
+            script = ble_peer.SeededScript(k, "1:" + k)
+            out += [ble_peer.ENCODERS[k](script.next()).hex() for _ in range(50)]
+        return out
+    code = ("import sys, json; sys.path.insert(0, %r); import ble_peer\n"
+            "out = []\n"
+            "for k in ble_peer.KINDS:\n"
+            "    s = ble_peer.SeededScript(k, '1:' + k)\n"
+            "    out += [ble_peer.ENCODERS[k](s.next()).hex() for _ in range(50)]\n"
+            "print(json.dumps(out))") % HERE
+    expected = seq()
+    assert len(set(expected)) > 100  # the samples vary
+    for hashseed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=hashseed)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                             timeout=10, check=True).stdout
+        assert json.loads(out) == expected
+
+
+def test_unix_socket_endpoints(tmp_path):
+    h4_path, ctl_path = str(tmp_path / "h4.sock"), str(tmp_path / "ctl.sock")
+    proc = subprocess.Popen([sys.executable, PEER, "--listen", f"unix:{h4_path}", "--control", f"unix:{ctl_path}"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert select.select([proc.stdout], [], [], 5.0)[0]
+        info = json.loads(proc.stdout.readline())
+        assert info["h4"] == {"kind": "unix", "path": h4_path}
+        assert info["control"] == {"kind": "unix", "path": ctl_path}
+        ctl = socket.socket(socket.AF_UNIX)
+        ctl.settimeout(2)
+        ctl.connect(ctl_path)
+        ctl.sendall(b"ping\n")
+        assert json.loads(ctl.makefile("rb").readline()) == {"ok": True, "cmd": "ping"}
+        h4 = socket.socket(socket.AF_UNIX)
+        h4.settimeout(2)
+        h4.connect(h4_path)
+        h4.sendall(bytes.fromhex("01030c00"))  # HCI Reset
+        assert h4.recv(7) == bytes.fromhex("040e0401030c00")
+        ctl.close()
+        h4.close()
+    finally:
+        proc.stdin.close()
+        assert proc.wait(3) == 0
+    assert not os.path.exists(h4_path) and not os.path.exists(ctl_path)
