@@ -5,7 +5,7 @@ SWIFT ?= swift
 DEMO_DB ?= demo.sqlite
 BIN = .build/debug/healthgate
 
-.PHONY: setup build demo test bench reference reference-check clean
+.PHONY: setup build demo test peer-test bench reference reference-check clean
 
 setup:
 	@bash .ci/setup
@@ -21,6 +21,10 @@ demo: build
 
 test: setup
 	$(SWIFT) test
+
+# The emulated BLE peer (Bumble) that the BLE host tests talk to, checked by a raw Python H4 host.
+peer-test: setup
+	python3 -m pytest -q -p no:cacheprovider Tests/peers
 
 # Throughput next to baselines measured in the same run (release build).
 bench: setup

@@ -1,0 +1,883 @@
+#!/usr/bin/env python3
+"""HealthGate BLE test peer.
+
+Emulated Bluetooth LE sensors for the host stack's end-to-end tests, built on Bumble's virtual
+controllers. One virtual controller (the "external" controller) is exposed as an H4 byte stream
+on a TCP or Unix socket to the host under test; each peripheral is an in-process Bumble Device
+on its own virtual controller on the same virtual link.
+
+See Tests/peers/README.md for the command line, the ready line, the control protocol and the
+sent-log format. Everything the Swift harness depends on is described there.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import math
+import os
+import random
+import signal
+import socket
+import stat
+import struct
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from bumble import gatt, hci, ll
+from bumble.controller import Controller
+from bumble.device import Device, DeviceConfiguration
+from bumble.host import Host
+from bumble.link import LocalLink
+from bumble.profiles.battery_service import BatteryService
+from bumble.profiles.device_information_service import DeviceInformationService
+from bumble.snoop import BtSnooper, Snooper
+
+PROTOCOL_VERSION = 1
+log = logging.getLogger("ble_peer")
+
+# HCI status codes used by the external controller
+STATUS_UNKNOWN_COMMAND = 0x01
+STATUS_INVALID_PARAMETERS = 0x12
+STATUS_REMOTE_USER_TERMINATED = 0x13
+STATUS_UNSPECIFIED = 0x1F
+
+H4_COMMAND, H4_ACL, H4_SCO, H4_EVENT, H4_ISO = 0x01, 0x02, 0x03, 0x04, 0x05
+
+
+# ---------------------------------------------------------------------------------------------
+# Value scripts and encoders
+# ---------------------------------------------------------------------------------------------
+CONTACT_BITS = {"unsupported": 0b00, "not-detected": 0b10, "detected": 0b11}
+
+
+def encode_hr(s: dict) -> bytes:
+    """Heart Rate Measurement (0x2A37). RR intervals are in 1/1024 s (field `rr`)."""
+    bpm = int(s["bpm"])
+    wide = bool(s.get("uint16", False)) or bpm > 255
+    flags = (0x01 if wide else 0) | (CONTACT_BITS[s.get("contact", "detected")] << 1)
+    out = bytearray()
+    out += struct.pack("<H", bpm) if wide else struct.pack("<B", bpm)
+    if s.get("energy_kj") is not None:
+        flags |= 0x08
+        out += struct.pack("<H", int(s["energy_kj"]))
+    rr = s.get("rr") or []
+    if rr:
+        flags |= 0x10
+        for v in rr:
+            out += struct.pack("<H", int(v))
+    return bytes([flags]) + bytes(out)
+
+
+def encode_csc(s: dict) -> bytes:
+    """CSC Measurement (0x2A5B): wheel (uint32 revs, uint16 1/1024 s), crank (uint16, uint16)."""
+    flags = 0
+    out = bytearray()
+    if s.get("wheel_revs") is not None:
+        flags |= 0x01
+        out += struct.pack("<IH", int(s["wheel_revs"]) & 0xFFFFFFFF, int(s["wheel_event"]) & 0xFFFF)
+    if s.get("crank_revs") is not None:
+        flags |= 0x02
+        out += struct.pack("<HH", int(s["crank_revs"]) & 0xFFFF, int(s["crank_event"]) & 0xFFFF)
+    return bytes([flags]) + bytes(out)
+
+
+def encode_ftms_bike(s: dict) -> bytes:
+    """Indoor Bike Data (0x2AD2): speed (0.01 km/h), cadence (0.5 rpm), power (W), heart rate."""
+    flags = 0  # bit 0 == 0: instantaneous speed present
+    out = bytearray(struct.pack("<H", int(round(float(s["speed_kmh"]) * 100))))
+    if s.get("cadence_rpm") is not None:
+        flags |= 1 << 2
+        out += struct.pack("<H", int(round(float(s["cadence_rpm"]) * 2)))
+    if s.get("power_w") is not None:
+        flags |= 1 << 6
+        out += struct.pack("<h", int(s["power_w"]))
+    if s.get("heart_rate") is not None:
+        flags |= 1 << 9
+        out += struct.pack("<B", int(s["heart_rate"]))
+    return struct.pack("<H", flags) + bytes(out)
+
+
+class SeededScript:
+    """Deterministic infinite sample sequence per peripheral (random.Random seeded by a string,
+    which is stable across runs and Python processes)."""
+
+    def __init__(self, kind: str, seed: str):
+        self.kind = kind
+        self.rng = random.Random(f"healthgate-ble-peer:{seed}")
+        self.i = 0
+        # HR state
+        self.bpm = 72.0
+        self.energy = 0
+        # CSC state: start close to the counters' rollovers so tests see them early
+        self.wheel_pos = float(0xFFFFFFFF - 40)  # fractional wheel revolutions
+        self.crank_pos = float(0xFFFF - 20)
+        self.t = 64.0 - 3.0  # sensor time in seconds (event times roll over at 64 s)
+        self.wheel_event_t = self.t
+        self.crank_event_t = self.t
+        self.circumference_m = 2.105
+
+    def next(self) -> dict:
+        i = self.i
+        self.i += 1
+        r = self.rng
+        if self.kind == "hr":
+            self.bpm = min(185.0, max(50.0, self.bpm + r.uniform(-4, 4.5)))
+            bpm = int(round(self.bpm))
+            n_rr = 0 if i % 7 == 3 else (1 if i % 3 else 2)
+            rr = [max(1, int(round((60.0 / bpm + r.uniform(-0.03, 0.03)) * 1024))) for _ in range(n_rr)]
+            self.energy += r.randint(0, 2)
+            s = {"bpm": bpm, "contact": "not-detected" if i % 20 == 19 else "detected", "rr": rr,
+                 "energy_kj": self.energy if i % 10 == 0 else None, "uint16": i % 13 == 12}
+            return s
+        if self.kind == "csc":
+            coasting = i % 40 >= 37
+            speed_kmh = 0.0 if coasting else r.uniform(24, 34)
+            cadence = 0.0 if coasting else r.uniform(78, 96)
+            dt = 1.0  # one second of sensor time per sample, whatever the notification rate
+            t0, t1 = self.t, self.t + dt
+            w0 = self.wheel_pos
+            w1 = w0 + speed_kmh / 3.6 * dt / self.circumference_m
+            if math.floor(w1) > math.floor(w0):
+                # time at which the last whole revolution completed
+                self.wheel_event_t = t0 + (math.floor(w1) - w0) / (w1 - w0) * dt
+            c0 = self.crank_pos
+            c1 = c0 + cadence / 60.0 * dt
+            if math.floor(c1) > math.floor(c0):
+                self.crank_event_t = t0 + (math.floor(c1) - c0) / (c1 - c0) * dt
+            self.t, self.wheel_pos, self.crank_pos = t1, w1, c1
+            return {"wheel_revs": int(math.floor(w1)) & 0xFFFFFFFF,
+                    "wheel_event": int(round(self.wheel_event_t * 1024)) & 0xFFFF,
+                    "crank_revs": int(math.floor(c1)) & 0xFFFF,
+                    "crank_event": int(round(self.crank_event_t * 1024)) & 0xFFFF}
+        if self.kind == "ftms-bike":
+            return {"speed_kmh": round(r.uniform(20, 40), 2),
+                    "cadence_rpm": round(r.uniform(70, 100) * 2) / 2,
+                    "power_w": r.randint(90, 320),
+                    "heart_rate": r.randint(95, 175)}
+        raise ValueError(self.kind)
+
+
+class FileScript:
+    """Samples from a JSON file, looped. Each sample is a field dict (see README) or
+    {"hex": "..."} for exact bytes."""
+
+    def __init__(self, samples: list[dict]):
+        if not samples:
+            raise ValueError("empty sample list")
+        self.samples = samples
+        self.i = 0
+
+    def next(self) -> dict:
+        s = self.samples[self.i % len(self.samples)]
+        self.i += 1
+        return dict(s)
+
+
+# ---------------------------------------------------------------------------------------------
+# The external controller: the one the host under test talks to over H4
+# ---------------------------------------------------------------------------------------------
+class ExternalController(Controller):
+    """Bumble Controller that never leaves a command unanswered (unless told to) and whose
+    Reset drops links, stops scanning, advertising and pending connections."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.silence_commands = False
+        self.commands_silenced = 0
+        self.commands_answered_by_peer = 0  # fallback answers (status 0x01/0x12/0x1F)
+        self.resets = 0
+        self._answered: set[int] = set()
+
+    # Track whether a command got its Command Complete/Status while being handled.
+    def send_hci_packet(self, packet: hci.HCI_Packet) -> None:
+        if isinstance(packet, (hci.HCI_Command_Complete_Event, hci.HCI_Command_Status_Event)):
+            self._answered.add(packet.command_opcode)
+        super().send_hci_packet(packet)
+
+    def on_packet(self, packet: bytes) -> None:
+        if not packet:
+            return
+        if packet[0] != H4_COMMAND:
+            try:
+                super().on_packet(packet)
+            except Exception:  # noqa: BLE001 - never let a bad ACL packet kill the peer
+                log.exception("error handling packet from host")
+            return
+        if len(packet) < 4:
+            return
+        opcode = struct.unpack_from("<H", packet, 1)[0]
+        if self.silence_commands:
+            self.commands_silenced += 1
+            log.info("silenced command 0x%04X", opcode)
+            return
+        if opcode >> 10 == 0x3F or opcode not in hci.HCI_Command.command_classes:  # vendor or unknown
+            log.info("unknown command 0x%04X", opcode)
+            self._answer(opcode, STATUS_UNKNOWN_COMMAND, complete=True)
+            return
+        try:
+            command = hci.HCI_Packet.from_bytes(packet)
+        except Exception:  # noqa: BLE001
+            log.info("malformed command 0x%04X", opcode)
+            self._answer(opcode, STATUS_INVALID_PARAMETERS, complete=True)
+            return
+        self._answered.discard(opcode)
+        status = STATUS_UNKNOWN_COMMAND
+        try:
+            self.on_hci_packet(command)
+        except Exception:  # noqa: BLE001
+            log.exception("handler for command 0x%04X failed", opcode)
+            status = STATUS_UNSPECIFIED
+        if opcode not in self._answered:
+            # Bumble leaves several commands without any reply; answer them instead.
+            is_async = isinstance(command, hci.HCI_AsyncCommand) or (
+                type(command) is not hci.HCI_Command and not isinstance(command, hci.HCI_SyncCommand))
+            self._answer(opcode, status, complete=not is_async)
+
+    def _answer(self, opcode: int, status: int, complete: bool) -> None:
+        self.commands_answered_by_peer += 1
+        if complete:
+            event = bytes([H4_EVENT, 0x0E, 4, 1]) + struct.pack("<HB", opcode, status)
+        else:
+            event = bytes([H4_EVENT, 0x0F, 4, status, 1]) + struct.pack("<H", opcode)
+        self._answered.add(opcode)
+        if self.host:
+            asyncio.get_running_loop().call_soon(self.host.on_packet, event)
+
+    def drop_state(self) -> None:
+        """What Reset (and a vanished host) must do: terminate links without reporting them to
+        the host, stop scanning/advertising/initiating, forget the random address."""
+        for peer, conn in list(self.le_connections.items()):
+            try:
+                conn.send_ll_control_pdu(ll.TerminateInd(STATUS_REMOTE_USER_TERMINATED))
+            except Exception:  # noqa: BLE001 - peer controller may be gone
+                pass
+            self.le_connections.pop(peer, None)
+        self.le_scan_enable = False
+        self.pending_le_connection = None
+        self.le_legacy_advertiser.stop()
+        for s in self.advertising_sets.values():
+            s.stop()
+        self.advertising_sets.clear()
+        self.event_mask = 0
+        self._random_address = hci.Address("00:00:00:00:00:00")
+
+    def on_hci_disconnect_command(self, command):
+        # A real controller reports "Connection Terminated by Local Host" (0x16) to the host
+        # that asked; Bumble echoes the reason sent to the peer. The peer still gets the reason.
+        self._local_disconnect = True
+        try:
+            return super().on_hci_disconnect_command(command)
+        finally:
+            self._local_disconnect = False
+
+    def on_le_disconnected(self, connection, reason: int) -> None:
+        if getattr(self, "_local_disconnect", False):
+            reason = hci.HCI_ErrorCode.CONNECTION_TERMINATED_BY_LOCAL_HOST_ERROR
+        super().on_le_disconnected(connection, reason)
+
+    def on_hci_reset_command(self, command):
+        self.resets += 1
+        self.drop_state()
+        return hci.HCI_StatusReturnParameters(hci.HCI_ErrorCode.SUCCESS)
+
+
+class H4Server:
+    """Serves the external controller as H4 over TCP or a Unix socket, one host at a time.
+    A new client replaces the previous one; when the host goes away the controller state is
+    dropped as if it had been reset."""
+
+    def __init__(self, controller: ExternalController, snooper: Snooper | None, snoop_file):
+        self.controller = controller
+        self.snooper = snooper
+        self.snoop_file = snoop_file
+        self.writer: asyncio.StreamWriter | None = None
+        self.clients = 0
+        self.server: asyncio.AbstractServer | None = None
+        controller.host = self  # controller -> host packets come to on_packet
+
+    def on_packet(self, packet: bytes) -> None:  # controller -> host
+        if self.writer is None or self.writer.is_closing():
+            return
+        self._snoop(packet, Snooper.Direction.CONTROLLER_TO_HOST)
+        self.writer.write(packet)
+
+    def _snoop(self, packet: bytes, direction) -> None:
+        if self.snooper:
+            self.snooper.snoop(packet, direction)
+            self.snoop_file.flush()
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.writer is not None and not self.writer.is_closing():
+            log.info("new H4 client replaces the previous one")
+            self.writer.close()
+            self.controller.drop_state()
+        self.writer = writer
+        self.clients += 1
+        try:
+            sock = writer.get_extra_info("socket")
+            if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+        buf = bytearray()
+        try:
+            while True:
+                data = await reader.read(65536)
+                if not data:
+                    break
+                buf += data
+                while True:
+                    n = h4_packet_length(buf)
+                    if n is None:
+                        break
+                    if n < 0:
+                        raise ValueError(f"bad H4 packet type 0x{buf[0]:02X}")
+                    packet = bytes(buf[:n])
+                    del buf[:n]
+                    self._snoop(packet, Snooper.Direction.HOST_TO_CONTROLLER)
+                    self.controller.on_packet(packet)
+        except (ConnectionError, ValueError) as e:
+            log.info("H4 client error: %s", e)
+        finally:
+            if self.writer is writer:
+                self.writer = None
+                self.controller.drop_state()
+            writer.close()
+
+    @property
+    def connected(self) -> bool:
+        return self.writer is not None and not self.writer.is_closing()
+
+
+def h4_packet_length(buf: bytearray) -> int | None:
+    """Total length of the first H4 packet in buf, None if incomplete, -1 if bad type."""
+    if not buf:
+        return None
+    t = buf[0]
+    if t in (H4_COMMAND, H4_SCO):
+        return 4 + buf[3] if len(buf) >= 4 else None
+    if t in (H4_ACL, H4_ISO):
+        if len(buf) < 5:
+            return None
+        ln = struct.unpack_from("<H", buf, 3)[0]
+        return 5 + (ln & 0x3FFF if t == H4_ISO else ln)
+    if t == H4_EVENT:
+        return 3 + buf[2] if len(buf) >= 3 else None
+    return -1
+
+
+# ---------------------------------------------------------------------------------------------
+# Peripherals
+# ---------------------------------------------------------------------------------------------
+KINDS = {
+    # kind: (default name, advertised 16-bit UUIDs, measurement (service, characteristic))
+    "hr": ("HG HR", [0x180D, 0x180F, 0x180A], (0x180D, 0x2A37)),
+    "csc": ("HG CSC", [0x1816, 0x180A], (0x1816, 0x2A5B)),
+    "ftms-bike": ("HG Bike", [0x1826, 0x180A], (0x1826, 0x2AD2)),
+}
+ENCODERS: dict[str, Callable[[dict], bytes]] = {"hr": encode_hr, "csc": encode_csc, "ftms-bike": encode_ftms_bike}
+
+# Malformed notifications per kind: (description, bytes)
+MALFORMED = {
+    "hr": [("empty", b""),
+           ("truncated: uint16 bpm flag with one byte", bytes([0x01, 0x48])),
+           ("wrong flags: energy+RR flagged, energy cut short", bytes([0x18, 0x48, 0x10])),
+           ("wrong flags: RR flagged, odd RR byte count", bytes([0x10, 0x48, 0x00, 0x04, 0x01]))],
+    "csc": [("empty", b""),
+            ("truncated: wheel flag with 3 data bytes", bytes([0x01, 0x10, 0x00, 0x00])),
+            ("wrong flags: wheel+crank flagged, crank missing", bytes([0x03]) + struct.pack("<IH", 100, 2048))],
+    "ftms-bike": [("empty", b""),
+                  ("truncated: one flags byte", bytes([0x44])),
+                  ("wrong flags: cadence+power+HR flagged, only speed present", struct.pack("<HH", 0x0244, 2500))],
+}
+
+
+def adv_structure(ad_type: int, payload: bytes) -> bytes:
+    return bytes([len(payload) + 1, ad_type]) + payload
+
+
+@dataclass
+class Peripheral:
+    id: str
+    kind: str
+    name: str
+    address: hci.Address
+    rate: float
+    script: Any
+    controller: Controller | None = None
+    device: Device | None = None
+    measurement: gatt.Characteristic | None = None
+    service_uuid: int = 0
+    char_uuid: int = 0
+    stopped: bool = False
+    sent: int = 0
+    malformed_sent: int = 0
+    seq: int = 0
+    connections_total: int = 0
+    ddd_armed: bool = False
+    ddd_fired: int = 0
+    task: asyncio.Task | None = None
+    energy_reset: int = 0
+
+    def advertising_data(self) -> bytes:
+        uuids = KINDS[self.kind][1]
+        data = adv_structure(0x01, bytes([0x06]))  # LE General Discoverable, BR/EDR not supported
+        data += adv_structure(0x03, b"".join(struct.pack("<H", u) for u in uuids))
+        if self.kind == "ftms-bike":
+            # FTMS Service Data: flags (machine available), machine type (bit 5: indoor bike)
+            data += adv_structure(0x16, struct.pack("<HBH", 0x1826, 0x01, 1 << 5))
+        data += adv_structure(0x09, self.name.encode())
+        return data
+
+
+class Peer:
+    def __init__(self, args):
+        self.args = args
+        self.link = LocalLink()
+        self.peripherals: dict[str, Peripheral] = {}
+        self.sent_log = open(args.sent_log, "a", encoding="utf-8") if args.sent_log else None
+        self.snoop_file = open(args.snoop, "wb") if args.snoop else None
+        self.external: ExternalController | None = None
+        self.h4: H4Server | None = None
+        self.stop_event = asyncio.Event()
+        self.unix_paths: list[str] = []
+        self.started = time.monotonic()
+
+    # ----- set-up -----
+    async def start(self, specs: list[tuple[str, str, str | None, str | None]], rates: dict[str, float],
+                    values: dict | None) -> dict:
+        ext = ExternalController("external", link=self.link,
+                                 public_address=hci.Address(self.args.controller_address,
+                                                            hci.Address.PUBLIC_DEVICE_ADDRESS))
+        self.external = ext
+        snooper = BtSnooper(self.snoop_file) if self.snoop_file else None
+        self.h4 = H4Server(ext, snooper, self.snoop_file)
+        h4_info = await self._listen(self.args.listen, self.h4.handle)
+        self.h4.server = h4_info.pop("_server")
+
+        occurrence: dict[str, int] = {}
+        for pid, kind, name, addr in specs:
+            # default address: C0:4E:47:00:<n-th of this kind, from 0>:<01 hr, 02 csc, 03 ftms-bike>
+            n = occurrence[kind] = occurrence.get(kind, -1) + 1
+            default = f"C0:4E:47:00:{n:02X}:{list(KINDS).index(kind) + 1:02X}"
+            address = hci.Address(addr or default, hci.Address.RANDOM_DEVICE_ADDRESS)
+            if not address.is_static:
+                raise SystemExit(f"{pid}: {address} is not a random static address (top two bits 11)")
+            if values is not None and (pid in values or kind in values):
+                script = FileScript(values.get(pid, values.get(kind)))
+            else:
+                script = SeededScript(kind, f"{self.args.seed}:{pid}")
+            p = Peripheral(pid, kind, name or KINDS[kind][0], address,
+                           rates.get(pid, rates.get("*", 1.0)), script)
+            if len(p.advertising_data()) > 31:
+                raise SystemExit(f"{pid}: name {p.name!r} too long for the 31-byte advertising data")
+            self.peripherals[pid] = p
+        await asyncio.gather(*(self._start_peripheral(p) for p in self.peripherals.values()))
+
+        control_info = None
+        if self.args.control:
+            control_info = await self._listen(self.args.control, self._handle_control)
+            control_info.pop("_server")
+        return {
+            "ready": True,
+            "protocol": PROTOCOL_VERSION,
+            "pid": os.getpid(),
+            "h4": h4_info,
+            "control": control_info,
+            "controller_address": ext.public_address.to_string(False),
+            "peripherals": [
+                {"id": p.id, "kind": p.kind, "name": p.name, "address": str(p.address),
+                 "address_type": "random", "services": [f"{u:04X}" for u in KINDS[p.kind][1]],
+                 "measurement": {"service": f"{p.service_uuid:04X}", "characteristic": f"{p.char_uuid:04X}"},
+                 "rate_hz": p.rate}
+                for p in self.peripherals.values()],
+            "startup_s": round(time.monotonic() - self.started, 3),
+        }
+
+    async def _listen(self, spec: str, handler) -> dict:
+        scheme, _, rest = spec.partition(":")
+        if scheme == "tcp":
+            host, _, port = rest.rpartition(":")
+            server = await asyncio.start_server(handler, host or "127.0.0.1", int(port))
+            sockname = server.sockets[0].getsockname()
+            return {"kind": "tcp", "host": sockname[0], "port": sockname[1], "_server": server}
+        if scheme == "unix":
+            if os.path.exists(rest):
+                os.unlink(rest)
+            server = await asyncio.start_unix_server(handler, rest)
+            self.unix_paths.append(rest)
+            return {"kind": "unix", "path": rest, "_server": server}
+        raise SystemExit(f"unsupported listen spec {spec!r} (use tcp:HOST:PORT or unix:PATH)")
+
+    async def _start_peripheral(self, p: Peripheral) -> None:
+        controller = Controller(f"peripheral-{p.id}", link=self.link)
+        host = Host(controller_source=controller, controller_sink=controller)
+        config = DeviceConfiguration(name=p.name, address=p.address)
+        config.advertising_interval_min = config.advertising_interval_max = self.args.adv_interval_ms
+        config.advertising_data = p.advertising_data()
+        config.scan_response_data = b""
+        device = Device(config=config, host=host)
+        p.controller, p.device = controller, device
+
+        notify = gatt.Characteristic.Properties.NOTIFY
+        read = gatt.Characteristic.Properties.READ
+        serial = str(p.address).replace(":", "")[-8:]
+        dis = DeviceInformationService(manufacturer_name="HealthGate Test Peer",
+                                       model_number=f"HG-{p.kind.upper()}", serial_number=serial,
+                                       firmware_revision="1.0.0", software_revision="ble_peer/1")
+        p.service_uuid, p.char_uuid = KINDS[p.kind][2]
+        p.measurement = gatt.Characteristic(gatt.UUID.from_16_bits(p.char_uuid), notify,
+                                            gatt.Characteristic.Permissions(0), b"")
+        if p.kind == "hr":
+            def on_control_point(connection, value: bytes) -> None:
+                if value[:1] == b"\x01":
+                    p.energy_reset += 1
+            services = [
+                gatt.Service(gatt.UUID.from_16_bits(0x180D), [
+                    p.measurement,
+                    gatt.Characteristic(gatt.UUID.from_16_bits(0x2A38), read,
+                                        gatt.Characteristic.READABLE, bytes([1])),  # chest
+                    gatt.Characteristic(gatt.UUID.from_16_bits(0x2A39),
+                                        gatt.Characteristic.Properties.WRITE, gatt.Characteristic.WRITEABLE,
+                                        gatt.CharacteristicValue(write=on_control_point)),
+                ]),
+                BatteryService(lambda _connection: 87),
+                dis,
+            ]
+        elif p.kind == "csc":
+            services = [
+                gatt.Service(gatt.UUID.from_16_bits(0x1816), [
+                    p.measurement,
+                    gatt.Characteristic(gatt.UUID.from_16_bits(0x2A5C), read, gatt.Characteristic.READABLE,
+                                        struct.pack("<H", 0x0003)),  # wheel + crank supported
+                    gatt.Characteristic(gatt.UUID.from_16_bits(0x2A5D), read, gatt.Characteristic.READABLE,
+                                        bytes([12])),  # sensor location: rear wheel
+                ]),
+                dis,
+            ]
+        else:  # ftms-bike
+            features = (1 << 1) | (1 << 10) | (1 << 14)  # cadence, heart rate, power measurement
+            services = [
+                gatt.Service(gatt.UUID.from_16_bits(0x1826), [
+                    gatt.Characteristic(gatt.UUID.from_16_bits(0x2ACC), read, gatt.Characteristic.READABLE,
+                                        struct.pack("<II", features, 0)),
+                    p.measurement,
+                ]),
+                dis,
+            ]
+        device.add_services(services)
+
+        # disconnect-during-discovery hook: drop the link instead of answering discovery
+        server = device.gatt_server
+        for name in ("on_att_read_by_group_type_request", "on_att_find_by_type_value_request"):
+            original = getattr(server, name)
+
+            def hooked(bearer, pdu, _original=original):
+                if p.ddd_armed:
+                    p.ddd_armed = False
+                    p.ddd_fired += 1
+                    log.info("%s: dropping link during discovery", p.id)
+                    asyncio.get_running_loop().create_task(self._disconnect(p, bearer))
+                    return
+                _original(bearer, pdu)
+            setattr(server, name, hooked)
+
+        def on_connection(connection) -> None:
+            p.connections_total += 1
+            connection.on(connection.EVENT_DISCONNECTION,
+                          lambda _reason: asyncio.get_running_loop().create_task(self._readvertise(p)))
+        device.on(device.EVENT_CONNECTION, on_connection)
+
+        await device.power_on()
+        await device.start_advertising(own_address_type=hci.OwnAddressType.RANDOM)
+        p.task = asyncio.get_running_loop().create_task(self._notify_loop(p))
+
+    async def _disconnect(self, p: Peripheral, connection) -> None:
+        try:
+            await asyncio.wait_for(connection.disconnect(STATUS_REMOTE_USER_TERMINATED), 2.0)
+        except Exception as e:  # noqa: BLE001
+            log.info("%s: disconnect failed: %s", p.id, e)
+
+    async def _readvertise(self, p: Peripheral) -> None:
+        if p.stopped or not p.device or p.device.is_advertising:
+            return
+        try:
+            await p.device.start_advertising(own_address_type=hci.OwnAddressType.RANDOM)
+        except Exception as e:  # noqa: BLE001
+            log.warning("%s: re-advertising failed: %s", p.id, e)
+
+    # ----- notifications -----
+    def _subscribed(self, p: Peripheral) -> list:
+        server = p.device.gatt_server
+        out = []
+        for conn in list(p.device.connections.values()):
+            cccd = server.subscribers.get(conn, {}).get(p.measurement.handle)
+            if cccd and len(cccd) == 2 and cccd[0] & 0x01:
+                out.append(conn)
+        return out
+
+    async def _notify_loop(self, p: Peripheral) -> None:
+        period = 1.0 / p.rate
+        loop = asyncio.get_running_loop()
+        next_t = loop.time() + period
+        while True:
+            await asyncio.sleep(max(0.0, next_t - loop.time()))
+            next_t += period
+            if next_t < loop.time():  # fell behind: do not burst
+                next_t = loop.time() + period
+            conns = self._subscribed(p)
+            if not conns:
+                continue
+            sample = p.script.next()
+            seq = p.seq
+            p.seq += 1
+            if "hex" in sample:
+                value, fields = bytes.fromhex(sample["hex"]), None
+            else:
+                value, fields = ENCODERS[p.kind](sample), sample
+            for conn in conns:
+                await self._send(p, conn, value, seq=seq, fields=fields)
+
+    async def _send(self, p: Peripheral, conn, value: bytes, seq: int | None, fields: dict | None,
+                    malformed: str | None = None) -> None:
+        value = value[: conn.att_mtu - 3]  # what actually goes on the air
+        await p.device.notify_subscriber(conn, p.measurement, value, force=True)
+        if malformed is None:
+            p.sent += 1
+        else:
+            p.malformed_sent += 1
+        if self.sent_log:
+            rec = {"t": round(time.time(), 6), "peripheral": p.id, "kind": p.kind, "address": str(p.address),
+                   "central": str(conn.peer_address), "service": f"{p.service_uuid:04X}",
+                   "characteristic": f"{p.char_uuid:04X}", "handle": p.measurement.handle,
+                   "seq": seq, "hex": value.hex(), "fields": fields, "malformed": malformed}
+            self.sent_log.write(json.dumps(rec, separators=(",", ":")) + "\n")
+            self.sent_log.flush()
+
+    # ----- control channel -----
+    async def _handle_control(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                line = await reader.readline()
+                if not line:
+                    break
+                text = line.decode("utf-8", "replace").strip()
+                if not text:
+                    continue
+                try:
+                    if text.startswith("{"):
+                        req = json.loads(text)
+                        words = [req.get("cmd", "")] + [str(a) for a in req.get("args", [])]
+                    else:
+                        words = text.split()
+                    reply = await self.command(words)
+                except Exception as e:  # noqa: BLE001
+                    reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+                reply.setdefault("cmd", words[0] if words else "")
+                writer.write((json.dumps(reply, separators=(",", ":")) + "\n").encode())
+                await writer.drain()
+                if reply.get("cmd") == "shutdown" and reply.get("ok"):
+                    self.stop_event.set()
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+
+    def _find(self, key: str) -> Peripheral:
+        for p in self.peripherals.values():
+            if key in (p.id, p.name) or key.upper() == str(p.address):
+                return p
+        raise KeyError(f"no peripheral {key!r}")
+
+    async def command(self, words: list[str]) -> dict:
+        cmd, args = words[0], words[1:]
+        if cmd == "ping":
+            return {"ok": True, "cmd": cmd}
+        if cmd == "status":
+            return {"ok": True, "cmd": cmd, **self.status()}
+        if cmd == "silence-commands":
+            if args not in (["on"], ["off"]):
+                raise ValueError("usage: silence-commands on|off")
+            self.external.silence_commands = args[0] == "on"
+            return {"ok": True, "cmd": cmd, "silence": self.external.silence_commands}
+        if cmd == "shutdown":
+            return {"ok": True, "cmd": cmd}
+        if cmd in ("stop", "start", "malformed", "disconnect-during-discovery"):
+            if len(args) != 1:
+                raise ValueError(f"usage: {cmd} <peripheral>")
+            p = self._find(args[0])
+            if cmd == "stop":
+                p.stopped = True
+                await p.device.stop_advertising()
+                for conn in list(p.device.connections.values()):
+                    await self._disconnect(p, conn)
+                return {"ok": True, "cmd": cmd, "peripheral": p.id, "advertising": p.device.is_advertising,
+                        "connections": len(p.device.connections)}
+            if cmd == "start":
+                p.stopped = False
+                if not p.device.is_advertising:
+                    await p.device.start_advertising(own_address_type=hci.OwnAddressType.RANDOM)
+                return {"ok": True, "cmd": cmd, "peripheral": p.id, "advertising": p.device.is_advertising}
+            if cmd == "disconnect-during-discovery":
+                p.ddd_armed = True
+                return {"ok": True, "cmd": cmd, "peripheral": p.id, "armed": True}
+            # malformed
+            conns = self._subscribed(p)
+            if not conns:
+                return {"ok": False, "cmd": cmd, "peripheral": p.id, "error": "no subscribed connection"}
+            sent = []
+            for desc, value in MALFORMED[p.kind]:
+                for conn in conns:
+                    await self._send(p, conn, value, seq=None, fields=None, malformed=desc)
+                sent.append({"malformed": desc, "hex": value.hex()})
+            return {"ok": True, "cmd": cmd, "peripheral": p.id, "sent": sent}
+        raise ValueError(f"unknown command {cmd!r}")
+
+    def status(self) -> dict:
+        ext = self.external
+        return {
+            "uptime_s": round(time.monotonic() - self.started, 3),
+            "h4_client": self.h4.connected,
+            "h4_clients_total": self.h4.clients,
+            "silence": ext.silence_commands,
+            "commands_silenced": ext.commands_silenced,
+            "commands_answered_by_peer": ext.commands_answered_by_peer,
+            "resets": ext.resets,
+            "peripherals": {
+                p.id: {
+                    "advertising": p.device.is_advertising,
+                    "stopped": p.stopped,
+                    "connections": [{"central": str(c.peer_address), "handle": c.handle, "mtu": c.att_mtu,
+                                     "subscribed": c in self._subscribed(p)}
+                                    for c in p.device.connections.values()],
+                    "connections_total": p.connections_total,
+                    "sent": p.sent, "malformed_sent": p.malformed_sent, "next_seq": p.seq,
+                    "disconnect_during_discovery_armed": p.ddd_armed,
+                    "disconnect_during_discovery_fired": p.ddd_fired,
+                    "energy_resets": p.energy_reset,
+                } for p in self.peripherals.values()},
+        }
+
+    def close(self) -> None:
+        for p in self.peripherals.values():
+            if p.task:
+                p.task.cancel()
+        if self.h4 and self.h4.writer:
+            self.h4.writer.close()
+        for f in (self.sent_log, self.snoop_file):
+            if f:
+                f.close()
+        for path in self.unix_paths:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------------
+def parse_peripheral(spec: str) -> tuple[str, str | None, str | None]:
+    """KIND[:NAME[:ADDR]] where ADDR is AA:BB:CC:DD:EE:FF (it may contain colons)."""
+    kind, _, rest = spec.partition(":")
+    if kind not in KINDS:
+        raise argparse.ArgumentTypeError(f"unknown peripheral kind {kind!r} (one of {', '.join(KINDS)})")
+    name, _, addr = rest.partition(":")
+    return kind, name or None, addr or None
+
+
+def parse_rate(spec: str) -> tuple[str, float]:
+    key, _, hz = spec.rpartition("=")
+    value = float(hz)
+    if not 0.01 <= value <= 1000:
+        raise argparse.ArgumentTypeError("rate must be between 0.01 and 1000 Hz")
+    return key or "*", value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description="HealthGate BLE test peer (Bumble virtual controllers)")
+    ap.add_argument("--listen", default="tcp:127.0.0.1:0",
+                    help="H4 endpoint for the host under test: tcp:HOST:PORT (0 = free port) or unix:PATH")
+    ap.add_argument("--control", default=None, help="control channel endpoint: tcp:HOST:PORT or unix:PATH")
+    ap.add_argument("--peripheral", action="append", type=parse_peripheral, default=[],
+                    metavar="KIND[:NAME[:ADDR]]", help="hr, csc or ftms-bike; repeatable")
+    ap.add_argument("--rate", action="append", type=parse_rate, default=[], metavar="[ID=]HZ",
+                    help="notification rate, for all peripherals or one (repeatable); default 1")
+    ap.add_argument("--values", default=None, help="JSON file with samples per peripheral id or kind")
+    ap.add_argument("--seed", default="1", help="seed of the generated samples (default 1)")
+    ap.add_argument("--sent-log", default=None, help="append one JSON line per notification sent")
+    ap.add_argument("--snoop", default=None, help="write a btsnoop capture of the H4 link")
+    ap.add_argument("--controller-address", default="F0:F1:F2:F3:F4:F5",
+                    help="public BD_ADDR of the external controller")
+    ap.add_argument("--adv-interval-ms", type=float, default=100.0, help="advertising interval (default 100)")
+    ap.add_argument("--stdin-eof", choices=["auto", "exit", "ignore"], default="auto",
+                    help="exit when stdin reaches EOF: auto = only if stdin is a pipe or socket")
+    ap.add_argument("-v", "--verbose", action="count", default=0)
+    return ap
+
+
+def assign_ids(specs) -> list[tuple[str, str, str | None, str | None]]:
+    counts: dict[str, int] = {}
+    out = []
+    for kind, name, addr in specs:
+        counts[kind] = counts.get(kind, 0) + 1
+        pid = kind if counts[kind] == 1 else f"{kind}-{counts[kind]}"
+        out.append((pid, kind, name, addr))
+    return out
+
+
+async def amain(args) -> int:
+    values = None
+    if args.values:
+        with open(args.values, encoding="utf-8") as f:
+            values = json.load(f)
+    peer = Peer(args)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, peer.stop_event.set)
+    watch_stdin = args.stdin_eof == "exit"
+    if args.stdin_eof == "auto":
+        try:
+            mode = os.fstat(sys.stdin.fileno()).st_mode
+            watch_stdin = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+        except (OSError, ValueError):
+            watch_stdin = False
+    if watch_stdin:
+        def on_stdin() -> None:
+            try:
+                data = os.read(sys.stdin.fileno(), 4096)
+            except OSError:
+                data = b""
+            if not data:
+                loop.remove_reader(sys.stdin.fileno())
+                peer.stop_event.set()
+        loop.add_reader(sys.stdin.fileno(), on_stdin)
+    rates = dict(args.rate)
+    try:
+        ready = await asyncio.wait_for(peer.start(assign_ids(args.peripheral), rates, values), 10.0)
+        sys.stdout.write(json.dumps(ready, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+        await peer.stop_event.wait()
+    finally:
+        peer.close()
+    return 0
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if not args.peripheral:
+        args.peripheral = [("hr", None, None)]
+    logging.basicConfig(stream=sys.stderr, format="ble_peer %(levelname)s %(name)s: %(message)s",
+                        level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)])
+    if args.verbose < 2:
+        # Bumble logs expected conditions (unsupported commands, dropped packets) as warnings.
+        logging.getLogger("bumble").setLevel(logging.ERROR)
+    return asyncio.run(amain(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,456 @@
+"""Smoke tests of the BLE test peer, driven by the raw H4 host in smoke_client.py.
+
+Run: python3 -m pytest -q Tests/peers
+Every wait is bounded; each test starts its own peer and kills it at the end.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import ble_peer  # noqa: E402  (encoders, to check the sent log's fields against its bytes)
+from smoke_client import (  # noqa: E402
+    EVT_COMMAND_COMPLETE, EVT_COMMAND_STATUS, OP_LE_SET_PHY, OP_READ_BD_ADDR, OP_READ_REMOTE_VERSION,
+    OP_RESET, CommandTimeout, Disconnected, H4Host, read_sent_log,
+)
+
+PEER = os.path.join(HERE, "ble_peer.py")
+HR, CSC, BIKE = "C0:4E:47:00:00:01", "C0:4E:47:00:00:02", "C0:4E:47:00:00:03"
+
+
+class PeerProcess:
+    def __init__(self, tmp_path, *extra: str):
+        self.sent_log = str(tmp_path / "sent.jsonl")
+        self.snoop = str(tmp_path / "h4.btsnoop")
+        cmd = [sys.executable, PEER, "--listen", "tcp:127.0.0.1:0", "--control", "tcp:127.0.0.1:0",
+               "--sent-log", self.sent_log, "--snoop", self.snoop, *extra]
+        self.t0 = time.monotonic()
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        ready, _, _ = select.select([self.proc.stdout], [], [], 5.0)
+        if not ready:
+            self.kill()
+            raise AssertionError("peer printed no ready line within 5 s")
+        line = self.proc.stdout.readline()
+        self.ready_s = time.monotonic() - self.t0
+        if not line:
+            err = self.proc.stderr.read().decode()
+            raise AssertionError(f"peer exited: {err}")
+        self.info = json.loads(line)
+        self.ctl = socket.create_connection((self.info["control"]["host"], self.info["control"]["port"]), 2)
+        self.ctl_file = self.ctl.makefile("rb")
+        self.hosts: list[H4Host] = []
+
+    def control(self, line: str) -> dict:
+        self.ctl.sendall(line.encode() + b"\n")
+        reply = self.ctl_file.readline()
+        assert reply, "control channel closed"
+        return json.loads(reply)
+
+    def host(self) -> H4Host:
+        h = H4Host(self.info["h4"]["host"], self.info["h4"]["port"])
+        self.hosts.append(h)
+        return h
+
+    def sent(self, peripheral: str | None = None) -> list[dict]:
+        return [r for r in read_sent_log(self.sent_log) if peripheral in (None, r["peripheral"])]
+
+    def kill(self) -> None:
+        for h in getattr(self, "hosts", []):
+            h.close()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(3)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(3)
+
+
+@pytest.fixture
+def peer_factory(tmp_path):
+    peers: list[PeerProcess] = []
+
+    def start(*extra: str) -> PeerProcess:
+        p = PeerProcess(tmp_path, *extra)
+        peers.append(p)
+        return p
+    yield start
+    for p in peers:
+        p.kill()
+
+
+@pytest.fixture(autouse=True)
+def hard_timeout():
+    """Safety net on top of the bounded waits: no test may run for more than 30 s."""
+    def on_alarm(*_):
+        raise TimeoutError("test exceeded 30 s")
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(30)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+def connect_subscribed(h: H4Host, address: str, service: int, char: int):
+    found = h.scan(2.0, stop_when=lambda f: address in f)
+    assert address in found, f"{address} not advertising; saw {list(found)}"
+    c = h.connect(address, found[address].address_type)
+    assert h.exchange_mtu(c, 185) == 185
+    gmap = h.gatt_map(c)
+    vh = h.subscribe(c, gmap, service, char)
+    return c, gmap, vh
+
+
+def assert_matches_sent_log(peer: PeerProcess, pid: str, got, vh: int) -> list[dict]:
+    """The notifications received are exactly the first ones the peer logged, byte for byte."""
+    deadline = time.monotonic() + 2
+    while True:
+        sent = [r for r in peer.sent(pid) if r["malformed"] is None]
+        if len(sent) >= len(got) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert [v.hex() for _, v, _ in got] == [r["hex"] for r in sent[:len(got)]]
+    assert all(handle == vh for handle, _, _ in got)
+    assert [r["seq"] for r in sent[:len(got)]] == list(range(len(got)))
+    for r in sent[:len(got)]:
+        assert r["handle"] == vh
+        # the logged fields encode to exactly the logged bytes
+        assert ble_peer.ENCODERS[r["kind"]](r["fields"]).hex() == r["hex"]
+    return sent[:len(got)]
+
+
+# ---------------------------------------------------------------------------------------------
+def test_ready_line_describes_peer_and_comes_fast(peer_factory):
+    p = peer_factory("--peripheral", "hr", "--peripheral", "csc:My CSC",
+                     "--peripheral", "ftms-bike::C1:22:33:44:55:66")
+    info = p.info
+    assert p.ready_s < 2.0, f"ready after {p.ready_s:.2f} s"
+    assert info["ready"] is True and info["protocol"] == 1 and info["pid"] == p.proc.pid
+    assert info["h4"]["kind"] == "tcp" and info["h4"]["port"] > 0
+    assert info["control"]["port"] > 0 and info["control"]["port"] != info["h4"]["port"]
+    periph = {x["id"]: x for x in info["peripherals"]}
+    assert periph["hr"]["name"] == "HG HR" and periph["hr"]["address"] == HR
+    assert periph["csc"]["name"] == "My CSC" and periph["csc"]["address"] == CSC
+    assert periph["ftms-bike"]["address"] == "C1:22:33:44:55:66"
+    assert periph["hr"]["services"] == ["180D", "180F", "180A"]
+    assert periph["ftms-bike"]["measurement"] == {"service": "1826", "characteristic": "2AD2"}
+    # and all three advertise their name, UUIDs (and FTMS service data) over the H4 link
+    h = p.host()
+    info2 = h.init()
+    assert info2 == {"bd_addr": "F0:F1:F2:F3:F4:F5", "le_acl_len": 27, "le_acl_num": 64}
+    found = h.scan(2.0, stop_when=lambda f: len(f) >= 3)
+    assert found[HR].ad["name"] == "HG HR" and found[HR].address_type == 1
+    assert found[HR].ad["uuids16"] == [0x180D, 0x180F, 0x180A]
+    assert found[CSC].ad["name"] == "My CSC" and 0x1816 in found[CSC].ad["uuids16"]
+    bike = found["C1:22:33:44:55:66"].ad
+    assert 0x1826 in bike["uuids16"] and bike["service_data"] == ["261801" + "2000"]
+    assert {r.subevent for r in found.values()} <= {0x02, 0x0D}
+
+
+def test_hr_notifications_match_sent_log(peer_factory):
+    p = peer_factory("--peripheral", "hr", "--rate", "20")
+    h = p.host()
+    h.init()
+    c, gmap, vh = connect_subscribed(h, HR, 0x180D, 0x2A37)
+    assert set(gmap) >= {0x1800, 0x180D, 0x180F, 0x180A}
+    got = h.notifications(c, 12, timeout=5)
+    assert len(got) >= 5, f"only {len(got)} notifications"
+    sent = assert_matches_sent_log(p, "hr", got, vh)
+    # RR intervals are in 1/1024 s and plausible for the bpm (not the upstream integer-second bug)
+    rr_checked = 0
+    for r in sent:
+        f = r["fields"]
+        for rr in f["rr"]:
+            assert abs(rr / 1024 - 60 / f["bpm"]) < 0.05
+            rr_checked += 1
+    assert rr_checked >= 5
+    value = bytes.fromhex(sent[0]["hex"])
+    assert value[0] & 0x18 == 0x18  # sample 0 carries energy expended and RR intervals
+    # static characteristics
+    chars = gmap[0x180A]["chars"]
+    assert h.read(c, chars[0x2A29][0]) == b"HealthGate Test Peer"
+    assert h.read(c, chars[0x2A24][0]) == b"HG-HR"
+    assert h.read(c, chars[0x2A25][0]) == b"47000001"
+    assert h.read(c, chars[0x2A26][0]) == b"1.0.0"
+    assert h.read(c, gmap[0x180F]["chars"][0x2A19][0]) == bytes([87])
+    assert h.read(c, gmap[0x180D]["chars"][0x2A38][0]) == bytes([1])
+    assert h.disconnect(c) == 0x16  # connection terminated by local host
+
+
+def test_two_peripherals_at_once(peer_factory):
+    p = peer_factory("--peripheral", "hr", "--peripheral", "csc", "--rate", "20")
+    h = p.host()
+    h.init()
+    c_hr, _, vh_hr = connect_subscribed(h, HR, 0x180D, 0x2A37)
+    c_csc, gmap, vh_csc = connect_subscribed(h, CSC, 0x1816, 0x2A5B)
+    assert c_hr.handle != c_csc.handle
+    assert h.read(c_csc, gmap[0x1816]["chars"][0x2A5C][0]) == b"\x03\x00"
+    got_hr = h.notifications(c_hr, 6, timeout=5)
+    got_csc = h.notifications(c_csc, 6, timeout=5)
+    assert len(got_hr) >= 5 and len(got_csc) >= 5
+    assert_matches_sent_log(p, "hr", got_hr, vh_hr)
+    sent = assert_matches_sent_log(p, "csc", got_csc, vh_csc)
+    for _, v, _ in got_csc:
+        assert v[0] == 0x03 and len(v) == 11  # wheel and crank data
+    # counters start near their rollovers
+    assert any(r["fields"]["crank_event"] < 2048 for r in sent)
+    status = p.control("status")
+    assert status["ok"] and all(len(x["connections"]) == 1 and x["connections"][0]["subscribed"]
+                                for x in status["peripherals"].values())
+
+
+def test_ftms_bike(peer_factory):
+    p = peer_factory("--peripheral", "ftms-bike", "--rate", "20")
+    h = p.host()
+    h.init()
+    c, gmap, vh = connect_subscribed(h, BIKE, 0x1826, 0x2AD2)
+    feature = h.read(c, gmap[0x1826]["chars"][0x2ACC][0])
+    assert struct.unpack("<II", feature) == ((1 << 1) | (1 << 10) | (1 << 14), 0)
+    got = h.notifications(c, 5, timeout=5)
+    assert len(got) == 5
+    sent = assert_matches_sent_log(p, "ftms-bike", got, vh)
+    for (_, v, _), r in zip(got, sent):
+        flags, speed, cadence, power, hr = struct.unpack("<HHHhB", v)
+        assert flags == 0x0244
+        f = r["fields"]
+        assert speed == round(f["speed_kmh"] * 100) and cadence == f["cadence_rpm"] * 2
+        assert power == f["power_w"] and hr == f["heart_rate"]
+
+
+def test_values_file_drives_exact_bytes(peer_factory, tmp_path):
+    values = tmp_path / "values.json"
+    values.write_text(json.dumps({"hr": [
+        {"bpm": 61, "rr": [1007], "energy_kj": 300, "contact": "detected"},
+        {"bpm": 300, "rr": []},
+        {"hex": "00ff"},
+    ]}))
+    p = peer_factory("--peripheral", "hr", "--rate", "20", "--values", str(values))
+    h = p.host()
+    h.init()
+    c, _, _ = connect_subscribed(h, HR, 0x180D, 0x2A37)
+    got = [v.hex() for _, v, _ in h.notifications(c, 4, timeout=5)]
+    assert got == ["1e3d2c01ef03", "072c01", "00ff", "1e3d2c01ef03"]
+
+
+def test_stop_start_and_reconnect(peer_factory):
+    p = peer_factory("--peripheral", "hr", "--rate", "20")
+    h = p.host()
+    h.init()
+    c, _, _ = connect_subscribed(h, HR, 0x180D, 0x2A37)
+    assert len(h.notifications(c, 2, timeout=3)) == 2
+    reply = p.control("stop hr")
+    assert reply == {"ok": True, "cmd": "stop", "peripheral": "hr", "advertising": False, "connections": 0}
+    assert c.disconnected.wait(2) and c.disconnect_reason == 0x13
+    assert HR not in h.scan(0.6)
+    assert p.control("status")["peripherals"]["hr"]["advertising"] is False
+    assert p.control("start hr") == {"ok": True, "cmd": "start", "peripheral": "hr", "advertising": True}
+    c2, _, vh = connect_subscribed(h, HR, 0x180D, 0x2A37)
+    got = h.notifications(c2, 3, timeout=3)
+    assert len(got) == 3 and all(handle == vh for handle, _, _ in got)
+    assert p.control("status")["peripherals"]["hr"]["connections_total"] == 2
+
+
+def test_silence_commands_then_recover(peer_factory):
+    p = peer_factory("--peripheral", "hr")
+    h = p.host()
+    h.init()
+    assert p.control("silence-commands on") == {"ok": True, "cmd": "silence-commands", "silence": True}
+    t0 = time.monotonic()
+    with pytest.raises(CommandTimeout):
+        h.command(OP_READ_BD_ADDR, timeout=2.0)
+    assert 2.0 <= time.monotonic() - t0 < 2.5
+    assert p.control("status")["commands_silenced"] == 1
+    assert p.control("silence-commands off")["silence"] is False
+    code, status, rp = h.command(OP_READ_BD_ADDR)
+    assert (code, status, rp[:6]) == (EVT_COMMAND_COMPLETE, 0, bytes.fromhex("F5F4F3F2F1F0"))
+    # the host can carry on: reset and find the peripheral
+    h.init()
+    assert HR in h.scan(2.0, stop_when=lambda f: HR in f)
+
+
+def test_unknown_and_unanswered_commands_get_status_0x01(peer_factory):
+    p = peer_factory("--peripheral", "hr")
+    h = p.host()
+    h.init()
+    # vendor opcode: unknown to the controller
+    assert h.command(0xFC01, b"\x00") == (EVT_COMMAND_COMPLETE, 0x01, b"")
+    # LE Set PHY and Read Remote Version Information: known commands bumble leaves unanswered
+    code, status, _ = h.command(OP_LE_SET_PHY, struct.pack("<HBBBH", 1, 0, 1, 1, 0))
+    assert (code, status) == (EVT_COMMAND_STATUS, 0x01)
+    code, status, _ = h.command(OP_READ_REMOTE_VERSION, struct.pack("<H", 1))
+    assert (code, status) == (EVT_COMMAND_STATUS, 0x01)
+    # LE Read Channel Map: a "complete" command bumble leaves unanswered
+    assert h.command(0x2015, struct.pack("<H", 1))[:2] == (EVT_COMMAND_COMPLETE, 0x01)
+    # truncated parameters: Invalid HCI Command Parameters
+    assert h.command(0x2005, b"\x01\x02")[:2] == (EVT_COMMAND_COMPLETE, 0x12)
+    assert p.control("status")["commands_answered_by_peer"] == 5
+
+
+def test_reset_and_host_restart_drop_links(peer_factory):
+    p = peer_factory("--peripheral", "hr", "--rate", "10")
+    h = p.host()
+    h.init()
+    connect_subscribed(h, HR, 0x180D, 0x2A37)
+    code, status, _ = h.command(OP_RESET)
+    assert (code, status) == (EVT_COMMAND_COMPLETE, 0)
+    # the peripheral saw the link drop and advertises again
+    h.init()
+    c, _, _ = connect_subscribed(h, HR, 0x180D, 0x2A37)
+    assert len(h.notifications(c, 2, timeout=3)) == 2
+    # a host that dies without disconnecting: the next host finds the peripheral advertising
+    h.close()
+    h2 = p.host()
+    h2.init(random_address="C2:00:00:00:00:02")
+    c2, _, _ = connect_subscribed(h2, HR, 0x180D, 0x2A37)
+    assert len(h2.notifications(c2, 2, timeout=3)) == 2
+    st = p.control("status")
+    assert st["resets"] >= 3 and st["h4_clients_total"] == 2
+    assert st["peripherals"]["hr"]["connections_total"] == 3
+    assert [x["central"] for x in st["peripherals"]["hr"]["connections"]] == ["C2:00:00:00:00:02"]
+    # a new client replaces a live one: the old link is dropped, the old socket closed
+    h3 = p.host()
+    deadline = time.monotonic() + 2
+    while p.control("status")["peripherals"]["hr"]["connections"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert p.control("status")["peripherals"]["hr"]["connections"] == []
+    h3.init(random_address="C2:00:00:00:00:03")
+    assert HR in h3.scan(2.0, stop_when=lambda f: HR in f)
+    h2.thread.join(2)
+    assert not h2.thread.is_alive()  # the peer closed the replaced client's socket
+
+
+def test_disconnect_during_discovery(peer_factory):
+    p = peer_factory("--peripheral", "csc")
+    h = p.host()
+    h.init()
+    assert p.control("disconnect-during-discovery csc")["armed"] is True
+    found = h.scan(2.0, stop_when=lambda f: CSC in f)
+    c = h.connect(CSC, found[CSC].address_type)
+    h.exchange_mtu(c)
+    with pytest.raises(Disconnected):
+        h.discover_services(c)
+    assert c.disconnect_reason == 0x13
+    st = p.control("status")["peripherals"]["csc"]
+    assert st["disconnect_during_discovery_fired"] == 1 and not st["disconnect_during_discovery_armed"]
+    # one-shot: the next connection discovers normally
+    c2, gmap, _ = connect_subscribed(h, CSC, 0x1816, 0x2A5B)
+    assert 0x1816 in gmap
+
+
+def test_malformed_notifications(peer_factory):
+    p = peer_factory("--peripheral", "hr", "--rate", "2")
+    h = p.host()
+    h.init()
+    c, _, vh = connect_subscribed(h, HR, 0x180D, 0x2A37)
+    reply = p.control('{"cmd": "malformed", "args": ["hr"]}')
+    assert reply["ok"] and len(reply["sent"]) == 4
+    expected = [x["hex"] for x in reply["sent"]]
+    got = [v.hex() for handle, v, _ in h.notifications(c, 8, timeout=3)]
+    assert [g for g in got if g in expected] == expected  # in order, interleaved with good ones
+    logged = [r for r in p.sent("hr") if r["malformed"]]
+    assert [r["hex"] for r in logged] == expected and all(r["fields"] is None for r in logged)
+    assert p.control("status")["peripherals"]["hr"]["malformed_sent"] == 4
+
+
+def test_control_errors(peer_factory):
+    p = peer_factory("--peripheral", "hr")
+    assert p.control("ping") == {"ok": True, "cmd": "ping"}
+    r = p.control("stop nosuch")
+    assert r["ok"] is False and "nosuch" in r["error"]
+    r = p.control("frobnicate")
+    assert r["ok"] is False and r["cmd"] == "frobnicate"
+    assert p.control("malformed hr") == {"ok": False, "cmd": "malformed", "peripheral": "hr",
+                                         "error": "no subscribed connection"}
+    assert p.control("silence-commands maybe")["ok"] is False
+
+
+def test_snoop_direction_flags(peer_factory):
+    p = peer_factory("--peripheral", "hr")
+    h = p.host()
+    h.init()
+    h.close()
+    p.kill()
+    data = open(p.snoop, "rb").read()
+    assert data[:8] == b"btsnoop\0" and struct.unpack(">II", data[8:16]) == (1, 1002)
+    records, k = [], 16
+    while k < len(data):
+        orig, incl, flags, _drops, _ts = struct.unpack_from(">IIIIQ", data, k)
+        records.append((flags, data[k + 24:k + 24 + incl]))
+        k += 24 + incl
+    # first the Reset command, sent by the host (flags: sent=0, command/event=2)
+    assert records[0] == (0x02, bytes.fromhex("01030c00"))
+    # then its Command Complete, received from the controller
+    assert records[1] == (0x03, bytes.fromhex("040e0401030c00"))
+    assert all(f in (0x02, 0x03) for f, _ in records)
+    assert all((f & 1) == (pkt[0] == 0x04) for f, pkt in records)
+
+
+def test_exits_on_sigterm_and_stdin_eof(peer_factory):
+    p = peer_factory("--peripheral", "hr")
+    p.proc.send_signal(signal.SIGTERM)
+    assert p.proc.wait(3) == 0
+    p2 = peer_factory("--peripheral", "hr")
+    p2.proc.stdin.close()
+    assert p2.proc.wait(3) == 0
+
+
+def test_seeded_samples_are_the_same_in_every_process():
+    def seq():
+        out = []
+        for k in ble_peer.KINDS:
+            script = ble_peer.SeededScript(k, "1:" + k)
+            out += [ble_peer.ENCODERS[k](script.next()).hex() for _ in range(50)]
+        return out
+    code = ("import sys, json; sys.path.insert(0, %r); import ble_peer\n"
+            "out = []\n"
+            "for k in ble_peer.KINDS:\n"
+            "    s = ble_peer.SeededScript(k, '1:' + k)\n"
+            "    out += [ble_peer.ENCODERS[k](s.next()).hex() for _ in range(50)]\n"
+            "print(json.dumps(out))") % HERE
+    expected = seq()
+    assert len(set(expected)) > 100  # the samples vary
+    for hashseed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=hashseed)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                             timeout=10, check=True).stdout
+        assert json.loads(out) == expected
+
+
+def test_unix_socket_endpoints(tmp_path):
+    h4_path, ctl_path = str(tmp_path / "h4.sock"), str(tmp_path / "ctl.sock")
+    proc = subprocess.Popen([sys.executable, PEER, "--listen", f"unix:{h4_path}", "--control", f"unix:{ctl_path}"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert select.select([proc.stdout], [], [], 5.0)[0]
+        info = json.loads(proc.stdout.readline())
+        assert info["h4"] == {"kind": "unix", "path": h4_path}
+        assert info["control"] == {"kind": "unix", "path": ctl_path}
+        ctl = socket.socket(socket.AF_UNIX)
+        ctl.settimeout(2)
+        ctl.connect(ctl_path)
+        ctl.sendall(b"ping\n")
+        assert json.loads(ctl.makefile("rb").readline()) == {"ok": True, "cmd": "ping"}
+        h4 = socket.socket(socket.AF_UNIX)
+        h4.settimeout(2)
+        h4.connect(h4_path)
+        h4.sendall(bytes.fromhex("01030c00"))  # HCI Reset
+        assert h4.recv(7) == bytes.fromhex("040e0401030c00")
+        ctl.close()
+        h4.close()
+    finally:
+        proc.stdin.close()
+        assert proc.wait(3) == 0
+    assert not os.path.exists(h4_path) and not os.path.exists(ctl_path)
