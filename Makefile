@@ -5,12 +5,15 @@ SWIFT ?= swift
 DEMO_DB ?= demo.sqlite
 BIN = .build/debug/healthgate
 
-.PHONY: setup build demo test peer-test bench reference reference-check clean
+.PHONY: setup setup-build build demo test peer-test bench reference reference-check clean
 
 setup:
 	@bash .ci/setup
 
-build: setup
+setup-build:
+	@bash .ci/setup --build-only
+
+build: setup-build
 	$(SWIFT) build --product healthgate
 
 demo: build
@@ -27,7 +30,7 @@ peer-test: setup
 	python3 -m pytest -q -p no:cacheprovider Tests/peers
 
 # Throughput next to baselines measured in the same run (release build).
-bench: setup
+bench: setup-build
 	$(SWIFT) build -c release --product healthgate-bench
 	.build/release/healthgate-bench Fixtures
 
