@@ -36,6 +36,8 @@ let package = Package(
         .target(name: "GATTProfiles", dependencies: ["HealthModel"], path: "Drivers/BluetoothLE/Profiles"),
         // Bluetooth LE host stack: H4/HCI, ACL, L2CAP, ATT, GATT client, transports.
         .target(name: "BLEHost", path: "Drivers/BluetoothLE/Host"),
+        // Bluetooth LE driver: live readings -> measurements and workouts.
+        .target(name: "BLEDriver", dependencies: ["HealthModel", "GATTProfiles"], path: "Drivers/BluetoothLE/Driver"),
 
         // SQLite store: migrations, writes, queries, import ledger, outbox.
         .target(name: "HealthStore", dependencies: ["HealthModel", .product(name: "GRDB", package: "GRDB.swift"),
@@ -60,6 +62,7 @@ let package = Package(
         .testTarget(name: "XMLDriverTests", dependencies: ["XMLStream", "TCXDriver", "GPXDriver", "HealthModel", "DriverKit"]),
         .testTarget(name: "GATTProfilesTests", dependencies: ["GATTProfiles"]),
         .testTarget(name: "BLEHostTests", dependencies: ["BLEHost"]),
+        .testTarget(name: "BLEDriverTests", dependencies: ["BLEDriver", "GATTProfiles", "HealthModel"]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
         .testTarget(name: "HealthGateTests", dependencies: ["HealthGate", "HealthStore", "HealthModel"]),
     ]

@@ -1,0 +1,124 @@
+import Foundation
+import GATTProfiles
+import HealthModel
+import Testing
+@testable import BLEDriver
+
+/// Readings are built from characteristic bytes as a device sends them, through the real decoders.
+func reading(_ characteristic: UInt16, _ bytes: [UInt8], at seconds: Double, device: String = "C0:4E:47:00:00:01") throws -> LiveReading {
+    let decoded = try #require(try GATTProfileDecoder.decode(characteristic: characteristic, bytes))
+    return LiveReading(device: device, receivedAt: Date(timeIntervalSince1970: seconds), reading: decoded)
+}
+
+/// Heart Rate Measurement: flags (energy + RR present), 8-bit bpm, energy kJ, one RR interval.
+func heartRate(_ bpm: UInt8, energyKJ: UInt16, rr1024: UInt16) -> [UInt8] {
+    [0x18, bpm, UInt8(energyKJ & 0xFF), UInt8(energyKJ >> 8), UInt8(rr1024 & 0xFF), UInt8(rr1024 >> 8)]
+}
+
+let t0 = 1_700_000_000.0
+let utc = LiveSessionizer.Configuration(gap: 60, timeZone: TimeZone(identifier: "UTC")!)
+
+@Suite struct LiveSessionizerTests {
+    @Test func heartRateStreamBecomesOneWorkoutAfterTheGap() throws {
+        var s = LiveSessionizer(configuration: utc)
+        for i in 0..<10 {
+            let out = s.receive(try reading(GATTCharacteristic.heartRateMeasurement,
+                                            heartRate(UInt8(120 + i), energyKJ: UInt16(100 + i), rr1024: 512), at: t0 + Double(i)))
+            #expect(out.isEmpty)
+        }
+        #expect(s.tick(now: Date(timeIntervalSince1970: t0 + 30)).isEmpty)  // within the gap: still recording
+        let closed = s.tick(now: Date(timeIntervalSince1970: t0 + 9 + 61))
+        guard case .workout(let w) = try #require(closed.first) else { Issue.record("not a workout"); return }
+        #expect(closed.count == 1)
+        #expect(w.sport == "other")
+        #expect(w.samples.map(\.heartRate) == (120..<130).map { $0 })
+        #expect(w.rrIntervals == Array(repeating: 0.5, count: 10))
+        #expect(w.start == Date(timeIntervalSince1970: t0) && w.end == Date(timeIntervalSince1970: t0 + 9))
+        #expect(w.avgHeartRate == 125 && w.maxHeartRate == 129)
+        #expect(w.energyKcal == ((9.0 / 4.184) * 10).rounded() / 10)  // kJ counter 100 -> 109
+        #expect(w.source == Source(driver: "ble", device: "C0:4E:47:00:00:01"))
+        #expect(s.recordingDevices.isEmpty)
+    }
+
+    @Test func silenceLongerThanTheGapStartsANewWorkout() throws {
+        var s = LiveSessionizer(configuration: utc)
+        _ = s.receive(try reading(GATTCharacteristic.heartRateMeasurement, heartRate(100, energyKJ: 0, rr1024: 600), at: t0))
+        _ = s.receive(try reading(GATTCharacteristic.heartRateMeasurement, heartRate(101, energyKJ: 0, rr1024: 600), at: t0 + 1))
+        let first = s.receive(try reading(GATTCharacteristic.heartRateMeasurement, heartRate(140, energyKJ: 0, rr1024: 600), at: t0 + 500))
+        #expect(first.count == 1)
+        let second = s.finish()
+        guard case .workout(let a) = try #require(first.first), case .workout(let b) = try #require(second.first) else {
+            Issue.record("not workouts"); return
+        }
+        #expect(a.samples.count == 2 && b.samples.count == 1)
+        #expect(a.id != b.id)
+        #expect(a.energyKcal == nil)  // a counter that stayed at 0 says nothing
+    }
+
+    @Test func devicesRecordSeparatelyAndIndoorBikeSetsTheSport() throws {
+        var s = LiveSessionizer(configuration: utc)
+        // Indoor Bike Data: speed (flag bit 0 clear), cadence, total distance, power.
+        let bike: [UInt8] = [0x54, 0x00, 0xB8, 0x0B, 0xB4, 0x00, 0xE8, 0x03, 0x00, 0xC8, 0x00]
+        _ = s.receive(try reading(GATTCharacteristic.indoorBikeData, bike, at: t0, device: "bike"))
+        _ = s.receive(try reading(GATTCharacteristic.heartRateMeasurement, heartRate(130, energyKJ: 5, rr1024: 480), at: t0, device: "strap"))
+        #expect(s.recordingDevices == ["bike", "strap"])
+        let closed = s.finish()
+        #expect(closed.count == 2)
+        guard case .workout(let w) = try #require(closed.first) else { Issue.record("not a workout"); return }
+        #expect(w.source.device == "bike")
+        #expect(w.sport == "cycling" && w.subSport == "indoor_cycling")
+        let sample = try #require(w.samples.first)
+        #expect(abs((sample.speedMps ?? 0) - 30 / 3.6) < 1e-9)
+        #expect(sample.cadence == 90 && sample.powerW == 200 && sample.distanceM == 1000)
+        #expect(w.distanceM == 1000)
+    }
+
+    @Test func cyclingSpeedAndCadenceGiveSpeedAndDistance() throws {
+        var s = LiveSessionizer(configuration: utc)
+        // CSC Measurement with wheel data: 2 wheel revolutions per second (event time in 1/1024 s).
+        for i in 0..<5 {
+            let revs = UInt32(100 + 2 * i), time = UInt16(1024 * i)
+            let bytes: [UInt8] = [0x01, UInt8(revs & 0xFF), UInt8(revs >> 8 & 0xFF), 0, 0, UInt8(time & 0xFF), UInt8(time >> 8)]
+            _ = s.receive(try reading(GATTCharacteristic.cscMeasurement, bytes, at: t0 + Double(i), device: "csc"))
+        }
+        guard case .workout(let w) = try #require(s.finish().first) else { Issue.record("not a workout"); return }
+        #expect(w.sport == "cycling")
+        #expect(w.samples.first?.speedMps == nil)  // the first reading only sets the baseline
+        #expect(abs((w.samples.last?.speedMps ?? 0) - 2 * 2.096) < 1e-9)
+        #expect(abs((w.distanceM ?? 0) - 8 * 2.096) < 1e-9)
+    }
+
+    @Test func pointReadingsBecomeMeasurements() throws {
+        var s = LiveSessionizer(configuration: utc)
+        // Weight Scale: SI, timestamp 2023-11-14 22:13:20 (the device clock, read as UTC here), 70 kg.
+        let weight: [UInt8] = [0x02, 0xB0, 0x36, 0xE7, 0x07, 11, 14, 22, 13, 20]
+        let w = s.receive(try reading(GATTCharacteristic.weightMeasurement, weight, at: t0 + 100, device: "scale"))
+        guard case .measurement(let kg) = try #require(w.first) else { Issue.record("no measurement"); return }
+        #expect(kg.kind == .weight && kg.value == 70)
+        #expect(kg.time == Date(timeIntervalSince1970: 1_700_000_000))
+
+        // Blood Pressure in mmHg: 120/80, MAP 93 (SFLOAT, exponent 0).
+        let bp = s.receive(try reading(GATTCharacteristic.bloodPressureMeasurement,
+                                       [0x00, 0x78, 0x00, 0x50, 0x00, 0x5D, 0x00], at: t0, device: "cuff"))
+        guard case .measurement(let p) = try #require(bp.first) else { Issue.record("no measurement"); return }
+        #expect(p.kind == .bloodPressure && p.value == 120)
+        #expect(p.extra["diastolic"] == 80 && p.extra["mean_arterial"] == 93)
+        #expect(p.time == Date(timeIntervalSince1970: t0))  // no device timestamp: arrival time
+
+        let battery = s.receive(try reading(GATTCharacteristic.batteryLevel, [87], at: t0))
+        guard case .measurement(let b) = try #require(battery.first) else { Issue.record("no measurement"); return }
+        #expect(b.kind == .batteryLevel && b.value == 87)
+
+        // A blood pressure value of NaN (0x07FF) is not a reading.
+        let nan = s.receive(try reading(GATTCharacteristic.bloodPressureMeasurement,
+                                        [0x00, 0xFF, 0x07, 0x50, 0x00, 0x5D, 0x00], at: t0 + 1, device: "cuff"))
+        #expect(nan.isEmpty)
+        #expect(s.recordingDevices.isEmpty)  // point readings open no workout
+    }
+
+    @Test func sameReadingTwiceHasTheSameIdentity() throws {
+        var a = LiveSessionizer(configuration: utc), b = LiveSessionizer(configuration: utc)
+        let r = try reading(GATTCharacteristic.batteryLevel, [50], at: t0)
+        #expect(a.receive(r).map(\.id) == b.receive(r).map(\.id))
+    }
+}
