@@ -57,11 +57,13 @@ let package = Package(
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ], path: "Sources/healthgate-bench"),
 
+        // Helpers shared by the test targets (seeded generator for fuzz loops).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "HealthModelTests", dependencies: ["HealthModel"]),
-        .testTarget(name: "FITDriverTests", dependencies: ["FITDriver", "HealthModel", "DriverKit"]),
-        .testTarget(name: "XMLDriverTests", dependencies: ["XMLStream", "TCXDriver", "GPXDriver", "HealthModel", "DriverKit"]),
-        .testTarget(name: "GATTProfilesTests", dependencies: ["GATTProfiles"]),
-        .testTarget(name: "BLEHostTests", dependencies: ["BLEHost"]),
+        .testTarget(name: "FITDriverTests", dependencies: ["TestSupport", "FITDriver", "HealthModel", "DriverKit"]),
+        .testTarget(name: "XMLDriverTests", dependencies: ["TestSupport", "XMLStream", "TCXDriver", "GPXDriver", "HealthModel", "DriverKit"]),
+        .testTarget(name: "GATTProfilesTests", dependencies: ["TestSupport", "GATTProfiles"]),
+        .testTarget(name: "BLEHostTests", dependencies: ["TestSupport", "BLEHost"]),
         .testTarget(name: "BLEDriverTests", dependencies: ["BLEDriver", "GATTProfiles", "HealthModel"]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
         .testTarget(name: "HealthGateTests", dependencies: ["HealthGate", "HealthStore", "HealthModel"]),

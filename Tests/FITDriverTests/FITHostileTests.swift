@@ -1,3 +1,4 @@
+import TestSupport
 import DriverKit
 import Foundation
 import HealthModel
@@ -142,7 +143,7 @@ import Testing
 
     /// A deterministic fuzz loop: mutated fixtures either decode or throw DecodeError.
     @Test func seededFuzz() throws {
-        var rng = SplitMix64(seed: 0xF17_2024)
+        var rng = SeededGenerator(seed: 0xF17_2024)
         let seeds = try ["fitsdk-Activity.fit", "fitsdk-DeveloperData.fit", "fitsdk-WeightScaleMultiUser.fit",
                          "fitsdk-MonitoringFile.fit", "garmin-fenix5-run.fit", "garmin-edge820-bike.fit",
                          "chained-activity-settings.fit", "corrupt/chained-activity-settings-nodata.fit"].map { try Array(Fixtures.data($0)) }
@@ -177,15 +178,3 @@ import Testing
     }
 }
 
-/// A small deterministic generator (SplitMix64) for the fuzz loop.
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

@@ -1,18 +1,6 @@
+import TestSupport
 import Testing
 @testable import GATTProfiles
-
-/// SplitMix64: a small deterministic generator, so every run sees the same vectors.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Builds a characteristic value field by field from the specification's layout, remembering where
 /// each field starts so truncation errors can be checked against it.

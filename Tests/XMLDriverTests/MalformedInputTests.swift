@@ -1,3 +1,4 @@
+import TestSupport
 import DriverKit
 import Foundation
 import GPXDriver

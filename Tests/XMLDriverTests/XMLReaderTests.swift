@@ -1,3 +1,4 @@
+import TestSupport
 import Foundation
 import Testing
 @testable import XMLStream
@@ -285,19 +286,6 @@ struct XMLReaderSecurityTests {
             while let event = try reader.next() { if case .text(let t) = event { texts.append(t) } }
         } catch {}
         #expect(texts.allSatisfy { !$0.contains("TOP-SECRET") })
-    }
-}
-
-/// SplitMix64: a small deterministic generator for reproducible fuzzing and chunking.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 
