@@ -36,6 +36,9 @@ let package = Package(
         .target(name: "GATTProfiles", dependencies: ["HealthModel"], path: "Drivers/BluetoothLE/Profiles"),
         // Bluetooth LE host stack: H4/HCI, ACL, L2CAP, ATT, GATT client, transports.
         .target(name: "BLEHost", path: "Drivers/BluetoothLE/Host"),
+        // Bluetooth LE I/O edge: transports, the host runtime (one actor owning the protocol
+        // state), scanner, GATT client and reconnecting device sessions.
+        .target(name: "BLERuntime", dependencies: ["BLEHost"], path: "Drivers/BluetoothLE/Runtime"),
 
         // SQLite store: migrations, writes, queries, import ledger, outbox.
         .target(name: "HealthStore", dependencies: ["HealthModel", .product(name: "GRDB", package: "GRDB.swift"),
@@ -60,6 +63,7 @@ let package = Package(
         .testTarget(name: "XMLDriverTests", dependencies: ["XMLStream", "TCXDriver", "GPXDriver", "HealthModel", "DriverKit"]),
         .testTarget(name: "GATTProfilesTests", dependencies: ["GATTProfiles"]),
         .testTarget(name: "BLEHostTests", dependencies: ["BLEHost"]),
+        .testTarget(name: "BLERuntimeTests", dependencies: ["BLERuntime", "BLEHost", "GATTProfiles"]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
         .testTarget(name: "HealthGateTests", dependencies: ["HealthGate", "HealthStore", "HealthModel"]),
     ]
