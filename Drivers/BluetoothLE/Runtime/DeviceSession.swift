@@ -1,0 +1,108 @@
+import BLEHost
+
+/// Keeps one configured device connected: connect, discover, subscribe; when the link drops or an
+/// attempt fails, wait (exponential backoff with jitter) and start again, subscribing anew.
+/// Notifications of every connection arrive on one stream that lives as long as the session.
+public actor DeviceSession {
+    public struct Configuration: Sendable {
+        public var address: DeviceAddress
+        public var subscriptions: [BluetoothUUID]
+        public var connectTimeout: Duration = .seconds(5)
+        public var operationTimeout: Duration = .seconds(10)
+        public var backoff = ReconnectBackoff()
+        public init(address: DeviceAddress, subscriptions: [BluetoothUUID]) {
+            self.address = address
+            self.subscriptions = subscriptions
+        }
+    }
+
+    public enum Event: Sendable, Equatable {
+        /// Connected, discovered and subscribed (`attempt` counts connections, from 1).
+        case ready(connection: Int)
+        case disconnected(reason: HCIStatus?)
+        case attemptFailed(String)
+        /// Waiting this long before the next attempt.
+        case retrying(after: Duration)
+        case stopped
+    }
+
+    /// Sleeps; tests inject one that records the delays and returns at once.
+    public typealias Sleeper = @Sendable (Duration) async throws -> Void
+
+    public nonisolated let configuration: Configuration
+    public nonisolated let notifications: AsyncStream<GATTNotification>
+    public nonisolated let events: AsyncStream<Event>
+    private let notificationSink: AsyncStream<GATTNotification>.Continuation
+    private let eventSink: AsyncStream<Event>.Continuation
+    private let runtime: HostRuntime
+    private let sleep: Sleeper
+    private let random: @Sendable () -> Double
+    private var task: Task<Void, Never>?
+    private var client: GATTClient?
+    private var stopping = false
+    public private(set) var connections = 0
+
+    public init(runtime: HostRuntime, configuration: Configuration,
+                sleep: @escaping Sleeper = { try await Task.sleep(for: $0) },
+                random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }) {
+        self.runtime = runtime
+        self.configuration = configuration
+        self.sleep = sleep
+        self.random = random
+        (notifications, notificationSink) = AsyncStream.makeStream(of: GATTNotification.self, bufferingPolicy: .bufferingNewest(8192))
+        (events, eventSink) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(1024))
+    }
+
+    public func start() {
+        guard task == nil, !stopping else { return }
+        task = Task { await self.run() }
+    }
+
+    /// Stops reconnecting and disconnects (bounded).
+    public func stop() async {
+        stopping = true
+        task?.cancel()
+        if let client { _ = try? await client.disconnect() }
+        await task?.value
+        task = nil
+        eventSink.yield(.stopped)
+        eventSink.finish()
+        notificationSink.finish()
+    }
+
+    private func run() async {
+        var failures = 0
+        while !stopping, !Task.isCancelled {
+            do throws(BLERuntimeError) {
+                let client = try await runtime.connect(to: configuration.address, timeout: configuration.connectTimeout)
+                self.client = client
+                do throws(BLERuntimeError) {
+                    try await client.discover(timeout: configuration.operationTimeout)
+                    for uuid in configuration.subscriptions {
+                        let stream = try await client.subscribe(uuid, timeout: configuration.operationTimeout)
+                        let sink = notificationSink
+                        Task { for await n in stream { sink.yield(n) } }
+                    }
+                } catch {
+                    _ = try? await client.disconnect()
+                    self.client = nil
+                    throw error
+                }
+                failures = 0
+                connections += 1
+                eventSink.yield(.ready(connection: connections))
+                let reason = try? await client.disconnected()
+                self.client = nil
+                eventSink.yield(.disconnected(reason: reason ?? nil))
+            } catch {
+                eventSink.yield(.attemptFailed(error.description))
+                if case .closed = error { break }
+            }
+            guard !stopping, !Task.isCancelled else { break }
+            failures += 1
+            let delay = configuration.backoff.delay(attempt: failures, random: random())
+            eventSink.yield(.retrying(after: delay))
+            do { try await sleep(delay) } catch { break }
+        }
+    }
+}
