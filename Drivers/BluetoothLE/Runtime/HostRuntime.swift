@@ -64,7 +64,6 @@ public actor HostRuntime {
         public var aclPacketsSent = 0
         public var aclPacketsReceived = 0
         public var notifications = 0
-        public var decodeErrors = 0
         public var connectionUpdatesAccepted = 0
         public var timerWakeups = 0
     }
@@ -382,15 +381,16 @@ public actor HostRuntime {
         rearm()
     }
 
-    /// Waits for a callback-style operation with a timeout; `start` gets a `Once` to resolve.
-    func wait<T: Sendable>(timeout: Duration, onTimeout: BLERuntimeError,
+    /// Waits for a callback-style operation, with a timeout (nil: as long as it takes, only for
+    /// waits that the runtime itself ends, such as a link going down); `start` gets a `Once` to
+    /// resolve.
+    func wait<T: Sendable>(timeout: Duration?, onTimeout: BLERuntimeError,
                            _ start: (Once<T>) -> Void) async throws(BLERuntimeError) -> T {
         let result: Result<T, BLERuntimeError> = await withCheckedContinuation { continuation in
             let once = Once<T>(continuation)
-            once.timer = addTimer(after: timeout) { once.resolve(.failure(onTimeout)) }
-            once.onResolve = { [weak self] id in
-                guard let self else { return }
-                Task { await self.cancelTimer(id) }
+            if let timeout {
+                let id = addTimer(after: timeout) { once.resolve(.failure(onTimeout)) }
+                once.onResolve = { self.cancelTimer(id) }
             }
             start(once)
         }
@@ -406,14 +406,14 @@ public actor HostRuntime {
 /// runtime actor.
 final class Once<T: Sendable>: @unchecked Sendable {
     private var continuation: CheckedContinuation<Result<T, BLERuntimeError>, Never>?
-    var timer: UInt64?
-    var onResolve: ((UInt64?) -> Void)?
+    /// Runs on the runtime actor (every `resolve` does).
+    var onResolve: (() -> Void)?
     init(_ continuation: CheckedContinuation<Result<T, BLERuntimeError>, Never>) { self.continuation = continuation }
     var isResolved: Bool { continuation == nil }
     func resolve(_ result: Result<T, BLERuntimeError>) {
         guard let c = continuation else { return }
         continuation = nil
-        onResolve?(timer)
+        onResolve?()
         onResolve = nil
         c.resume(returning: result)
     }
@@ -819,7 +819,7 @@ extension HostRuntime {
     /// Waits until the link is down; returns the reason (nil when the transport closed).
     func disconnected(linkID: UInt64, handle: UInt16, timeout: Duration?) async throws(BLERuntimeError) -> HCIStatus? {
         guard let link = links[handle], link.id == linkID else { return endedLinks[linkID] ?? nil }
-        return try await wait(timeout: timeout ?? .seconds(365 * 86400), onTimeout: .timedOut("waiting for disconnection")) { (once: Once<HCIStatus?>) in
+        return try await wait(timeout: timeout, onTimeout: .timedOut("waiting for disconnection")) { (once: Once<HCIStatus?>) in
             link.disconnectWaiters.append { once.resolve(.success($0)) }
         }
     }

@@ -277,12 +277,14 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
 
     deinit { close() }
 
+    /// Only touched on the transport queue (serial).
+    private var readBuffer = [UInt8](repeating: 0, count: 65536)
+
     private func readAvailable() {
-        var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            let n = readBuffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n > 0 {
-                continuation.yield(Array(buffer[0..<n]))
+                continuation.yield(Array(readBuffer[0..<n]))
                 continue
             }
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
