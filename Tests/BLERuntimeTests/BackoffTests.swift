@@ -26,22 +26,19 @@ import Synchronization
         #expect(b.multiplier == 1 && b.maximum == .seconds(2) && b.jitter == 1)
     }
 
-    /// The session's retry loop uses the injected sleeper and randomness: against a closed
-    /// transport every attempt fails at once and the session stops retrying (closed is final).
+    /// Against a closed runtime an attempt fails with `closed`, which is final: no retry.
     @Test func sessionStopsOnAClosedRuntime() async throws {
-        let transport = ClosedTransport()
-        let host = HostRuntime(transport: transport)
+        let host = HostRuntime(transport: ClosedTransport())
         await host.close()
-        let slept = Mutex<[Duration]>([])
-        var configuration = DeviceSession.Configuration(address: .init(0xC0_4E_47_00_00_01, kind: .random), subscriptions: [])
-        configuration.backoff = ReconnectBackoff(initial: .milliseconds(100), maximum: .seconds(1), jitter: 0)
-        let session = DeviceSession(runtime: host, configuration: configuration,
-                                    sleep: { d in slept.withLock { $0.append(d) } }, random: { 0.5 })
+        let slept = Collector<Duration>.Sink()
+        let configuration = DeviceSession.Configuration(address: .init(0xC0_4E_47_00_00_01, kind: .random), subscriptions: [])
+        let session = DeviceSession(runtime: host, configuration: configuration, sleep: { slept.append($0) }, random: { 0.5 })
         let events = Collector(session.events)
         await session.start()
-        try await events.wait("attempt failed") { $0.contains { if case .attemptFailed = $0 { true } else { false } } }
+        try await events.wait("attempt failed") { $0.contains(.attemptFailed(BLERuntimeError.closed.description)) }
         await session.stop()
-        #expect(slept.withLock { $0 }.isEmpty || slept.withLock { $0 }.first == .milliseconds(100))
+        #expect(slept.values.isEmpty)
+        #expect(!events.values.contains { if case .retrying = $0 { true } else { false } })
     }
 }
 

@@ -202,16 +202,24 @@ final class Collector<T: Sendable>: Sendable {
     }
 
     deinit { task.cancel() }
+
+    /// A thread-safe list to append to from a closure.
+    final class Sink: Sendable {
+        private let items = Mutex<[T]>([])
+        func append(_ x: T) { items.withLock { $0.append(x) } }
+        var values: [T] { items.withLock { $0 } }
+    }
 }
 
 /// Hex string of bytes (lower case, as the sent log writes them).
 func hexString(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
 /// A host runtime connected to `peer`, started; closed by `body`'s end whatever happens.
-func withHost(_ peer: BLEPeer, timeout: Duration = .seconds(40),
+func withHost(_ peer: BLEPeer, timeout: Duration = .seconds(40), snoopPath: String? = nil,
               _ body: @escaping @Sendable (HostRuntime) async throws -> Void) async throws {
     var configuration = HostRuntime.Configuration()
     configuration.commandTimeout = .seconds(2)
+    configuration.snoopPath = snoopPath
     if ProcessInfo.processInfo.environment["HG_BLE_LOG"] != nil {
         configuration.log = { print("[ble] \($0)") }
     }

@@ -50,7 +50,8 @@ extension BluetoothUUID {
         let peer = try BLEPeer()
         defer { peer.stop() }
         let address = try #require(peer.peripherals["hr"]?.address)
-        try await withHost(peer) { host in
+        let snoopPath = peer.sentLogPath + ".btsnoop"
+        try await withHost(peer, snoopPath: snoopPath) { host in
             let client = try await host.connect(to: address, timeout: .seconds(3))
             let db = try await client.discover()
             let services = Set(db.services.map(\.uuid))
@@ -78,6 +79,14 @@ extension BluetoothUUID {
             let reason = try await client.disconnect()
             #expect(reason == .localHostTerminated)
         }
+        // The btsnoop tap: Reset first (sent command), then events and ACL both ways.
+        var reader = try BTSnoop.Reader(Array(try Data(contentsOf: URL(fileURLWithPath: snoopPath))))
+        let records = try reader.readAll()
+        let first = try #require(records.first)
+        #expect(!first.received && first.isCommandOrEvent && first.data == [0x01, 0x03, 0x0C, 0x00])
+        #expect(records.contains { $0.received && !$0.isCommandOrEvent && $0.data.first == 0x02 })
+        #expect(records.contains { !$0.received && !$0.isCommandOrEvent && $0.data.first == 0x02 })
+        #expect(records.filter { $0.received && $0.data.first == 0x02 }.count >= 10)
     }
 
     @Test func twoPeripheralsAtOnce() async throws {

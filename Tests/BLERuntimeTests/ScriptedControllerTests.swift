@@ -16,6 +16,7 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
     private var _sent: [[UInt8]] = []
     private var _silent: Set<UInt16> = []
     var returns: [UInt16: [UInt8]] = [:]
+    var reportCancelledConnections = false
     static let statusCommands: Set<UInt16> = [HCIOpcode.leCreateConnection.rawValue, HCIOpcode.disconnect.rawValue,
                                               HCIOpcode.leConnectionUpdate.rawValue]
 
@@ -40,6 +41,10 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
         } else {
             let params: [UInt8] = [1, bytes[1], bytes[2]] + (returns[op] ?? [0x00])
             inject([0x04, 0x0E, UInt8(params.count)] + params)
+        }
+        if op == HCIOpcode.leCreateConnectionCancel.rawValue && reportCancelledConnections {
+            // What real controllers do: the cancelled attempt ends with Unknown Connection Identifier.
+            inject(Self.connectionComplete(handle: 0, peer: DeviceAddress(0), status: 0x02))
         }
     }
 
@@ -172,6 +177,31 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
             try await waitUntil { controller.sentOpcodes.filter { $0 == .leCreateConnection }.count == 2 }
             controller.inject(ScriptedController.connectionComplete(handle: 0x0041, peer: peer))
             #expect(try await second.handle == 0x0041)
+        }
+        await host.close()
+    }
+
+    /// The session's retry loop with an injected sleeper: against a peripheral that never
+    /// connects, every attempt times out and the delays follow the backoff schedule.
+    @Test func sessionBacksOffWithTheInjectedSleeper() async throws {
+        let controller = ScriptedController()
+        controller.reportCancelledConnections = true
+        let host = makeHost(controller)
+        try await withTimeout(.seconds(8)) {
+            try await host.start()
+            let slept = Collector<Duration>.Sink()
+            var configuration = DeviceSession.Configuration(address: self.peer, subscriptions: [BluetoothUUID(0x2A37)])
+            configuration.connectTimeout = .milliseconds(50)
+            configuration.backoff = ReconnectBackoff(initial: .milliseconds(100), multiplier: 2, maximum: .milliseconds(400), jitter: 0.5)
+            let session = DeviceSession(runtime: host, configuration: configuration,
+                                        sleep: { slept.append($0) }, random: { 1.0 })
+            let events = Collector(session.events)
+            await session.start()
+            try await events.wait("five failed attempts") { $0.filter { if case .attemptFailed = $0 { true } else { false } }.count >= 5 }
+            await session.stop()
+            #expect(Array(slept.values.prefix(4)) == [.milliseconds(150), .milliseconds(300), .milliseconds(600), .milliseconds(600)])
+            #expect(events.values.contains(.attemptFailed(BLERuntimeError.connectTimedOut(self.peer).description)))
+            #expect(controller.sentOpcodes.filter { $0 == .leCreateConnectionCancel }.count >= 5)
         }
         await host.close()
     }

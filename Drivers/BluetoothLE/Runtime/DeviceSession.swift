@@ -96,7 +96,8 @@ public actor DeviceSession {
                 eventSink.yield(.disconnected(reason: reason ?? nil))
             } catch {
                 eventSink.yield(.attemptFailed(error.description))
-                if case .closed = error { break }
+                // Final: the runtime is gone or was never started; retrying cannot help.
+                if error == .closed || error == .notStarted { break }
             }
             guard !stopping, !Task.isCancelled else { break }
             failures += 1

@@ -464,6 +464,7 @@ extension HostRuntime {
     /// extended (0x0D) advertising reports. Ending the iteration early stops the scan. A new
     /// scan replaces a running one.
     public func scan(duration: Duration, active: Bool = true) async throws(BLERuntimeError) -> AsyncStream<DiscoveredDevice> {
+        guard !isClosed else { throw .closed }
         guard controller != nil else { throw .notStarted }
         if let old = scan { stopScan(old.id) }
         _ = try await complete(.leSetScanParameters(LEScanParameters(type: active ? .active : .passive, interval: 0x0030, window: 0x0030)))
@@ -523,6 +524,7 @@ extension HostRuntime {
     /// calls wait their turn.
     public func connect(to peer: DeviceAddress, timeout: Duration = .seconds(5),
                         parameters: LEConnectionParameters = LEConnectionParameters()) async throws(BLERuntimeError) -> GATTClient {
+        guard !isClosed else { throw .closed }
         guard controller != nil else { throw .notStarted }
         while pendingConnect != nil, !isClosed {
             await withCheckedContinuation { connectWaiters.append($0) }
