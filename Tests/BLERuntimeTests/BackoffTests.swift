@@ -1,3 +1,4 @@
+import Dispatch
 import Testing
 import Synchronization
 @testable import BLERuntime
@@ -44,7 +45,7 @@ import Synchronization
 
 final class ClosedTransport: HCITransport {
     let name = "closed"
-    let incoming: AsyncStream<[UInt8]> = AsyncStream { $0.finish() }
+    func start(on queue: DispatchQueue, _ receive: @escaping @Sendable ([UInt8]?) -> Void) { queue.async { receive(nil) } }
     func send(_ bytes: [UInt8]) throws(TransportError) { throw TransportError(.closed, "closed") }
     func close() {}
 }

@@ -189,16 +189,20 @@ final class Collector<T: Sendable>: Sendable {
 
     var values: [T] { storage.items.withLock { $0 } }
 
-    /// Polls (every 20 ms) until `condition` holds on the collected values or `timeout` passes.
+    /// Polls (every 20 ms) until `condition` holds on the collected values, for `timeout` worth
+    /// of polls: counted in polls rather than wall-clock time, so that a test process whose task
+    /// pool is busy with other tests does not fail early (it only waits longer).
     @discardableResult
     func wait(_ what: String, timeout: Duration = .seconds(5), until condition: ([T]) -> Bool) async throws -> [T] {
-        let deadline = ContinuousClock.now + timeout
-        while true {
+        let polls = max(1, Int(timeout / .milliseconds(20)))
+        for _ in 0..<polls {
             let v = values
             if condition(v) { return v }
-            guard ContinuousClock.now < deadline else { throw TestTimeout(what: "\(what) (have \(v.count))") }
             try await Task.sleep(for: .milliseconds(20))
         }
+        let v = values
+        if condition(v) { return v }
+        throw TestTimeout(what: "\(what) (have \(v.count))")
     }
 
     deinit { task.cancel() }
@@ -215,7 +219,7 @@ final class Collector<T: Sendable>: Sendable {
 func hexString(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
 /// A host runtime connected to `peer`, started; closed by `body`'s end whatever happens.
-func withHost(_ peer: BLEPeer, timeout: Duration = .seconds(40), snoopPath: String? = nil,
+func withHost(_ peer: BLEPeer, timeout: Duration = .seconds(120), snoopPath: String? = nil,
               _ body: @escaping @Sendable (HostRuntime) async throws -> Void) async throws {
     var configuration = HostRuntime.Configuration()
     configuration.commandTimeout = .seconds(2)

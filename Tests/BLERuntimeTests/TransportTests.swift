@@ -117,9 +117,9 @@ import BLEHost
 
         let back: [UInt8] = [0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00]
         _ = back.withUnsafeBytes { write(master, $0.baseAddress, $0.count) }
-        let received = try await withTimeout(.seconds(2)) {
+        let received = try await withTimeout(.seconds(30)) {
             var all: [UInt8] = []
-            for await chunk in t.incoming {
+            for await chunk in t.chunks() {
                 all += chunk
                 if all.count >= back.count { break }
             }

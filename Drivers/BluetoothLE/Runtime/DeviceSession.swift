@@ -1,8 +1,11 @@
+import Dispatch
+import Synchronization
 import BLEHost
 
 /// Keeps one configured device connected: connect, discover, subscribe; when the link drops or an
 /// attempt fails, wait (exponential backoff with jitter) and start again, subscribing anew.
 /// Notifications of every connection arrive on one stream that lives as long as the session.
+/// The session runs on the runtime's serial queue (its executor), like the runtime itself.
 public actor DeviceSession {
     public struct Configuration: Sendable {
         public var address: DeviceAddress
@@ -29,6 +32,7 @@ public actor DeviceSession {
     /// Sleeps; tests inject one that records the delays and returns at once.
     public typealias Sleeper = @Sendable (Duration) async throws -> Void
 
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { runtime.unownedExecutor }
     public nonisolated let configuration: Configuration
     public nonisolated let notifications: AsyncStream<GATTNotification>
     public nonisolated let events: AsyncStream<Event>
@@ -43,7 +47,7 @@ public actor DeviceSession {
     public private(set) var connections = 0
 
     public init(runtime: HostRuntime, configuration: Configuration,
-                sleep: @escaping Sleeper = { try await Task.sleep(for: $0) },
+                sleep: @escaping Sleeper = { try await dispatchSleep($0) },
                 random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }) {
         self.runtime = runtime
         self.configuration = configuration
@@ -79,9 +83,7 @@ public actor DeviceSession {
                 do throws(BLERuntimeError) {
                     try await client.discover(timeout: configuration.operationTimeout)
                     for uuid in configuration.subscriptions {
-                        let stream = try await client.subscribe(uuid, timeout: configuration.operationTimeout)
-                        let sink = notificationSink
-                        Task { for await n in stream { sink.yield(n) } }
+                        try await client.subscribe(uuid, into: notificationSink, timeout: configuration.operationTimeout)
                     }
                 } catch {
                     _ = try? await client.disconnect()
@@ -105,5 +107,30 @@ public actor DeviceSession {
             eventSink.yield(.retrying(after: delay))
             do { try await sleep(delay) } catch { break }
         }
+    }
+}
+
+/// Sleeps on a dispatch timer (not on the cooperative pool's clock); throws `CancellationError`
+/// when the task is cancelled.
+public func dispatchSleep(_ duration: Duration) async throws {
+    final class Slot: Sendable {
+        let continuation = Mutex<CheckedContinuation<Void, any Error>?>(nil)
+        func resume(_ result: Result<Void, any Error>) {
+            continuation.withLock { c in
+                c?.resume(with: result)
+                c = nil
+            }
+        }
+    }
+    let slot = Slot()
+    let ns = max(0, duration.components.seconds) * 1_000_000_000 + max(0, duration.components.attoseconds) / 1_000_000_000
+    try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+            slot.continuation.withLock { $0 = c }
+            if Task.isCancelled { return slot.resume(.failure(CancellationError())) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(ns))) { slot.resume(.success(())) }
+        }
+    } onCancel: {
+        slot.resume(.failure(CancellationError()))
     }
 }

@@ -33,6 +33,14 @@ public final class GATTClient: Sendable {
         try await runtime.subscribe(linkID: linkID, handle: handle, characteristic: characteristic, timeout: timeout)
     }
 
+    /// Like `subscribe(_:timeout:)`, but feeds a stream the caller owns and keeps it open when
+    /// the link ends (a session feeds one stream across reconnections).
+    public func subscribe(_ characteristic: BluetoothUUID, into continuation: AsyncStream<GATTNotification>.Continuation,
+                          timeout: Duration = .seconds(5)) async throws(BLERuntimeError) {
+        _ = try await runtime.subscribe(linkID: linkID, handle: handle, characteristic: characteristic, into: continuation,
+                                        finishOnDisconnect: false, timeout: timeout)
+    }
+
     /// Write Request to a handle.
     public func write(valueHandle: UInt16, _ value: [UInt8], timeout: Duration = .seconds(5)) async throws(BLERuntimeError) {
         try await runtime.write(linkID: linkID, handle: handle, valueHandle: valueHandle, value: value, timeout: timeout)

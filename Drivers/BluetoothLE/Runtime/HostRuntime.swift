@@ -7,9 +7,12 @@ import BLEHost
 ///     transport chunks -> H4Framer -> HCI events -> HCICommandQueue / connections / scan
 ///                                  -> ACL -> ACLReassembler -> LEFixedChannels -> ATTBearer -> GATT
 ///
-/// - One consumer task reads the transport's stream, in order.
-/// - One timer task, armed at the earliest deadline of the command queue, the ATT bearers and the
-///   runtime's own waits (connect, scan, GATT operations); re-armed after every step.
+/// - The actor runs on its own serial dispatch queue (`QueueExecutor`), not on Swift's cooperative
+///   pool: transport chunks and the timer are delivered on that queue and handled at once, so a
+///   pool kept busy by other work cannot make a timeout fire before an answer that already arrived.
+/// - One timer (a `DispatchSourceTimer`), armed at the earliest deadline of the command queue, the
+///   ATT bearers and the runtime's own waits (connect, scan, GATT operations); re-armed after
+///   every step.
 /// - Every API call that waits on the controller or the peer is bounded and ends with a
 ///   `BLERuntimeError` on timeout; the runtime keeps running.
 public actor HostRuntime {
@@ -47,13 +50,15 @@ public actor HostRuntime {
     private var isClosed = false
     private var snoop: FileHandle?
 
-    // The one timer.
-    private let clockBase = ContinuousClock.now
+    // The executor and the one timer.
+    private let executor: QueueExecutor
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    private let clockBase = DispatchTime.now().uptimeNanoseconds
     private var timers: [UInt64: (at: HostInstant, fire: () -> Void)] = [:]
     private var nextTimerID: UInt64 = 1
-    private var timerTask: Task<Void, Never>?
+    private let timer: any DispatchSourceTimer
     private var armedDeadline: HostInstant?
-    private var readerTask: Task<Void, Never>?
+    private var started = false
 
     /// Counters for tests and metrics.
     public private(set) var statistics = Statistics()
@@ -72,6 +77,15 @@ public actor HostRuntime {
         self.transport = transport
         self.configuration = configuration
         self.commands = HCICommandQueue(configuration: .init(timeout: configuration.commandTimeout))
+        let executor = QueueExecutor(label: "healthgate.ble.host")
+        self.executor = executor
+        let timer = DispatchSource.makeTimerSource(queue: executor.queue)
+        self.timer = timer
+        timer.schedule(deadline: .distantFuture)
+        timer.setEventHandler { [weak self] in
+            self?.assumeIsolated { $0.timerFired() }
+        }
+        timer.resume()
     }
 
     /// Opens the transport `address` names.
@@ -90,19 +104,17 @@ public actor HostRuntime {
     /// Mask, LE Set Random Address (a random static address).
     @discardableResult
     public func start() async throws(BLERuntimeError) -> ControllerInfo {
-        if readerTask == nil {
+        if !started {
+            started = true
             if let path = configuration.snoopPath {
                 _ = FileManager.default.createFile(atPath: path, contents: Data(BTSnoop.Writer().header))
                 snoop = FileHandle(forWritingAtPath: path)
                 _ = try? snoop?.seekToEnd()
             }
-            let stream = transport.incoming
-            readerTask = Task { [weak self] in
-                for await chunk in stream {
-                    guard let self else { return }
-                    await self.ingest(chunk)
+            transport.start(on: executor.queue) { [weak self] chunk in
+                self?.assumeIsolated { runtime in
+                    if let chunk { runtime.ingest(chunk) } else { runtime.transportEnded() }
                 }
-                await self?.transportEnded()
             }
         }
         _ = try await complete(.reset)
@@ -271,7 +283,6 @@ public actor HostRuntime {
     private func shutdown() {
         guard !isClosed else { return }
         isClosed = true
-        readerTask?.cancel()
         _ = commands.reset()
         let waiters = commandWaiters.values.flatMap { $0 }
         commandWaiters = [:]
@@ -288,8 +299,7 @@ public actor HostRuntime {
         let fired = timers.values.map(\.fire)
         timers = [:]
         for f in fired { f() }
-        timerTask?.cancel()
-        timerTask = nil
+        timer.cancel()
         try? snoop?.close()
         snoop = nil
     }
@@ -332,8 +342,7 @@ public actor HostRuntime {
     // MARK: - Timer
 
     func now() -> HostInstant {
-        let d = ContinuousClock.now - clockBase
-        return HostInstant(nanoseconds: UInt64(max(0, d.components.seconds)) * 1_000_000_000 + UInt64(max(0, d.components.attoseconds)) / 1_000_000_000)
+        HostInstant(nanoseconds: DispatchTime.now().uptimeNanoseconds &- clockBase)
     }
 
     @discardableResult
@@ -354,21 +363,14 @@ public actor HostRuntime {
         var deadline = commands.nextDeadline
         for link in links.values { if let d = link.bearer.nextDeadline, deadline.map({ d < $0 }) ?? true { deadline = d } }
         for t in timers.values where deadline.map({ t.at < $0 }) ?? true { deadline = t.at }
-        guard deadline != armedDeadline || (deadline != nil && timerTask == nil) else { return }
-        timerTask?.cancel()
+        guard deadline != armedDeadline, !isClosed else { return }
         armedDeadline = deadline
-        guard let deadline, !isClosed else { timerTask = nil; return }
-        let when = clockBase.advanced(by: .nanoseconds(Int64(deadline.nanoseconds)))
-        timerTask = Task { [weak self] in
-            try? await Task.sleep(until: when, clock: .continuous)
-            guard !Task.isCancelled else { return }
-            await self?.timerFired()
-        }
+        timer.schedule(deadline: deadline.map { DispatchTime(uptimeNanoseconds: clockBase &+ $0.nanoseconds) } ?? .distantFuture,
+                       leeway: .milliseconds(1))
     }
 
     private func timerFired() {
         statistics.timerWakeups += 1
-        timerTask = nil
         armedDeadline = nil
         let t = now()
         handle(commands.tick(now: t))
@@ -404,6 +406,19 @@ public actor HostRuntime {
 
 /// A continuation resumed at most once (by a result, a timeout or a shutdown). Used only from the
 /// runtime actor.
+/// Runs an actor's jobs on a serial dispatch queue (Linux has no `DispatchSerialQueue` executor).
+final class QueueExecutor: SerialExecutor, @unchecked Sendable {
+    let queue: DispatchQueue
+    init(label: String) { queue = DispatchQueue(label: label) }
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedSerialExecutor()
+        queue.async { job.runSynchronously(on: executor) }
+    }
+    func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
+    func checkIsolated() { dispatchPrecondition(condition: .onQueue(queue)) }
+}
+
 final class Once<T: Sendable>: @unchecked Sendable {
     private var continuation: CheckedContinuation<Result<T, BLERuntimeError>, Never>?
     /// Runs on the runtime actor (every `resolve` does).
@@ -431,7 +446,8 @@ final class Link: @unchecked Sendable {
     var callbacks: [ATTRequestID: (Result<ATTPDU, ATTRequestError>) -> Void] = [:]
     var discovery: GATTDiscovery?
     var database: GATTDatabase?
-    var subscribers: [UInt16: [UInt64: AsyncStream<GATTNotification>.Continuation]] = [:]
+    /// Per value handle: the streams to feed, and whether to finish them when the link ends.
+    var subscribers: [UInt16: [UInt64: (continuation: AsyncStream<GATTNotification>.Continuation, finishOnDisconnect: Bool)]] = [:]
     var nextSubscriberID: UInt64 = 1
     var disconnectWaiters: [(HCIStatus?) -> Void] = []
     init(id: UInt64, handle: UInt16, peer: DeviceAddress, bearer: ATTBearer) {
@@ -605,7 +621,7 @@ extension HostRuntime {
             link.discovery = nil
             _ = d.disconnected()
         }
-        for subs in link.subscribers.values { for c in subs.values { c.finish() } }
+        for subs in link.subscribers.values { for s in subs.values where s.finishOnDisconnect { s.continuation.finish() } }
         link.subscribers = [:]
         let waiters = link.disconnectWaiters
         link.disconnectWaiters = []
@@ -658,7 +674,7 @@ extension HostRuntime {
         guard let subs = link.subscribers[handle], !subs.isEmpty else { return }
         let uuid = link.database?.characteristic(valueHandle: handle)?.uuid ?? BluetoothUUID(0)
         let n = GATTNotification(peer: link.peer, characteristic: uuid, valueHandle: handle, value: value, receivedAt: Date())
-        for c in subs.values { c.yield(n) }
+        for s in subs.values { s.continuation.yield(n) }
     }
 
     private func attRequest(_ link: Link, _ pdu: ATTPDU, _ done: @escaping (Result<ATTPDU, ATTRequestError>) -> Void) throws(BLERuntimeError) {
@@ -784,27 +800,42 @@ extension HostRuntime {
 
     func subscribe(linkID: UInt64, handle: UInt16, characteristic uuid: BluetoothUUID,
                    timeout: Duration) async throws(BLERuntimeError) -> AsyncStream<GATTNotification> {
+        let (stream, continuation) = AsyncStream.makeStream(of: GATTNotification.self, bufferingPolicy: .bufferingNewest(4096))
+        do {
+            let sid = try await subscribe(linkID: linkID, handle: handle, characteristic: uuid, into: continuation,
+                                          finishOnDisconnect: true, timeout: timeout)
+            let valueHandle = try characteristic(try link(linkID, handle), uuid).valueHandle
+            continuation.onTermination = { [weak self] _ in
+                Task { await self?.unsubscribe(linkHandle: handle, linkID: linkID, valueHandle: valueHandle, id: sid) }
+            }
+        } catch {
+            continuation.finish()
+            throw error
+        }
+        return stream
+    }
+
+    /// Registers `continuation` for the characteristic's values, then writes its CCCD (notify, or
+    /// indicate when that is all it offers). Registering first loses no value sent right after
+    /// the write. Returns the subscriber id.
+    func subscribe(linkID: UInt64, handle: UInt16, characteristic uuid: BluetoothUUID,
+                   into continuation: AsyncStream<GATTNotification>.Continuation, finishOnDisconnect: Bool,
+                   timeout: Duration) async throws(BLERuntimeError) -> UInt64 {
         let link = try link(linkID, handle)
         let c = try characteristic(link, uuid)
         guard c.canNotify || c.canIndicate else { throw .cannotSubscribe(uuid, "neither notify nor indicate") }
         guard let cccd = c.cccdHandle else { throw .cannotSubscribe(uuid, "no Client Characteristic Configuration descriptor") }
-        // Register first, so that no notification sent right after the CCCD write is lost.
-        let (stream, continuation) = AsyncStream.makeStream(of: GATTNotification.self, bufferingPolicy: .bufferingNewest(4096))
         let sid = link.nextSubscriberID
         link.nextSubscriberID += 1
-        link.subscribers[c.valueHandle, default: [:]][sid] = continuation
-        continuation.onTermination = { [weak self] _ in
-            Task { await self?.unsubscribe(linkHandle: handle, linkID: linkID, valueHandle: c.valueHandle, id: sid) }
-        }
+        link.subscribers[c.valueHandle, default: [:]][sid] = (continuation, finishOnDisconnect)
         let mode: UInt8 = c.canNotify ? 0x01 : 0x02
         do {
             try await write(linkID: linkID, handle: handle, valueHandle: cccd, value: [mode, 0], timeout: timeout)
         } catch {
             link.subscribers[c.valueHandle]?[sid] = nil
-            continuation.finish()
             throw error
         }
-        return stream
+        return sid
     }
 
     private func unsubscribe(linkHandle: UInt16, linkID: UInt64, valueHandle: UInt16, id: UInt64) {

@@ -5,19 +5,34 @@ import Darwin
 #endif
 import Dispatch
 import Synchronization
+import Foundation
 import BLEHost
 
 /// A byte stream to an HCI controller: H4 over TCP, a Unix socket or a serial line, or the Linux
 /// HCI user channel (whose packets carry the same packet type indicator, so the H4 framer reads
 /// it too).
 ///
-/// `incoming` yields chunks as they arrive and finishes when the peer closes, on a read error or
-/// after `close()`. `send` writes the whole buffer or throws. Both may be used from any thread.
+/// `start(on:_:)` delivers chunks as they arrive, on `queue` and in order, then `nil` once when
+/// the peer closes, on a read error or after `close()` (callbacks run on a dispatch queue, not on
+/// Swift's cooperative pool, so a busy pool cannot delay them). `send` writes the whole buffer or
+/// throws; it may be called from any thread.
 public protocol HCITransport: AnyObject, Sendable {
     var name: String { get }
-    var incoming: AsyncStream<[UInt8]> { get }
+    /// Call once.
+    func start(on queue: DispatchQueue, _ receive: @escaping @Sendable ([UInt8]?) -> Void)
     func send(_ bytes: [UInt8]) throws(TransportError)
     func close()
+}
+
+extension HCITransport {
+    /// The chunks as an async stream (starts delivery on a private queue).
+    public func chunks() -> AsyncStream<[UInt8]> {
+        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
+        start(on: DispatchQueue(label: "healthgate.ble.transport.\(name)")) { chunk in
+            if let chunk { continuation.yield(chunk) } else { continuation.finish() }
+        }
+        return stream
+    }
 }
 
 /// Why a transport could not be opened or used; `message` starts with the transport's name.
@@ -243,20 +258,29 @@ public enum HCITransports {
     }
 }
 
-/// A non-blocking file descriptor read by a `DispatchSource` (no thread blocked in `read`, no
+/// A non-blocking file descriptor read by a `DispatchSource` (no thread parked in `read`, no
 /// polling loop); writes block the caller briefly with `poll` when the kernel buffer is full.
-/// `@unchecked Sendable`: the only non-Sendable member is the dispatch source, which is
-/// thread-safe and cancelled exactly once (guarded by `state`).
+/// `@unchecked Sendable`: mutable state is guarded by `state`; the read buffer is only touched on
+/// the delivery queue (serial).
 public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     public let name: String
-    public let incoming: AsyncStream<[UInt8]>
     private let fd: Int32
     private let isSocket: Bool
-    private let continuation: AsyncStream<[UInt8]>.Continuation
-    private let source: any DispatchSourceRead
-    private let state = Mutex(false)  // closed
+    private struct State {
+        var closed = false
+        var source: (any DispatchSourceRead)?
+        var fdClosed = false
+    }
+    private var _state = State()
+    private let lock = NSLock()
     private let writeLock = Mutex(())
-    private static let queue = DispatchQueue(label: "healthgate.ble.transport")
+    private var readBuffer = [UInt8](repeating: 0, count: 65536)
+
+    private func withState<R>(_ body: (inout State) -> R) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&_state)
+    }
 
     /// Takes ownership of `fd`.
     public init(name: String, fd: Int32, isSocket: Bool) {
@@ -264,27 +288,34 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         self.fd = fd
         self.isSocket = isSocket
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        (incoming, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .unbounded)
-        source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: Self.queue)
-        let continuation = continuation
-        source.setEventHandler { [weak self] in self?.readAvailable() }
-        source.setCancelHandler {
-            Glibc.close(fd)
-            continuation.finish()
-        }
-        source.resume()
     }
 
     deinit { close() }
 
-    /// Only touched on the transport queue (serial).
-    private var readBuffer = [UInt8](repeating: 0, count: 65536)
+    public func start(on queue: DispatchQueue, _ receive: @escaping @Sendable ([UInt8]?) -> Void) {
+        let fd = fd
+        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        source.setEventHandler { [weak self] in self?.readAvailable(receive) }
+        source.setCancelHandler {
+            Glibc.close(fd)
+            receive(nil)
+        }
+        let closed = withState { s in
+            if !s.closed { s.source = source }
+            return s.closed
+        }
+        if closed {
+            queue.async { receive(nil) }
+            return
+        }
+        source.resume()
+    }
 
-    private func readAvailable() {
+    private func readAvailable(_ receive: @Sendable ([UInt8]?) -> Void) {
         while true {
             let n = readBuffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n > 0 {
-                continuation.yield(Array(readBuffer[0..<n]))
+                receive(Array(readBuffer[0..<n]))
                 continue
             }
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
@@ -295,7 +326,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     }
 
     public func send(_ bytes: [UInt8]) throws(TransportError) {
-        guard !state.withLock({ $0 }) else { throw TransportError(.closed, "\(name): closed") }
+        guard !withState({ $0.closed }) else { throw TransportError(.closed, "\(name): closed") }
         let result: TransportError? = writeLock.withLock { _ in
             var offset = 0
             while offset < bytes.count {
@@ -318,13 +349,18 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         if let result { throw result }
     }
 
+    /// Idempotent. The descriptor is closed by the read source's cancel handler (after any read
+    /// in progress), or here when delivery never started.
     public func close() {
-        let wasClosed = state.withLock { closed in
-            defer { closed = true }
-            return closed
+        let (wasClosed, source, closeNow): (Bool, (any DispatchSourceRead)?, Bool) = withState { s in
+            guard !s.closed else { return (true, nil, false) }
+            s.closed = true
+            if s.source == nil && !s.fdClosed { s.fdClosed = true; return (false, nil, true) }
+            return (false, s.source, false)
         }
         guard !wasClosed else { return }
         if isSocket { _ = shutdown(fd, Int32(SHUT_RDWR)) }
-        source.cancel()
+        if closeNow { Glibc.close(fd) }
+        source?.cancel()
     }
 }
