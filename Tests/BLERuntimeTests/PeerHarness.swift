@@ -28,9 +28,11 @@ final class BLEPeer: @unchecked Sendable {
     let process = Process()
     let stdin = Pipe()
     let stdout = Pipe()
+    let directory: URL
     let sentLogPath: String
     let stderrPath: String
-    private(set) var h4Port: UInt16 = 0
+    /// Where the peer's H4 endpoint listens, from the ready line.
+    private(set) var h4: TransportAddress = .tcp(host: "127.0.0.1", port: 1)
     private(set) var controlPort: UInt16 = 0
     private(set) var peripherals: [String: Peripheral] = [:]
     private var controlFD: Int32 = -1
@@ -51,17 +53,19 @@ final class BLEPeer: @unchecked Sendable {
         return .success(())
     }()
 
-    init(peripherals kinds: [String] = ["hr", "csc"], rate: String = "10", extra: [String] = []) throws {
+    init(peripherals kinds: [String] = ["hr", "csc"], rate: String = "10", unixSocket: Bool = false) throws {
         try Self.bumbleCheck.get()
         let tmp = FileManager.default.temporaryDirectory.appendingPathComponent("hg-ble-\(getpid())-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+        directory = tmp
         sentLogPath = tmp.appendingPathComponent("sent.jsonl").path
         stderrPath = tmp.appendingPathComponent("peer.stderr").path
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", Self.packageRoot.appendingPathComponent("Tests/peers/ble_peer.py").path,
-                             "--listen", "tcp:127.0.0.1:0", "--control", "tcp:127.0.0.1:0", "--sent-log", sentLogPath,
-                             "--rate", rate] + kinds.flatMap { ["--peripheral", $0] } + extra
+                             "--listen", unixSocket ? "unix:" + tmp.appendingPathComponent("h4.sock").path : "tcp:127.0.0.1:0",
+                             "--control", "tcp:127.0.0.1:0", "--sent-log", sentLogPath,
+                             "--rate", rate] + kinds.flatMap { ["--peripheral", $0] }
         process.currentDirectoryURL = Self.packageRoot
         process.standardInput = stdin
         process.standardOutput = stdout
@@ -94,12 +98,18 @@ final class BLEPeer: @unchecked Sendable {
             throw PeerError("BLE peer gave no ready line within \(timeout) s; stderr: \(stderrTail())")
         }
         guard let json = try JSONSerialization.jsonObject(with: data[..<nl]) as? [String: Any], json["ready"] as? Bool == true,
-              let h4 = json["h4"] as? [String: Any], let h4p = h4["port"] as? Int,
+              let h4 = json["h4"] as? [String: Any],
               let control = json["control"] as? [String: Any], let cp = control["port"] as? Int,
               let list = json["peripherals"] as? [[String: Any]] else {
             throw PeerError("unexpected ready line: \(String(decoding: data, as: UTF8.self))")
         }
-        h4Port = UInt16(h4p)
+        if let port = h4["port"] as? Int, let host = h4["host"] as? String {
+            self.h4 = .tcp(host: host, port: UInt16(port))
+        } else if let path = h4["path"] as? String {
+            self.h4 = .unix(path: path)
+        } else {
+            throw PeerError("unexpected h4 endpoint in the ready line: \(h4)")
+        }
         controlPort = UInt16(cp)
         for p in list {
             guard let id = p["id"] as? String, let a = p["address"] as? String, let address = DeviceAddress(a, kind: .random) else { continue }
@@ -169,6 +179,7 @@ final class BLEPeer: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(5)
         while process.isRunning && Date() < deadline { usleep(20_000) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(at: directory)
     }
 
     deinit { stop() }
@@ -227,7 +238,7 @@ func withHost(_ peer: BLEPeer, timeout: Duration = .seconds(120), snoopPath: Str
     if ProcessInfo.processInfo.environment["HG_BLE_LOG"] != nil {
         configuration.log = { print("[ble] \($0)") }
     }
-    let runtime = try HostRuntime.open(.tcp(host: "127.0.0.1", port: peer.h4Port), configuration: configuration)
+    let runtime = try HostRuntime.open(peer.h4, configuration: configuration)
     do {
         try await withTimeout(timeout, "test body") {
             try await runtime.start()

@@ -46,6 +46,22 @@ extension BluetoothUUID {
         }
     }
 
+    /// The same stack over the Unix-socket transport.
+    @Test func unixSocketTransport() async throws {
+        let peer = try BLEPeer(peripherals: ["hr"], unixSocket: true)
+        defer { peer.stop() }
+        guard case .unix = peer.h4 else { Issue.record("peer not on a Unix socket: \(peer.h4)"); return }
+        let address = try #require(peer.peripherals["hr"]?.address)
+        try await withHost(peer) { host in
+            let client = try await host.connect(to: address, timeout: .seconds(3))
+            try await client.discover()
+            #expect(try await client.read(.batteryLevel) == [87])
+            let values = Collector(try await client.subscribe(.heartRateMeasurement))
+            let list = try await values.wait("notifications") { $0.count >= 3 }
+            #expect(hexString(list[0].value) == peer.sentSamples("hr")[0]?["hex"] as? String)
+        }
+    }
+
     @Test func heartRateEndToEnd() async throws {
         let peer = try BLEPeer()
         defer { peer.stop() }
