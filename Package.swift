@@ -38,6 +38,9 @@ let package = Package(
         .target(name: "BLEHost", path: "Drivers/BluetoothLE/Host"),
         // Bluetooth LE driver: live readings -> measurements and workouts.
         .target(name: "BLEDriver", dependencies: ["HealthModel", "GATTProfiles"], path: "Drivers/BluetoothLE/Driver"),
+        // Bluetooth LE I/O edge: transports, the host runtime (one actor owning the protocol
+        // state), scanner, GATT client and reconnecting device sessions.
+        .target(name: "BLERuntime", dependencies: ["BLEHost"], path: "Drivers/BluetoothLE/Runtime"),
 
         // SQLite store: migrations, writes, queries, import ledger, outbox.
         .target(name: "HealthStore", dependencies: ["HealthModel", .product(name: "GRDB", package: "GRDB.swift"),
@@ -65,6 +68,7 @@ let package = Package(
         .testTarget(name: "GATTProfilesTests", dependencies: ["TestSupport", "GATTProfiles"]),
         .testTarget(name: "BLEHostTests", dependencies: ["TestSupport", "BLEHost"]),
         .testTarget(name: "BLEDriverTests", dependencies: ["BLEDriver", "GATTProfiles", "HealthModel"]),
+        .testTarget(name: "BLERuntimeTests", dependencies: ["BLERuntime", "BLEHost", "GATTProfiles"]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
         .testTarget(name: "HealthGateTests", dependencies: ["HealthGate", "HealthStore", "HealthModel"]),
     ]

@@ -1,0 +1,136 @@
+import Dispatch
+import Synchronization
+import BLEHost
+
+/// Keeps one configured device connected: connect, discover, subscribe; when the link drops or an
+/// attempt fails, wait (exponential backoff with jitter) and start again, subscribing anew.
+/// Notifications of every connection arrive on one stream that lives as long as the session.
+/// The session runs on the runtime's serial queue (its executor), like the runtime itself.
+public actor DeviceSession {
+    public struct Configuration: Sendable {
+        public var address: DeviceAddress
+        public var subscriptions: [BluetoothUUID]
+        public var connectTimeout: Duration = .seconds(5)
+        public var operationTimeout: Duration = .seconds(10)
+        public var backoff = ReconnectBackoff()
+        public init(address: DeviceAddress, subscriptions: [BluetoothUUID]) {
+            self.address = address
+            self.subscriptions = subscriptions
+        }
+    }
+
+    public enum Event: Sendable, Equatable {
+        /// Connected, discovered and subscribed (`attempt` counts connections, from 1).
+        case ready(connection: Int)
+        case disconnected(reason: HCIStatus?)
+        case attemptFailed(String)
+        /// Waiting this long before the next attempt.
+        case retrying(after: Duration)
+        case stopped
+    }
+
+    /// Sleeps; tests inject one that records the delays and returns at once.
+    public typealias Sleeper = @Sendable (Duration) async throws -> Void
+
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { runtime.unownedExecutor }
+    public nonisolated let configuration: Configuration
+    public nonisolated let notifications: AsyncStream<GATTNotification>
+    public nonisolated let events: AsyncStream<Event>
+    private let notificationSink: AsyncStream<GATTNotification>.Continuation
+    private let eventSink: AsyncStream<Event>.Continuation
+    private let runtime: HostRuntime
+    private let sleep: Sleeper
+    private let random: @Sendable () -> Double
+    private var task: Task<Void, Never>?
+    private var client: GATTClient?
+    private var stopping = false
+    public private(set) var connections = 0
+
+    public init(runtime: HostRuntime, configuration: Configuration,
+                sleep: @escaping Sleeper = { try await dispatchSleep($0) },
+                random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }) {
+        self.runtime = runtime
+        self.configuration = configuration
+        self.sleep = sleep
+        self.random = random
+        (notifications, notificationSink) = AsyncStream.makeStream(of: GATTNotification.self, bufferingPolicy: .bufferingNewest(8192))
+        (events, eventSink) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(1024))
+    }
+
+    public func start() {
+        guard task == nil, !stopping else { return }
+        task = Task { await self.run() }
+    }
+
+    /// Stops reconnecting and disconnects (bounded).
+    public func stop() async {
+        stopping = true
+        task?.cancel()
+        if let client { _ = try? await client.disconnect() }
+        await task?.value
+        task = nil
+        eventSink.yield(.stopped)
+        eventSink.finish()
+        notificationSink.finish()
+    }
+
+    private func run() async {
+        var failures = 0
+        while !stopping, !Task.isCancelled {
+            do throws(BLERuntimeError) {
+                let client = try await runtime.connect(to: configuration.address, timeout: configuration.connectTimeout)
+                self.client = client
+                do throws(BLERuntimeError) {
+                    try await client.discover(timeout: configuration.operationTimeout)
+                    for uuid in configuration.subscriptions {
+                        try await client.subscribe(uuid, into: notificationSink, timeout: configuration.operationTimeout)
+                    }
+                } catch {
+                    _ = try? await client.disconnect()
+                    self.client = nil
+                    throw error
+                }
+                failures = 0
+                connections += 1
+                eventSink.yield(.ready(connection: connections))
+                let reason = try? await client.disconnected()
+                self.client = nil
+                eventSink.yield(.disconnected(reason: reason ?? nil))
+            } catch {
+                eventSink.yield(.attemptFailed(error.description))
+                // Final: the runtime is gone or was never started; retrying cannot help.
+                if error == .closed || error == .notStarted { break }
+            }
+            guard !stopping, !Task.isCancelled else { break }
+            failures += 1
+            let delay = configuration.backoff.delay(attempt: failures, random: random())
+            eventSink.yield(.retrying(after: delay))
+            do { try await sleep(delay) } catch { break }
+        }
+    }
+}
+
+/// Sleeps on a dispatch timer (not on the cooperative pool's clock); throws `CancellationError`
+/// when the task is cancelled.
+public func dispatchSleep(_ duration: Duration) async throws {
+    final class Slot: Sendable {
+        let continuation = Mutex<CheckedContinuation<Void, any Error>?>(nil)
+        func resume(_ result: Result<Void, any Error>) {
+            continuation.withLock { c in
+                c?.resume(with: result)
+                c = nil
+            }
+        }
+    }
+    let slot = Slot()
+    let ns = max(0, duration.components.seconds) * 1_000_000_000 + max(0, duration.components.attoseconds) / 1_000_000_000
+    try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+            slot.continuation.withLock { $0 = c }
+            if Task.isCancelled { return slot.resume(.failure(CancellationError())) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(ns))) { slot.resume(.success(())) }
+        }
+    } onCancel: {
+        slot.resume(.failure(CancellationError()))
+    }
+}

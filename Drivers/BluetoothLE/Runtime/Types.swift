@@ -1,0 +1,115 @@
+import Foundation
+import BLEHost
+
+/// Errors of the runtime's API. Every wait on the controller or the peer is bounded: a missing
+/// answer becomes one of these, and the runtime carries on.
+public enum BLERuntimeError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The transport closed (or `close()` was called).
+    case closed
+    case notStarted
+    case commandTimedOut(HCIOpcode)
+    case commandFailed(HCIOpcode, HCIStatus)
+    case commandQueueFull
+    /// A command's reply decoded to something else than expected (or did not decode).
+    case unexpectedReply(HCIOpcode, String)
+    case connectTimedOut(DeviceAddress)
+    case connectionFailed(DeviceAddress, HCIStatus)
+    /// The link is down (with the reason when it is known).
+    case disconnected(HCIStatus?)
+    /// A GATT operation got no answer in time.
+    case timedOut(String)
+    case att(ATTErrorCode, handle: UInt16)
+    case discovery(GATTDiscoveryError)
+    case notDiscovered
+    case characteristicNotFound(BluetoothUUID)
+    case cannotSubscribe(BluetoothUUID, String)
+    case request(String)
+    case transport(TransportError)
+
+    public var description: String {
+        switch self {
+        case .closed: "transport closed"
+        case .notStarted: "host not started"
+        case .commandTimedOut(let op): "HCI command \(op) got no answer"
+        case .commandFailed(let op, let status): "HCI command \(op) failed with status \(status)"
+        case .commandQueueFull: "HCI command queue full"
+        case .unexpectedReply(let op, let what): "HCI command \(op): unexpected reply \(what)"
+        case .connectTimedOut(let a): "connecting to \(a) timed out"
+        case .connectionFailed(let a, let s): "connecting to \(a) failed with status \(s)"
+        case .disconnected(let r): "disconnected" + (r.map { " (reason \($0))" } ?? "")
+        case .timedOut(let what): "\(what) timed out"
+        case .att(let code, let handle): "ATT error \(code) on handle 0x\(String(handle, radix: 16))"
+        case .discovery(let e): "GATT discovery failed: \(e)"
+        case .notDiscovered: "GATT database not discovered yet"
+        case .characteristicNotFound(let u): "characteristic \(u) not found"
+        case .cannotSubscribe(let u, let why): "cannot subscribe to \(u): \(why)"
+        case .request(let why): "ATT request refused: \(why)"
+        case .transport(let e): e.description
+        }
+    }
+}
+
+/// What the init sequence learned about the controller.
+public struct ControllerInfo: Equatable, Sendable {
+    public var address: DeviceAddress
+    public var version: HCICommandReturn.LocalVersion?
+    public var aclDataLength: Int
+    public var aclPackets: Int
+    /// The random static address the host uses as its own LE address.
+    public var randomAddress: DeviceAddress
+}
+
+/// A device seen while scanning; reports of one address are merged (name from the scan
+/// response, service UUIDs united) and yielded again only when something new was learned.
+public struct DiscoveredDevice: Equatable, Sendable {
+    public var address: DeviceAddress
+    /// The HCI address type of the report (0 public, 1 random, 2/3 identity).
+    public var addressType: UInt8
+    public var name: String?
+    public var serviceUUIDs: [BluetoothUUID]
+    public var rssi: Int8?
+    public var isConnectable: Bool
+    /// True when the device was reported with an LE Extended Advertising Report (0x0D).
+    public var fromExtendedReport: Bool
+    public var serviceData: [AdvertisingData.ServiceData]
+    public var manufacturerData: [AdvertisingData.ManufacturerData]
+}
+
+/// One notification or indication value.
+public struct GATTNotification: Equatable, Sendable {
+    public var peer: DeviceAddress
+    public var characteristic: BluetoothUUID
+    public var valueHandle: UInt16
+    public var value: [UInt8]
+    /// Wall-clock receive time.
+    public var receivedAt: Date
+}
+
+/// Reconnect delays: exponential from `initial` by `multiplier` up to `maximum`, then each
+/// delay moved by up to ±`jitter` (a fraction) so that many sessions do not retry in step.
+public struct ReconnectBackoff: Equatable, Sendable {
+    public var initial: Duration
+    public var multiplier: Double
+    public var maximum: Duration
+    public var jitter: Double
+
+    public init(initial: Duration = .milliseconds(500), multiplier: Double = 2, maximum: Duration = .seconds(30), jitter: Double = 0.2) {
+        self.initial = initial
+        self.multiplier = max(1, multiplier)
+        self.maximum = max(initial, maximum)
+        self.jitter = min(max(0, jitter), 1)
+    }
+
+    /// The delay before reconnect attempt `attempt` (1 = the first retry); `random` in 0...1
+    /// (0.5 = no jitter).
+    public func delay(attempt: Int, random: Double) -> Duration {
+        let seconds = Self.seconds(initial) * pow(multiplier, Double(max(0, attempt - 1)))
+        let base = min(seconds, Self.seconds(maximum))
+        let factor = 1 + jitter * (2 * min(max(random, 0), 1) - 1)
+        return .nanoseconds(Int64((base * factor * 1e9).rounded()))
+    }
+
+    static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+}
