@@ -51,7 +51,7 @@ let package = Package(
                                                    "FITDriver", "TCXDriver", "GPXDriver"],
                 path: "Sources/HealthGate"),
         .executableTarget(name: "healthgate", dependencies: [
-            "HealthGate", "HealthModel", "HealthStore", "FITDriver",
+            "HealthGate", "HealthModel", "HealthStore", "FITDriver", "BLEHost", "BLERuntime", "GATTProfiles",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], path: "Sources/healthgate"),
         // `make bench`: decode and import throughput next to baselines measured in the same run.
@@ -60,16 +60,16 @@ let package = Package(
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ], path: "Sources/healthgate-bench"),
 
-        // Helpers shared by the test targets (seeded generator for fuzz loops).
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // Helpers shared by the test targets (seeded generator for fuzz loops, the BLE peer harness).
+        .target(name: "TestSupport", dependencies: ["BLEHost"], path: "Tests/TestSupport"),
         .testTarget(name: "HealthModelTests", dependencies: ["HealthModel"]),
         .testTarget(name: "FITDriverTests", dependencies: ["TestSupport", "FITDriver", "HealthModel", "DriverKit"]),
         .testTarget(name: "XMLDriverTests", dependencies: ["TestSupport", "XMLStream", "TCXDriver", "GPXDriver", "HealthModel", "DriverKit"]),
         .testTarget(name: "GATTProfilesTests", dependencies: ["TestSupport", "GATTProfiles"]),
         .testTarget(name: "BLEHostTests", dependencies: ["TestSupport", "BLEHost"]),
         .testTarget(name: "BLEDriverTests", dependencies: ["BLEDriver", "GATTProfiles", "HealthModel"]),
-        .testTarget(name: "BLERuntimeTests", dependencies: ["BLERuntime", "BLEHost", "GATTProfiles"]),
+        .testTarget(name: "BLERuntimeTests", dependencies: ["TestSupport", "BLERuntime", "BLEHost", "GATTProfiles"]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
-        .testTarget(name: "HealthGateTests", dependencies: ["HealthGate", "HealthStore", "HealthModel"]),
+        .testTarget(name: "HealthGateTests", dependencies: ["TestSupport", "HealthGate", "HealthStore", "HealthModel"]),
     ]
 )

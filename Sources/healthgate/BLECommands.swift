@@ -1,0 +1,274 @@
+import ArgumentParser
+import BLEHost
+import BLERuntime
+import Foundation
+import GATTProfiles
+import HealthModel
+
+struct BLECommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ble", abstract: "Bluetooth LE: find devices and watch their live readings.",
+        discussion: """
+            --hci names the controller: hci0 (an adapter handed to HealthGate through the HCI user \
+            channel), tcp:HOST:PORT or unix:PATH (an H4 stream, e.g. an emulated controller), or \
+            serial:/dev/ttyACM0[:baud] (a UART controller).
+            """,
+        subcommands: [BLEScanCommand.self, BLEWatchCommand.self])
+}
+
+/// `--hci`, shared by the BLE commands.
+struct ControllerOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The controller: hci0, tcp:HOST:PORT, unix:PATH or serial:/dev/ttyACM0[:baud].", valueName: "ADDR"))
+    var hci: String
+
+    func address() throws -> TransportAddress {
+        do { return try TransportAddress(parsing: hci) } catch { throw ValidationError("--hci: \(error)") }
+    }
+
+    /// Opens and initializes the controller.
+    func start() async throws -> HostRuntime {
+        let runtime: HostRuntime
+        do {
+            runtime = try HostRuntime.open(try address())
+            _ = try await runtime.start()
+        } catch let error as ArgumentParser.ValidationError {
+            throw error
+        } catch {
+            throw ValidationError("\(hci): \(error)")
+        }
+        return runtime
+    }
+}
+
+/// A device seen while scanning, as printed by `ble scan`.
+struct ScannedDevice: Encodable {
+    var address: String
+    var name: String?
+    var services: [String]
+    var rssi: Int?
+    var connectable: Bool
+
+    init(_ d: DiscoveredDevice) {
+        address = d.address.description
+        name = d.name
+        services = d.serviceUUIDs.map { uuid in uuid.uint16.map { String(format: "%04X", $0) } ?? uuid.description }
+        rssi = d.rssi.map(Int.init)
+        connectable = d.isConnectable
+    }
+
+    enum CodingKeys: String, CodingKey { case address, name, services, rssi, connectable }
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(address, forKey: .address)
+        try c.encode(name, forKey: .name)
+        try c.encode(services, forKey: .services)
+        try c.encode(rssi, forKey: .rssi)
+        try c.encode(connectable, forKey: .connectable)
+    }
+}
+
+/// Scans for `seconds`, merging repeated reports of one device.
+func scanDevices(_ runtime: HostRuntime, seconds: Double, stopWhen: (DiscoveredDevice) -> Bool = { _ in false }) async throws -> [DiscoveredDevice] {
+    var devices: [DeviceAddress: DiscoveredDevice] = [:]
+    var order: [DeviceAddress] = []
+    let stream = try await runtime.scan(duration: .milliseconds(Int(seconds * 1000)))
+    for await device in stream {
+        if devices[device.address] == nil { order.append(device.address) }
+        var merged = device
+        if let old = devices[device.address] {
+            merged.name = device.name ?? old.name
+            merged.serviceUUIDs = Array(Set(old.serviceUUIDs + device.serviceUUIDs)).sorted { $0.description < $1.description }
+        }
+        devices[device.address] = merged
+        if stopWhen(merged) { break }
+    }
+    return order.compactMap { devices[$0] }
+}
+
+struct BLEScanCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "scan", abstract: "List nearby devices: address, name, services, signal strength.")
+
+    @OptionGroup var controller: ControllerOptions
+    @OptionGroup var output: OutputOptions
+
+    @Option(name: .customLong("for"), help: ArgumentHelp("How long to scan.", valueName: "SECONDS"))
+    var seconds: Double = 5
+
+    func run() async throws {
+        let runtime = try await controller.start()
+        defer { Task { await runtime.close() } }
+        let devices = try await scanDevices(runtime, seconds: seconds).map(ScannedDevice.init)
+        if output.json { return try Output.printJSON(devices) }
+        guard !devices.isEmpty else { return print("No devices found in \(Int(seconds)) s.") }
+        Output.printTable(["ADDRESS", "NAME", "RSSI", "SERVICES"], devices.map { d in
+            [d.address, d.name ?? "-", d.rssi.map { "\($0) dBm" } ?? "-",
+             d.services.map { s in UInt16(s, radix: 16).flatMap { GATTNames.service($0) }.map { "\($0) (\(s))" } ?? s }
+                .joined(separator: ", ")]
+        })
+    }
+}
+
+struct BLEWatchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch", abstract: "Connect to a device and print its decoded live readings.",
+        discussion: """
+            DEVICE is an address (AA:BB:CC:DD:EE:FF) or a name as advertised. HealthGate \
+            subscribes to every standard measurement the device offers (heart rate, speed and \
+            cadence, power, fitness machine data, weight, blood pressure, temperature, SpO2, \
+            glucose) and prints one line per reading until --for elapses or Ctrl-C; --json prints \
+            one JSON object per line.
+            """)
+
+    @OptionGroup var controller: ControllerOptions
+    @OptionGroup var output: OutputOptions
+
+    @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this long (default: until Ctrl-C).", valueName: "SECONDS"))
+    var seconds: Double?
+
+    @Option(help: ArgumentHelp("How long to look for a device given by name.", valueName: "SECONDS"))
+    var scanFor: Double = 10
+
+    @Argument(help: "The device's address or advertised name.")
+    var device: String
+
+    /// Measurement characteristics worth subscribing to.
+    static let measurements: [UInt16] = [
+        GATTProfiles.GATTCharacteristic.heartRateMeasurement, GATTProfiles.GATTCharacteristic.cscMeasurement,
+        GATTProfiles.GATTCharacteristic.rscMeasurement, GATTProfiles.GATTCharacteristic.cyclingPowerMeasurement,
+        GATTProfiles.GATTCharacteristic.treadmillData, GATTProfiles.GATTCharacteristic.crossTrainerData,
+        GATTProfiles.GATTCharacteristic.rowerData, GATTProfiles.GATTCharacteristic.indoorBikeData,
+        GATTProfiles.GATTCharacteristic.weightMeasurement, GATTProfiles.GATTCharacteristic.bodyCompositionMeasurement,
+        GATTProfiles.GATTCharacteristic.bloodPressureMeasurement, GATTProfiles.GATTCharacteristic.temperatureMeasurement,
+        GATTProfiles.GATTCharacteristic.plxSpotCheckMeasurement, GATTProfiles.GATTCharacteristic.plxContinuousMeasurement,
+        GATTProfiles.GATTCharacteristic.glucoseMeasurement, GATTProfiles.GATTCharacteristic.batteryLevel,
+    ]
+
+    struct Line: Encodable {
+        var time: String
+        var device: String
+        var characteristic: String
+        var name: String
+        var hex: String
+        var values: [String: Double]
+        var error: String?
+    }
+
+    func run() async throws {
+        let runtime = try await controller.start()
+        defer { Task { await runtime.close() } }
+        let wanted = device.uppercased()
+        let address: DeviceAddress
+        if let given = DeviceAddress(device, kind: .random) {
+            address = given
+        } else {
+            let found = try await scanDevices(runtime, seconds: scanFor) { $0.name?.uppercased() == wanted }
+            guard let match = found.first(where: { $0.name?.uppercased() == wanted }) else {
+                throw ValidationError("no device named '\(device)' found in \(Int(scanFor)) s (try `healthgate ble scan`)")
+            }
+            address = match.address
+        }
+        let client: GATTClient
+        let database: GATTDatabase
+        do {
+            client = try await runtime.connect(to: address, timeout: .seconds(10))
+            database = try await client.discover()
+        } catch {
+            throw ValidationError("\(address): \(error)")
+        }
+        let (stream, continuation) = AsyncStream.makeStream(of: GATTNotification.self)
+        var subscribed = 0
+        for uuid in Self.measurements {
+            let characteristic = BluetoothUUID(uuid)
+            guard !database.characteristics(characteristic).isEmpty else { continue }
+            if (try? await client.subscribe(characteristic, into: continuation)) != nil { subscribed += 1 }
+        }
+        guard subscribed > 0 else { throw ValidationError("\(address) offers no measurement HealthGate reads") }
+        if !output.json { Output.stderr("watching \(address) (\(subscribed) characteristics); Ctrl-C to stop\n") }
+        if let seconds {
+            Task {
+                try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                continuation.finish()
+            }
+        }
+        Task {
+            _ = try? await client.disconnected()
+            continuation.finish()
+        }
+        for await notification in stream {
+            let line = Self.describe(notification)
+            if output.json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+                print(String(decoding: try encoder.encode(line), as: UTF8.self))
+            } else {
+                let values = line.values.sorted { $0.key < $1.key }.map { key, value in
+                    "\(key)=\(value == value.rounded() ? String(Int(value)) : Output.number(value, decimals: 3))"
+                }
+                print("\(line.time)  \(line.name)  \(line.error ?? values.joined(separator: " "))")
+            }
+        }
+        _ = try? await client.disconnect()
+    }
+
+    /// Decodes a notification into named values for printing.
+    static func describe(_ n: GATTNotification) -> Line {
+        let uuid = n.characteristic.uint16 ?? 0
+        var line = Line(time: ISO8601.string(n.receivedAt), device: n.peer.description,
+                        characteristic: String(format: "%04X", uuid), name: GATTNames.characteristic(uuid) ?? n.characteristic.description,
+                        hex: n.value.map { String(format: "%02x", $0) }.joined(), values: [:])
+        do {
+            guard let reading = try GATTProfileDecoder.decode(characteristic: uuid, n.value) else { return line }
+            line.values = ReadingValues.of(reading)
+        } catch {
+            line.error = "\(error)"
+        }
+        return line
+    }
+}
+
+/// The main numbers of a reading, by name (units in the names).
+enum ReadingValues {
+    static func of(_ reading: GATTReading) -> [String: Double] {
+        var v: [String: Double] = [:]
+        switch reading {
+        case .heartRate(let m):
+            v["heart_rate_bpm"] = Double(m.beatsPerMinute)
+            for (i, rr) in m.rrIntervals.enumerated() { v["rr\(i)_s"] = rr }
+            v["energy_kj"] = m.energyExpendedKilojoules.map(Double.init)
+        case .batteryLevel(let b): v["battery_percent"] = Double(b.percent)
+        case .csc(let m):
+            v["wheel_revolutions"] = m.wheel.map { Double($0.cumulativeRevolutions) }
+            v["crank_revolutions"] = m.crank.map { Double($0.cumulativeRevolutions) }
+        case .rsc(let m):
+            v["speed_mps"] = m.speedMetersPerSecond
+            v["cadence_spm"] = Double(m.cadence)
+        case .cyclingPower(let m): v["power_w"] = Double(m.instantaneousPower)
+        case .indoorBike(let m):
+            v["speed_kmh"] = m.instantaneousSpeedKilometersPerHour
+            v["cadence_rpm"] = m.instantaneousCadenceRPM
+            v["power_w"] = m.instantaneousPower.map(Double.init)
+            v["heart_rate_bpm"] = m.common.heartRate.map(Double.init)
+        case .treadmill(let m):
+            v["speed_kmh"] = m.instantaneousSpeedKilometersPerHour
+            v["heart_rate_bpm"] = m.common.heartRate.map(Double.init)
+        case .rower(let m):
+            v["stroke_rate_spm"] = m.strokeRatePerMinute
+            v["power_w"] = m.instantaneousPower.map(Double.init)
+        case .crossTrainer(let m):
+            v["speed_kmh"] = m.instantaneousSpeedKilometersPerHour
+            v["power_w"] = m.instantaneousPower.map(Double.init)
+        case .weight(let m): v["weight_kg"] = m.weightKilograms
+        case .bodyComposition(let m): v["body_fat_percent"] = m.bodyFatPercentage
+        case .bloodPressure(let m):
+            v["systolic_mmhg"] = m.systolicMmHg
+            v["diastolic_mmhg"] = m.diastolicMmHg
+        case .temperature(let m): v["temperature_c"] = m.celsius
+        case .plxSpotCheck(let m): v["spo2_percent"] = m.reading.spO2.doubleValue
+        case .plxContinuous(let m): v["spo2_percent"] = m.normal.spO2.doubleValue
+        case .glucose(let m): v["glucose_mmol_l"] = m.millimolesPerLiter
+        default: break
+        }
+        return v.compactMapValues { $0 }.filter { $0.value.isFinite }
+    }
+}
