@@ -47,7 +47,6 @@ print("files: " + largest.map { "\(($0 as NSString).lastPathComponent) (\(String
 // MARK: 1. FIT decode throughput, all fields decoded.
 
 print("\n== FIT decode (one core, every field of every message decoded) ==")
-var decodeRates: [String: Double] = [:]
 var totalBytes = 0
 var totalSeconds = 0.0
 for path in largest {
@@ -67,7 +66,6 @@ for path in largest {
         times.append((now() - t0) / Double(repeats))
     }
     let t = median(times)
-    decodeRates[path] = Double(data.count) / t / 1e6
     totalBytes += data.count
     totalSeconds += t
     print(String(format: "  %-44@ %8.1f MB/s  (%d field values, %.2f ms per pass)",

@@ -25,8 +25,22 @@ struct ControllerOptions: ParsableArguments {
         do { return try TransportAddress(parsing: hci) } catch { throw ValidationError("--hci: \(error)") }
     }
 
+    /// Opens and initializes the controller, runs `body` with it, and closes it afterwards
+    /// whether `body` succeeded or threw.
+    func withController<T>(_ body: (HostRuntime) async throws -> T) async throws -> T {
+        let runtime = try await start()
+        do {
+            let result = try await body(runtime)
+            await runtime.close()
+            return result
+        } catch {
+            await runtime.close()
+            throw error
+        }
+    }
+
     /// Opens and initializes the controller.
-    func start() async throws -> HostRuntime {
+    private func start() async throws -> HostRuntime {
         let runtime: HostRuntime
         do {
             runtime = try HostRuntime.open(try address())
@@ -96,9 +110,9 @@ struct BLEScanCommand: AsyncParsableCommand {
     var seconds: Double = 5
 
     func run() async throws {
-        let runtime = try await controller.start()
-        defer { Task { await runtime.close() } }
-        let devices = try await scanDevices(runtime, seconds: seconds).map(ScannedDevice.init)
+        let devices = try await controller.withController { runtime in
+            try await scanDevices(runtime, seconds: seconds).map(ScannedDevice.init)
+        }
         if output.json { return try Output.printJSON(devices) }
         guard !devices.isEmpty else { return print("No devices found in \(Int(seconds)) s.") }
         Output.printTable(["ADDRESS", "NAME", "RSSI", "SERVICES"], devices.map { d in
@@ -155,8 +169,10 @@ struct BLEWatchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let runtime = try await controller.start()
-        defer { Task { await runtime.close() } }
+        try await controller.withController { runtime in try await watch(runtime) }
+    }
+
+    private func watch(_ runtime: HostRuntime) async throws {
         let wanted = device.uppercased()
         let address: DeviceAddress
         if let given = DeviceAddress(device, kind: .random) {
