@@ -36,8 +36,10 @@ let package = Package(
         .target(name: "GATTProfiles", dependencies: ["HealthModel"], path: "Drivers/BluetoothLE/Profiles"),
         // Bluetooth LE host stack: H4/HCI, ACL, L2CAP, ATT, GATT client, transports.
         .target(name: "BLEHost", path: "Drivers/BluetoothLE/Host"),
-        // Bluetooth LE driver: live readings -> measurements and workouts.
-        .target(name: "BLEDriver", dependencies: ["HealthModel", "GATTProfiles"], path: "Drivers/BluetoothLE/Driver"),
+        // Bluetooth LE driver: live readings -> measurements and workout pieces (pure
+        // sessionizer), and the recorder that drives device sessions into a sink.
+        .target(name: "BLEDriver", dependencies: ["HealthModel", "DriverKit", "GATTProfiles", "BLEHost", "BLERuntime"],
+                path: "Drivers/BluetoothLE/Driver"),
         // Bluetooth LE I/O edge: transports, the host runtime (one actor owning the protocol
         // state), scanner, GATT client and reconnecting device sessions.
         .target(name: "BLERuntime", dependencies: ["BLEHost"], path: "Drivers/BluetoothLE/Runtime"),
@@ -51,7 +53,7 @@ let package = Package(
                                                    "FITDriver", "TCXDriver", "GPXDriver"],
                 path: "Sources/HealthGate"),
         .executableTarget(name: "healthgate", dependencies: [
-            "HealthGate", "HealthModel", "HealthStore", "FITDriver", "BLEHost", "BLERuntime", "GATTProfiles",
+            "HealthGate", "HealthModel", "HealthStore", "FITDriver", "BLEHost", "BLERuntime", "GATTProfiles", "BLEDriver",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], path: "Sources/healthgate"),
         // `make bench`: decode and import throughput next to baselines measured in the same run.
@@ -67,8 +69,12 @@ let package = Package(
         .testTarget(name: "XMLDriverTests", dependencies: ["TestSupport", "XMLStream", "TCXDriver", "GPXDriver", "HealthModel", "DriverKit"]),
         .testTarget(name: "GATTProfilesTests", dependencies: ["TestSupport", "GATTProfiles"]),
         .testTarget(name: "BLEHostTests", dependencies: ["TestSupport", "BLEHost"]),
-        .testTarget(name: "BLEDriverTests", dependencies: ["BLEDriver", "GATTProfiles", "HealthModel"]),
+        .testTarget(name: "BLEDriverTests", dependencies: ["BLEDriver", "BLEHost", "BLERuntime", "DriverKit", "GATTProfiles", "HealthModel"]),
         .testTarget(name: "BLERuntimeTests", dependencies: ["TestSupport", "BLERuntime", "BLEHost", "GATTProfiles"]),
+        .testTarget(name: "BLERecordingTests", dependencies: [
+            "TestSupport", "BLEDriver", "BLERuntime", "BLEHost", "HealthGate", "HealthStore", "HealthModel",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
         .testTarget(name: "HealthGateTests", dependencies: ["TestSupport", "HealthGate", "HealthStore", "HealthModel"]),
     ]

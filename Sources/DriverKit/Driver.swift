@@ -79,5 +79,10 @@ public protocol DeviceDriver: Driver {
 
 /// The only way out of a driver.
 public protocol RecordSink: Sendable {
+    /// Finished records (a file's contents, manual entries).
     func emit(_ batch: [HealthRecord]) async throws
+    /// What a live driver recorded since its previous batch: finished records and pieces of
+    /// workouts still in progress (see ``WorkoutProgress``). Live drivers emit often (every
+    /// fraction of a second) so that readings are stored soon after they arrive.
+    func emit(_ batch: LiveBatch) async throws
 }

@@ -49,6 +49,30 @@ public struct Normalizer: Sendable {
         return outcome
     }
 
+    /// Normalizes what a live driver emitted: finished records as in ``normalize(_:now:)``;
+    /// workout pieces are validated on their summary, lose placeholder zeros, and the final
+    /// piece gets an energy estimate when the device gave none.
+    public func normalize(_ batch: LiveBatch, now: Date = Date()) -> (batch: LiveBatch, rejected: [ValidationError]) {
+        let records = normalize(batch.records, now: now)
+        var out = LiveBatch(records: records.accepted)
+        var rejected = records.rejected
+        for var piece in batch.workouts {
+            do {
+                try validator.validate(.workout(piece.workout), now: now)
+            } catch let error as ValidationError {
+                rejected.append(error)
+                continue
+            } catch {
+                rejected.append(ValidationError(recordID: piece.workout.id, reason: "\(error)"))
+                continue
+            }
+            piece.workout = Self.dropPlaceholders(piece.workout)
+            if piece.isFinal { piece.workout = energy.fillEnergy(piece.workout) }
+            out.workouts.append(piece)
+        }
+        return (out, rejected)
+    }
+
     /// Devices write 0 where they measured nothing: a heart rate of 0 bpm, or 0 kcal for a
     /// workout of more than a minute. Those become absent, so the energy gets estimated.
     static func dropPlaceholders(_ workout: Workout) -> Workout {

@@ -61,4 +61,38 @@ extension HealthStore {
     public func write(_ records: [HealthRecord]) throws -> WriteResult {
         try pool.write { db in try RecordWriter(db: db).write(records, importHash: nil) }
     }
+
+    /// Writes what a live driver emitted in one transaction: finished records, and workout
+    /// pieces (summary updated, samples appended; queued for forwarding with the final piece).
+    @discardableResult
+    public func write(_ batch: LiveBatch) throws -> WriteResult {
+        try pool.write { db in
+            let writer = RecordWriter(db: db)
+            let records = try writer.write(batch.records, importHash: nil)
+            let workouts = try writer.write(batch.workouts)
+            return WriteResult(inserted: records.inserted + workouts.inserted, updated: records.updated + workouts.updated,
+                               unchanged: records.unchanged + workouts.unchanged)
+        }
+    }
+
+    /// Completes live workouts left in progress by a recording that ended without closing them
+    /// (a crash or power loss): they keep the samples stored so far and the summary written with
+    /// the last of them (each piece lands in one transaction), and are queued for forwarding.
+    /// Returns their ids. Run before live recording starts.
+    @discardableResult
+    public func completeInterruptedWorkouts() throws -> [RecordID] {
+        try pool.write { db in
+            let ids = try String.fetchAll(db, sql: "SELECT id FROM workouts WHERE in_progress = 1 ORDER BY start_time")
+            let writer = RecordWriter(db: db)
+            for id in ids {
+                try db.execute(sql: "UPDATE workouts SET in_progress = 0, updated_at = ? WHERE id = ?",
+                               arguments: [writer.now, id])
+                let version = try Int.fetchOne(db, sql: "SELECT version FROM workouts WHERE id = ?", arguments: [id]) ?? 1
+                try db.execute(sql: """
+                    INSERT OR IGNORE INTO outbox (record_type, record_id, version, enqueued_at) VALUES ('workout', ?, ?, ?)
+                    """, arguments: [id, version, writer.now])
+            }
+            return ids.compactMap(RecordID.init(string:))
+        }
+    }
 }

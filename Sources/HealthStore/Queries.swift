@@ -25,12 +25,15 @@ public struct WorkoutSummary: Sendable, Equatable, Encodable {
     public var rrIntervals: Int
     public var lengths: Int
     public var source: Source
+    /// True while a live driver is still recording the workout.
+    public var inProgress: Bool
 
     enum CodingKeys: String, CodingKey {
         case id, version, sport, subSport = "sub_sport", start, end, elapsedS = "elapsed_s", timerS = "timer_s"
         case distanceM = "distance_m", energyKcal = "energy_kcal", energySource = "energy_source"
         case avgHR = "avg_hr", maxHR = "max_hr", ascentM = "ascent_m", descentM = "descent_m"
         case multisportID = "multisport_id", laps, samples, rrIntervals = "rr_intervals", lengths, source
+        case inProgress = "in_progress"
     }
 
     /// Every key is written, absent values as `null`, so scripts can rely on the shape.
@@ -57,6 +60,7 @@ public struct WorkoutSummary: Sendable, Equatable, Encodable {
         try c.encode(rrIntervals, forKey: .rrIntervals)
         try c.encode(lengths, forKey: .lengths)
         try c.encode(SourceJSON(source), forKey: .source)
+        try c.encode(inProgress, forKey: .inProgress)
     }
 
     init(row: Row) {
@@ -81,6 +85,7 @@ public struct WorkoutSummary: Sendable, Equatable, Encodable {
         rrIntervals = row["rr_count"]
         lengths = row["length_count"]
         source = Source(driver: row["source_driver"], device: row["source_device"], file: row["source_file"])
+        inProgress = (row["in_progress"] as Int? ?? 0) != 0
     }
 }
 

@@ -34,9 +34,7 @@ struct RecordWriter {
             case .habit(let h): try insert(h, importHash: importHash)
             case .measurement(let m): try insert(m, importHash: importHash)
             }
-            try db.execute(sql: """
-                INSERT OR IGNORE INTO outbox (record_type, record_id, version, enqueued_at) VALUES (?, ?, ?, ?)
-                """, arguments: [record.type.rawValue, record.id.description, record.version, now])
+            try enqueue(record.type, id: record.id, version: record.version)
         }
         return result
     }
@@ -83,7 +81,55 @@ struct RecordWriter {
         try insertRR(w.rrIntervals, workoutID: id)
     }
 
-    private func insertSamples(_ samples: [Sample], workoutID: String) throws {
+    /// Writes one piece of a live workout: inserts or updates the summary, appends the new
+    /// samples and RR intervals at their offsets, and queues the workout for forwarding with its
+    /// final piece. Pieces of a workout already completed are ignored (`unchanged`).
+    func write(_ pieces: [WorkoutProgress]) throws -> WriteResult {
+        var result = WriteResult()
+        for piece in pieces {
+            let w = piece.workout
+            let id = w.id.description
+            let state = try Row.fetchOne(db, sql: "SELECT version, in_progress FROM workouts WHERE id = ?", arguments: [id])
+            if let state, state["in_progress"] as Int == 0 {
+                result.unchanged += 1
+                continue
+            }
+            let summary: StatementArguments = [
+                w.sport, w.subSport, ISO8601.string(w.start), ISO8601.string(w.end), w.elapsedS, w.timerS, w.distanceM,
+                w.energyKcal, w.energySource?.rawValue, w.avgHeartRate, w.maxHeartRate, w.ascentM, w.descentM,
+                piece.isFinal ? 0 : 1, now]
+            if state == nil {
+                try db.execute(sql: """
+                    INSERT INTO workouts (sport, sub_sport, start_time, end_time, elapsed_s, timer_s, distance_m,
+                        energy_kcal, energy_source, avg_hr, max_hr, ascent_m, descent_m, in_progress, updated_at,
+                        id, version, source_driver, source_device, source_file)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: summary + [id, w.version, w.source.driver, w.source.device, w.source.file])
+            } else {
+                try db.execute(sql: """
+                    UPDATE workouts SET sport = ?, sub_sport = ?, start_time = ?, end_time = ?, elapsed_s = ?,
+                        timer_s = ?, distance_m = ?, energy_kcal = ?, energy_source = ?, avg_hr = ?, max_hr = ?,
+                        ascent_m = ?, descent_m = ?, in_progress = ?, updated_at = ?
+                    WHERE id = ?
+                    """, arguments: summary + [id])
+            }
+            try insertSamples(w.samples, workoutID: id, from: piece.sampleOffset)
+            try insertRR(w.rrIntervals, workoutID: id, from: piece.rrOffset)
+            if piece.isFinal {
+                try enqueue(.workout, id: w.id, version: w.version)
+                if state == nil { result.inserted += 1 } else { result.updated += 1 }
+            }
+        }
+        return result
+    }
+
+    private func enqueue(_ type: RecordType, id: RecordID, version: Int) throws {
+        try db.execute(sql: """
+            INSERT OR IGNORE INTO outbox (record_type, record_id, version, enqueued_at) VALUES (?, ?, ?, ?)
+            """, arguments: [type.rawValue, id.description, version, now])
+    }
+
+    private func insertSamples(_ samples: [Sample], workoutID: String, from offset: Int = 0) throws {
         guard !samples.isEmpty else { return }
         let statement = try db.cachedStatement(sql: """
             INSERT INTO samples (workout_id, seq, time, heart_rate, cadence, power_w, speed_mps, distance_m,
@@ -91,10 +137,10 @@ struct RecordWriter {
             """)
         let raw = statement.sqliteStatement
         try workoutID.withCString { idPointer in
-            for (seq, s) in samples.enumerated() {
+            for (index, s) in samples.enumerated() {
                 sqlite3_reset(raw)
                 sqlite3_bind_text(raw, 1, idPointer, -1, nil)  // static for the loop's duration
-                sqlite3_bind_int64(raw, 2, Int64(seq))
+                sqlite3_bind_int64(raw, 2, Int64(offset + index))
                 sqlite3_bind_double(raw, 3, s.time.timeIntervalSince1970)
                 bind(raw, 4, s.heartRate)
                 bind(raw, 5, s.cadence)
@@ -112,15 +158,15 @@ struct RecordWriter {
         sqlite3_clear_bindings(raw)
     }
 
-    private func insertRR(_ intervals: [Double], workoutID: String) throws {
+    private func insertRR(_ intervals: [Double], workoutID: String, from offset: Int = 0) throws {
         guard !intervals.isEmpty else { return }
         let statement = try db.cachedStatement(sql: "INSERT INTO rr_intervals (workout_id, seq, rr_s) VALUES (?, ?, ?)")
         let raw = statement.sqliteStatement
         try workoutID.withCString { idPointer in
-            for (seq, rr) in intervals.enumerated() {
+            for (index, rr) in intervals.enumerated() {
                 sqlite3_reset(raw)
                 sqlite3_bind_text(raw, 1, idPointer, -1, nil)
-                sqlite3_bind_int64(raw, 2, Int64(seq))
+                sqlite3_bind_int64(raw, 2, Int64(offset + index))
                 sqlite3_bind_double(raw, 3, rr)
                 try step(raw)
             }

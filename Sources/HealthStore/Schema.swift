@@ -8,6 +8,7 @@ enum Schema {
         migrator.registerMigration("v1-import-ledger", migrate: createImportLedger)
         migrator.registerMigration("v1-records", migrate: createRecordTables)
         migrator.registerMigration("v1-outbox", migrate: createOutbox)
+        migrator.registerMigration("v2-live-workouts", migrate: addLiveWorkouts)
         return migrator
     }
 
@@ -164,6 +165,15 @@ enum Schema {
                 enqueued_at TEXT NOT NULL,
                 UNIQUE (record_id, version)
             ) STRICT;
+            """)
+    }
+
+    /// Live drivers write a workout piece by piece while it is recorded; `in_progress` marks
+    /// one whose last piece has not arrived (it is not in the outbox yet).
+    private static func addLiveWorkouts(_ db: Database) throws {
+        try db.execute(sql: """
+            ALTER TABLE workouts ADD COLUMN in_progress INTEGER NOT NULL DEFAULT 0 CHECK (in_progress IN (0, 1));
+            CREATE INDEX workouts_in_progress ON workouts(in_progress) WHERE in_progress = 1;
             """)
     }
 }

@@ -21,6 +21,9 @@ struct ControllerOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The controller: hci0, tcp:HOST:PORT, unix:PATH or serial:/dev/ttyACM0[:baud].", valueName: "ADDR"))
     var hci: String
 
+    @Option(help: ArgumentHelp("Write a btsnoop capture of the controller link to this file.", valueName: "FILE"))
+    var snoop: String?
+
     func address() throws -> TransportAddress {
         do { return try TransportAddress(parsing: hci) } catch { throw ValidationError("--hci: \(error)") }
     }
@@ -43,7 +46,9 @@ struct ControllerOptions: ParsableArguments {
     private func start() async throws -> HostRuntime {
         let runtime: HostRuntime
         do {
-            runtime = try HostRuntime.open(try address())
+            var configuration = HostRuntime.Configuration()
+            configuration.snoopPath = snoop
+            runtime = try HostRuntime.open(try address(), configuration: configuration)
             _ = try await runtime.start()
         } catch let error as ArgumentParser.ValidationError {
             throw error

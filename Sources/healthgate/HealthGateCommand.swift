@@ -15,7 +15,7 @@ struct HealthGateCommand: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             ImportCommand.self, WorkoutsCommand.self, SleepCommand.self, MeasurementsCommand.self,
-            ShowCommand.self, StatsCommand.self, ExportCommand.self, InspectCommand.self, BLECommand.self,
+            ShowCommand.self, StatsCommand.self, ExportCommand.self, InspectCommand.self, RecordCommand.self, BLECommand.self,
         ]
     )
 }

@@ -18,9 +18,21 @@ func heartRate(_ bpm: UInt8, energyKJ: UInt16, rr1024: UInt16) -> [UInt8] {
 let t0 = 1_700_000_000.0
 let utc = LiveSessionizer.Configuration(gap: 60, timeZone: TimeZone(identifier: "UTC")!)
 
+/// A sessionizer whose output is put back together into whole records, as a store would hold them.
+struct Assembled {
+    var sessionizer: LiveSessionizer
+    var assembler = WorkoutAssembler()
+    init(_ configuration: LiveSessionizer.Configuration) { sessionizer = LiveSessionizer(configuration: configuration) }
+
+    mutating func receive(_ r: LiveReading) -> [HealthRecord] { assembler.add(sessionizer.receive(r)) }
+    mutating func tick(now: Date) -> [HealthRecord] { assembler.add(sessionizer.flush(now: now)) }
+    mutating func finish() -> [HealthRecord] { assembler.add(sessionizer.finish()) }
+    var recordingDevices: [String] { sessionizer.recordingDevices }
+}
+
 @Suite struct LiveSessionizerTests {
     @Test func heartRateStreamBecomesOneWorkoutAfterTheGap() throws {
-        var s = LiveSessionizer(configuration: utc)
+        var s = Assembled(utc)
         for i in 0..<10 {
             let out = s.receive(try reading(GATTCharacteristic.heartRateMeasurement,
                                             heartRate(UInt8(120 + i), energyKJ: UInt16(100 + i), rr1024: 512), at: t0 + Double(i)))
@@ -41,7 +53,7 @@ let utc = LiveSessionizer.Configuration(gap: 60, timeZone: TimeZone(identifier: 
     }
 
     @Test func silenceLongerThanTheGapStartsANewWorkout() throws {
-        var s = LiveSessionizer(configuration: utc)
+        var s = Assembled(utc)
         _ = s.receive(try reading(GATTCharacteristic.heartRateMeasurement, heartRate(100, energyKJ: 0, rr1024: 600), at: t0))
         _ = s.receive(try reading(GATTCharacteristic.heartRateMeasurement, heartRate(101, energyKJ: 0, rr1024: 600), at: t0 + 1))
         let first = s.receive(try reading(GATTCharacteristic.heartRateMeasurement, heartRate(140, energyKJ: 0, rr1024: 600), at: t0 + 500))
@@ -56,7 +68,7 @@ let utc = LiveSessionizer.Configuration(gap: 60, timeZone: TimeZone(identifier: 
     }
 
     @Test func devicesRecordSeparatelyAndIndoorBikeSetsTheSport() throws {
-        var s = LiveSessionizer(configuration: utc)
+        var s = Assembled(utc)
         // Indoor Bike Data: speed (flag bit 0 clear), cadence, total distance, power.
         let bike: [UInt8] = [0x54, 0x00, 0xB8, 0x0B, 0xB4, 0x00, 0xE8, 0x03, 0x00, 0xC8, 0x00]
         _ = s.receive(try reading(GATTCharacteristic.indoorBikeData, bike, at: t0, device: "bike"))
@@ -74,7 +86,7 @@ let utc = LiveSessionizer.Configuration(gap: 60, timeZone: TimeZone(identifier: 
     }
 
     @Test func cyclingSpeedAndCadenceGiveSpeedAndDistance() throws {
-        var s = LiveSessionizer(configuration: utc)
+        var s = Assembled(utc)
         // CSC Measurement with wheel data: 2 wheel revolutions per second (event time in 1/1024 s).
         for i in 0..<5 {
             let revs = UInt32(100 + 2 * i), time = UInt16(1024 * i)
@@ -89,7 +101,7 @@ let utc = LiveSessionizer.Configuration(gap: 60, timeZone: TimeZone(identifier: 
     }
 
     @Test func pointReadingsBecomeMeasurements() throws {
-        var s = LiveSessionizer(configuration: utc)
+        var s = Assembled(utc)
         // Weight Scale: SI, timestamp 2023-11-14 22:13:20 (the device clock, read as UTC here), 70 kg.
         let weight: [UInt8] = [0x02, 0xB0, 0x36, 0xE7, 0x07, 11, 14, 22, 13, 20]
         let w = s.receive(try reading(GATTCharacteristic.weightMeasurement, weight, at: t0 + 100, device: "scale"))
@@ -117,8 +129,56 @@ let utc = LiveSessionizer.Configuration(gap: 60, timeZone: TimeZone(identifier: 
     }
 
     @Test func sameReadingTwiceHasTheSameIdentity() throws {
-        var a = LiveSessionizer(configuration: utc), b = LiveSessionizer(configuration: utc)
+        var a = Assembled(utc), b = Assembled(utc)
         let r = try reading(GATTCharacteristic.batteryLevel, [50], at: t0)
         #expect(a.receive(r).map(\.id) == b.receive(r).map(\.id))
+    }
+
+    @Test func flushHandsOutOnlyNewSamplesWithTheirOffsets() throws {
+        var s = LiveSessionizer(configuration: utc)
+        func hr(_ i: Int) throws -> LiveReading {
+            try reading(GATTCharacteristic.heartRateMeasurement, heartRate(UInt8(100 + i), energyKJ: UInt16(i), rr1024: 1024), at: t0 + Double(i))
+        }
+        for i in 0..<3 { #expect(s.receive(try hr(i)).isEmpty) }
+        let first = s.flush(now: Date(timeIntervalSince1970: t0 + 3))
+        #expect(first.records.isEmpty && first.workouts.count == 1)
+        let a = try #require(first.workouts.first)
+        #expect(!a.isFinal && a.sampleOffset == 0 && a.rrOffset == 0)
+        #expect(a.workout.samples.map(\.heartRate) == [100, 101, 102])
+        #expect(a.workout.rrIntervals == [1, 1, 1])
+        #expect(a.workout.avgHeartRate == 101 && a.workout.maxHeartRate == 102)
+
+        // Nothing new: no piece (flushed samples are not kept or sent again).
+        #expect(s.flush(now: Date(timeIntervalSince1970: t0 + 3.5)).isEmpty)
+
+        for i in 3..<5 { _ = s.receive(try hr(i)) }
+        let b = try #require(s.flush(now: Date(timeIntervalSince1970: t0 + 5)).workouts.first)
+        #expect(b.workout.id == a.workout.id)
+        #expect(b.sampleOffset == 3 && b.rrOffset == 3)
+        #expect(b.workout.samples.map(\.heartRate) == [103, 104])
+        #expect(b.workout.avgHeartRate == 102 && b.workout.maxHeartRate == 104)  // over all five samples
+        #expect(b.workout.end == Date(timeIntervalSince1970: t0 + 4))
+
+        let last = try #require(s.finish().workouts.first)
+        #expect(last.isFinal && last.sampleOffset == 5 && last.workout.samples.isEmpty)
+        #expect(last.workout.energyKcal == ((4 / 4.184) * 10).rounded() / 10)
+        #expect(s.recordingDevices.isEmpty)
+    }
+
+    @Test func zeroBeatsPerMinuteIsNoHeartRate() throws {
+        var s = Assembled(utc)
+        _ = s.receive(try reading(GATTCharacteristic.heartRateMeasurement, [0x00, 0], at: t0))
+        _ = s.receive(try reading(GATTCharacteristic.heartRateMeasurement, [0x00, 90], at: t0 + 1))
+        guard case .workout(let w) = try #require(s.finish().first) else { Issue.record("not a workout"); return }
+        #expect(w.samples.map(\.heartRate) == [nil, 90])
+        #expect(w.avgHeartRate == 90)
+    }
+
+    @Test func anUnchangedBatteryLevelIsRecordedOncePerInterval() throws {
+        var s = Assembled(LiveSessionizer.Configuration(gap: 60, timeZone: TimeZone(identifier: "UTC")!, batteryInterval: 600))
+        let levels: [(UInt8, Double)] = [(80, 0), (80, 60), (79, 120), (79, 500), (79, 800)]
+        let recorded = try levels.flatMap { level, at in s.receive(try reading(GATTCharacteristic.batteryLevel, [level], at: t0 + at)) }
+        let values = recorded.compactMap { r -> Double? in if case .measurement(let m) = r { m.value } else { nil } }
+        #expect(values == [80, 79, 79])  // 80 at 0; 79 when it changed at 120; 79 again 680 s later
     }
 }

@@ -20,8 +20,11 @@ public struct LiveReading: Sendable {
 ///
 /// Point readings (battery, weight, body composition, blood pressure, temperature, SpO2,
 /// glucose) become measurements at once. A continuous stream from one device (heart rate, speed
-/// and cadence, power, fitness machines) becomes a workout that closes when the device has been
-/// silent for longer than `gap` (see ``tick(now:)``) or when recording stops (``finish()``).
+/// and cadence, power, fitness machines) becomes a workout, handed out in pieces by
+/// ``flush(now:)`` while it is recorded (the samples that arrived since the previous piece, and
+/// the summary so far), and completed by a final piece when the device has been silent for
+/// longer than `gap` or when recording stops (``finish()``). Memory stays bounded however long a
+/// workout lasts: flushed samples are not kept.
 public struct LiveSessionizer: Sendable {
     public struct Configuration: Sendable {
         /// Silence after which a device's workout ends.
@@ -32,24 +35,35 @@ public struct LiveSessionizer: Sendable {
         public var wheelCircumference: Double = 2.096
         /// The zone of device clocks (Date Time fields carry no zone).
         public var timeZone: TimeZone = .current
+        /// An unchanged battery level is recorded again only after this long.
+        public var batteryInterval: TimeInterval = 3600
 
         public init(gap: TimeInterval = 120, defaultSport: Sport = .other, wheelCircumference: Double = 2.096,
-                    timeZone: TimeZone = .current) {
+                    timeZone: TimeZone = .current, batteryInterval: TimeInterval = 3600) {
             self.gap = gap
             self.defaultSport = defaultSport
             self.wheelCircumference = wheelCircumference
             self.timeZone = timeZone
+            self.batteryInterval = batteryInterval
         }
     }
 
     /// A workout being recorded for one device.
     struct Session: Sendable {
+        var id: RecordID
         var sport: Sport
         var subSport: String?
         var start: Date
         var last: Date
-        var samples: [Sample] = []
-        var rr: [Double] = []
+        /// Samples and RR intervals not handed out yet.
+        var pendingSamples: [Sample] = []
+        var pendingRR: [Double] = []
+        /// Samples and RR intervals handed out in earlier pieces.
+        var flushedSamples = 0
+        var flushedRR = 0
+        var heartRateSum = 0
+        var heartRateCount = 0
+        var maxHeartRate: Int?
         var firstEnergyKcal: Double?
         var lastEnergyKcal: Double?
         var distanceM: Double?
@@ -58,6 +72,7 @@ public struct LiveSessionizer: Sendable {
 
     public let configuration: Configuration
     private var sessions: [String: Session] = [:]
+    private var lastBattery: [String: (percent: UInt8, time: Date)] = [:]
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -66,28 +81,38 @@ public struct LiveSessionizer: Sendable {
     /// Devices with a workout in progress.
     public var recordingDevices: [String] { sessions.keys.sorted() }
 
-    /// Feeds one reading; returns the records it completes (measurements, and a workout that a
-    /// long silence before this reading closed).
-    public mutating func receive(_ reading: LiveReading) -> [HealthRecord] {
-        var out: [HealthRecord] = []
+    /// Feeds one reading; returns the measurements it gives, and the final piece of the device's
+    /// previous workout when a silence longer than the gap came before this reading.
+    public mutating func receive(_ reading: LiveReading) -> LiveBatch {
+        var out = LiveBatch()
         if let session = sessions[reading.device], reading.receivedAt.timeIntervalSince(session.last) > configuration.gap {
-            out += close(reading.device)
+            out.workouts += close(reading.device)
         }
         if let measurements = pointMeasurements(reading) {
-            return out + measurements.map { .measurement($0) }
+            out.records += measurements.map { .measurement($0) }
+            return out
         }
         stream(reading)
         return out
     }
 
-    /// Closes the workouts of devices silent for longer than the gap at `now`.
-    public mutating func tick(now: Date) -> [HealthRecord] {
-        sessions.filter { now.timeIntervalSince($0.value.last) > configuration.gap }.keys.sorted().flatMap { close($0) }
+    /// What is due at `now`: final pieces of the workouts of devices silent for longer than the
+    /// gap, and a piece with the new samples of every other workout in progress.
+    public mutating func flush(now: Date) -> LiveBatch {
+        var out = LiveBatch()
+        for device in sessions.keys.sorted() {
+            if let session = sessions[device], now.timeIntervalSince(session.last) > configuration.gap {
+                out.workouts += close(device)
+            } else if let piece = piece(device, isFinal: false) {
+                out.workouts.append(piece)
+            }
+        }
+        return out
     }
 
-    /// Closes every workout in progress (recording stops).
-    public mutating func finish() -> [HealthRecord] {
-        sessions.keys.sorted().flatMap { close($0) }
+    /// Completes every workout in progress (recording stops).
+    public mutating func finish() -> LiveBatch {
+        LiveBatch(workouts: sessions.keys.sorted().flatMap { close($0) })
     }
 
     // MARK: - Streams
@@ -103,7 +128,8 @@ public struct LiveSessionizer: Sendable {
 
         switch r.reading {
         case .heartRate(let m):
-            sample.heartRate = Int(m.beatsPerMinute)
+            // 0 bpm: the strap measured nothing (no skin contact), not a heart that stopped.
+            sample.heartRate = m.beatsPerMinute > 0 ? Int(m.beatsPerMinute) : nil
             rr = m.rrIntervals
             energyKcal = m.energyExpendedKilojoules.map { Double($0) / 4.184 }
         case .csc(let m):
@@ -147,6 +173,7 @@ public struct LiveSessionizer: Sendable {
         }
 
         var session = sessions[r.device] ?? Session(
+            id: RecordID.derive("workout", "ble", r.device, String(Int((t.timeIntervalSince1970 * 1000).rounded()))),
             sport: sport?.0 ?? configuration.defaultSport, subSport: sport?.1, start: t, last: t,
             csc: CSCCalculator(configuration: CSCCalculator.Configuration(wheelCircumference: configuration.wheelCircumference)))
         if let sport, session.sport == configuration.defaultSport {
@@ -166,9 +193,14 @@ public struct LiveSessionizer: Sendable {
             if session.firstEnergyKcal == nil { session.firstEnergyKcal = energyKcal }
             session.lastEnergyKcal = energyKcal
         }
+        if let hr = sample.heartRate {
+            session.heartRateSum += hr
+            session.heartRateCount += 1
+            session.maxHeartRate = max(session.maxHeartRate ?? hr, hr)
+        }
         session.last = max(session.last, t)
-        session.samples.append(sample)
-        session.rr += rr
+        session.pendingSamples.append(sample)
+        session.pendingRR += rr
         sessions[r.device] = session
     }
 
@@ -177,9 +209,16 @@ public struct LiveSessionizer: Sendable {
         if let total = common.energy?.totalKilocalories { energy = Double(total) }
     }
 
-    private mutating func close(_ device: String) -> [HealthRecord] {
-        guard let s = sessions.removeValue(forKey: device) else { return [] }
-        let heartRates = s.samples.compactMap(\.heartRate)
+    /// The final piece of a device's workout; the device's session ends.
+    private mutating func close(_ device: String) -> [WorkoutProgress] {
+        defer { sessions[device] = nil }
+        return piece(device, isFinal: true).map { [$0] } ?? []
+    }
+
+    /// A piece with the samples not handed out yet and the summary so far (nil when a non-final
+    /// piece would carry nothing new).
+    private mutating func piece(_ device: String, isFinal: Bool) -> WorkoutProgress? {
+        guard var s = sessions[device], isFinal || !s.pendingSamples.isEmpty || !s.pendingRR.isEmpty else { return nil }
         var energy: Double?
         if let first = s.firstEnergyKcal, let last = s.lastEnergyKcal, last >= first, last > 0 {
             // Cumulative counters: what was spent during this workout (a counter that started
@@ -187,19 +226,24 @@ public struct LiveSessionizer: Sendable {
             energy = ((first == 0 ? last : last - first) * 10).rounded() / 10
         }
         let workout = Workout(
-            id: RecordID.derive("workout", "ble", device, String(Int(s.start.timeIntervalSince1970)), s.sport.rawValue),
-            sport: s.sport.rawValue, subSport: s.subSport, start: s.start, end: s.last,
+            id: s.id, sport: s.sport.rawValue, subSport: s.subSport, start: s.start, end: s.last,
             timerS: s.last.timeIntervalSince(s.start), distanceM: s.distanceM, energyKcal: energy,
-            avgHeartRate: heartRates.isEmpty ? nil : Int((Double(heartRates.reduce(0, +)) / Double(heartRates.count)).rounded()),
-            maxHeartRate: heartRates.max(), samples: s.samples, rrIntervals: s.rr,
+            avgHeartRate: s.heartRateCount == 0 ? nil : Int((Double(s.heartRateSum) / Double(s.heartRateCount)).rounded()),
+            maxHeartRate: s.maxHeartRate, samples: s.pendingSamples, rrIntervals: s.pendingRR,
             source: Source(driver: "ble", device: device))
-        return [.workout(workout)]
+        let piece = WorkoutProgress(workout: workout, sampleOffset: s.flushedSamples, rrOffset: s.flushedRR, isFinal: isFinal)
+        s.flushedSamples += s.pendingSamples.count
+        s.flushedRR += s.pendingRR.count
+        s.pendingSamples = []
+        s.pendingRR = []
+        sessions[device] = s
+        return piece
     }
 
     // MARK: - Point readings
 
     /// The measurements a point reading gives, or nil when the reading belongs to a stream.
-    private func pointMeasurements(_ r: LiveReading) -> [HealthModel.Measurement]? {
+    private mutating func pointMeasurements(_ r: LiveReading) -> [HealthModel.Measurement]? {
         func make(_ kind: MeasurementKind, _ value: Double?, at time: Date, extra: [String: Double] = [:],
                   key: String = "") -> HealthModel.Measurement? {
             guard let value, value.isFinite else { return nil }
@@ -213,6 +257,11 @@ public struct LiveSessionizer: Sendable {
 
         switch r.reading {
         case .batteryLevel(let b):
+            if let last = lastBattery[r.device], last.percent == b.percent,
+               r.receivedAt.timeIntervalSince(last.time) < configuration.batteryInterval {
+                return []  // unchanged since it was last recorded
+            }
+            lastBattery[r.device] = (b.percent, r.receivedAt)
             return [make(.batteryLevel, Double(b.percent), at: r.receivedAt)].compactMap { $0 }
         case .weight(let m):
             let t = time(m.timestamp)

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Synchronization
 import BLEHost
 
@@ -9,7 +10,14 @@ import BLEHost
 public actor DeviceSession {
     public struct Configuration: Sendable {
         public var address: DeviceAddress
+        /// Characteristics to subscribe to after each connection.
         public var subscriptions: [BluetoothUUID]
+        /// When false, subscribe to those of `subscriptions` the device has (at least one);
+        /// when true, a missing one fails the attempt.
+        public var requireAllSubscriptions = true
+        /// Characteristics read after subscribing (e.g. Battery Level); their values arrive on
+        /// `notifications` like notified ones. Those the device lacks are skipped.
+        public var reads: [BluetoothUUID] = []
         public var connectTimeout: Duration = .seconds(5)
         public var operationTimeout: Duration = .seconds(10)
         public var backoff = ReconnectBackoff()
@@ -74,6 +82,25 @@ public actor DeviceSession {
         notificationSink.finish()
     }
 
+    /// Discovers, subscribes and reads as configured.
+    private func subscribe(_ client: GATTClient) async throws(BLERuntimeError) {
+        let database = try await client.discover(timeout: configuration.operationTimeout)
+        let present = configuration.subscriptions.filter { !database.characteristics($0).isEmpty }
+        let wanted = configuration.requireAllSubscriptions ? configuration.subscriptions : present
+        guard !wanted.isEmpty else {
+            throw .request("the device offers none of " + configuration.subscriptions.map(\.description).joined(separator: ", "))
+        }
+        for uuid in wanted {
+            try await client.subscribe(uuid, into: notificationSink, timeout: configuration.operationTimeout)
+        }
+        for uuid in configuration.reads {
+            guard let characteristic = database.characteristics(uuid).first, characteristic.canRead else { continue }
+            let value = try await client.read(uuid, timeout: configuration.operationTimeout)
+            notificationSink.yield(GATTNotification(peer: client.peer, characteristic: uuid, valueHandle: characteristic.valueHandle,
+                                                    value: value, receivedAt: Date()))
+        }
+    }
+
     private func run() async {
         var failures = 0
         while !stopping, !Task.isCancelled {
@@ -81,10 +108,7 @@ public actor DeviceSession {
                 let client = try await runtime.connect(to: configuration.address, timeout: configuration.connectTimeout)
                 self.client = client
                 do throws(BLERuntimeError) {
-                    try await client.discover(timeout: configuration.operationTimeout)
-                    for uuid in configuration.subscriptions {
-                        try await client.subscribe(uuid, into: notificationSink, timeout: configuration.operationTimeout)
-                    }
+                    try await subscribe(client)
                 } catch {
                     _ = try? await client.disconnect()
                     self.client = nil

@@ -46,7 +46,9 @@ public actor HostRuntime {
     private var scan: ScanState?
     private var nextScanID: UInt64 = 1
     private var pendingConnect: PendingConnect?
-    private var connectWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Callers of `connect` waiting for the pending attempt to end, in order, by ticket.
+    private var connectWaiters: [(ticket: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
+    private var nextConnectTicket: UInt64 = 0
     private var isClosed = false
     private var snoop: FileHandle?
 
@@ -292,7 +294,7 @@ public actor HostRuntime {
             pendingConnect = nil
             p.done(.failure(.closed))
         }
-        for w in connectWaiters { w.resume() }
+        for w in connectWaiters { w.continuation.resume() }
         connectWaiters = []
         scan?.continuation.finish()
         scan = nil
@@ -543,7 +545,16 @@ extension HostRuntime {
         guard !isClosed else { throw .closed }
         guard controller != nil else { throw .notStarted }
         while pendingConnect != nil, !isClosed {
-            await withCheckedContinuation { connectWaiters.append($0) }
+            let ticket = nextConnectTicket
+            nextConnectTicket += 1
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { c in
+                    if Task.isCancelled { c.resume() } else { connectWaiters.append((ticket, c)) }
+                }
+            } onCancel: {
+                Task { await self.leaveConnectQueue(ticket) }
+            }
+            if Task.isCancelled { throw .cancelled }
         }
         guard !isClosed else { throw .closed }
         // Hold the slot while the create command itself is in flight.
@@ -555,31 +566,52 @@ extension HostRuntime {
             releaseConnectSlot()
             throw error
         }
-        return try await wait(timeout: timeout + .seconds(3), onTimeout: .connectTimedOut(peer)) { (once: Once<GATTClient>) in
-            guard pendingConnect != nil else { return once.resolve(.failure(.closed)) }
-            pendingConnect?.done = { once.resolve($0) }
-            pendingConnect?.timer = addTimer(after: timeout) { self.connectTimedOut() }
+        // Cancelling the calling task abandons the attempt at once (a recorder stopping while a
+        // device is away must not wait out the timeout).
+        let result: Result<GATTClient, BLERuntimeError> = await withTaskCancellationHandler {
+            do throws(BLERuntimeError) {
+                return .success(try await wait(timeout: timeout + .seconds(3), onTimeout: .connectTimedOut(peer)) { (once: Once<GATTClient>) in
+                    guard pendingConnect != nil else { return once.resolve(.failure(.closed)) }
+                    pendingConnect?.done = { once.resolve($0) }
+                    pendingConnect?.timer = addTimer(after: timeout) { self.abandonConnect(.connectTimedOut(peer)) }
+                    if Task.isCancelled { abandonConnect(.cancelled) }
+                })
+            } catch {
+                return .failure(error)
+            }
+        } onCancel: {
+            Task { await self.abandonConnect(.cancelled, peer: peer) }
         }
+        return try result.get()
     }
 
-    private func connectTimedOut() {
-        guard var p = pendingConnect, !p.cancelled else { return }
+    /// Gives up the pending connection attempt (to `peer`, when given) with `error`: the caller
+    /// gets the error now, and the controller is told to cancel.
+    private func abandonConnect(_ error: BLERuntimeError, peer: DeviceAddress? = nil) {
+        guard var p = pendingConnect, !p.cancelled, peer == nil || p.peer == peer else { return }
         p.cancelled = true
-        p.done(.failure(.connectTimedOut(p.peer)))
+        if let t = p.timer { cancelTimer(t) }
+        p.done(.failure(error))
         p.done = { _ in }
         // Free the slot if the controller never reports the cancelled attempt.
         p.timer = addTimer(after: .seconds(2)) {
             if self.pendingConnect?.cancelled == true { self.releaseConnectSlot() }
         }
         pendingConnect = p
-        log("connect to \(p.peer.text) timed out; cancelling")
+        log("connect to \(p.peer.text): \(error); cancelling")
         enqueue(.leCreateConnectionCancel)
     }
 
     private func releaseConnectSlot() {
         if let t = pendingConnect?.timer { cancelTimer(t) }
         pendingConnect = nil
-        if !connectWaiters.isEmpty { connectWaiters.removeFirst().resume() }
+        if !connectWaiters.isEmpty { connectWaiters.removeFirst().continuation.resume() }
+    }
+
+    /// A waiting caller was cancelled: it stops waiting for its turn.
+    private func leaveConnectQueue(_ ticket: UInt64) {
+        guard let index = connectWaiters.firstIndex(where: { $0.ticket == ticket }) else { return }
+        connectWaiters.remove(at: index).continuation.resume()
     }
 
     fileprivate func connectionComplete(_ cc: LEConnectionComplete) {

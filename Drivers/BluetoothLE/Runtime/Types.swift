@@ -13,6 +13,8 @@ public enum BLERuntimeError: Error, Equatable, Sendable, CustomStringConvertible
     /// A command's reply decoded to something else than expected (or did not decode).
     case unexpectedReply(HCIOpcode, String)
     case connectTimedOut(DeviceAddress)
+    /// The calling task was cancelled.
+    case cancelled
     case connectionFailed(DeviceAddress, HCIStatus)
     /// The link is down (with the reason when it is known).
     case disconnected(HCIStatus?)
@@ -35,6 +37,7 @@ public enum BLERuntimeError: Error, Equatable, Sendable, CustomStringConvertible
         case .commandQueueFull: "HCI command queue full"
         case .unexpectedReply(let op, let what): "HCI command \(op): unexpected reply \(what)"
         case .connectTimedOut(let a): "connecting to \(a) timed out"
+        case .cancelled: "cancelled"
         case .connectionFailed(let a, let s): "connecting to \(a) failed with status \(s)"
         case .disconnected(let r): "disconnected" + (r.map { " (reason \($0))" } ?? "")
         case .timedOut(let what): "\(what) timed out"

@@ -1,0 +1,333 @@
+import BLEHost
+import BLERuntime
+import DriverKit
+import Foundation
+import GATTProfiles
+import HealthModel
+import Synchronization
+
+/// The Bluetooth LE driver: finds the configured devices, keeps each one connected (reconnecting
+/// with backoff), decodes what they send and hands measurements and workout pieces to the sink
+/// in short batches (at most `flushInterval` after a reading arrived).
+///
+/// Every device has its own ``DeviceSession``; their values meet in one loop that owns the
+/// ``LiveSessionizer`` and the batch being built, so no state is shared between tasks.
+public struct BLERecorder: DeviceDriver {
+    public static let id = "ble"
+
+    public struct Configuration: Sendable {
+        /// The controller: `hci0`, `tcp:HOST:PORT`, `unix:PATH` or `serial:/dev/ttyACM0[:baud]`.
+        public var controller: TransportAddress
+        /// The devices to record (default: any heart-rate sensor).
+        public var devices: [DeviceSelector] = [.auto]
+        public var sessionizer = LiveSessionizer.Configuration()
+        /// The longest a reading waits before it is handed to the sink.
+        public var flushInterval: Duration = .milliseconds(250)
+        /// While devices are still to be found: scan this long, then pause this long.
+        public var scanWindow: Duration = .seconds(5)
+        public var scanPause: Duration = .seconds(15)
+        public var backoff = ReconnectBackoff()
+        /// Write a btsnoop capture of the controller link here.
+        public var snoopPath: String?
+        /// Called (on the recorder's loop) for every event worth telling a user or a log.
+        public var onEvent: (@Sendable (BLERecorderEvent) -> Void)?
+
+        public init(controller: TransportAddress, devices: [DeviceSelector] = [.auto]) {
+            self.controller = controller
+            self.devices = devices
+        }
+    }
+
+    public struct ConfigurationError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public let configuration: Configuration
+
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    /// From a driver table: `hci` (required), `devices` (comma-separated selectors, default
+    /// `auto`), `gap_s`, `sport`, `wheel_circumference_m`, `flush_ms`.
+    public init(config: DriverConfig) throws {
+        guard let hci = config["hci"] else { throw ConfigurationError(description: "ble: `hci` is required (e.g. hci0)") }
+        var c: Configuration
+        do { c = Configuration(controller: try TransportAddress(parsing: hci)) } catch {
+            throw ConfigurationError(description: "ble: hci: \(error)")
+        }
+        if let list = config["devices"] {
+            c.devices = try list.split(separator: ",").map { try DeviceSelector(parsing: String($0)) }
+        }
+        func number(_ key: String, in range: ClosedRange<Double>) throws -> Double? {
+            guard let text = config[key] else { return nil }
+            guard let value = Double(text), range.contains(value) else {
+                throw ConfigurationError(description: "ble: \(key) = \(text) is not a number in \(range.lowerBound)...\(range.upperBound)")
+            }
+            return value
+        }
+        if let gap = try number("gap_s", in: 1...86_400) { c.sessionizer.gap = gap }
+        if let wheel = try number("wheel_circumference_m", in: 0.5...4) { c.sessionizer.wheelCircumference = wheel }
+        if let ms = try number("flush_ms", in: 10...10_000) { c.flushInterval = .milliseconds(Int(ms)) }
+        if let sport = config["sport"] {
+            let s = Sport.normalize(sport)
+            guard s != .other || sport.lowercased() == "other" else {
+                throw ConfigurationError(description: "ble: sport '\(sport)' is not a sport HealthGate knows")
+            }
+            c.sessionizer.defaultSport = s
+        }
+        self.init(configuration: c)
+    }
+
+    /// Opens the controller, records until the task is cancelled, hands the last batch (workouts
+    /// completed) to the sink and closes the controller.
+    public func run(into sink: some RecordSink) async throws {
+        var runtimeConfiguration = HostRuntime.Configuration()
+        runtimeConfiguration.snoopPath = configuration.snoopPath
+        let runtime = try HostRuntime.open(configuration.controller, configuration: runtimeConfiguration)
+        do {
+            configuration.onEvent?(.controllerReady(try await runtime.start()))
+            try await record(with: runtime, into: sink)
+        } catch {
+            await runtime.close()
+            throw error
+        }
+        await runtime.close()
+    }
+
+    /// Records with a started runtime (which the caller owns) until the task is cancelled.
+    public func record(with runtime: HostRuntime, into sink: some RecordSink) async throws {
+        let loop = RecorderLoop(configuration: configuration, runtime: runtime, sink: sink)
+        // The loop runs apart from the caller's task so that cancelling the caller stops it in
+        // order (sessions stopped, their last values processed, final batch stored) instead of
+        // cutting it short.
+        let task = Task { try await loop.run() }
+        try await withTaskCancellationHandler {
+            try await task.value
+        } onCancel: {
+            loop.requestStop()
+        }
+    }
+
+    /// The characteristics a recorder subscribes to when a device has them.
+    public static let measurements: [UInt16] = [
+        GATTProfiles.GATTCharacteristic.heartRateMeasurement, GATTProfiles.GATTCharacteristic.cscMeasurement,
+        GATTProfiles.GATTCharacteristic.rscMeasurement, GATTProfiles.GATTCharacteristic.cyclingPowerMeasurement,
+        GATTProfiles.GATTCharacteristic.treadmillData, GATTProfiles.GATTCharacteristic.crossTrainerData,
+        GATTProfiles.GATTCharacteristic.rowerData, GATTProfiles.GATTCharacteristic.indoorBikeData,
+        GATTProfiles.GATTCharacteristic.weightMeasurement, GATTProfiles.GATTCharacteristic.bodyCompositionMeasurement,
+        GATTProfiles.GATTCharacteristic.bloodPressureMeasurement, GATTProfiles.GATTCharacteristic.temperatureMeasurement,
+        GATTProfiles.GATTCharacteristic.plxSpotCheckMeasurement, GATTProfiles.GATTCharacteristic.plxContinuousMeasurement,
+        GATTProfiles.GATTCharacteristic.glucoseMeasurement, GATTProfiles.GATTCharacteristic.batteryLevel,
+    ]
+}
+
+/// What a recorder reports while it runs.
+public enum BLERecorderEvent: Sendable {
+    case controllerReady(ControllerInfo)
+    /// A device matching a selector was found and its session started.
+    case found(address: DeviceAddress, name: String?, selector: DeviceSelector)
+    /// Connected, discovered and subscribed (`connection` counts from 1 per device).
+    case connected(address: DeviceAddress, connection: Int)
+    case disconnected(address: DeviceAddress, reason: String)
+    case retrying(address: DeviceAddress, after: Duration, reason: String?)
+    /// A value that did not decode: counted and skipped.
+    case malformed(address: DeviceAddress, characteristic: BluetoothUUID, error: String)
+    /// A batch reached the sink.
+    case stored(BLERecorderBatch)
+    /// The sink refused a batch; it is kept and offered again at the next flush.
+    case sinkFailed(String)
+    case scanFailed(String)
+    /// Recording ended; the totals.
+    case finished(BLERecorderStatistics)
+}
+
+/// What one batch held.
+public struct BLERecorderBatch: Sendable, Equatable {
+    public var measurements: Int
+    public var samples: Int
+    public var workoutsCompleted: Int
+}
+
+/// Totals of a recording.
+public struct BLERecorderStatistics: Sendable, Equatable {
+    public struct Device: Sendable, Equatable {
+        public var name: String?
+        public var connections = 0
+        public var values = 0
+        public var malformed = 0
+    }
+    public var devices: [String: Device] = [:]
+    public var values = 0
+    public var malformed = 0
+    public var batches = 0
+    public var measurements = 0
+    public var samples = 0
+    public var workoutsCompleted = 0
+    public var sinkFailures = 0
+}
+
+/// The recorder's one loop: it alone owns the sessionizer, the sessions and the batch.
+final class RecorderLoop<Sink: RecordSink>: Sendable {
+    enum Input: Sendable {
+        case found(DiscoveredDevice, DeviceSelector)
+        case value(GATTNotification)
+        case session(DeviceAddress, DeviceSession.Event)
+        case flush
+        case stop
+    }
+
+    let configuration: BLERecorder.Configuration
+    let runtime: HostRuntime
+    let sink: Sink
+    private let inputs: AsyncStream<Input>
+    private let input: AsyncStream<Input>.Continuation
+    /// Addresses the scanner should no longer report (read by the scanner task).
+    private let claimed = Mutex<Set<UInt64>>([])
+    private let wantsScan = Mutex(true)
+
+    init(configuration: BLERecorder.Configuration, runtime: HostRuntime, sink: Sink) {
+        self.configuration = configuration
+        self.runtime = runtime
+        self.sink = sink
+        (inputs, input) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
+    }
+
+    func requestStop() { input.yield(.stop) }
+
+    func run() async throws {
+        var sessionizer = LiveSessionizer(configuration: configuration.sessionizer)
+        var sessions: [UInt64: DeviceSession] = [:]
+        var matched: Set<DeviceSelector> = []
+        var forwarders: [Task<Void, Never>] = []
+        var pending = LiveBatch()
+        var statistics = BLERecorderStatistics()
+        var stopping = false
+        let emit = configuration.onEvent ?? { _ in }
+
+        let scanner = Task { await scan() }
+        let ticker = Task {
+            while !Task.isCancelled {
+                try? await dispatchSleep(configuration.flushInterval)
+                input.yield(.flush)
+            }
+        }
+
+        func flush(_ batch: LiveBatch) async {
+            pending += batch
+            guard !pending.isEmpty else { return }
+            do {
+                try await sink.emit(pending)
+                let summary = BLERecorderBatch(
+                    measurements: pending.records.count, samples: pending.workouts.reduce(0) { $0 + $1.workout.samples.count },
+                    workoutsCompleted: pending.workouts.filter(\.isFinal).count)
+                statistics.batches += 1
+                statistics.measurements += summary.measurements
+                statistics.samples += summary.samples
+                statistics.workoutsCompleted += summary.workoutsCompleted
+                pending = LiveBatch()
+                emit(.stored(summary))
+            } catch {
+                statistics.sinkFailures += 1
+                emit(.sinkFailed("\(error)"))
+            }
+        }
+
+        for await item in inputs {
+            switch item {
+            case .found(let device, let selector):
+                guard sessions[device.address.value] == nil, !stopping else { continue }
+                var c = DeviceSession.Configuration(address: device.address,
+                                                    subscriptions: BLERecorder.measurements.map(BluetoothUUID.init))
+                c.requireAllSubscriptions = false
+                c.reads = [BluetoothUUID(GATTProfiles.GATTCharacteristic.batteryLevel)]
+                c.backoff = configuration.backoff
+                let session = DeviceSession(runtime: runtime, configuration: c)
+                sessions[device.address.value] = session
+                statistics.devices[device.address.text, default: .init()].name = device.name
+                claimed.withLock { _ = $0.insert(device.address.value) }
+                matched.insert(selector)
+                let stillLooking = configuration.devices.contains { $0.isOpenEnded || !matched.contains($0) }
+                wantsScan.withLock { $0 = stillLooking }
+                emit(.found(address: device.address, name: device.name, selector: selector))
+                forwarders.append(Task { for await n in session.notifications { self.input.yield(.value(n)) } })
+                forwarders.append(Task { for await e in session.events { self.input.yield(.session(device.address, e)) } })
+                await session.start()
+
+            case .value(let n):
+                let device = n.peer.text
+                statistics.values += 1
+                statistics.devices[device, default: .init()].values += 1
+                do {
+                    guard let uuid = n.characteristic.uint16,
+                          let reading = try GATTProfileDecoder.decode(characteristic: uuid, n.value) else { continue }
+                    pending += sessionizer.receive(LiveReading(device: device, receivedAt: n.receivedAt, reading: reading))
+                } catch {
+                    statistics.malformed += 1
+                    statistics.devices[device, default: .init()].malformed += 1
+                    emit(.malformed(address: n.peer, characteristic: n.characteristic, error: "\(error)"))
+                }
+
+            case .session(let address, let event):
+                guard !stopping else { continue }  // the disconnections we asked for are no news
+                switch event {
+                case .ready(let connection):
+                    statistics.devices[address.text, default: .init()].connections = connection
+                    emit(.connected(address: address, connection: connection))
+                case .disconnected(let reason):
+                    emit(.disconnected(address: address, reason: reason.map { "\($0)" } ?? "transport closed"))
+                case .attemptFailed(let why):
+                    emit(.retrying(address: address, after: .zero, reason: why))
+                case .retrying(let after):
+                    emit(.retrying(address: address, after: after, reason: nil))
+                case .stopped:
+                    break
+                }
+
+            case .flush:
+                await flush(sessionizer.flush(now: Date()))
+
+            case .stop:
+                guard !stopping else { continue }
+                stopping = true
+                scanner.cancel()
+                ticker.cancel()
+                for session in sessions.values { await session.stop() }
+                // The sessions' streams are finished: once the forwarders drained them, every
+                // value received before the stop is in `inputs`, ahead of the end.
+                Task { [forwarders, input] in
+                    for f in forwarders { await f.value }
+                    input.finish()
+                }
+            }
+        }
+        await scanner.value
+        await ticker.value
+        await flush(sessionizer.finish())
+        emit(.finished(statistics))
+        if !pending.isEmpty {
+            throw BLERecorder.ConfigurationError(description: "the last batch could not be stored (\(pending.records.count) records, \(pending.workouts.count) workout pieces)")
+        }
+    }
+
+    /// Scans in windows while devices are still to be found, reporting each match once.
+    private func scan() async {
+        while !Task.isCancelled {
+            if wantsScan.withLock({ $0 }) {
+                do {
+                    let stream = try await runtime.scan(duration: configuration.scanWindow)
+                    for await device in stream {
+                        guard !claimed.withLock({ $0.contains(device.address.value) }), device.isConnectable,
+                              let selector = configuration.devices.first(where: { $0.matches(device) }) else { continue }
+                        claimed.withLock { _ = $0.insert(device.address.value) }
+                        input.yield(.found(device, selector))
+                    }
+                } catch {
+                    if error == .closed { return }
+                    configuration.onEvent?(.scanFailed("\(error)"))
+                }
+            }
+            try? await dispatchSleep(configuration.scanPause)
+        }
+    }
+}

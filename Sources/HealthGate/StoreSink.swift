@@ -1,0 +1,37 @@
+import DriverKit
+import Foundation
+import HealthModel
+import HealthStore
+import Synchronization
+
+/// The sink of live drivers: normalizes each batch and writes it to the store in one
+/// transaction (records with their outbox rows; workout pieces appended).
+public final class StoreSink: RecordSink {
+    public let store: HealthStore
+    public let normalizer: Normalizer
+    /// Called after each committed batch with what it held and the commit time (for
+    /// measurements of latency; nil in normal use).
+    private let onCommit: (@Sendable (LiveBatch, Date) -> Void)?
+    private let rejections = Mutex<[ValidationError]>([])
+
+    public init(store: HealthStore, normalizer: Normalizer = Normalizer(), onCommit: (@Sendable (LiveBatch, Date) -> Void)? = nil) {
+        self.store = store
+        self.normalizer = normalizer
+        self.onCommit = onCommit
+    }
+
+    public func emit(_ batch: [HealthRecord]) async throws {
+        try await emit(LiveBatch(records: batch))
+    }
+
+    public func emit(_ batch: LiveBatch) async throws {
+        let (accepted, rejected) = normalizer.normalize(batch)
+        if !rejected.isEmpty { rejections.withLock { $0 += rejected } }
+        guard !accepted.isEmpty else { return }
+        try store.write(accepted)
+        onCommit?(accepted, Date())
+    }
+
+    /// Records the normalizer refused so far (with the reason).
+    public var rejected: [ValidationError] { rejections.withLock { $0 } }
+}

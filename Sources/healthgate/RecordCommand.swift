@@ -1,0 +1,237 @@
+import ArgumentParser
+import BLEDriver
+import BLEHost
+import BLERuntime
+import Dispatch
+import Foundation
+import HealthGate
+import HealthModel
+import HealthStore
+import Synchronization
+
+struct RecordCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "record", abstract: "Record live Bluetooth LE devices into the database.",
+        discussion: """
+            Finds the devices given by --device, connects, subscribes to every standard \
+            measurement they offer and stores what they send: readings of scales, cuffs, \
+            thermometers and oximeters become measurements, a stream of heart rate, speed and \
+            cadence, power or fitness-machine data becomes a workout that ends after --gap \
+            seconds of silence. Readings reach the database within a fraction of a second (a \
+            workout grows while it is recorded). Devices that drop out are reconnected. Runs \
+            until --for elapses or Ctrl-C, then prints what it stored.
+
+            DEVICE is `auto` (any heart-rate sensor, the default), an address \
+            (AA:BB:CC:DD:EE:FF), `service:UUID` (e.g. service:1816 for speed and cadence \
+            sensors) or an advertised name (`*` and `?` are wildcards: "Polar H10*"). Repeat \
+            --device for several devices.
+            """)
+
+    @OptionGroup var controller: ControllerOptions
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var output: OutputOptions
+
+    @Option(name: .customLong("device"), help: ArgumentHelp("A device to record (repeatable; default auto).", valueName: "DEVICE"))
+    var devices: [String] = []
+
+    @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this long (default: until Ctrl-C).", valueName: "SECONDS"))
+    var seconds: Double?
+
+    @Option(help: ArgumentHelp("Silence that ends a workout.", valueName: "SECONDS"))
+    var gap: Double = 120
+
+    @Option(help: ArgumentHelp("Sport of a workout whose device does not tell (a heart-rate strap alone).", valueName: "SPORT"))
+    var sport: String = "other"
+
+    @Option(help: ArgumentHelp("Wheel circumference for speed sensors.", valueName: "METRES"))
+    var wheel: Double = 2.096
+
+    func validate() throws {
+        for d in devices { _ = try selector(d) }
+        if let seconds, !(seconds > 0) { throw ValidationError("--for must be a positive number of seconds") }
+        guard gap >= 1 else { throw ValidationError("--gap must be at least 1 second") }
+        guard (0.5...4).contains(wheel) else { throw ValidationError("--wheel must be between 0.5 and 4 metres") }
+        if Sport.normalize(sport) == .other, sport.lowercased() != "other" {
+            throw ValidationError("--sport '\(sport)' is not a sport HealthGate knows")
+        }
+    }
+
+    private func selector(_ text: String) throws -> DeviceSelector {
+        do { return try DeviceSelector(parsing: text) } catch { throw ValidationError("--device: \(error)") }
+    }
+
+    func run() async throws {
+        let store = try database.open()
+        let interrupted = try store.completeInterruptedWorkouts()
+        if !interrupted.isEmpty, !output.json {
+            Output.stderr("completed \(interrupted.count) workout(s) left in progress by an earlier recording\n")
+        }
+        var configuration = BLERecorder.Configuration(controller: try controller.address(),
+                                                      devices: try devices.isEmpty ? [.auto] : devices.map(selector))
+        configuration.sessionizer.gap = gap
+        configuration.sessionizer.defaultSport = Sport.normalize(sport)
+        configuration.sessionizer.wheelCircumference = wheel
+        configuration.snoopPath = controller.snoop
+        let log = RecordingLog(quiet: output.json)
+        configuration.onEvent = { log.event($0) }
+
+        let stored = StoredIDs()
+        let sink = StoreSink(store: store) { batch, _ in stored.add(batch) }
+        let recorder = BLERecorder(configuration: configuration)
+        let started = Date()
+        if !output.json {
+            Output.stderr("recording \(configuration.devices.map(\.description).joined(separator: ", ")) into \(database.db); "
+                          + (seconds.map { "stopping after \(Output.duration($0))" } ?? "Ctrl-C to stop") + "\n")
+        }
+        let task = Task {
+            do { try await recorder.run(into: sink) } catch {
+                throw ValidationError("\(controller.hci): \(error)")
+            }
+        }
+        let stop = StopSignals { task.cancel() }
+        if let seconds {
+            Task {
+                try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                task.cancel()
+            }
+        }
+        defer { stop.cancel() }
+        try await task.value
+        try report(store: store, stored: stored, statistics: log.statistics, since: started)
+    }
+
+    /// Prints what this run stored.
+    private func report(store: HealthStore, stored: StoredIDs, statistics: BLERecorderStatistics?, since: Date) throws {
+        let ids = stored.snapshot
+        let workouts = try store.workouts().filter { ids.workouts.contains($0.id) }
+        let measurements = try store.measurements().filter { ids.measurements.contains($0.id.description) }
+        if output.json {
+            return try Output.printJSON(RecordReport(
+                workouts: workouts,
+                measurements: measurements.map(MeasurementsCommand.MeasurementJSON.init),
+                devices: (statistics?.devices ?? [:]).map { address, d in
+                    .init(address: address, name: d.name, connections: d.connections, values: d.values, malformed: d.malformed)
+                }.sorted { $0.address < $1.address }))
+        }
+        let elapsed = Date().timeIntervalSince(since)
+        print("Recorded for \(Output.duration(elapsed)): \(workouts.count) workout(s), \(measurements.count) measurement(s)"
+              + (statistics.map { ", \($0.values) values from \($0.devices.count) device(s)" + ($0.malformed > 0 ? ", \($0.malformed) malformed" : "") } ?? "")
+              + ".")
+        if !workouts.isEmpty {
+            print("")
+            Output.printTable(["ID", "START (UTC)", "SPORT", "ACTIVE", "DIST km", "kcal", "HR avg/max", "SAMPLES", "RR", "DEVICE"],
+                              workouts.map { w in
+                [String(w.id.prefix(8)), Output.shortTime(w.start), w.sport, Output.duration(w.timerS ?? w.elapsedS),
+                 Output.number(w.distanceM, decimals: 2, scale: 0.001),
+                 w.energyKcal.map { (w.energySource == "estimated" ? "~" : "") + String(Int($0.rounded())) } ?? "-",
+                 "\(Output.int(w.avgHR))/\(Output.int(w.maxHR))", String(w.samples), String(w.rrIntervals), w.source.device ?? "-"]
+            })
+        }
+        if !measurements.isEmpty {
+            print("")
+            Output.printTable(["TIME (UTC)", "KIND", "VALUE", "UNIT", "DEVICE"], measurements.map { m in
+                [Output.shortTime(ISO8601.string(m.time)), m.kind.rawValue,
+                 Output.number(m.value, decimals: m.value == m.value.rounded() ? 0 : 2), m.unit, m.source.device ?? "-"]
+            })
+        }
+    }
+}
+
+/// `record --json`: what the run stored, in the shapes of `workouts --json` and `measurements --json`.
+struct RecordReport: Encodable {
+    struct Device: Encodable {
+        var address: String
+        var name: String?
+        var connections: Int
+        var values: Int
+        var malformed: Int
+    }
+    var workouts: [WorkoutSummary]
+    var measurements: [MeasurementsCommand.MeasurementJSON]
+    var devices: [Device]
+}
+
+extension MeasurementsCommand.MeasurementJSON {
+    init(_ m: HealthModel.Measurement) {
+        self.init(id: m.id.description, version: m.version, kind: m.kind.rawValue, time: ISO8601.string(m.time),
+                  end: m.end.map(ISO8601.string), value: m.value, unit: m.unit, extra: m.extra,
+                  source: ["driver": m.source.driver, "device": m.source.device, "file": m.source.file])
+    }
+}
+
+/// Ids of what the run stored (filled from the sink's commits).
+final class StoredIDs: Sendable {
+    private let ids = Mutex<(workouts: Set<String>, measurements: Set<String>)>(([], []))
+
+    func add(_ batch: LiveBatch) {
+        ids.withLock { ids in
+            for piece in batch.workouts { ids.workouts.insert(piece.workout.id.description) }
+            for record in batch.records {
+                if case .measurement(let m) = record { ids.measurements.insert(m.id.description) }
+            }
+        }
+    }
+
+    var snapshot: (workouts: Set<String>, measurements: Set<String>) { ids.withLock { $0 } }
+}
+
+/// Prints the recorder's events on stderr (not with --json) and keeps its final statistics.
+final class RecordingLog: Sendable {
+    private let quiet: Bool
+    private let state = Mutex<(statistics: BLERecorderStatistics?, malformed: [String: Int])>((nil, [:]))
+
+    init(quiet: Bool) { self.quiet = quiet }
+
+    var statistics: BLERecorderStatistics? { state.withLock { $0.statistics } }
+
+    func event(_ event: BLERecorderEvent) {
+        let line: String?
+        switch event {
+        case .controllerReady(let info): line = "controller \(info.address.text) ready"
+        case .found(let address, let name, let selector):
+            line = "found \(name.map { "\($0) " } ?? "")\(address.text) (\(selector))"
+        case .connected(let address, let connection):
+            line = connection == 1 ? "\(address.text): connected, recording" : "\(address.text): reconnected (connection \(connection))"
+        case .disconnected(let address, let reason): line = "\(address.text): disconnected (\(reason))"
+        case .retrying(let address, let after, let reason):
+            line = reason.map { "\(address.text): \($0)" }
+                ?? "\(address.text): reconnecting in \(Output.number(Double(after.components.seconds) + Double(after.components.attoseconds) / 1e18)) s"
+        case .malformed(let address, let characteristic, let error):
+            let count = state.withLock { s in
+                s.malformed[address.text, default: 0] += 1
+                return s.malformed[address.text, default: 0]
+            }
+            // The first few in full; then one line per hundred.
+            line = count <= 3 ? "\(address.text): malformed \(characteristic) value skipped: \(error)"
+                : count % 100 == 0 ? "\(address.text): \(count) malformed values skipped so far" : nil
+        case .sinkFailed(let why): line = "could not store a batch (will retry): \(why)"
+        case .scanFailed(let why): line = "scan failed: \(why)"
+        case .stored: line = nil
+        case .finished(let statistics):
+            state.withLock { $0.statistics = statistics }
+            line = nil
+        }
+        if let line, !quiet { Output.stderr(line + "\n") }
+    }
+}
+
+/// Runs `action` once on SIGINT or SIGTERM (instead of the default: dying), so a recording
+/// stops in order and stores its last batch.
+final class StopSignals {
+    private let sources: [any DispatchSourceSignal]
+
+    init(_ action: @escaping @Sendable () -> Void) {
+        sources = [SIGINT, SIGTERM].map { signal in
+            Foundation.signal(signal, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signal, queue: .global())
+            source.setEventHandler(handler: action)
+            source.resume()
+            return source
+        }
+    }
+
+    func cancel() {
+        for s in sources { s.cancel() }
+        for s in [SIGINT, SIGTERM] { Foundation.signal(s, SIG_DFL) }
+    }
+}

@@ -1,0 +1,223 @@
+import Foundation
+import GRDB
+import Synchronization
+import Testing
+import BLEDriver
+import BLEHost
+import BLERuntime
+import HealthGate
+import HealthModel
+import HealthStore
+import TestSupport
+
+/// A recorder writing into a fresh database, run against the emulated peer.
+final class Recording: Sendable {
+    let store: HealthStore
+    let directory: URL
+    let task: Task<Void, any Error>
+    private let log = EventLog()
+
+    final class EventLog: Sendable {
+        let events = Mutex<[BLERecorderEvent]>([])
+    }
+
+    init(_ peer: BLEPeer, devices: [DeviceSelector], gap: TimeInterval = 60) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("hg-rec-\(UUID().uuidString)")
+        store = try HealthStore(path: directory.appendingPathComponent("db.sqlite").path)
+        var c = BLERecorder.Configuration(controller: peer.h4, devices: devices)
+        c.sessionizer.gap = gap
+        c.flushInterval = .milliseconds(100)
+        c.scanWindow = .seconds(2)
+        c.scanPause = .milliseconds(500)
+        c.backoff = ReconnectBackoff(initial: .milliseconds(200), maximum: .seconds(1))
+        let log = log
+        c.onEvent = { event in log.events.withLock { $0.append(event) } }
+        let recorder = BLERecorder(configuration: c)
+        let sink = StoreSink(store: store)
+        task = Task { try await recorder.run(into: sink) }
+    }
+
+    var events: [BLERecorderEvent] { log.events.withLock { $0 } }
+
+    var statistics: BLERecorderStatistics? {
+        events.lazy.compactMap { if case .finished(let s) = $0 { s } else { nil } }.first
+    }
+
+    func connections(_ address: DeviceAddress) -> Int {
+        events.filter { if case .connected(let a, _) = $0 { a.value == address.value } else { false } }.count
+    }
+
+    /// Stops the recorder as Ctrl-C would and waits for it.
+    func stop() async throws {
+        task.cancel()
+        try await task.value
+    }
+
+    /// Polls until `condition` holds (counted in polls, so a busy machine only waits longer).
+    func wait(_ what: String, polls: Int = 500, until condition: () throws -> Bool) async throws {
+        for _ in 0..<polls {
+            if try condition() { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        if try condition() { return }
+        throw PeerError("timed out waiting for \(what); events: \(events.suffix(8))")
+    }
+
+    func count(_ sql: String, _ arguments: StatementArguments = []) throws -> Int {
+        try store.pool.read { try Int.fetchOne($0, sql: sql, arguments: arguments) ?? 0 }
+    }
+
+    /// The stored workout of a device, whole.
+    func workout(of address: DeviceAddress) throws -> Workout? {
+        let id = try store.pool.read { db in
+            try String.fetchOne(db, sql: "SELECT id FROM workouts WHERE source_device = ?", arguments: [address.text])
+        }
+        return try id.flatMap { try store.workout(id: $0) }
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+}
+
+/// The well-formed values a peripheral sent, in order, across all its links.
+func sent(_ peer: BLEPeer, _ peripheral: String) -> [[String: Any]] {
+    peer.sentLog().filter { $0["peripheral"] as? String == peripheral && $0["malformed"] is NSNull }
+}
+
+func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [String: Any] ?? [:] }
+
+@Suite(.serialized) struct RecorderTests {
+    @Test func theDatabaseHoldsExactlyTheValuesThePeerSent() async throws {
+        let peer = try BLEPeer(peripherals: ["hr", "csc"], rate: "10")
+        defer { peer.stop() }
+        let hr = try #require(peer.peripherals["hr"]).address, csc = try #require(peer.peripherals["csc"]).address
+        let r = try Recording(peer, devices: [.auto, .service(BluetoothUUID(0x1816))])
+
+        // Live writes: while recording, both workouts are in the database and growing.
+        try await r.wait("samples of both devices stored") {
+            try r.count("SELECT count(*) FROM samples s JOIN workouts w ON w.id = s.workout_id WHERE w.source_device = ?", [hr.text]) >= 15
+                && r.count("SELECT count(*) FROM samples s JOIN workouts w ON w.id = s.workout_id WHERE w.source_device = ?", [csc.text]) >= 15
+        }
+        #expect(try r.count("SELECT count(*) FROM workouts WHERE in_progress = 1") == 2)
+        #expect(try r.count("SELECT count(*) FROM outbox WHERE record_type = 'workout'") == 0)  // not complete yet
+
+        // The peer goes quiet (links down, nothing in flight), then recording stops.
+        try peer.control("stop hr")
+        try peer.control("stop csc")
+        try await r.wait("both disconnections seen") {
+            r.events.filter { if case .disconnected = $0 { true } else { false } }.count >= 2
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        try await r.stop()
+
+        #expect(try r.count("SELECT count(*) FROM workouts WHERE in_progress = 0") == 2)
+        #expect(try r.count("SELECT count(*) FROM outbox WHERE record_type = 'workout'") == 2)
+
+        // Heart rate: every bpm and every RR interval, in order; energy from the kJ counter.
+        let hrSent = sent(peer, "hr")
+        let strap = try #require(try r.workout(of: hr))
+        #expect(strap.samples.count == hrSent.count)
+        #expect(strap.samples.map(\.heartRate) == hrSent.map { fields($0)["bpm"] as? Int })
+        let rr = hrSent.flatMap { (fields($0)["rr"] as? [Int] ?? []).map { Double($0) / 1024 } }
+        #expect(strap.rrIntervals.count == rr.count)
+        #expect(zip(strap.rrIntervals, rr).allSatisfy { abs($0 - $1) < 1e-12 })
+        #expect(strap.source == Source(driver: "ble", device: hr.text))
+        let bpm = hrSent.compactMap { fields($0)["bpm"] as? Int }
+        #expect(strap.maxHeartRate == bpm.max())
+        #expect(strap.avgHeartRate == Int((Double(bpm.reduce(0, +)) / Double(bpm.count)).rounded()))
+        let kj = hrSent.compactMap { fields($0)["energy_kj"] as? Int }
+        if let first = kj.first, let last = kj.last, last > first {
+            #expect(strap.energyKcal == ((Double(first == 0 ? last : last - first) / 4.184) * 10).rounded() / 10)
+            #expect(strap.energySource == .device)
+        }
+
+        // Speed and cadence: one sample per value; distance from the wheel counter (with the
+        // 32-bit rollover the peer's script crosses), speed from the last two values.
+        let cscSent = sent(peer, "csc")
+        let bike = try #require(try r.workout(of: csc))
+        #expect(bike.sport == "cycling")
+        #expect(bike.samples.count == cscSent.count)
+        let revs = cscSent.compactMap { fields($0)["wheel_revs"] as? Int }
+        let events = cscSent.compactMap { fields($0)["wheel_event"] as? Int }
+        let turned = (revs.last! - revs.first!) & 0xFFFF_FFFF
+        #expect(abs((bike.distanceM ?? -1) - Double(turned) * 2.096) < 1e-6)
+        let dRevs = (revs[revs.count - 1] - revs[revs.count - 2]) & 0xFFFF_FFFF
+        let dTime = Double((events[events.count - 1] - events[events.count - 2]) & 0xFFFF) / 1024
+        if dTime > 0 { #expect(abs((bike.samples.last?.speedMps ?? -1) - Double(dRevs) * 2.096 / dTime) < 1e-9) }
+
+        // Battery: read on connecting (the peer's heart-rate sensor reports 87 %; its speed
+        // sensor has no Battery service).
+        let battery = try r.store.measurements(kind: .batteryLevel)
+        #expect(battery.map(\.value) == [87])
+        #expect(battery.first?.source.device == hr.text)
+        #expect(r.statistics?.malformed == 0)
+    }
+
+    @Test func aDeviceThatComesBackIsReconnectedAndItsWorkoutGoesOn() async throws {
+        let peer = try BLEPeer(peripherals: ["hr"], rate: "10")
+        defer { peer.stop() }
+        let hr = try #require(peer.peripherals["hr"]).address
+        let r = try Recording(peer, devices: [.address(hr)])
+        try await r.wait("first samples") { try r.count("SELECT count(*) FROM samples") >= 10 }
+        try peer.control("stop hr")
+        try await Task.sleep(for: .milliseconds(500))
+        try peer.control("start hr")
+        try await r.wait("reconnected") { r.connections(hr) >= 2 }
+        let before = try r.count("SELECT count(*) FROM samples")
+        try await r.wait("samples after the reconnection") { try r.count("SELECT count(*) FROM samples") >= before + 10 }
+        try peer.control("stop hr")
+        try await r.wait("disconnected again") {
+            r.events.filter { if case .disconnected = $0 { true } else { false } }.count >= 2
+        }
+        try await r.stop()
+
+        // One workout (the silence was shorter than the gap) holding every value of both links.
+        #expect(try r.count("SELECT count(*) FROM workouts") == 1)
+        let strap = try #require(try r.workout(of: hr))
+        let hrSent = sent(peer, "hr")
+        #expect(strap.samples.map(\.heartRate) == hrSent.map { fields($0)["bpm"] as? Int })
+        #expect(Set(hrSent.compactMap { $0["central"] as? String }).count == 1)  // same host address both times
+        #expect(r.statistics?.devices[hr.text]?.connections == 2)
+    }
+
+    @Test func malformedValuesAreCountedAndTheOtherDeviceKeepsRecording() async throws {
+        let peer = try BLEPeer(peripherals: ["hr", "csc"], rate: "10")
+        defer { peer.stop() }
+        let hr = try #require(peer.peripherals["hr"]).address, csc = try #require(peer.peripherals["csc"]).address
+        let r = try Recording(peer, devices: [.name("HG *")])
+        try await r.wait("both recording") { r.connections(hr) >= 1 && r.connections(csc) >= 1 }
+        try await r.wait("csc samples") {
+            try r.count("SELECT count(*) FROM samples s JOIN workouts w ON w.id = s.workout_id WHERE w.source_device = ?", [csc.text]) >= 5
+        }
+        let reply = try peer.control("malformed csc")
+        let malformed = (reply["sent"] as? [Any])?.count ?? 0
+        #expect(malformed >= 2)
+        try await Task.sleep(for: .milliseconds(500))
+        try peer.control("stop hr")
+        try peer.control("stop csc")
+        try await r.wait("both disconnected") {
+            r.events.filter { if case .disconnected = $0 { true } else { false } }.count >= 2
+        }
+        try await r.stop()
+
+        let stats = try #require(r.statistics)
+        #expect(stats.malformed == malformed)
+        #expect(stats.devices[csc.text]?.malformed == malformed && stats.devices[hr.text]?.malformed == 0)
+        #expect(r.events.contains { if case .malformed(let a, _, _) = $0 { a.value == csc.value } else { false } })
+        // Neither device lost a value: the well-formed ones before and after are all stored.
+        #expect(try #require(try r.workout(of: hr)).samples.map(\.heartRate) == sent(peer, "hr").map { fields($0)["bpm"] as? Int })
+        #expect(try #require(try r.workout(of: csc)).samples.count == sent(peer, "csc").count)
+    }
+
+    @Test func aDisconnectDuringDiscoveryIsRetriedWhileTheOtherDeviceRecords() async throws {
+        let peer = try BLEPeer(peripherals: ["hr", "csc"], rate: "10")
+        defer { peer.stop() }
+        let hr = try #require(peer.peripherals["hr"]).address, csc = try #require(peer.peripherals["csc"]).address
+        try peer.control("disconnect-during-discovery csc")
+        let r = try Recording(peer, devices: [.address(hr), .address(csc)])
+        try await r.wait("csc recording after a failed first attempt") { r.connections(csc) >= 1 }
+        #expect(r.events.contains { if case .retrying(let a, _, _) = $0 { a.value == csc.value } else { false } })
+        try await r.wait("hr samples") { try r.count("SELECT count(*) FROM samples s JOIN workouts w ON w.id = s.workout_id WHERE w.source_device = ?", [hr.text]) >= 10 }
+        try await r.stop()
+        #expect(try r.count("SELECT count(*) FROM workouts WHERE in_progress = 0") == 2)
+    }
+}
