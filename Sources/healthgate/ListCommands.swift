@@ -19,7 +19,8 @@ struct WorkoutsCommand: ParsableCommand {
         guard !workouts.isEmpty else { return print("No workouts.") }
         Output.printTable(["ID", "START (UTC)", "SPORT", "ACTIVE", "DIST km", "kcal", "HR avg/max", "LAPS", "SAMPLES", "SOURCE"],
                           workouts.map { w in
-            [String(w.id.prefix(8)), Output.shortTime(w.start), w.sport, Output.duration(w.timerS ?? w.elapsedS),
+            [String(w.id.prefix(8)), Output.shortTime(w.start), w.sport + (w.inProgress ? " (recording)" : ""),
+             Output.duration(w.timerS ?? w.elapsedS),
              Output.number(w.distanceM, decimals: 2, scale: 0.001),
              w.energyKcal.map { (w.energySource == "estimated" ? "~" : "") + String(Int($0.rounded())) } ?? "-",
              "\(Output.int(w.avgHR))/\(Output.int(w.maxHR))", String(w.laps), String(w.samples),

@@ -1,3 +1,6 @@
+import BLEHost
+import BLERuntime
+import DriverKit
 import Foundation
 import GATTProfiles
 import HealthModel
@@ -180,5 +183,54 @@ struct Assembled {
         let recorded = try levels.flatMap { level, at in s.receive(try reading(GATTCharacteristic.batteryLevel, [level], at: t0 + at)) }
         let values = recorded.compactMap { r -> Double? in if case .measurement(let m) = r { m.value } else { nil } }
         #expect(values == [80, 79, 79])  // 80 at 0; 79 when it changed at 120; 79 again 680 s later
+    }
+}
+
+@Suite struct DeviceSelectorTests {
+    func device(_ name: String?, services: [UInt16] = [], address: UInt64 = 0xC0_4E_47_00_00_01) -> DiscoveredDevice {
+        DiscoveredDevice(address: DeviceAddress(address, kind: .random), addressType: 1, name: name,
+                         serviceUUIDs: services.map(BluetoothUUID.init), rssi: -40, isConnectable: true,
+                         fromExtendedReport: false, serviceData: [], manufacturerData: [])
+    }
+
+    @Test func parsesEveryForm() throws {
+        #expect(try DeviceSelector(parsing: "auto") == .auto)
+        #expect(try DeviceSelector(parsing: " AUTO ") == .auto)
+        #expect(try DeviceSelector(parsing: "c0:4e:47:00:00:01") == .address(DeviceAddress(0xC0_4E_47_00_00_01)))
+        #expect(try DeviceSelector(parsing: "service:1816") == .service(BluetoothUUID(0x1816)))
+        #expect(try DeviceSelector(parsing: "Polar H10*") == .name("Polar H10*"))
+        #expect(throws: DeviceSelector.ParseError.self) { try DeviceSelector(parsing: "service:xyz") }
+        #expect(throws: DeviceSelector.ParseError.self) { try DeviceSelector(parsing: "  ") }
+    }
+
+    @Test func matchesByServiceAddressAndName() throws {
+        let strap = device("Polar H10 12345", services: [0x180D])
+        let bike = device("KICKR", services: [0x1826], address: 0xC0_00_00_00_00_02)
+        #expect(DeviceSelector.auto.matches(strap) && !DeviceSelector.auto.matches(bike))
+        #expect(try DeviceSelector(parsing: "service:1826").matches(bike))
+        #expect(try DeviceSelector(parsing: "C0:4E:47:00:00:01").matches(strap))  // the address type does not matter
+        #expect(try DeviceSelector(parsing: "polar h10*").matches(strap))
+        #expect(try DeviceSelector(parsing: "Polar H10 1234?").matches(strap))
+        #expect(!(try DeviceSelector(parsing: "Polar H10").matches(strap)))  // no wildcard: the whole name
+        #expect(!(try DeviceSelector(parsing: "*").matches(device(nil))))  // a nameless device has no name to match
+        #expect(DeviceSelector.glob("a*b*c", "axxbyyc") && !DeviceSelector.glob("a*b*c", "axxbyy") && DeviceSelector.glob("**", ""))
+    }
+
+    @Test func onlyWildcardsAndServicesKeepScanning() throws {
+        #expect(DeviceSelector.auto.isOpenEnded && DeviceSelector.service(BluetoothUUID(0x1816)).isOpenEnded)
+        #expect(DeviceSelector.name("HG *").isOpenEnded && !DeviceSelector.name("HG HR").isOpenEnded)
+        #expect(!(try DeviceSelector(parsing: "C0:4E:47:00:00:01").isOpenEnded))
+    }
+
+    @Test func driverTableIsValidated() throws {
+        let r = try BLERecorder(config: DriverConfig(["hci": "tcp:127.0.0.1:9000", "devices": "auto, HG *", "gap_s": "300",
+                                                      "sport": "Rowing", "flush_ms": "500", "wheel_circumference_m": "2.1"]))
+        #expect(r.configuration.devices == [.auto, .name("HG *")])
+        #expect(r.configuration.sessionizer.gap == 300 && r.configuration.sessionizer.defaultSport == .rowing)
+        #expect(r.configuration.flushInterval == .milliseconds(500) && r.configuration.sessionizer.wheelCircumference == 2.1)
+        for bad in [["devices": "auto"], ["hci": "bluetooth!"], ["hci": "hci0", "gap_s": "0"], ["hci": "hci0", "sport": "quidditch"],
+                    ["hci": "hci0", "flush_ms": "fast"], ["hci": "hci0", "devices": "service:?"]] {
+            #expect(throws: (any Error).self, "\(bad)") { try BLERecorder(config: DriverConfig(bad)) }
+        }
     }
 }

@@ -76,6 +76,20 @@ public struct DiscoveredDevice: Equatable, Sendable {
     public var fromExtendedReport: Bool
     public var serviceData: [AdvertisingData.ServiceData]
     public var manufacturerData: [AdvertisingData.ManufacturerData]
+
+    public init(address: DeviceAddress, addressType: UInt8, name: String?, serviceUUIDs: [BluetoothUUID], rssi: Int8?,
+                isConnectable: Bool, fromExtendedReport: Bool, serviceData: [AdvertisingData.ServiceData] = [],
+                manufacturerData: [AdvertisingData.ManufacturerData] = []) {
+        self.address = address
+        self.addressType = addressType
+        self.name = name
+        self.serviceUUIDs = serviceUUIDs
+        self.rssi = rssi
+        self.isConnectable = isConnectable
+        self.fromExtendedReport = fromExtendedReport
+        self.serviceData = serviceData
+        self.manufacturerData = manufacturerData
+    }
 }
 
 /// One notification or indication value.
