@@ -56,9 +56,10 @@ let package = Package(
             "HealthGate", "HealthModel", "HealthStore", "FITDriver", "BLEHost", "BLERuntime", "GATTProfiles", "BLEDriver",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], path: "Sources/healthgate"),
-        // `make bench`: decode and import throughput next to baselines measured in the same run.
+        // `make bench`: decode and import throughput, live BLE latency and CPU, next to baselines
+        // measured in the same run.
         .executableTarget(name: "healthgate-bench", dependencies: [
-            "HealthGate", "HealthStore", "FITDriver",
+            "HealthGate", "HealthStore", "HealthModel", "DriverKit", "FITDriver", "BLEDriver", "BLERuntime", "BLEHost", "TestSupport",
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ], path: "Sources/healthgate-bench"),
 
