@@ -60,7 +60,8 @@ final class Recording: Sendable {
             try await Task.sleep(for: .milliseconds(20))
         }
         if try condition() { return }
-        throw PeerError("timed out waiting for \(what); events: \(events.suffix(8))")
+        let told = events.filter { if case .stored = $0 { false } else { true } }
+        throw PeerError("timed out waiting for \(what); events other than stored batches: \(told)")
     }
 
     func count(_ sql: String, _ arguments: StatementArguments = []) throws -> Int {

@@ -17,6 +17,9 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
     private var _silent: Set<UInt16> = []
     var returns: [UInt16: [UInt8]] = [:]
     var reportCancelledConnections = false
+    /// Answer LE Create Connection with its Command Status and, right behind it, a successful
+    /// LE Connection Complete (handle 0x0042) from this peer: the fastest a controller can be.
+    var connectAtOnce: DeviceAddress?
     static let statusCommands: Set<UInt16> = [HCIOpcode.leCreateConnection.rawValue, HCIOpcode.disconnect.rawValue,
                                               HCIOpcode.leConnectionUpdate.rawValue]
 
@@ -44,6 +47,9 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
         } else {
             let params: [UInt8] = [1, bytes[1], bytes[2]] + (returns[op] ?? [0x00])
             inject([0x04, 0x0E, UInt8(params.count)] + params)
+        }
+        if op == HCIOpcode.leCreateConnection.rawValue, let peer = connectAtOnce {
+            inject(Self.connectionComplete(handle: 0x0042, peer: peer))
         }
         if op == HCIOpcode.leCreateConnectionCancel.rawValue && reportCancelledConnections {
             // What real controllers do: the cancelled attempt ends with Unknown Connection Identifier.
@@ -182,6 +188,51 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
             try await waitUntil { controller.sentOpcodes.filter { $0 == .leCreateConnection }.count == 2 }
             controller.inject(ScriptedController.connectionComplete(handle: 0x0041, peer: peer))
             #expect(try await second.handle == 0x0041)
+        }
+        await host.close()
+    }
+
+    /// The connection may complete before `connect` is back from sending the create command (the
+    /// runtime handles the event in between): the caller still gets its link.
+    @Test func aConnectionCompleteRightBehindTheCommandStatusIsNotLost() async throws {
+        let controller = ScriptedController()
+        controller.connectAtOnce = peer
+        let host = makeHost(controller)
+        let peer = self.peer
+        try await withTimeout(.seconds(60)) {
+            try await host.start()
+            for _ in 0..<20 {
+                let client = try await host.connect(to: peer, timeout: .seconds(30))
+                #expect(client.handle == 0x0042)
+                controller.inject([0x04, 0x05, 4, 0x00, 0x42, 0x00, 0x13])  // and down again
+                _ = try await client.disconnected(timeout: .seconds(5))
+            }
+        }
+        await host.close()
+    }
+
+    /// Cancelling callers of `connect`: the one whose create is pending and the one waiting for
+    /// its turn both end at once with `cancelled`, long before their timeouts.
+    @Test func cancelledConnectsEndAtOnce() async throws {
+        let controller = ScriptedController()
+        controller.reportCancelledConnections = true
+        let host = makeHost(controller)
+        let peer = self.peer
+        try await withTimeout(.seconds(60)) {
+            try await host.start()
+            let first = Task { () -> BLERuntimeError? in
+                do throws(BLERuntimeError) { _ = try await host.connect(to: peer, timeout: .seconds(60)); return nil } catch { return error }
+            }
+            try await waitUntil { controller.sentOpcodes.contains(.leCreateConnection) }
+            let second = Task { () -> BLERuntimeError? in
+                do throws(BLERuntimeError) { _ = try await host.connect(to: peer, timeout: .seconds(60)); return nil } catch { return error }
+            }
+            try await Task.sleep(for: .milliseconds(50))
+            second.cancel()
+            #expect(await second.value == .cancelled)
+            first.cancel()
+            #expect(await first.value == .cancelled)
+            try await waitUntil { controller.sentOpcodes.contains(.leCreateConnectionCancel) }
         }
         await host.close()
     }

@@ -472,6 +472,29 @@ struct PendingConnect {
     var done: (Result<GATTClient, BLERuntimeError>) -> Void
     var cancelled = false
     var timer: UInt64?
+    var attempt: ConnectAttempt?
+}
+
+/// The outcome of one connection attempt. The controller may report the connection before the
+/// caller is back from sending LE Create Connection (the actor runs the event in between), so
+/// an early result waits here for the caller. Used only on the runtime actor.
+final class ConnectAttempt: @unchecked Sendable {
+    private var result: Result<GATTClient, BLERuntimeError>?
+    private var once: Once<GATTClient>?
+
+    func finish(_ r: Result<GATTClient, BLERuntimeError>) {
+        if let once { once.resolve(r) } else if result == nil { result = r }
+    }
+
+    /// Hands the outcome to `once` now if it is known, else when it is; true if it was known.
+    func await(_ once: Once<GATTClient>) -> Bool {
+        if let result {
+            once.resolve(result)
+            return true
+        }
+        self.once = once
+        return false
+    }
 }
 
 extension HostRuntime {
@@ -558,7 +581,8 @@ extension HostRuntime {
         }
         guard !isClosed else { throw .closed }
         // Hold the slot while the create command itself is in flight.
-        pendingConnect = PendingConnect(peer: peer, done: { _ in })
+        let attempt = ConnectAttempt()
+        pendingConnect = PendingConnect(peer: peer, done: { attempt.finish($0) }, attempt: attempt)
         do {
             try await started(.leCreateConnection(LECreateConnectionParameters(peer: peer, scanInterval: 0x0030, scanWindow: 0x0030,
                                                                                 ownAddressType: 1, connection: parameters)))
@@ -571,8 +595,8 @@ extension HostRuntime {
         let result: Result<GATTClient, BLERuntimeError> = await withTaskCancellationHandler {
             do throws(BLERuntimeError) {
                 return .success(try await wait(timeout: timeout + .seconds(3), onTimeout: .connectTimedOut(peer)) { (once: Once<GATTClient>) in
-                    guard pendingConnect != nil else { return once.resolve(.failure(.closed)) }
-                    pendingConnect?.done = { once.resolve($0) }
+                    if attempt.await(once) { return }
+                    guard pendingConnect?.attempt === attempt, pendingConnect?.cancelled == false else { return }
                     pendingConnect?.timer = addTimer(after: timeout) { self.abandonConnect(.connectTimedOut(peer)) }
                     if Task.isCancelled { abandonConnect(.cancelled) }
                 })
