@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime
 import json
 import logging
 import math
@@ -101,6 +102,157 @@ def encode_ftms_bike(s: dict) -> bytes:
     return struct.pack("<H", flags) + bytes(out)
 
 
+# ----- IEEE 11073-20601 numbers and the Date Time structure (used by the health profiles) -----
+SFLOAT_NAN, FLOAT_NAN = 0x07FF, 0x007FFFFF
+
+
+def _ieee11073(value: float | None, mantissa_max: int, exp_min: int, exp_max: int) -> tuple[int, int]:
+    """(mantissa, exponent) with value == mantissa * 10**exponent, exactly if the value has few
+    enough digits, else as precisely as the mantissa allows. Mantissas stay clear of the ranges
+    reserved for NaN, NRes and +/-INF (|m| <= max - 2)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        raise ValueError("NaN")
+    v = float(value)
+    limit = mantissa_max - 2
+    for e in range(0, exp_min - 1, -1):  # the shortest exact form, preferring exponent 0
+        m = round(v / 10.0 ** e)
+        if abs(m) <= limit and abs(m * 10.0 ** e - v) <= 1e-9 * max(1.0, abs(v)):
+            return m, e
+    for e in range(exp_min, exp_max + 1):  # not exact: the most precise form that fits
+        m = round(v / 10.0 ** e)
+        if abs(m) <= limit:
+            return m, e
+    raise ValueError(f"{value} does not fit")
+
+
+def sfloat16(value: float | None) -> bytes:
+    """IEEE-11073 16-bit SFLOAT: 4-bit signed exponent (high nibble), 12-bit signed mantissa.
+    None gives NaN (0x07FF)."""
+    if value is None:
+        return struct.pack("<H", SFLOAT_NAN)
+    m, e = _ieee11073(value, 0x7FF, -8, 7)
+    return struct.pack("<H", ((e & 0x0F) << 12) | (m & 0x0FFF))
+
+
+def float32(value: float | None) -> bytes:
+    """IEEE-11073 32-bit FLOAT: 8-bit signed exponent (high byte), 24-bit signed mantissa.
+    None gives NaN (0x007FFFFF)."""
+    if value is None:
+        return struct.pack("<I", FLOAT_NAN)
+    m, e = _ieee11073(value, 0x7FFFFF, -128, 127)
+    return struct.pack("<I", ((e & 0xFF) << 24) | (m & 0xFFFFFF))
+
+
+def date_time(stamp: str) -> bytes:
+    """Date Time (0x2A08): year uint16, month, day, hours, minutes, seconds (7 bytes), from
+    an ISO 8601 local date-time string ("2026-11-01T07:00:00")."""
+    d = datetime.datetime.fromisoformat(stamp)
+    return struct.pack("<HBBBBB", d.year, d.month, d.day, d.hour, d.minute, d.second)
+
+
+def encode_rsc(s: dict) -> bytes:
+    """RSC Measurement (0x2A53): flags, speed uint16 (1/256 m/s), cadence uint8 (1/min),
+    stride length uint16 (1/100 m, flag bit 0), total distance uint32 (1/10 m, bit 1);
+    bit 2 set = running, clear = walking."""
+    flags = 0x04 if s.get("running", True) else 0
+    out = bytearray(struct.pack("<HB", int(round(float(s["speed_mps"]) * 256)), int(s["cadence_spm"])))
+    if s.get("stride_m") is not None:
+        flags |= 0x01
+        out += struct.pack("<H", int(round(float(s["stride_m"]) * 100)))
+    if s.get("distance_m") is not None:
+        flags |= 0x02
+        out += struct.pack("<I", int(round(float(s["distance_m"]) * 10)) & 0xFFFFFFFF)
+    return bytes([flags]) + bytes(out)
+
+
+def encode_power(s: dict) -> bytes:
+    """Cycling Power Measurement (0x2A63): flags uint16, instantaneous power sint16 (W),
+    pedal power balance uint8 (1/2 %, flag bits 0 and 1: present, left-pedal reference),
+    crank revolution data (flag bit 5: uint16 revolutions, uint16 last event 1/1024 s)."""
+    flags = 0
+    out = bytearray(struct.pack("<h", int(s["power_w"])))
+    if s.get("balance_pct") is not None:
+        flags |= 0x0003
+        out += struct.pack("<B", int(round(float(s["balance_pct"]) * 2)))
+    if s.get("crank_revs") is not None:
+        flags |= 0x0020
+        out += struct.pack("<HH", int(s["crank_revs"]) & 0xFFFF, int(s["crank_event"]) & 0xFFFF)
+    return struct.pack("<H", flags) + bytes(out)
+
+
+def encode_scale(s: dict) -> bytes:
+    """Weight Measurement (0x2A9D): flags, weight uint16 (SI: 0.005 kg; imperial, flag bit 0:
+    0.01 lb), Date Time (bit 1), user id uint8 (bit 2), BMI uint16 (0.1 kg/m2) + height uint16
+    (SI: 0.001 m, imperial: 0.1 in) (bit 3)."""
+    imperial = s.get("weight_lb") is not None
+    flags = 0x01 if imperial else 0
+    if imperial:
+        out = bytearray(struct.pack("<H", int(round(float(s["weight_lb"]) * 100))))
+    else:
+        out = bytearray(struct.pack("<H", int(round(float(s["weight_kg"]) * 200))))
+    if s.get("timestamp") is not None:
+        flags |= 0x02
+        out += date_time(s["timestamp"])
+    if s.get("user_id") is not None:
+        flags |= 0x04
+        out += struct.pack("<B", int(s["user_id"]))
+    if s.get("bmi") is not None:
+        flags |= 0x08
+        height = (int(round(float(s["height_in"]) * 10)) if imperial
+                  else int(round(float(s["height_m"]) * 1000)))
+        out += struct.pack("<HH", int(round(float(s["bmi"]) * 10)), height)
+    return bytes([flags]) + bytes(out)
+
+
+def encode_bp(s: dict) -> bytes:
+    """Blood Pressure Measurement (0x2A35): flags, systolic, diastolic, mean arterial pressure
+    (SFLOAT, mmHg or kPa: flag bit 0), Date Time (bit 1), pulse rate SFLOAT (bit 2), user id uint8
+    (bit 3), measurement status uint16 (bit 4)."""
+    unit = s.get("unit", "mmHg")
+    if unit not in ("mmHg", "kPa"):
+        raise ValueError(f"unit {unit!r}")
+    flags = 0x01 if unit == "kPa" else 0
+    out = bytearray(sfloat16(s["systolic"]) + sfloat16(s["diastolic"]) + sfloat16(s["map"]))
+    if s.get("timestamp") is not None:
+        flags |= 0x02
+        out += date_time(s["timestamp"])
+    if s.get("pulse_bpm") is not None:
+        flags |= 0x04
+        out += sfloat16(s["pulse_bpm"])
+    if s.get("user_id") is not None:
+        flags |= 0x08
+        out += struct.pack("<B", int(s["user_id"]))
+    if s.get("status") is not None:
+        flags |= 0x10
+        out += struct.pack("<H", int(s["status"]))
+    return bytes([flags]) + bytes(out)
+
+
+def encode_thermometer(s: dict) -> bytes:
+    """Temperature Measurement (0x2A1C): flags, temperature FLOAT (Celsius, or Fahrenheit with
+    flag bit 0), Date Time (bit 1), temperature type uint8 (bit 2)."""
+    fahrenheit = s.get("temperature_f") is not None
+    flags = 0x01 if fahrenheit else 0
+    out = bytearray(float32(s["temperature_f"] if fahrenheit else s["temperature_c"]))
+    if s.get("timestamp") is not None:
+        flags |= 0x02
+        out += date_time(s["timestamp"])
+    if s.get("type") is not None:
+        flags |= 0x04
+        out += struct.pack("<B", int(s["type"]))
+    return bytes([flags]) + bytes(out)
+
+
+def encode_plx(s: dict) -> bytes:
+    """PLX Continuous Measurement (0x2A5F): flags 0 (only the normal SpO2PR field), SpO2 (%)
+    and pulse rate (1/min), both SFLOAT."""
+    return bytes([0]) + sfloat16(s["spo2_pct"]) + sfloat16(s["pulse_bpm"])
+
+
+# Date-time of sample 0 in the seeded scripts that carry time stamps (sample i: plus i minutes)
+SCRIPT_EPOCH = datetime.datetime(2026, 11, 1, 7, 0, 0)
+
+
 class SeededScript:
     """Deterministic infinite sample sequence per peripheral (random.Random seeded by a string,
     which is stable across runs and Python processes)."""
@@ -119,6 +271,19 @@ class SeededScript:
         self.wheel_event_t = self.t
         self.crank_event_t = self.t
         self.circumference_m = 2.105
+        # RSC, power, thermometer and PLX state (random walks; no draws here, so adding a kind
+        # never changes another kind's sequence)
+        self.run_speed = 3.4
+        self.distance_dm = 0.0
+        self.power = 180.0
+        self.temp_c = 36.8
+        self.spo2 = 97
+        self.pulse = 68
+        self.users: dict[int, tuple[float, float]] = {}  # scale: user id -> (usual kg, height m)
+
+    def timestamp(self, i: int) -> str:
+        """Date-time of sample i: SCRIPT_EPOCH plus i minutes (local time, no zone)."""
+        return (SCRIPT_EPOCH + datetime.timedelta(minutes=i)).isoformat()
 
     def next(self) -> dict:
         i = self.i
@@ -158,6 +323,64 @@ class SeededScript:
                     "cadence_rpm": round(r.uniform(70, 100) * 2) / 2,
                     "power_w": r.randint(90, 320),
                     "heart_rate": r.randint(95, 175)}
+        if self.kind == "rsc":
+            if i % 10 == 9:  # a short walk break
+                running, speed, cadence = False, r.uniform(2.5, 2.75), r.randint(120, 135)
+            else:
+                self.run_speed = min(4.5, max(2.8, self.run_speed + r.uniform(-0.2, 0.2)))
+                running, speed = True, self.run_speed
+                cadence = int(round(150 + (speed - 2.8) / 1.7 * 35 + r.uniform(-3, 3)))
+            speed = round(speed * 256) / 256  # what the 1/256 m/s field carries
+            self.distance_dm += speed * 10  # one second of sensor time per sample
+            return {"speed_mps": speed, "cadence_spm": cadence,
+                    "stride_m": round(speed * 60 / cadence, 2) if i % 4 != 3 else None,
+                    "distance_m": math.floor(self.distance_dm) / 10 if i % 6 != 5 else None,
+                    "running": running}
+        if self.kind == "power":
+            self.power = min(300.0, max(100.0, self.power + r.uniform(-15, 15)))
+            cadence = r.uniform(75, 100)
+            c0 = self.crank_pos
+            c1 = c0 + cadence / 60.0  # one second of sensor time per sample
+            if math.floor(c1) > math.floor(c0):
+                self.crank_event_t = self.t + (math.floor(c1) - c0) / (c1 - c0)
+            self.t, self.crank_pos = self.t + 1.0, c1
+            balance = round(r.uniform(47, 53) * 2) / 2
+            return {"power_w": int(round(self.power)),
+                    "balance_pct": balance if i % 2 == 0 else None,
+                    "crank_revs": int(math.floor(c1)) & 0xFFFF,
+                    "crank_event": int(round(self.crank_event_t * 1024)) & 0xFFFF}
+        if self.kind == "scale":
+            if not self.users:
+                self.users = {1: (r.uniform(74, 86), round(r.uniform(1.72, 1.90), 3)),
+                              2: (r.uniform(61, 70), round(r.uniform(1.58, 1.72), 3))}
+            user = 2 if i % 3 == 2 else 1
+            usual, height = self.users[user]
+            kg = min(90.0, max(60.0, usual + r.uniform(-0.4, 0.4)))
+            kg = round(round(kg * 200) / 200, 3)  # what the 0.005 kg field carries
+            known = i % 5 != 4  # every 5th weighing: the scale does not know who stood on it
+            return {"weight_kg": kg, "timestamp": self.timestamp(i) if i % 4 != 3 else None,
+                    "user_id": user if known else None,
+                    "bmi": round(kg / height ** 2, 1) if known else None,
+                    "height_m": height if known else None}
+        if self.kind == "bp":
+            systolic = r.randint(105, 140)
+            diastolic = r.randint(65, min(90, systolic - 30))
+            pulse = r.randint(55, 90)
+            status = 0x0004 if i % 11 == 10 else 0x0001 if i % 13 == 12 else 0  # irregular pulse / body movement
+            return {"systolic": systolic, "diastolic": diastolic,
+                    "map": round((systolic + 2 * diastolic) / 3, 1), "unit": "mmHg",
+                    "timestamp": self.timestamp(i) if i % 4 != 3 else None,
+                    "pulse_bpm": pulse if i % 5 != 4 else None,
+                    "user_id": 1 if i % 3 != 2 else None, "status": status}
+        if self.kind == "thermometer":
+            self.temp_c = min(37.5, max(36.1, self.temp_c + r.uniform(-0.15, 0.15)))
+            return {"temperature_c": round(self.temp_c, 2),
+                    "timestamp": self.timestamp(i) if i % 4 != 3 else None,
+                    "type": (2, 6, 9)[i % 3] if i % 5 != 4 else None}  # body, mouth, tympanum
+        if self.kind == "plx":
+            self.spo2 = min(100, max(94, self.spo2 + r.choice((-1, 0, 0, 1))))
+            self.pulse = min(90, max(55, self.pulse + r.randint(-3, 3)))
+            return {"spo2_pct": self.spo2, "pulse_bpm": self.pulse}
         raise ValueError(self.kind)
 
 
@@ -378,8 +601,25 @@ KINDS = {
     "hr": ("HG HR", [0x180D, 0x180F, 0x180A], (0x180D, 0x2A37)),
     "csc": ("HG CSC", [0x1816, 0x180A], (0x1816, 0x2A5B)),
     "ftms-bike": ("HG Bike", [0x1826, 0x180A], (0x1826, 0x2AD2)),
+    "rsc": ("HG RSC", [0x1814, 0x180F, 0x180A], (0x1814, 0x2A53)),
+    "power": ("HG Power", [0x1818, 0x180F, 0x180A], (0x1818, 0x2A63)),
+    "scale": ("HG Scale", [0x181D, 0x180F, 0x180A], (0x181D, 0x2A9D)),
+    "bp": ("HG BP", [0x1810, 0x180F, 0x180A], (0x1810, 0x2A35)),
+    "thermometer": ("HG Thermo", [0x1809, 0x180F, 0x180A], (0x1809, 0x2A1C)),
+    "plx": ("HG PLX", [0x1822, 0x180F, 0x180A], (0x1822, 0x2A5F)),
 }
-ENCODERS: dict[str, Callable[[dict], bytes]] = {"hr": encode_hr, "csc": encode_csc, "ftms-bike": encode_ftms_bike}
+# Kinds whose measurement is indicated (the host confirms each value) rather than notified.
+INDICATING = {"scale", "bp", "thermometer"}
+ENCODERS: dict[str, Callable[[dict], bytes]] = {
+    "hr": encode_hr, "csc": encode_csc, "ftms-bike": encode_ftms_bike, "rsc": encode_rsc,
+    "power": encode_power, "scale": encode_scale, "bp": encode_bp, "thermometer": encode_thermometer,
+    "plx": encode_plx}
+# Values of the read-only characteristics of the newer kinds (checked by the smoke tests)
+RSC_FEATURE = 0x0007          # stride length, total distance, walking/running status
+POWER_FEATURE = 0x00000009    # pedal power balance, crank revolution data
+SCALE_FEATURE = 0x01BF        # time stamp, multiple users, BMI; weight 0.005 kg (7), height 0.001 m (3)
+BP_FEATURE = 0x0005           # body movement detection, irregular pulse detection
+BATTERY_LEVEL = 87
 
 # Malformed notifications per kind: (description, bytes)
 MALFORMED = {
@@ -393,11 +633,43 @@ MALFORMED = {
     "ftms-bike": [("empty", b""),
                   ("truncated: one flags byte", bytes([0x44])),
                   ("wrong flags: cadence+power+HR flagged, only speed present", struct.pack("<HH", 0x0244, 2500))],
+    "rsc": [("empty", b""),
+            ("truncated: speed without cadence", bytes([0x04]) + struct.pack("<H", 870)),
+            ("wrong flags: stride+distance flagged, distance missing",
+             bytes([0x07]) + struct.pack("<HBH", 870, 170, 120))],
+    "power": [("empty", b""),
+              ("truncated: one flags byte", bytes([0x20])),
+              ("wrong flags: crank flagged, crank data cut short", struct.pack("<Hh", 0x0020, 200) + bytes([0x10, 0x00]))],
+    "scale": [("empty", b""),
+              ("truncated: weight with one byte", bytes([0x00, 0x10])),
+              ("wrong flags: time stamp+user flagged, time stamp cut short",
+               bytes([0x06]) + struct.pack("<H", 15000) + struct.pack("<HB", 2026, 11))],
+    "bp": [("empty", b""),
+           ("truncated: systolic only", bytes([0x00]) + sfloat16(120)),
+           ("wrong flags: time stamp+pulse flagged, pulse missing",
+            bytes([0x06]) + sfloat16(120) + sfloat16(80) + sfloat16(93.3) + date_time("2026-11-01T07:00:00"))],
+    "thermometer": [("empty", b""),
+                    ("truncated: 3-byte FLOAT", bytes([0x00, 0x70, 0x0E, 0x00])),
+                    ("wrong flags: time stamp+type flagged, type missing",
+                     bytes([0x06]) + float32(36.8) + date_time("2026-11-01T07:00:00"))],
+    "plx": [("empty", b""),
+            ("truncated: SpO2 without pulse rate", bytes([0x00]) + sfloat16(97)),
+            ("wrong flags: fast+slow fields flagged, only the normal one present",
+             bytes([0x03]) + sfloat16(97) + sfloat16(68))],
 }
 
 
 def adv_structure(ad_type: int, payload: bytes) -> bytes:
     return bytes([len(payload) + 1, ad_type]) + payload
+
+
+class Link:
+    """Per-connection state of an indicating peripheral: ATT allows one indication in flight per
+    bearer, so sends are serialised by `lock`; `gone` is set when the link drops."""
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.gone = asyncio.Event()
 
 
 @dataclass
@@ -422,6 +694,13 @@ class Peripheral:
     ddd_fired: int = 0
     task: asyncio.Task | None = None
     energy_reset: int = 0
+    links: dict = field(default_factory=dict)  # connection -> Link (indicating kinds)
+    indications_confirmed: int = 0
+    indication_timeouts: int = 0
+
+    @property
+    def indicate(self) -> bool:
+        return self.kind in INDICATING
 
     def advertising_data(self) -> bytes:
         uuids = KINDS[self.kind][1]
@@ -445,6 +724,7 @@ class Peer:
         self.h4: H4Server | None = None
         self.stop_event = asyncio.Event()
         self.unix_paths: list[str] = []
+        self.tasks: set[asyncio.Task] = set()  # indications waiting for their confirmation
         self.started = time.monotonic()
 
     # ----- set-up -----
@@ -492,7 +772,8 @@ class Peer:
             "peripherals": [
                 {"id": p.id, "kind": p.kind, "name": p.name, "address": str(p.address),
                  "address_type": "random", "services": [f"{u:04X}" for u in KINDS[p.kind][1]],
-                 "measurement": {"service": f"{p.service_uuid:04X}", "characteristic": f"{p.char_uuid:04X}"},
+                 "measurement": {"service": f"{p.service_uuid:04X}", "characteristic": f"{p.char_uuid:04X}",
+                                 **({"indicate": True} if p.indicate else {})},
                  "rate_hz": p.rate}
                 for p in self.peripherals.values()],
             "startup_s": round(time.monotonic() - self.started, 3),
@@ -530,8 +811,15 @@ class Peer:
                                        model_number=f"HG-{p.kind.upper()}", serial_number=serial,
                                        firmware_revision="1.0.0", software_revision="ble_peer/1")
         p.service_uuid, p.char_uuid = KINDS[p.kind][2]
-        p.measurement = gatt.Characteristic(gatt.UUID.from_16_bits(p.char_uuid), notify,
+        indicate = gatt.Characteristic.Properties.INDICATE
+        p.measurement = gatt.Characteristic(gatt.UUID.from_16_bits(p.char_uuid), indicate if p.indicate else notify,
                                             gatt.Characteristic.Permissions(0), b"")
+
+        def readable(uuid16: int, value: bytes) -> gatt.Characteristic:
+            return gatt.Characteristic(gatt.UUID.from_16_bits(uuid16), read, gatt.Characteristic.READABLE, value)
+
+        def battery() -> BatteryService:
+            return BatteryService(lambda _connection: BATTERY_LEVEL)
         if p.kind == "hr":
             def on_control_point(connection, value: bytes) -> None:
                 if value[:1] == b"\x01":
@@ -558,6 +846,50 @@ class Peer:
                                         bytes([12])),  # sensor location: rear wheel
                 ]),
                 dis,
+            ]
+        elif p.kind == "rsc":
+            services = [
+                gatt.Service(gatt.UUID.from_16_bits(0x1814), [
+                    p.measurement,
+                    readable(0x2A54, struct.pack("<H", RSC_FEATURE)),
+                    readable(0x2A5D, bytes([2])),  # sensor location: in shoe
+                ]),
+                battery(), dis,
+            ]
+        elif p.kind == "power":
+            services = [
+                gatt.Service(gatt.UUID.from_16_bits(0x1818), [
+                    p.measurement,
+                    readable(0x2A65, struct.pack("<I", POWER_FEATURE)),
+                    readable(0x2A5D, bytes([5])),  # sensor location: left crank
+                ]),
+                battery(), dis,
+            ]
+        elif p.kind == "scale":
+            services = [
+                gatt.Service(gatt.UUID.from_16_bits(0x181D), [
+                    readable(0x2A9E, struct.pack("<I", SCALE_FEATURE)),
+                    p.measurement,
+                ]),
+                battery(), dis,
+            ]
+        elif p.kind == "bp":
+            services = [
+                gatt.Service(gatt.UUID.from_16_bits(0x1810), [
+                    p.measurement,
+                    readable(0x2A49, struct.pack("<H", BP_FEATURE)),
+                ]),
+                battery(), dis,
+            ]
+        elif p.kind == "thermometer":
+            services = [gatt.Service(gatt.UUID.from_16_bits(0x1809), [p.measurement]), battery(), dis]
+        elif p.kind == "plx":
+            services = [
+                gatt.Service(gatt.UUID.from_16_bits(0x1822), [
+                    readable(0x2A60, struct.pack("<H", 0x0000)),  # no optional features
+                    p.measurement,
+                ]),
+                battery(), dis,
             ]
         else:  # ftms-bike
             features = (1 << 1) | (1 << 10) | (1 << 14)  # cadence, heart rate, power measurement
@@ -588,8 +920,13 @@ class Peer:
 
         def on_connection(connection) -> None:
             p.connections_total += 1
-            connection.on(connection.EVENT_DISCONNECTION,
-                          lambda _reason: asyncio.get_running_loop().create_task(self._readvertise(p)))
+
+            def on_disconnection(_reason) -> None:
+                link = p.links.pop(connection, None)
+                if link:
+                    link.gone.set()  # ends a wait for a confirmation that cannot come
+                asyncio.get_running_loop().create_task(self._readvertise(p))
+            connection.on(connection.EVENT_DISCONNECTION, on_disconnection)
         device.on(device.EVENT_CONNECTION, on_connection)
 
         await device.power_on()
@@ -612,13 +949,29 @@ class Peer:
 
     # ----- notifications -----
     def _subscribed(self, p: Peripheral) -> list:
+        """Links whose CCCD enables what the measurement does: bit 0 (notifications) or, for the
+        indicating kinds, bit 1 (indications)."""
         server = p.device.gatt_server
+        bit = 0x02 if p.indicate else 0x01
         out = []
         for conn in list(p.device.connections.values()):
             cccd = server.subscribers.get(conn, {}).get(p.measurement.handle)
-            if cccd and len(cccd) == 2 and cccd[0] & 0x01:
+            if cccd and len(cccd) == 2 and cccd[0] & bit:
                 out.append(conn)
         return out
+
+    def _link(self, p: Peripheral, conn) -> Link:
+        link = p.links.get(conn)
+        if link is None:
+            link = p.links[conn] = Link()
+        return link
+
+    def _ready(self, p: Peripheral) -> list:
+        """Subscribed links that can take a value now: for indications, those with none in flight."""
+        conns = self._subscribed(p)
+        if p.indicate:
+            conns = [c for c in conns if not self._link(p, c).lock.locked()]
+        return conns
 
     async def _notify_loop(self, p: Peripheral) -> None:
         period = 1.0 / p.rate
@@ -629,7 +982,7 @@ class Peer:
             next_t += period
             if next_t < loop.time():  # fell behind: do not burst
                 next_t = loop.time() + period
-            conns = self._subscribed(p)
+            conns = self._ready(p)
             if not conns:
                 continue
             sample = p.script.next()
@@ -640,12 +993,64 @@ class Peer:
             else:
                 value, fields = ENCODERS[p.kind](sample), sample
             for conn in conns:
-                await self._send(p, conn, value, seq=seq, fields=fields)
+                if p.indicate:
+                    # take the link now (so the next tick skips it until the host confirms) and
+                    # wait for the confirmation in a task: a slow host must not stall the others
+                    link = self._link(p, conn)
+                    await link.lock.acquire()
+                    task = loop.create_task(self._indicate_locked(p, conn, link, value, seq, fields))
+                    self.tasks.add(task)  # keep a reference until it is done
+                    task.add_done_callback(self.tasks.discard)
+                else:
+                    await self._send(p, conn, value, seq=seq, fields=fields)
+
+    async def _indicate_locked(self, p: Peripheral, conn, link: Link, value: bytes, seq: int | None,
+                               fields: dict | None) -> None:
+        try:
+            await self._send(p, conn, value, seq=seq, fields=fields)
+        finally:
+            link.lock.release()
 
     async def _send(self, p: Peripheral, conn, value: bytes, seq: int | None, fields: dict | None,
                     malformed: str | None = None) -> None:
+        """Notify (or indicate and wait for the confirmation) one value on one link and log it.
+        Indications are logged when they go out, before the confirmation."""
         value = value[: conn.att_mtu - 3]  # what actually goes on the air
+        if p.indicate:
+            link = p.links.get(conn)
+            if link is None or link.gone.is_set():  # dropped meanwhile: nothing goes out
+                return
+            self._count_and_log(p, conn, value, seq, fields, malformed)
+            await self._indicate(p, conn, link, value)
+            return
         await p.device.notify_subscriber(conn, p.measurement, value, force=True)
+        self._count_and_log(p, conn, value, seq, fields, malformed)
+
+    async def _indicate(self, p: Peripheral, conn, link: Link, value: bytes) -> None:
+        """Send one indication and wait for the host's Handle Value Confirmation, at most
+        --indication-timeout seconds; after a timeout the link is dropped (reason 0x13), since
+        ATT allows nothing more on a bearer whose transaction timed out."""
+        indication = asyncio.ensure_future(p.device.indicate_subscriber(conn, p.measurement, value, force=True))
+        gone = asyncio.ensure_future(link.gone.wait())
+        try:
+            done, _ = await asyncio.wait({indication, gone}, timeout=self.args.indication_timeout,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+        if indication in done and indication.exception() is None:
+            p.indications_confirmed += 1
+            return
+        if not indication.done():
+            indication.cancel()
+        if link.gone.is_set():
+            log.info("%s: link dropped with an indication unconfirmed", p.id)
+            return
+        p.indication_timeouts += 1
+        log.info("%s: no confirmation within %.1f s, dropping the link", p.id, self.args.indication_timeout)
+        await self._disconnect(p, conn)
+
+    def _count_and_log(self, p: Peripheral, conn, value: bytes, seq: int | None, fields: dict | None,
+                       malformed: str | None) -> None:
         if malformed is None:
             p.sent += 1
         else:
@@ -729,11 +1134,19 @@ class Peer:
             conns = self._subscribed(p)
             if not conns:
                 return {"ok": False, "cmd": cmd, "peripheral": p.id, "error": "no subscribed connection"}
-            sent = []
-            for desc, value in MALFORMED[p.kind]:
+            if p.indicate:
+                # one link at a time, each value confirmed before the next; the reply comes after
+                # the last confirmation (or timeout)
                 for conn in conns:
-                    await self._send(p, conn, value, seq=None, fields=None, malformed=desc)
-                sent.append({"malformed": desc, "hex": value.hex()})
+                    link = self._link(p, conn)
+                    async with link.lock:
+                        for desc, value in MALFORMED[p.kind]:
+                            await self._send(p, conn, value, seq=None, fields=None, malformed=desc)
+            else:
+                for desc, value in MALFORMED[p.kind]:
+                    for conn in conns:
+                        await self._send(p, conn, value, seq=None, fields=None, malformed=desc)
+            sent = [{"malformed": desc, "hex": value.hex()} for desc, value in MALFORMED[p.kind]]
             return {"ok": True, "cmd": cmd, "peripheral": p.id, "sent": sent}
         raise ValueError(f"unknown command {cmd!r}")
 
@@ -752,13 +1165,16 @@ class Peer:
                     "advertising": p.device.is_advertising,
                     "stopped": p.stopped,
                     "connections": [{"central": str(c.peer_address), "handle": c.handle, "mtu": c.att_mtu,
-                                     "subscribed": c in self._subscribed(p)}
+                                     "subscribed": c in self._subscribed(p),
+                                     "indication_pending": c in p.links and p.links[c].lock.locked()}
                                     for c in p.device.connections.values()],
                     "connections_total": p.connections_total,
                     "sent": p.sent, "malformed_sent": p.malformed_sent, "next_seq": p.seq,
                     "disconnect_during_discovery_armed": p.ddd_armed,
                     "disconnect_during_discovery_fired": p.ddd_fired,
                     "energy_resets": p.energy_reset,
+                    "indications_confirmed": p.indications_confirmed,
+                    "indication_timeouts": p.indication_timeouts,
                 } for p in self.peripherals.values()},
         }
 
@@ -766,6 +1182,8 @@ class Peer:
         for p in self.peripherals.values():
             if p.task:
                 p.task.cancel()
+        for task in list(self.tasks):
+            task.cancel()
         if self.h4 and self.h4.writer:
             self.h4.writer.close()
         for f in (self.sent_log, self.snoop_file):
@@ -804,7 +1222,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="H4 endpoint for the host under test: tcp:HOST:PORT (0 = free port) or unix:PATH")
     ap.add_argument("--control", default=None, help="control channel endpoint: tcp:HOST:PORT or unix:PATH")
     ap.add_argument("--peripheral", action="append", type=parse_peripheral, default=[],
-                    metavar="KIND[:NAME[:ADDR]]", help="hr, csc or ftms-bike; repeatable")
+                    metavar="KIND[:NAME[:ADDR]]", help=f"{', '.join(KINDS)}; repeatable")
     ap.add_argument("--rate", action="append", type=parse_rate, default=[], metavar="[ID=]HZ",
                     help="notification rate, for all peripherals or one (repeatable); default 1")
     ap.add_argument("--values", default=None, help="JSON file with samples per peripheral id or kind")
@@ -814,6 +1232,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--controller-address", default="F0:F1:F2:F3:F4:F5",
                     help="public BD_ADDR of the external controller")
     ap.add_argument("--adv-interval-ms", type=float, default=100.0, help="advertising interval (default 100)")
+    ap.add_argument("--indication-timeout", type=float, default=30.0, metavar="S",
+                    help="seconds to wait for the host to confirm an indication before dropping the link "
+                         "(default 30, the ATT transaction timeout)")
     ap.add_argument("--stdin-eof", choices=["auto", "exit", "ignore"], default="auto",
                     help="exit when stdin reaches EOF: auto = only if stdin is a pipe or socket")
     ap.add_argument("-v", "--verbose", action="count", default=0)

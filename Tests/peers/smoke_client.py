@@ -4,7 +4,7 @@
 It exists to prove the BLE test peer works the way the Swift host stack will use it: HCI
 commands with timeouts, LE scanning (legacy 0x02 and extended 0x0D reports), LE Create
 Connection, ACL with L2CAP fragmentation/reassembly, ATT MTU exchange, GATT discovery, CCCD
-writes and notifications. Used by test_peer_smoke.py; also runnable by hand:
+writes, notifications and indications (confirmed with Handle Value Confirmation). Used by test_peer_smoke.py; also runnable by hand:
 
     python3 Tests/peers/smoke_client.py HOST:PORT [SENT_LOG]
 """
@@ -100,6 +100,12 @@ class Conn:
     rx_len: int = 0
     disconnected: threading.Event = field(default_factory=threading.Event)
     disconnect_reason: int | None = None
+    # Handle Value Indications also land in `notifications`; they are confirmed (0x1E) at once
+    # unless auto_confirm is False (then confirm() sends the confirmation)
+    auto_confirm: bool = True
+    notifications_received: int = 0
+    indications_received: int = 0
+    confirmations_sent: int = 0
 
 
 class H4Host:
@@ -200,6 +206,12 @@ class H4Host:
             if cid == ATT_CID:
                 att = pdu[4:]
                 if att[0] == 0x1B:  # Handle Value Notification
+                    c.notifications_received += 1
+                    c.notifications.put((struct.unpack_from("<H", att, 1)[0], att[3:], time.time()))
+                elif att[0] == 0x1D:  # Handle Value Indication: the server waits for our confirmation
+                    if c.auto_confirm:  # confirmed before the value is handed on
+                        self.confirm(c)
+                    c.indications_received += 1
                     c.notifications.put((struct.unpack_from("<H", att, 1)[0], att[3:], time.time()))
                 else:
                     c.att.put(att)
@@ -316,6 +328,11 @@ class H4Host:
             self._send(struct.pack("<BHH", H4_ACL, c.handle | (pb << 12), len(frag)) + frag)
             first = False
 
+    def confirm(self, c: Conn) -> None:
+        """Handle Value Confirmation (0x1E) for the last indication."""
+        self.send_att(c, b"\x1e")
+        c.confirmations_sent += 1
+
     def att_request(self, c: Conn, pdu: bytes, timeout: float = 2.0) -> bytes:
         self.send_att(c, pdu)
         deadline = time.monotonic() + timeout
@@ -404,11 +421,15 @@ class H4Host:
             out[su] = entry
         return out
 
-    def subscribe(self, c: Conn, gmap: dict, service: int, char: int) -> int:
+    def subscribe(self, c: Conn, gmap: dict, service: int, char: int, cccd_value: int | None = None) -> int:
+        """Write the CCCD: 0x0001 (notifications) if the characteristic notifies, else 0x0002
+        (indications) if it indicates; cccd_value forces a value."""
         vh, props, cccd = gmap[service]["chars"][char]
-        assert props & 0x10, "characteristic does not notify"
+        if cccd_value is None:
+            assert props & 0x30, "characteristic neither notifies nor indicates"
+            cccd_value = 0x0001 if props & 0x10 else 0x0002
         assert cccd is not None, "no CCCD"
-        self.write(c, cccd, b"\x01\x00")
+        self.write(c, cccd, struct.pack("<H", cccd_value))
         return vh
 
     def notifications(self, c: Conn, count: int, timeout: float = 3.0) -> list[tuple[int, bytes, float]]:
