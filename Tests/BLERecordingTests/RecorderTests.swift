@@ -21,17 +21,22 @@ final class Recording: Sendable {
         let events = Mutex<[BLERecorderEvent]>([])
     }
 
-    init(_ peer: BLEPeer, devices: [DeviceSelector], gap: TimeInterval = 60) throws {
+    convenience init(_ peer: BLEPeer, devices: [DeviceSelector], gap: TimeInterval = 60) throws {
+        try self.init(peer, devices: devices) { $0.sessionizer.gap = gap }
+    }
+
+    init(_ peer: BLEPeer, devices: [DeviceSelector], configure: (inout BLERecorder.Configuration) -> Void) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("hg-rec-\(UUID().uuidString)")
         store = try HealthStore(path: directory.appendingPathComponent("db.sqlite").path)
         var c = BLERecorder.Configuration(controller: peer.h4, devices: devices)
-        c.sessionizer.gap = gap
+        c.sessionizer.gap = 60
         c.flushInterval = .milliseconds(100)
         c.scanWindow = .seconds(2)
         c.scanPause = .milliseconds(500)
         c.backoff = ReconnectBackoff(initial: .milliseconds(200), maximum: .seconds(1))
         let log = log
         c.onEvent = { event in log.events.withLock { $0.append(event) } }
+        configure(&c)
         let recorder = BLERecorder(configuration: c)
         let sink = StoreSink(store: store)
         task = Task { try await recorder.run(into: sink) }
@@ -220,5 +225,58 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         try await r.wait("hr samples") { try r.count("SELECT count(*) FROM samples s JOIN workouts w ON w.id = s.workout_id WHERE w.source_device = ?", [hr.text]) >= 10 }
         try await r.stop()
         #expect(try r.count("SELECT count(*) FROM workouts WHERE in_progress = 0") == 2)
+    }
+
+    /// Scales, cuffs and thermometers indicate (each value confirmed before the next); those and
+    /// the oximeter become measurements, the run and power sensors workouts.
+    @Test func everyOtherProfileLandsAsTheRightRecords() async throws {
+        let kinds = ["scale", "bp", "thermometer", "plx", "rsc", "power"]
+        let peer = try BLEPeer(peripherals: kinds, rate: "8")
+        defer { peer.stop() }
+        let r = try Recording(peer, devices: [.name("HG *")]) { $0.sessionizer.timeZone = TimeZone(identifier: "UTC")! }
+        try await r.wait("every device sent a few values") {
+            kinds.allSatisfy { sent(peer, $0).count >= 6 } && r.events.filter { if case .connected = $0 { true } else { false } }.count == kinds.count
+        }
+        for kind in kinds { try peer.control("stop \(kind)") }
+        try await r.wait("all disconnected") {
+            r.events.filter { if case .disconnected = $0 { true } else { false } }.count >= kinds.count
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        try await r.stop()
+        #expect(r.statistics?.malformed == 0)
+
+        func close(_ a: [Double], _ b: [Double], _ tolerance: Double = 1e-9) -> Bool {
+            a.count == b.count && zip(a.sorted(), b.sorted()).allSatisfy { abs($0 - $1) <= tolerance }
+        }
+        func values(_ kind: MeasurementKind) throws -> [Double] { try r.store.measurements(kind: kind).map(\.value) }
+        func logged(_ kind: String, _ field: String) -> [Double] {
+            sent(peer, kind).compactMap { (fields($0)[field] as? NSNumber)?.doubleValue }
+        }
+        #expect(close(try values(.weight), logged("scale", "weight_kg")))
+        #expect(close(try values(.bmi), logged("scale", "bmi")))
+        #expect(close(try values(.bloodPressure), logged("bp", "systolic")))
+        #expect(close(try r.store.measurements(kind: .bloodPressure).compactMap { $0.extra["diastolic"] }, logged("bp", "diastolic")))
+        #expect(close(try values(.temperature), logged("thermometer", "temperature_c"), 1e-6))
+        #expect(close(try values(.spo2), logged("plx", "spo2_pct")))
+        #expect(try values(.batteryLevel) == Array(repeating: 87, count: kinds.count))
+
+        // A device timestamp is the measurement's time (read in the configured zone, UTC here).
+        let stamped = sent(peer, "thermometer").compactMap { e -> (String, Double)? in
+            guard let t = fields(e)["timestamp"] as? String, let c = fields(e)["temperature_c"] as? Double else { return nil }
+            return (t, c)
+        }
+        let temperatures = try r.store.measurements(kind: .temperature)
+        for (time, celsius) in stamped {
+            let match = temperatures.first { ISO8601.string($0.time) == time + "Z" }
+            #expect(match.map { abs($0.value - celsius) < 1e-6 } == true, "\(time)")
+        }
+
+        let rsc = try #require(peer.peripherals["rsc"]).address, power = try #require(peer.peripherals["power"]).address
+        let run = try #require(try r.workout(of: rsc))
+        #expect(run.sport == "running")
+        #expect(close(run.samples.compactMap(\.speedMps), logged("rsc", "speed_mps")))
+        let ride = try #require(try r.workout(of: power))
+        #expect(ride.sport == "cycling")
+        #expect(close(ride.samples.compactMap(\.powerW), logged("power", "power_w")))
     }
 }
