@@ -14,7 +14,7 @@ struct BLECommand: AsyncParsableCommand {
             serial:/dev/ttyACM0[:baud] (a UART controller). --snoop FILE records the session as a \
             btsnoop capture that `ble replay FILE` decodes again.
             """,
-        subcommands: [BLEScanCommand.self, BLEWatchCommand.self])
+        subcommands: [BLEScanCommand.self, BLEWatchCommand.self, BLEReplayCommand.self])
 }
 
 /// `--hci` and `--snoop`, shared by the BLE commands that talk to a controller.
