@@ -560,7 +560,7 @@ public enum CaptureReplayError: Error, Equatable, Sendable, CustomStringConverti
     /// The file could not be read.
     case unreadable(path: String, reason: String)
     /// The btsnoop structure is damaged at `error.offset` (a byte offset in the file); `partial`
-    /// holds what the records before the damage gave.
+    /// holds what the records before the damage gave (nothing when the header is damaged).
     case damaged(BLEDecodeError, partial: CaptureReplay.Result)
 
     /// The byte offset of the damage.
