@@ -7,22 +7,35 @@ import HealthModel
 
 struct BLECommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "ble", abstract: "Bluetooth LE: find devices and watch their live readings.",
+        commandName: "ble", abstract: "Bluetooth LE: find devices, watch their live readings, replay captures.",
         discussion: """
             --hci names the controller: hci0 (an adapter handed to HealthGate through the HCI user \
             channel), tcp:HOST:PORT or unix:PATH (an H4 stream, e.g. an emulated controller), or \
-            serial:/dev/ttyACM0[:baud] (a UART controller).
+            serial:/dev/ttyACM0[:baud] (a UART controller). --snoop FILE records the session as a \
+            btsnoop capture that `ble replay FILE` decodes again.
             """,
-        subcommands: [BLEScanCommand.self, BLEWatchCommand.self])
+        subcommands: [BLEScanCommand.self, BLEWatchCommand.self, BLEReplayCommand.self])
 }
 
-/// `--hci`, shared by the BLE commands.
+/// `--hci` and `--snoop`, shared by the BLE commands that talk to a controller.
 struct ControllerOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The controller: hci0, tcp:HOST:PORT, unix:PATH or serial:/dev/ttyACM0[:baud].", valueName: "ADDR"))
     var hci: String
 
-    @Option(help: ArgumentHelp("Write a btsnoop capture of the controller link to this file.", valueName: "FILE"))
+    @Option(help: ArgumentHelp(
+        "Write a btsnoop capture (H4) of everything exchanged with the controller to FILE (replaced if it exists); `healthgate ble replay FILE` decodes it.",
+        valueName: "FILE"))
     var snoop: String?
+
+    /// The `--snoop` path, after checking the file can be created (the runtime writes the
+    /// capture; find out now, not after the session, that it cannot).
+    func snoopPath() throws -> String? {
+        guard let snoop else { return nil }
+        guard FileManager.default.createFile(atPath: snoop, contents: nil) else {
+            throw ValidationError("--snoop: cannot create \(snoop)")
+        }
+        return snoop
+    }
 
     func address() throws -> TransportAddress {
         do { return try TransportAddress(parsing: hci) } catch { throw ValidationError("--hci: \(error)") }
@@ -47,7 +60,7 @@ struct ControllerOptions: ParsableArguments {
         let runtime: HostRuntime
         do {
             var configuration = HostRuntime.Configuration()
-            configuration.snoopPath = snoop
+            configuration.snoopPath = try snoopPath()
             runtime = try HostRuntime.open(try address(), configuration: configuration)
             _ = try await runtime.start()
         } catch let error as ArgumentParser.ValidationError {
@@ -217,19 +230,24 @@ struct BLEWatchCommand: AsyncParsableCommand {
             continuation.finish()
         }
         for await notification in stream {
-            let line = Self.describe(notification)
-            if output.json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-                print(String(decoding: try encoder.encode(line), as: UTF8.self))
-            } else {
-                let values = line.values.sorted { $0.key < $1.key }.map { key, value in
-                    "\(key)=\(value == value.rounded() ? String(Int(value)) : Output.number(value, decimals: 3))"
-                }
-                print("\(line.time)  \(line.name)  \(line.error ?? values.joined(separator: " "))")
-            }
+            try Self.printLine(Self.describe(notification), json: output.json)
         }
         _ = try? await client.disconnect()
+    }
+
+    /// Prints one reading: with `json` one JSON object on a line, else `time  name  values`
+    /// (or the decode error).
+    static func printLine(_ line: Line, json: Bool) throws {
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            print(String(decoding: try encoder.encode(line), as: UTF8.self))
+        } else {
+            let values = line.values.sorted { $0.key < $1.key }.map { key, value in
+                "\(key)=\(value == value.rounded() ? String(Int(value)) : Output.number(value, decimals: 3))"
+            }
+            print("\(line.time)  \(line.name)  \(line.error ?? values.joined(separator: " "))")
+        }
     }
 
     /// Decodes a notification into named values for printing.

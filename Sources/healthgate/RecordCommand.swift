@@ -71,7 +71,7 @@ struct RecordCommand: AsyncParsableCommand {
         configuration.sessionizer.gap = gap
         configuration.sessionizer.defaultSport = Sport.normalize(sport)
         configuration.sessionizer.wheelCircumference = wheel
-        configuration.snoopPath = controller.snoop
+        configuration.snoopPath = try controller.snoopPath()
         let log = RecordingLog(quiet: output.json)
         configuration.onEvent = { log.event($0) }
 

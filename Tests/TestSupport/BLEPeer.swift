@@ -52,7 +52,9 @@ public final class BLEPeer: @unchecked Sendable {
         return .success(())
     }()
 
-    public init(peripherals kinds: [String] = ["hr", "csc"], rate: String = "10", unixSocket: Bool = false) throws {
+    /// `extraArguments` go to `ble_peer.py` as they are (e.g. `--snoop FILE`).
+    public init(peripherals kinds: [String] = ["hr", "csc"], rate: String = "10", unixSocket: Bool = false,
+                extraArguments: [String] = []) throws {
         try Self.bumbleCheck.get()
         let tmp = FileManager.default.temporaryDirectory.appendingPathComponent("hg-ble-\(getpid())-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
@@ -64,7 +66,7 @@ public final class BLEPeer: @unchecked Sendable {
         process.arguments = ["python3", Self.packageRoot.appendingPathComponent("Tests/peers/ble_peer.py").path,
                              "--listen", unixSocket ? "unix:" + tmp.appendingPathComponent("h4.sock").path : "tcp:127.0.0.1:0",
                              "--control", "tcp:127.0.0.1:0", "--sent-log", sentLogPath,
-                             "--rate", rate] + kinds.flatMap { ["--peripheral", $0] }
+                             "--rate", rate] + kinds.flatMap { ["--peripheral", $0] } + extraArguments
         process.currentDirectoryURL = Self.packageRoot
         process.standardInput = stdin
         process.standardOutput = stdout

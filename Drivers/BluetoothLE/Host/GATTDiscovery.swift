@@ -1,6 +1,11 @@
 public struct GATTDescriptor: Equatable, Hashable, Sendable {
     public var handle: UInt16
     public var uuid: BluetoothUUID
+
+    public init(handle: UInt16, uuid: BluetoothUUID) {
+        self.handle = handle
+        self.uuid = uuid
+    }
 }
 
 public struct GATTCharacteristic: Equatable, Hashable, Sendable {
@@ -17,6 +22,16 @@ public struct GATTCharacteristic: Equatable, Hashable, Sendable {
     public var canNotify: Bool { properties & 0x10 != 0 }
     public var canIndicate: Bool { properties & 0x20 != 0 }
     public var cccdHandle: UInt16? { descriptors.first { $0.uuid == .clientCharacteristicConfiguration }?.handle }
+
+    public init(uuid: BluetoothUUID, declarationHandle: UInt16, valueHandle: UInt16, endHandle: UInt16,
+                properties: UInt8, descriptors: [GATTDescriptor]) {
+        self.uuid = uuid
+        self.declarationHandle = declarationHandle
+        self.valueHandle = valueHandle
+        self.endHandle = endHandle
+        self.properties = properties
+        self.descriptors = descriptors
+    }
 }
 
 public struct GATTService: Equatable, Hashable, Sendable {
@@ -24,11 +39,20 @@ public struct GATTService: Equatable, Hashable, Sendable {
     public var startHandle: UInt16
     public var endHandle: UInt16
     public var characteristics: [GATTCharacteristic]
+
+    public init(uuid: BluetoothUUID, startHandle: UInt16, endHandle: UInt16, characteristics: [GATTCharacteristic]) {
+        self.uuid = uuid
+        self.startHandle = startHandle
+        self.endHandle = endHandle
+        self.characteristics = characteristics
+    }
 }
 
 /// The peer's attribute database as discovered.
 public struct GATTDatabase: Equatable, Sendable {
     public var services: [GATTService]
+
+    public init(services: [GATTService]) { self.services = services }
 
     public var characteristics: [GATTCharacteristic] { services.flatMap(\.characteristics) }
 

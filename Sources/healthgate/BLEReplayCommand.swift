@@ -1,0 +1,151 @@
+import ArgumentParser
+import BLEDriver
+import BLEHost
+import BLERuntime
+import Foundation
+import GATTProfiles
+import HealthModel
+
+struct BLEReplayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replay", abstract: "Print the readings in a btsnoop capture, as `ble watch` printed them live.",
+        discussion: """
+            FILE is a btsnoop capture, datalink H4 (1002) or H1 (1001): one written with --snoop, \
+            or an HCI snoop log from a phone or adapter. It goes through the same host stack and \
+            decoders as a live session, and each notification or indication is printed like \
+            `ble watch` prints it, with the time it was captured (--json: one object per line). \
+            A summary goes to standard error: links, values per device and characteristic, values \
+            on handles the capture never described (it began after discovery), packets that did \
+            not decode. A damaged file prints what came before the damage, then the file, the \
+            byte offset and the reason, and exits with status 1.
+
+            --record stores the readings in the database (--db) as `healthgate record` would \
+            have stored them live: measurements, and one workout per device stream (--gap, \
+            --sport and --wheel as for `record`). Replaying the same capture again stores nothing \
+            new.
+            """)
+
+    @OptionGroup var output: OutputOptions
+    @OptionGroup var database: DatabaseOptions
+
+    @Flag(help: "Store the readings in the database, as `healthgate record` would have.")
+    var record = false
+
+    @Option(help: ArgumentHelp("With --record: silence that ends a workout.", valueName: "SECONDS"))
+    var gap: Double = 120
+
+    @Option(help: ArgumentHelp("With --record: sport of a workout whose device does not tell.", valueName: "SPORT"))
+    var sport: String = "other"
+
+    @Option(help: ArgumentHelp("With --record: wheel circumference for speed sensors.", valueName: "METRES"))
+    var wheel: Double = 2.096
+
+    func validate() throws {
+        guard gap >= 1 else { throw ValidationError("--gap must be at least 1 second") }
+        guard (0.5...4).contains(wheel) else { throw ValidationError("--wheel must be between 0.5 and 4 metres") }
+        if Sport.normalize(sport) == .other, sport.lowercased() != "other" {
+            throw ValidationError("--sport '\(sport)' is not a sport HealthGate knows")
+        }
+    }
+
+    @Argument(help: "The btsnoop capture.")
+    var file: String
+
+    func run() async throws {
+        let result: CaptureReplay.Result
+        var damage: CaptureReplayError?
+        do {
+            result = try CaptureReplay.replay(file: file)
+        } catch {
+            guard case .damaged(_, let partial) = error else { throw ValidationError("\(error)") }
+            result = partial
+            damage = error
+        }
+        for reading in Self.readings(result) {
+            try BLEWatchCommand.printLine(BLEWatchCommand.describe(reading), json: output.json)
+        }
+        if record { try store(result) }
+        // Damage in the file header leaves nothing to summarize.
+        if damage.map({ ($0.offset ?? 0) >= 16 }) ?? true { Output.stderr(Self.summary(result, file: file)) }
+        if let damage {
+            Output.stderr("healthgate: \(file): \(damage)\n")
+            throw ExitCode(1)
+        }
+    }
+
+    /// Stores what a live recording would have stored from the capture's values (reads such as
+    /// Battery Level included, as live).
+    private func store(_ result: CaptureReplay.Result) throws {
+        var configuration = LiveSessionizer.Configuration(gap: gap, defaultSport: Sport.normalize(sport), wheelCircumference: wheel)
+        configuration.batteryInterval = 3600
+        let (batch, malformed) = LiveSessionizer.records(from: result.values.compactMap(\.notification), configuration: configuration)
+        let (accepted, rejected) = Normalizer().normalize(batch)
+        let written = try database.open().write(accepted)
+        let workouts = accepted.workouts.filter(\.isFinal).count
+        Output.stderr("stored into \(database.db): \(written.inserted) new record(s) (\(workouts) workout(s), "
+                      + "\(accepted.records.count) measurement(s) in the capture; \(written.unchanged) already stored)"
+                      + (malformed > 0 ? ", \(malformed) malformed value(s) skipped" : "")
+                      + (rejected.isEmpty ? "" : ", \(rejected.count) rejected: " + rejected.map(\.description).joined(separator: "; "))
+                      + "\n")
+    }
+
+    /// The readings of a capture in capture order, as a live session delivers them: the
+    /// notifications and indications whose device and characteristic the capture shows.
+    static func readings(_ result: CaptureReplay.Result) -> [GATTNotification] {
+        result.notifications
+    }
+
+    /// What the capture held: links, values per device and characteristic, what was not understood.
+    static func summary(_ result: CaptureReplay.Result, file: String) -> String {
+        let s = result.statistics
+        var out = "\((file as NSString).lastPathComponent): \(count(s.records, "record")) (btsnoop \(result.datalink == .h4 ? "H4" : "H1"))"
+        if let first = result.firstRecordAt, let last = result.lastRecordAt {
+            out += ", \(ISO8601.string(first)) to \(ISO8601.string(last))"
+        }
+        out += "\n\(count(s.connections, "connection")), \(count(s.notifications, "notification")), "
+            + "\(count(s.indications, "indication")), \(count(s.reads, "read")); "
+            + "\(count(s.valuesOnUnknownHandles, "value")) on unknown handles, \(count(s.decodeErrors, "decode error"))\n"
+        for (index, connection) in result.connections.enumerated() {
+            let who = connection.peer?.description ?? "unknown device (connected before the capture began)"
+            out += "  \(who), link 0x\(hex(connection.handle, 4))"
+            if let reason = connection.disconnectReason { out += ", disconnected (reason \(reason))" }
+            out += "\n"
+            // Values per characteristic (or per handle when the characteristic is unknown), in order of appearance.
+            var order: [String] = []
+            var counts: [String: [CaptureReplay.ValueKind: Int]] = [:]
+            for value in result.values where value.connection == index {
+                let key = value.characteristic.map(characteristicName)
+                    ?? "handle 0x\(hex(value.valueHandle, 4)) (characteristic unknown)"
+                if counts[key] == nil { order.append(key) }
+                counts[key, default: [:]][value.kind, default: 0] += 1
+            }
+            for key in order {
+                let kinds = [CaptureReplay.ValueKind.notification, .indication, .read].compactMap { kind in
+                    counts[key]?[kind].map { count($0, kind.rawValue) }
+                }
+                out += "    \(key): \(kinds.joined(separator: ", "))\n"
+            }
+        }
+        if s.valuesWithoutPeer > 0 {
+            out += "\(count(s.valuesWithoutPeer, "value")) on links whose connection is not in the capture (no device address)\n"
+        }
+        if s.truncatedRecords > 0 { out += "\(count(s.truncatedRecords, "record")) cut short by the capture writer (skipped)\n" }
+        if s.droppedByWriter > 0 { out += "the capture writer reports \(count(Int(s.droppedByWriter), "dropped packet"))\n" }
+        for problem in result.problems { out += "  \(problem)\n" }
+        if s.decodeErrors > result.problems.count { out += "  ... and \(s.decodeErrors - result.problems.count) more\n" }
+        return out
+    }
+
+    private static func characteristicName(_ uuid: BluetoothUUID) -> String {
+        guard let short = uuid.uint16 else { return uuid.description }
+        return GATTNames.characteristic(short).map { "\($0) (\(hex(short, 4)))" } ?? hex(short, 4)
+    }
+
+    private static func hex(_ value: UInt16, _ width: Int) -> String {
+        String(format: "%0\(width)X", value)
+    }
+
+    private static func count(_ n: Int, _ noun: String) -> String {
+        "\(n) \(noun)\(n == 1 ? "" : "s")"
+    }
+}
