@@ -53,15 +53,16 @@ public struct RecordValidator: Sendable {
 /// fractional seconds only when present).
 public enum ISO8601 {
     public static func string(_ date: Date) -> String {
-        let t = date.timeIntervalSince1970
-        let whole = t.rounded(.down)
-        let millis = Int(((t - whole) * 1000).rounded())
+        // Round to the millisecond first, so that 59.9996 s becomes the next second, not 59 s.
+        let totalMillis = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        let wholeSeconds = Int64((Double(totalMillis) / 1000).rounded(.down))
+        let millis = Int(totalMillis - wholeSeconds * 1000)
         var tm = tm()
-        var seconds = time_t(whole)
+        var seconds = time_t(wholeSeconds)
         gmtime_r(&seconds, &tm)
         let base = String(format: "%04d-%02d-%02dT%02d:%02d:%02d", Int(tm.tm_year) + 1900, Int(tm.tm_mon) + 1,
                           Int(tm.tm_mday), Int(tm.tm_hour), Int(tm.tm_min), Int(tm.tm_sec))
-        if millis == 0 || millis == 1000 { return base + "Z" }
+        if millis == 0 { return base + "Z" }
         return base + String(format: ".%03dZ", millis)
     }
 

@@ -43,6 +43,10 @@ import Testing
     @Test func formatsUTC() {
         #expect(ISO8601.string(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00Z")
         #expect(ISO8601.string(Date(timeIntervalSince1970: 1_495_129_762.25)) == "2017-05-18T17:49:22.250Z")
+        // Milliseconds that round up to a whole second carry into it.
+        #expect(ISO8601.string(Date(timeIntervalSince1970: 1_495_129_759.9996)) == "2017-05-18T17:49:20Z")
+        #expect(ISO8601.string(Date(timeIntervalSince1970: 1_495_129_759.9994)) == "2017-05-18T17:49:19.999Z")
+        #expect(ISO8601.string(Date(timeIntervalSince1970: -0.25)) == "1969-12-31T23:59:59.750Z")
     }
 
     @Test func parsesDatesTimesAndOffsets() {
