@@ -11,11 +11,15 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "healthgate", targets: ["healthgate"]),
+        .executable(name: "healthgate-server", targets: ["healthgate-server"]),
         .library(name: "HealthGate", targets: ["HealthGate"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // Normalized records, identity and validation. No I/O.
@@ -44,16 +48,37 @@ let package = Package(
         // state), scanner, GATT client and reconnecting device sessions.
         .target(name: "BLERuntime", dependencies: ["BLEHost"], path: "Drivers/BluetoothLE/Runtime"),
 
+        // The sync protocol's message types, shared by the forwarder and the reference server.
+        .target(name: "SyncProtocol", dependencies: ["HealthModel"], path: "Sources/SyncProtocol"),
+
         // SQLite store: migrations, writes, queries, import ledger, outbox.
         .target(name: "HealthStore", dependencies: ["HealthModel", .product(name: "GRDB", package: "GRDB.swift"),
                                                     .product(name: "GRDBSQLite", package: "GRDB.swift")],
                 path: "Sources/HealthStore"),
+        // The forwarder: drains the outbox to the tracking server and pulls the merged history.
+        .target(name: "HealthSync", dependencies: [
+            "HealthModel", "HealthStore", "SyncProtocol",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        ], path: "Sources/HealthSync"),
+        // The reference tracking server (`healthgate-server`): accounts, device tokens, record
+        // upserts, history, summaries; storage behind a protocol, SQLite by default.
+        .target(name: "HealthGateServer", dependencies: [
+            "HealthModel", "SyncProtocol",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ], path: "Sources/HealthGateServer"),
+        .executableTarget(name: "healthgate-server", dependencies: [
+            "HealthGateServer", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ], path: "Sources/healthgate-server"),
+
         // Runtime: driver registry and the import pipeline (drivers -> normalizer -> store).
         .target(name: "HealthGate", dependencies: ["HealthModel", "DriverKit", "HealthStore",
                                                    "FITDriver", "TCXDriver", "GPXDriver"],
                 path: "Sources/HealthGate"),
         .executableTarget(name: "healthgate", dependencies: [
-            "HealthGate", "HealthModel", "HealthStore", "FITDriver", "BLEHost", "BLERuntime", "GATTProfiles", "BLEDriver",
+            "HealthGate", "HealthModel", "HealthStore", "HealthSync", "SyncProtocol", "FITDriver", "BLEHost", "BLERuntime",
+            "GATTProfiles", "BLEDriver",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], path: "Sources/healthgate"),
         // `make bench`: decode and import throughput, live BLE latency and CPU, next to baselines
@@ -76,6 +101,7 @@ let package = Package(
             "TestSupport", "BLEDriver", "BLERuntime", "BLEHost", "HealthGate", "HealthStore", "HealthModel",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
+        .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol", "HealthModel"]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
         .testTarget(name: "HealthGateTests", dependencies: ["TestSupport", "HealthGate", "HealthStore", "HealthModel"]),
     ]

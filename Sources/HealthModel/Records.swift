@@ -371,3 +371,36 @@ public enum HealthRecord: Hashable, Codable, Sendable {
 public enum RecordType: String, Codable, Sendable, CaseIterable {
     case workout, sleep, habit, measurement
 }
+
+// MARK: - JSON keys
+// Records travel as JSON (the sync protocol) with snake_case keys, spelled out here rather than
+// left to an encoder strategy (which would also rewrite the keys of `Measurement.extra`).
+
+extension Sample {
+    enum CodingKeys: String, CodingKey {
+        case time, heartRate = "heart_rate", cadence, powerW = "power_w", speedMps = "speed_mps", distanceM = "distance_m"
+        case latitude, longitude, altitudeM = "altitude_m", temperatureC = "temperature_c"
+    }
+}
+
+extension Lap {
+    enum CodingKeys: String, CodingKey {
+        case start, end, elapsedS = "elapsed_s", timerS = "timer_s", distanceM = "distance_m", energyKcal = "energy_kcal"
+        case avgHeartRate = "avg_heart_rate", maxHeartRate = "max_heart_rate"
+    }
+}
+
+extension SwimLength {
+    enum CodingKeys: String, CodingKey {
+        case start, elapsedS = "elapsed_s", kind, strokes, stroke
+    }
+}
+
+extension Workout {
+    enum CodingKeys: String, CodingKey {
+        case id, version, sport, subSport = "sub_sport", start, end, elapsedS = "elapsed_s", timerS = "timer_s"
+        case distanceM = "distance_m", energyKcal = "energy_kcal", energySource = "energy_source"
+        case avgHeartRate = "avg_heart_rate", maxHeartRate = "max_heart_rate", ascentM = "ascent_m", descentM = "descent_m"
+        case multisportID = "multisport_id", laps, samples, rrIntervals = "rr_intervals", lengths, source
+    }
+}

@@ -1,0 +1,3 @@
+import HealthGateServer
+
+print("healthgate-server \(ServerVersion.current)")

@@ -1,0 +1,75 @@
+import Foundation
+import HealthModel
+import Testing
+@testable import SyncProtocol
+
+@Suite struct WireTests {
+    let t0 = Date(timeIntervalSince1970: 1_763_800_000.25)
+
+    func workout() -> Workout {
+        Workout(id: RecordID.derive("w", "1"), version: 2, sport: "cycling", subSport: "indoor_cycling", start: t0,
+                end: t0.addingTimeInterval(3600), timerS: 3500, distanceM: 30_000.5, energyKcal: 700, energySource: .device,
+                avgHeartRate: 140, maxHeartRate: 172, ascentM: 12, descentM: 11, multisportID: RecordID.derive("m", "1"),
+                laps: [Lap(start: t0, end: t0.addingTimeInterval(1800), elapsedS: 1800, timerS: 1750, distanceM: 15_000,
+                           energyKcal: 350, avgHeartRate: 138, maxHeartRate: 170)],
+                samples: [Sample(time: t0.addingTimeInterval(0.125), heartRate: 120, cadence: 88.5, powerW: 210, speedMps: 8.25,
+                                 distanceM: 1, latitude: 52.5, longitude: 13.4, altitudeM: 34, temperatureC: 21.5)],
+                rrIntervals: [0.5, 0.498], lengths: [SwimLength(start: t0, elapsedS: 30, kind: "active", strokes: 14, stroke: "freestyle")],
+                source: Source(driver: "ble", device: "C0:4E:47:00:00:01", file: nil))
+    }
+
+    func roundTrip(_ record: HealthRecord) throws -> WireRecord {
+        let data = try SyncAPI.encoder().encode(UploadRequest(records: [WireRecord(record)]))
+        return try #require(try SyncAPI.decoder().decode(UploadRequest.self, from: data).records.first)
+    }
+
+    @Test func everyRecordKindSurvivesTheWire() throws {
+        let m = HealthModel.Measurement(id: RecordID.derive("m", "2"), kind: .bloodPressure, time: t0, value: 120,
+                                        extra: ["diastolic": 80, "pulse_rate": 61, "meanArterial": 93],
+                                        source: Source(driver: "ble", device: "cuff"))
+        let sleep = SleepSession(id: RecordID.derive("s", "1"), start: t0, end: t0.addingTimeInterval(28_800),
+                                 stages: [SleepStageSpan(start: t0, end: t0.addingTimeInterval(600), stage: .light)],
+                                 source: Source(driver: "fit", device: nil, file: "sleep.fit"))
+        let habit = HabitEvent(id: RecordID.derive("h", "1"), habit: "water", time: t0, value: 250, category: "hydration",
+                               unit: "ml", label: "glass", note: "after run", source: Source(driver: "csv"))
+        for record in [HealthRecord.workout(workout()), .measurement(m), .sleep(sleep), .habit(habit)] {
+            let back = try roundTrip(record)
+            #expect(back.problem == nil)
+            #expect(try back.record() == record)  // times here are whole milliseconds
+        }
+    }
+
+    @Test func keysAreSnakeCaseAndExtraKeysAreKept() throws {
+        let json = String(decoding: try SyncAPI.encoder().encode(WireRecord(.workout(workout()))), as: UTF8.self)
+        for key in ["\"sub_sport\"", "\"elapsed_s\"", "\"avg_heart_rate\"", "\"multisport_id\"", "\"rr_intervals\"",
+                    "\"heart_rate\"", "\"speed_mps\"", "\"energy_source\"", "\"2025-11-22T08:26:40.250Z\""] {
+            #expect(json.contains(key), "\(key) in \(json)")
+        }
+        #expect(!json.contains("subSport") && !json.contains("avgHeartRate"))
+    }
+
+    @Test func aBadRecordIsAProblemNotAFailedBatch() throws {
+        let body = """
+            {"records":[
+              {"id":"a","version":1,"type":"workout","data":{"id":"6f1c0d8e-3b5a-4c1e-9a57-2f4d8b6e1a93"}},
+              {"id":"b","version":1,"type":"steps","data":{}},
+              {"id":"c","version":1,"type":"habit","data":{"id":"not-a-uuid","version":1,"habit":"w","time":"2026-01-01T00:00:00Z","source":{"driver":"x"}}}
+            ]}
+            """
+        let request = try SyncAPI.decoder().decode(UploadRequest.self, from: Data(body.utf8))
+        #expect(request.records.count == 3)
+        #expect(request.records[0].problem?.contains("missing key") == true)
+        #expect(request.records[1].problem?.contains("unknown record type 'steps'") == true)
+        #expect(request.records[2].problem?.contains("not a UUID") == true)
+        #expect(throws: WireRecordError.self) { try request.records[0].record() }
+    }
+
+    @Test func envelopeMustAgreeWithTheData() throws {
+        var wire = WireRecord(.workout(workout()))
+        wire.version = 3
+        #expect(throws: WireRecordError.self) { try wire.record() }
+        wire = WireRecord(.workout(workout()))
+        wire.id = RecordID.derive("other").description
+        #expect(throws: WireRecordError.self) { try wire.record() }
+    }
+}
