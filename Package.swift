@@ -20,6 +20,9 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/adam-fowler/compress-nio.git", from: "1.5.0"),
     ],
     targets: [
         // Normalized records, identity and validation. No I/O.
@@ -59,6 +62,10 @@ let package = Package(
         .target(name: "HealthSync", dependencies: [
             "HealthModel", "HealthStore", "SyncProtocol",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "CompressNIO", package: "compress-nio"),
         ], path: "Sources/HealthSync"),
         // The reference tracking server (`healthgate-server`): accounts, device tokens, record
         // upserts, history, summaries; storage behind a protocol, SQLite by default.
@@ -102,6 +109,10 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol", "HealthModel"]),
+        .testTarget(name: "HealthSyncTests", dependencies: [
+            "TestSupport", "HealthSync", "SyncProtocol", "HealthStore", "HealthModel", "HealthGate",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
         .testTarget(name: "HealthGateTests", dependencies: ["TestSupport", "HealthGate", "HealthStore", "HealthModel"]),
     ]

@@ -12,7 +12,8 @@ struct RecordWriter {
     let db: Database
     let now = ISO8601.string(Date())
 
-    func write(_ records: [HealthRecord], importHash: String?) throws -> WriteResult {
+    /// `enqueue: false` for records that came from the server (they are there already).
+    func write(_ records: [HealthRecord], importHash: String?, enqueue: Bool = true) throws -> WriteResult {
         var result = WriteResult()
         for record in records {
             let table = Self.table(of: record.type)
@@ -34,7 +35,7 @@ struct RecordWriter {
             case .habit(let h): try insert(h, importHash: importHash)
             case .measurement(let m): try insert(m, importHash: importHash)
             }
-            try enqueue(record.type, id: record.id, version: record.version)
+            if enqueue { try self.enqueue(record.type, id: record.id, version: record.version) }
         }
         return result
     }

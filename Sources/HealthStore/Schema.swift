@@ -9,6 +9,7 @@ enum Schema {
         migrator.registerMigration("v1-records", migrate: createRecordTables)
         migrator.registerMigration("v1-outbox", migrate: createOutbox)
         migrator.registerMigration("v2-live-workouts", migrate: addLiveWorkouts)
+        migrator.registerMigration("v3-sync", migrate: createSyncTables)
         return migrator
     }
 
@@ -174,6 +175,27 @@ enum Schema {
         try db.execute(sql: """
             ALTER TABLE workouts ADD COLUMN in_progress INTEGER NOT NULL DEFAULT 0 CHECK (in_progress IN (0, 1));
             CREATE INDEX workouts_in_progress ON workouts(in_progress) WHERE in_progress = 1;
+            """)
+    }
+
+    /// The forwarder's bookkeeping: records the server refused for good (moved out of the
+    /// outbox with the reason), and small named values (history cursor, last success, last error).
+    private static func createSyncTables(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE dead_letters (
+                seq INTEGER PRIMARY KEY,                -- the outbox seq it had
+                record_type TEXT NOT NULL,
+                record_id TEXT NOT NULL,
+                version INTEGER NOT NULL,
+                enqueued_at TEXT NOT NULL,
+                reason TEXT NOT NULL,
+                failed_at TEXT NOT NULL
+            ) STRICT;
+
+            CREATE TABLE sync_state (
+                key TEXT PRIMARY KEY,
+                value TEXT NOT NULL
+            ) STRICT, WITHOUT ROWID;
             """)
     }
 }

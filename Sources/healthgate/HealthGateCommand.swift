@@ -16,6 +16,7 @@ struct HealthGateCommand: AsyncParsableCommand {
         subcommands: [
             ImportCommand.self, WorkoutsCommand.self, SleepCommand.self, MeasurementsCommand.self,
             ShowCommand.self, StatsCommand.self, ExportCommand.self, InspectCommand.self, RecordCommand.self, BLECommand.self,
+            RegisterCommand.self, LoginCommand.self, SyncCommand.self, StatusCommand.self, LogoutCommand.self,
         ]
     )
 }

@@ -35,7 +35,7 @@ func sampleWorkout(start: Double = 1_495_129_762, version: Int = 1, samples: Int
 @Suite struct StoreTests {
     @Test func migratesByName() throws {
         let t = try TempStore()
-        #expect(try t.store.appliedMigrations() == ["v1-import-ledger", "v1-records", "v1-outbox", "v2-live-workouts"])
+        #expect(try t.store.appliedMigrations() == ["v1-import-ledger", "v1-records", "v1-outbox", "v2-live-workouts", "v3-sync"])
         let mode = try t.store.pool.read { try String.fetchOne($0, sql: "PRAGMA journal_mode") }
         #expect(mode == "wal")
     }

@@ -1,0 +1,303 @@
+import ArgumentParser
+import Foundation
+import HealthModel
+import HealthStore
+import HealthSync
+import SyncProtocol
+
+/// `--server`, `--email`, `--password-stdin`, `--ca-file` for register and login.
+struct AccountOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The tracking server, e.g. https://health.example.org.", valueName: "URL"))
+    var server: String
+
+    @Option(help: ArgumentHelp("The account's email address.", valueName: "EMAIL"))
+    var email: String
+
+    @Flag(help: "Read the password from the first line of standard input instead of the terminal.")
+    var passwordStdin = false
+
+    @Option(help: ArgumentHelp("Trust only this CA (PEM) for the server's TLS certificate.", valueName: "FILE"))
+    var caFile: String?
+
+    func url() throws -> URL {
+        guard let url = URL(string: server), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
+              url.host != nil else {
+            throw ValidationError("--server '\(server)' is not an http(s) URL")
+        }
+        return url
+    }
+
+    func client() throws -> SyncClient {
+        var configuration = SyncClient.Configuration(server: try url())
+        configuration.pinnedCAFile = caFile
+        do { return try SyncClient(configuration: configuration) } catch {
+            throw ValidationError("--ca-file: \(error)")
+        }
+    }
+
+    /// The password: from standard input's first line, or asked on the terminal without echo.
+    func password(confirm: Bool) throws -> String {
+        if passwordStdin {
+            guard let line = readLine(strippingNewline: true), !line.isEmpty else {
+                throw ValidationError("--password-stdin: no password on standard input")
+            }
+            return line
+        }
+        guard isatty(STDIN_FILENO) == 1 else {
+            throw ValidationError("no terminal to ask for the password; use --password-stdin")
+        }
+        let first = try Terminal.readSecret("Password for \(email): ")
+        if confirm {
+            guard try Terminal.readSecret("Repeat the password: ") == first else { throw ValidationError("the passwords differ") }
+        }
+        return first
+    }
+}
+
+/// Reads a line from the terminal with echo off.
+enum Terminal {
+    static func readSecret(_ prompt: String) throws -> String {
+        Output.stderr(prompt)
+        var saved = termios()
+        tcgetattr(STDIN_FILENO, &saved)
+        var silent = saved
+        silent.c_lflag &= ~tcflag_t(ECHO)
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &silent)
+        defer {
+            tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
+            Output.stderr("\n")
+        }
+        guard let line = readLine(strippingNewline: true), !line.isEmpty else { throw ValidationError("no password given") }
+        return line
+    }
+}
+
+/// Runs `body` with a client and shuts it down afterwards.
+func withClient<T>(_ client: SyncClient, _ body: (SyncClient) async throws -> T) async throws -> T {
+    do {
+        let result = try await body(client)
+        await client.shutdown()
+        return result
+    } catch {
+        await client.shutdown()
+        throw error
+    }
+}
+
+struct RegisterCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "register", abstract: "Create an account on the tracking server.",
+        discussion: "Then run `healthgate login` with the same server and email to link this device.")
+
+    @OptionGroup var account: AccountOptions
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let password = try account.password(confirm: true)
+        let answer = try await withClient(try account.client()) { client in
+            do { return try await client.register(email: account.email, password: password) } catch {
+                throw ValidationError("\(account.server): \(error)")
+            }
+        }
+        if output.json { return try Output.printJSON(["user_id": answer.userId, "email": account.email]) }
+        print("Account \(account.email) created on \(account.server). Next: healthgate login --server \(account.server) --email \(account.email)")
+    }
+}
+
+struct LoginCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "login", abstract: "Log this device in to the tracking server and save its token.",
+        discussion: """
+            The token is saved next to the database (DB.sync.json, readable by its owner only) \
+            and used by `healthgate sync`. Unless --not-primary, this device becomes the \
+            account's primary syncing device.
+            """)
+
+    @OptionGroup var account: AccountOptions
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var output: OutputOptions
+
+    @Option(help: ArgumentHelp("This device's name on the server (default: the host name).", valueName: "NAME"))
+    var deviceName: String?
+
+    @Flag(help: "Do not make this device the account's primary syncing device.")
+    var notPrimary = false
+
+    func run() async throws {
+        let password = try account.password(confirm: false)
+        let name = deviceName ?? ProcessInfo.processInfo.hostName
+        let (answer, primary) = try await withClient(try account.client()) { client in
+            do {
+                let answer = try await client.login(email: account.email, password: password, deviceName: name)
+                let primary = notPrimary ? nil : try await client.markPrimary(token: answer.token)
+                return (answer, primary)
+            } catch {
+                throw ValidationError("\(account.server): \(error)")
+            }
+        }
+        let credentials = SyncCredentials(server: account.server, email: account.email, userId: answer.userId,
+                                          deviceId: answer.deviceId, token: answer.token, caFile: account.caFile)
+        try credentials.save(forDatabase: database.db)
+        if output.json {
+            return try Output.printJSON(["user_id": answer.userId, "device_id": answer.deviceId, "primary": primary != nil ? "true" : "false",
+                                         "credentials": SyncCredentials.path(forDatabase: database.db)])
+        }
+        print("Logged in to \(account.server) as \(account.email); device \(name) (\(answer.deviceId))"
+              + (primary != nil ? " is the primary syncing device" : "") + ".")
+        print("Token saved to \(SyncCredentials.path(forDatabase: database.db)). Run `healthgate sync` to upload.")
+    }
+}
+
+struct LogoutCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "logout", abstract: "Revoke this device's token on the server and forget it here.",
+        discussion: "Records waiting to be sent stay in the outbox until the next login and sync.")
+
+    @OptionGroup var database: DatabaseOptions
+
+    func run() async throws {
+        guard let credentials = try SyncCredentials.load(forDatabase: database.db) else {
+            return print("Not logged in.")
+        }
+        var revoked = true
+        do {
+            try await withClient(try credentials.client()) { client in try await client.logout(token: credentials.token) }
+        } catch {
+            revoked = false
+            Output.stderr("warning: could not revoke the token on \(credentials.server): \(error)\n")
+        }
+        SyncCredentials.remove(forDatabase: database.db)
+        print("Logged out of \(credentials.server)" + (revoked ? "." : " here (the server was not told)."))
+    }
+}
+
+struct SyncCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync", abstract: "Send the outbox to the tracking server and pull the account's history.",
+        discussion: """
+            Uploads every record waiting in the outbox, oldest first, in batches; a record leaves \
+            the outbox only once the server acknowledged it, so an interrupted sync loses nothing \
+            and a repeated one duplicates nothing. Records the server refuses for good are kept \
+            as dead letters (see `healthgate status`). Then pulls what the account's other \
+            devices uploaded. Transient failures are retried with backoff (honouring \
+            Retry-After) up to --max-retries in a row; exit status 1 if the sync did not finish.
+            """)
+
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var output: OutputOptions
+
+    @Option(help: ArgumentHelp("Transient failures in a row before giving up.", valueName: "N"))
+    var maxRetries = 8
+
+    @Flag(help: "Only upload; do not pull the history.")
+    var noPull = false
+
+    struct Report: Encodable {
+        var upload: Forwarder.DrainReport
+        var pull: Forwarder.PullReport?
+    }
+
+    func run() async throws {
+        guard let credentials = try SyncCredentials.load(forDatabase: database.db) else {
+            throw ValidationError("not logged in: run `healthgate login --server URL --email EMAIL` first")
+        }
+        let store = try database.open()
+        var configuration = Forwarder.Configuration()
+        configuration.maxConsecutiveFailures = max(1, maxRetries)
+        let showProgress = !output.json && Output.stderrIsTerminal
+        let report = try await withClient(try credentials.client()) { client in
+            let forwarder = Forwarder(store: store, client: client, token: credentials.token, configuration: configuration)
+            do {
+                let upload = try await forwarder.drain { p in
+                    if showProgress { Output.stderr("\r\u{1B}[2Kuploading: \(p.settled)/\(p.total) records") }
+                }
+                if showProgress { Output.stderr("\r\u{1B}[2K") }
+                let pull = noPull ? nil : try await forwarder.pull()
+                return Report(upload: upload, pull: pull)
+            } catch {
+                if showProgress { Output.stderr("\r\u{1B}[2K") }
+                Output.stderr("healthgate: sync with \(credentials.server) did not finish: \(error)\n"
+                              + "\(try store.outboxDepth()) record(s) wait in the outbox; nothing was lost.\n")
+                throw ExitCode(1)
+            }
+        }
+        if output.json { return try Output.printJSON(report) }
+        let u = report.upload
+        print("Uploaded to \(credentials.server): \(u.accepted) accepted, \(u.duplicates) already there, \(u.rejected) rejected"
+              + " in \(u.uploads) upload(s)" + (u.retries > 0 ? " after \(u.retries) retr\(u.retries == 1 ? "y" : "ies")" : "")
+              + "; \(u.remaining) left in the outbox.")
+        if let p = report.pull {
+            print("Pulled \(p.received) record(s) from the account's history, \(p.stored) new or newer here.")
+        }
+        if u.rejected > 0 { print("See `healthgate status` for the rejected records and why.") }
+    }
+}
+
+struct StatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status", abstract: "Sync status: login, outbox depth, last success and error, dead letters.")
+
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var output: OutputOptions
+
+    struct Status: Encodable {
+        var server: String?
+        var email: String?
+        var deviceId: String?
+        var outbox: Int
+        var deadLetters: Int
+        var lastSuccessAt: String?
+        var lastError: String?
+        var lastErrorAt: String?
+        var historyCursor: Int64
+        var recentDeadLetters: [DeadLetter]
+        enum CodingKeys: String, CodingKey {
+            case server, email, deviceId = "device_id", outbox, deadLetters = "dead_letters", lastSuccessAt = "last_success_at"
+            case lastError = "last_error", lastErrorAt = "last_error_at", historyCursor = "history_cursor"
+            case recentDeadLetters = "recent_dead_letters"
+        }
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(server, forKey: .server)
+            try c.encode(email, forKey: .email)
+            try c.encode(deviceId, forKey: .deviceId)
+            try c.encode(outbox, forKey: .outbox)
+            try c.encode(deadLetters, forKey: .deadLetters)
+            try c.encode(lastSuccessAt, forKey: .lastSuccessAt)
+            try c.encode(lastError, forKey: .lastError)
+            try c.encode(lastErrorAt, forKey: .lastErrorAt)
+            try c.encode(historyCursor, forKey: .historyCursor)
+            try c.encode(recentDeadLetters, forKey: .recentDeadLetters)
+        }
+    }
+
+    func run() throws {
+        let store = try database.open()
+        let credentials = try SyncCredentials.load(forDatabase: database.db)
+        let status = Status(
+            server: credentials?.server, email: credentials?.email, deviceId: credentials?.deviceId,
+            outbox: try store.outboxDepth(), deadLetters: try store.deadLetterCount(),
+            lastSuccessAt: try store.syncState("last_success_at"), lastError: try store.syncState("last_error"),
+            lastErrorAt: try store.syncState("last_error_at"),
+            historyCursor: Int64(try store.syncState("history_cursor") ?? "0") ?? 0,
+            recentDeadLetters: try store.deadLetters(limit: 10))
+        if output.json { return try Output.printJSON(status) }
+        print("server        \(status.server.map { "\($0) as \(status.email ?? "?")" } ?? "not logged in")")
+        print("outbox        \(status.outbox) record(s) waiting")
+        print("last success  \(status.lastSuccessAt ?? "never")")
+        if let error = status.lastError { print("last error    \(error) (\(status.lastErrorAt ?? "?"))") }
+        print("dead letters  \(status.deadLetters)")
+        for d in status.recentDeadLetters {
+            print("  \(d.type) \(d.id) v\(d.version): \(d.reason) (\(d.failedAt))")
+        }
+    }
+}
+
+extension SyncCredentials {
+    func client() throws -> SyncClient {
+        guard let url = URL(string: server) else { throw ValidationError("saved server '\(server)' is not a URL") }
+        var configuration = SyncClient.Configuration(server: url)
+        configuration.pinnedCAFile = caFile
+        return try SyncClient(configuration: configuration)
+    }
+}

@@ -1,0 +1,216 @@
+import Foundation
+import GRDB
+import HealthGate
+import HealthModel
+import HealthStore
+import HealthSync
+import SyncProtocol
+import Synchronization
+import Testing
+import TestSupport
+
+let packageRoot = BLEPeer.packageRoot.path
+
+/// A HealthGate install: its own database file.
+final class Install: Sendable {
+    let folder: String
+    let store: HealthStore
+    var databasePath: String { folder + "/healthgate.sqlite" }
+
+    init() throws {
+        folder = NSTemporaryDirectory() + "hg-install-" + UUID().uuidString
+        store = try HealthStore(path: folder + "/healthgate.sqlite")
+    }
+
+    /// Imports real fixture files and adds habit events (no importer for them yet), so every
+    /// record type is there.
+    func importFixtures() async throws {
+        let pipeline = ImportPipeline(store: store)
+        for file in ["fit/garmin-fenix5-run.fit", "fit/fitsdk-MonitoringFile.fit", "fit/fitsdk-WeightScaleMultiUser.fit",
+                     "fit/garmin-fr735xt-poolswim-hr-chained.fit", "tcx/" + (try firstFile("tcx")), "gpx/" + (try firstFile("gpx"))] {
+            let report = await pipeline.importFile(packageRoot + "/Fixtures/" + file)
+            #expect(report.status == .imported || report.status == .partial, "\(file): \(report.error ?? "")")
+        }
+        let t0 = Date(timeIntervalSince1970: 1_763_800_000)
+        try store.write((0..<5).map { i in
+            .habit(HabitEvent(id: RecordID.derive("habit", "test", String(i)), habit: "water", time: t0.addingTimeInterval(Double(i) * 3600),
+                              value: 250, unit: "ml", source: Source(driver: "manual")))
+        })
+    }
+
+    private func firstFile(_ folder: String) throws -> String {
+        try #require(try FileManager.default.contentsOfDirectory(atPath: packageRoot + "/Fixtures/" + folder)
+            .filter { $0.hasSuffix("." + folder) }.sorted().first)
+    }
+
+    /// Every stored record, by id, as the store gives it back.
+    func allRecords() throws -> [String: HealthRecord] {
+        var out: [String: HealthRecord] = [:]
+        for w in try store.workouts() { out[w.id] = .workout(try #require(try store.workout(id: w.id))) }
+        for s in try store.sleepSessions() { out[s.id.description] = .sleep(s) }
+        for m in try store.measurements() { out[m.id.description] = .measurement(m) }
+        for h in try store.habitEvents() { out[h.id.description] = .habit(h) }
+        return out
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: folder) }
+}
+
+/// An account on the server with a logged-in device.
+struct Account {
+    var email: String
+    var token: String
+    var deviceId: String
+
+    static func create(on server: ServerProcess, email: String = "user-\(UUID().uuidString.prefix(8))@example.org") async throws -> Account {
+        let client = try SyncClient(configuration: .init(server: server.url))
+        defer { Task { await client.shutdown() } }
+        _ = try await client.register(email: email, password: "correct horse battery")
+        let login = try await client.login(email: email, password: "correct horse battery", deviceName: "test")
+        return Account(email: email, token: login.token, deviceId: login.deviceId)
+    }
+
+    func login(on server: ServerProcess) async throws -> Account {
+        let client = try SyncClient(configuration: .init(server: server.url))
+        defer { Task { await client.shutdown() } }
+        let login = try await client.login(email: email, password: "correct horse battery", deviceName: "second")
+        return Account(email: email, token: login.token, deviceId: login.deviceId)
+    }
+}
+
+/// Everything the server holds for `token`'s user, pulled page by page.
+func serverRecords(_ server: ServerProcess, token: String) async throws -> [String: WireRecord] {
+    let client = try SyncClient(configuration: .init(server: server.url))
+    defer { Task { await client.shutdown() } }
+    var out: [String: WireRecord] = [:]
+    var cursor: Int64 = 0
+    while true {
+        let page = try await client.history(after: cursor, limit: 500, token: token)
+        for r in page.records {
+            #expect(out[r.id] == nil || (out[r.id]!.version < r.version), "\(r.id) listed twice at version \(r.version)")
+            out[r.id] = r
+        }
+        cursor = page.next
+        if !page.more { break }
+    }
+    return out
+}
+
+func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxRecords: Int = 1000,
+                   failures: Int? = 50) -> Forwarder {
+    var c = Forwarder.Configuration()
+    c.maxRecords = maxRecords
+    c.initialDelay = .milliseconds(50)
+    c.maximumDelay = .milliseconds(400)
+    c.maxConsecutiveFailures = failures
+    return Forwarder(store: install.store, client: client, token: token, configuration: c)
+}
+
+@Suite(.serialized) struct ForwarderTests {
+    @Test func syncSendsEverythingOnceAndASecondInstallConverges() async throws {
+        let server = try ServerProcess()
+        let a = try Install()
+        try await a.importFixtures()
+        let local = try a.allRecords()
+        let depth = try a.store.outboxDepth()
+        #expect(depth == local.count && depth > 20)
+
+        let account = try await Account.create(on: server)
+        let client = try SyncClient(configuration: .init(server: server.url))
+        defer { Task { await client.shutdown() } }
+        let report = try await fastForwarder(a, client, token: account.token, maxRecords: 7).drain()
+        #expect(report.accepted == depth && report.duplicates == 0 && report.rejected == 0 && report.remaining == 0)
+        #expect(report.uploads >= depth / 7)
+        #expect(try a.store.outboxDepth() == 0)
+
+        // The server holds exactly these records: ids, versions and values.
+        let held = try await serverRecords(server, token: account.token)
+        #expect(Set(held.keys) == Set(local.keys))
+        for (id, record) in local {
+            #expect(try held[id]?.record() == record, "\(id)")
+        }
+
+        // A second sync sends nothing.
+        let again = try await fastForwarder(a, client, token: account.token).drain()
+        #expect(again.uploads == 0 && again.accepted == 0)
+
+        // A second install of the same account pulls the same data, and queues none of it.
+        let b = try Install()
+        let second = try await account.login(on: server)
+        let pulled = try await fastForwarder(b, client, token: second.token).pull()
+        #expect(pulled.received == local.count && pulled.stored == local.count)
+        #expect(try b.store.outboxDepth() == 0)
+        #expect(try b.allRecords() == local)
+        #expect(try b.store.workouts().map(\.id) == a.store.workouts().map(\.id))
+        // Pulling again brings nothing new (the cursor was saved with the records).
+        let more = try await fastForwarder(b, client, token: second.token).pull()
+        #expect(more.received == 0)
+    }
+
+    @Test func aServerKilledMidDrainEndsWithExactlyTheSameSet() async throws {
+        let server = try ServerProcess()
+        let a = try Install()
+        try await a.importFixtures()
+        let local = try a.allRecords()
+        let account = try await Account.create(on: server)
+        let client = try SyncClient(configuration: .init(server: server.url))
+        defer { Task { await client.shutdown() } }
+        let crashed = Mutex(false)
+        let forwarder = fastForwarder(a, client, token: account.token, maxRecords: 3)
+        let report = try await forwarder.drain { progress in
+            // After the first acknowledged batch, kill the server and bring it back.
+            let first = crashed.withLock { done in defer { done = true }; return !done }
+            if first { try? server.crashAndRestart() }
+        }
+        #expect(crashed.withLock { $0 })
+        #expect(report.remaining == 0)
+        let held = try await serverRecords(server, token: account.token)
+        #expect(Set(held.keys) == Set(local.keys))
+        #expect(try a.store.outboxDepth() == 0)
+    }
+
+    @Test func aWrongTokenKeepsEverythingInTheOutbox() async throws {
+        let server = try ServerProcess()
+        let a = try Install()
+        try await a.importFixtures()
+        let depth = try a.store.outboxDepth()
+        let client = try SyncClient(configuration: .init(server: server.url))
+        defer { Task { await client.shutdown() } }
+        await #expect(throws: SyncError.self) {
+            _ = try await fastForwarder(a, client, token: "not-a-token").drain()
+        }
+        #expect(try a.store.outboxDepth() == depth)
+        #expect(try a.store.syncState("last_error")?.contains("token") == true)
+
+        // Revoked (logged out): the same.
+        let account = try await Account.create(on: server)
+        try await client.logout(token: account.token)
+        do {
+            _ = try await fastForwarder(a, client, token: account.token).drain()
+            Issue.record("a revoked token was accepted")
+        } catch let error as SyncError {
+            guard case .unauthorized = error else { Issue.record("\(error)"); return }
+        }
+        #expect(try a.store.outboxDepth() == depth)
+    }
+
+    @Test func recordsTheServerRefusesBecomeDeadLettersAndTheRestIsSent() async throws {
+        let server = try ServerProcess()
+        let a = try Install()
+        try await a.importFixtures()
+        // A record from a device whose clock ran a year ahead: stored here (written past the
+        // normalizer), refused by the server's validation.
+        let future = HealthModel.Measurement(id: RecordID.derive("m", "future"), kind: .weight,
+                                             time: Date().addingTimeInterval(365 * 86400), value: 70, source: Source(driver: "manual"))
+        try a.store.write([.measurement(future)])
+        let depth = try a.store.outboxDepth()
+        let account = try await Account.create(on: server)
+        let client = try SyncClient(configuration: .init(server: server.url))
+        defer { Task { await client.shutdown() } }
+        let report = try await fastForwarder(a, client, token: account.token).drain()
+        #expect(report.rejected == 1 && report.accepted == depth - 1 && report.remaining == 0)
+        let dead = try a.store.deadLetters()
+        #expect(dead.map(\.id) == [future.id.description])
+        #expect(dead.first?.reason.contains("future") == true, "\(dead)")
+    }
+}

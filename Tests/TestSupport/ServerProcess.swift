@@ -1,0 +1,80 @@
+import Foundation
+
+/// A real `healthgate-server` process on a free loopback port with its own database file,
+/// started from the built binary (next to the test bundle, or `.build/debug`).
+public final class ServerProcess: @unchecked Sendable {
+    public let databasePath: String
+    public let extraArguments: [String]
+    public private(set) var url: URL = URL(string: "http://127.0.0.1:1")!
+    public private(set) var process = Process()
+    private let stderrPath: String
+
+    public static var executable: String {
+        let bundleFolder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [bundleFolder, bundleFolder.deletingLastPathComponent()] {
+            let path = candidate.appendingPathComponent("healthgate-server").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return BLEPeer.packageRoot.path + "/.build/debug/healthgate-server"
+    }
+
+    /// Starts the server on `databasePath` (a new temporary file by default) and waits for the
+    /// line that says where it listens. `port` 0 picks a free port.
+    public init(databasePath: String? = nil, port: Int = 0, extraArguments: [String] = []) throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hg-server-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        self.databasePath = databasePath ?? folder + "/server.sqlite"
+        self.extraArguments = extraArguments
+        stderrPath = folder + "/stderr.log"
+        try start(port: port)
+    }
+
+    /// The server's log so far.
+    public var log: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    private func start(port: Int) throws {
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.executable)
+        process.arguments = ["--db", databasePath, "--host", "127.0.0.1", "--port", String(port), "--bcrypt-cost", "4"]
+            + extraArguments
+        let out = Pipe()
+        process.standardOutput = out
+        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        let err = FileHandle(forWritingAtPath: stderrPath)!
+        err.seekToEndOfFile()
+        process.standardError = err
+        try process.run()
+        // The first stdout line: "healthgate-server listening on http://127.0.0.1:PORT".
+        var line: [UInt8] = []
+        let reader = out.fileHandleForReading
+        while true {
+            let byte = reader.readData(ofLength: 1)
+            guard let b = byte.first else { throw PeerError("healthgate-server exited before listening: \(log.suffix(2000))") }
+            if b == 0x0A { break }
+            line.append(b)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard let range = text.range(of: "http://"), let parsed = URL(string: String(text[range.lowerBound...])
+                .trimmingCharacters(in: .whitespaces)) else {
+            throw PeerError("unexpected first line from healthgate-server: \(text)")
+        }
+        url = parsed
+    }
+
+    /// Kills the server at once (SIGKILL: no clean shutdown) and starts it again on the same
+    /// port and database.
+    public func crashAndRestart() throws {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        try start(port: url.port ?? 0)
+    }
+
+    public func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    deinit { stop() }
+}
