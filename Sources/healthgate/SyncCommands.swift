@@ -192,6 +192,15 @@ struct SyncCommand: AsyncParsableCommand {
     @Flag(help: "Only upload; do not pull the history.")
     var noPull = false
 
+    @Option(help: ArgumentHelp("Records per upload (at most; uploads also stay under 8 MB).", valueName: "N"))
+    var batchRecords = 1000
+
+    func validate() throws {
+        guard (1...SyncAPI.maxRecordsPerUpload).contains(batchRecords) else {
+            throw ValidationError("--batch-records must be 1...\(SyncAPI.maxRecordsPerUpload)")
+        }
+    }
+
     struct Report: Encodable {
         var upload: Forwarder.DrainReport
         var pull: Forwarder.PullReport?
@@ -204,6 +213,7 @@ struct SyncCommand: AsyncParsableCommand {
         let store = try database.open()
         var configuration = Forwarder.Configuration()
         configuration.maxConsecutiveFailures = max(1, maxRetries)
+        configuration.maxRecords = batchRecords
         let showProgress = !output.json && Output.stderrIsTerminal
         let report = try await withClient(try credentials.client()) { client in
             let forwarder = Forwarder(store: store, client: client, token: credentials.token, configuration: configuration)

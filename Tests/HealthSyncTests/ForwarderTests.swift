@@ -214,3 +214,99 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
         #expect(dead.first?.reason.contains("future") == true, "\(dead)")
     }
 }
+
+/// `healthgate sync` as a user runs it, through the built binary.
+@Suite(.serialized) struct SyncCommandTests {
+    static var healthgate: String { ServerProcess.executable.replacingOccurrences(of: "healthgate-server", with: "healthgate") }
+
+    func run(_ arguments: [String], stdin: String? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.healthgate)
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe(), input = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = input
+        try process.run()
+        if let stdin { input.fileHandleForWriting.write(Data((stdin + "\n").utf8)) }
+        try input.fileHandleForWriting.close()
+        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, stdout, stderr)
+    }
+
+    @Test func registerLoginSyncStatusLogout() async throws {
+        let server = try ServerProcess()
+        let a = try Install()
+        try await a.importFixtures()
+        let depth = try a.store.outboxDepth()
+        let email = "cli-\(UUID().uuidString.prefix(8))@example.org"
+        let url = server.url.absoluteString
+        let registered = try run(["register", "--server", url, "--email", email, "--password-stdin"], stdin: "a long passphrase")
+        #expect(registered.status == 0, "\(registered.stderr)")
+        let login = try run(["login", "--server", url, "--email", email, "--password-stdin", "--db", a.databasePath],
+                            stdin: "a long passphrase")
+        #expect(login.status == 0, "\(login.stderr)")
+        #expect(login.stdout.contains("primary syncing device"))
+        // The token file: owner-only, and the token works.
+        let credentialsPath = SyncCredentials.path(forDatabase: a.databasePath)
+        let mode = try #require(try FileManager.default.attributesOfItem(atPath: credentialsPath)[.posixPermissions] as? Int)
+        #expect(mode == 0o600)
+
+        let wrong = try run(["login", "--server", url, "--email", email, "--password-stdin", "--db", a.databasePath + "-x"],
+                            stdin: "not the passphrase")
+        #expect(wrong.status != 0 && !wrong.stderr.isEmpty)
+
+        let sync = try run(["sync", "--db", a.databasePath, "--json"])
+        #expect(sync.status == 0, "\(sync.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(sync.stdout.utf8)) as? [String: Any])
+        #expect((report["upload"] as? [String: Any])?["accepted"] as? Int == depth)
+
+        let status = try run(["status", "--db", a.databasePath, "--json"])
+        let s = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+        #expect(s["outbox"] as? Int == 0 && s["dead_letters"] as? Int == 0)
+        #expect(s["last_success_at"] as? String != nil && s["email"] as? String == email)
+
+        let logout = try run(["logout", "--db", a.databasePath])
+        #expect(logout.status == 0 && logout.stdout.contains("Logged out"))
+        #expect(!FileManager.default.fileExists(atPath: credentialsPath))
+        let afterLogout = try run(["sync", "--db", a.databasePath])
+        #expect(afterLogout.status != 0 && afterLogout.stderr.contains("not logged in"))
+    }
+
+    /// The syncing process is killed part-way (SIGKILL: no chance to tidy up) and run again:
+    /// the server ends with exactly the install's records, none missing, none twice.
+    @Test func aSyncKilledMidDrainAndRunAgainSendsEverythingOnce() async throws {
+        let server = try ServerProcess()
+        let a = try Install()
+        try await a.importFixtures()
+        let local = try a.allRecords()
+        let account = try await Account.create(on: server)
+        try SyncCredentials(server: server.url.absoluteString, email: account.email, userId: "", deviceId: account.deviceId,
+                            token: account.token).save(forDatabase: a.databasePath)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.healthgate)
+        process.arguments = ["sync", "--db", a.databasePath, "--batch-records", "1", "--no-pull"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let start = try a.store.outboxDepth()
+        var depth = start
+        for _ in 0..<2000 where depth > start / 2 {
+            usleep(5_000)
+            depth = try a.store.outboxDepth()
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let left = try a.store.outboxDepth()
+        #expect(left > 0 && left < start, "killed with \(left) of \(start) left")
+
+        let again = try run(["sync", "--db", a.databasePath, "--json", "--no-pull"])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try a.store.outboxDepth() == 0)
+        let held = try await serverRecords(server, token: account.token)
+        #expect(Set(held.keys) == Set(local.keys))
+        for (id, record) in local { #expect(try held[id]?.record() == record, "\(id)") }
+    }
+}
