@@ -31,6 +31,7 @@ peer-test: setup
 
 # Throughput next to baselines measured in the same run (release build).
 bench: setup-build
+	$(SWIFT) build -c release --product healthgate-server
 	$(SWIFT) build -c release --product healthgate-bench
 	.build/release/healthgate-bench Fixtures
 

@@ -92,7 +92,11 @@ let package = Package(
         // measured in the same run.
         .executableTarget(name: "healthgate-bench", dependencies: [
             "HealthGate", "HealthStore", "HealthModel", "DriverKit", "FITDriver", "BLEDriver", "BLERuntime", "BLEHost", "TestSupport",
+            "HealthSync", "SyncProtocol",
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "CompressNIO", package: "compress-nio"),
         ], path: "Sources/healthgate-bench"),
 
         // Helpers shared by the test targets (seeded generator for fuzz loops, the BLE peer harness).

@@ -2,11 +2,11 @@
 // same run on the same machine (these machines are noisy, so only the ratios mean much). Not a
 // test: it asserts nothing and never runs in CI.
 //
-//     healthgate-bench [all|files|ble] [FIXTURES]
+//     healthgate-bench [all|files|ble|sync] [FIXTURES]
 import Foundation
 
 let arguments = Array(CommandLine.arguments.dropFirst())
-let modes = ["all", "files", "ble"]
+let modes = ["all", "files", "ble", "sync"]
 let mode = arguments.first.flatMap { modes.contains($0) ? $0 : nil } ?? "all"
 let fixtures = arguments.first { !modes.contains($0) } ?? "Fixtures"
 
@@ -16,6 +16,9 @@ if mode == "all" || mode == "files" {
 }
 if mode == "all" || mode == "ble" {
     try await bleBenchmarks()
+}
+if mode == "all" || mode == "sync" {
+    try await syncBenchmarks()
 }
 
 var usage = rusage()
