@@ -60,10 +60,12 @@ let package = Package(
             "HealthModel", "HealthStore", "SyncProtocol",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
         ], path: "Sources/HealthSync"),
+        // The system zlib (gzip request bodies on the server).
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
         // The reference tracking server (`healthgate-server`): accounts, device tokens, record
         // upserts, history, summaries; storage behind a protocol, SQLite by default.
         .target(name: "HealthGateServer", dependencies: [
-            "HealthModel", "SyncProtocol",
+            "HealthModel", "SyncProtocol", "CZlib",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
             .product(name: "GRDB", package: "GRDB.swift"),
