@@ -106,5 +106,10 @@ let package = Package(
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol", "HealthModel"]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
         .testTarget(name: "HealthGateTests", dependencies: ["TestSupport", "HealthGate", "HealthStore", "HealthModel"]),
+        // Runs the built `healthgate-server` on loopback with real SQLite files.
+        .testTarget(name: "HealthGateServerTests", dependencies: [
+            "TestSupport", "HealthGateServer", "SyncProtocol", "HealthModel", "CZlib",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        ]),
     ]
 )
