@@ -35,7 +35,11 @@ enum JSONBody {
         do {
             return try SyncAPI.decoder().decode(type, from: data)
         } catch let error as DecodingError {
-            throw APIError.badRequest("request body is not a valid \(name(of: type)): " + describe(error))
+            var message = "request body is not a valid \(name(of: type)): " + describe(error)
+            if case .dataCorrupted(let context) = error, context.codingPath.isEmpty, let detail = syntaxError(data) {
+                message += " (\(detail))"
+            }
+            throw APIError.badRequest(message)
         }
     }
 
@@ -129,6 +133,17 @@ enum JSONBody {
         case is LoginRequest.Type: "LoginRequest"
         case is UploadRequest.Type: "UploadRequest"
         default: "\(type)"
+        }
+    }
+
+    /// Where JSON text goes wrong ("Invalid value around character 11."): the decoder does not
+    /// say, the serialization parser does.
+    private static func syntaxError(_ data: Data) -> String? {
+        do {
+            _ = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+            return nil
+        } catch {
+            return (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String
         }
     }
 
