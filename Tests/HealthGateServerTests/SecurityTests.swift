@@ -63,6 +63,9 @@ import Testing
             #expect(database.range(of: Data(secret.utf8)) == nil, "a secret is in the database")
             #expect(log.range(of: Data(secret.utf8)) == nil, "a secret is in the log")
         }
+        // The database is its owner's only.
+        let mode = try FileManager.default.attributesOfItem(atPath: scratch.dbPath)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
         // What is kept instead: the token's SHA-256, and a bcrypt hash of the password.
         #expect(database.range(of: Data(DeviceToken.hash(login.token).utf8)) != nil)
         #expect(database.range(of: Data("$2b$04$".utf8)) != nil)

@@ -11,7 +11,7 @@ public final class SQLiteServerStore: ServerStore {
     /// The database file's path.
     public let path: String
 
-    /// Opens (creating if needed) the database at `path` and migrates it.
+    /// Opens (creating if needed, with its folder) the database at `path` and migrates it.
     public init(path: String) throws {
         var config = Configuration()
         config.busyMode = .timeout(10)
@@ -22,6 +22,13 @@ public final class SQLiteServerStore: ServerStore {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        // A new database is readable by its owner only (it holds password hashes); SQLite gives
+        // its -wal and -shm files the same permissions.
+        if !FileManager.default.fileExists(atPath: path) {
+            guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+                throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])
+            }
         }
         self.path = path
         pool = try DatabasePool(path: path, configuration: config)
