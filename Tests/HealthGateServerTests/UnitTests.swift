@@ -97,6 +97,18 @@ import Testing
         let old = Make.habit("h", time: "1980-01-01T00:00:00Z")
         let reason = try #require(checker.check(old, now: now).failure?.reason)
         #expect(reason.contains("device clock was not set"))
+
+        // What would make summaries negative or infinite.
+        let negativeTimer = Make.workout("t", timerS: -5)
+        #expect(checker.check(negativeTimer, now: now).failure?.reason == "active time -5.0 s is out of range (0 to 1e12 s)")
+        let farRun = Make.workout("far", distanceM: 1e300)
+        #expect(checker.check(farRun, now: now).failure?.reason.hasPrefix("distance 1e+300 m is out of range") == true)
+        var sleep = try #require(Make.sleep("s", start: "2026-03-01T22:00:00Z", hours: 8).data)
+        if case .sleep(var session) = sleep {
+            session.stages = [SleepStageSpan(start: session.end, end: session.start, stage: .deep)]
+            sleep = .sleep(session)
+        }
+        #expect(checker.check(WireRecord(sleep), now: now).failure?.reason.hasPrefix("time asleep -28800.0 s") == true)
     }
 
     @Test func daysAreRealCalendarDays() {

@@ -6,7 +6,8 @@ import SyncProtocol
 ///
 /// A record is rejected (permanently, with the reason) when its `data` did not decode as its
 /// `type`, when the envelope's id or version differ from the data's, or when it breaks the
-/// model's rules (``RecordValidator``: future-dated, ends before it starts, impossible values).
+/// model's rules (``RecordValidator``: future-dated, ends before it starts, impossible values),
+/// or when what it adds to summaries is not a plausible amount (a negative timer, say).
 public struct UploadChecker: Sendable {
     public var validator: RecordValidator
 
@@ -27,6 +28,8 @@ public struct UploadChecker: Sendable {
         } catch {
             return .failure(UploadRejection(reason: "\(error)"))
         }
+        let figures = RecordFigures(record)
+        if let problem = Self.problem(with: figures) { return .failure(UploadRejection(reason: problem)) }
         let body: Data
         do {
             body = try Self.canonicalJSON(record)
@@ -35,7 +38,20 @@ public struct UploadChecker: Sendable {
         }
         return .success(IncomingRecord(id: record.id.description, version: record.version, type: record.type,
                                        start: record.start, end: record.end, body: String(decoding: body, as: UTF8.self),
-                                       figures: RecordFigures(record)))
+                                       figures: figures))
+    }
+
+    /// What a record adds to summaries must be a real amount: from 0 to 10^12 (seconds, metres,
+    /// kcal), so that totals stay finite and never negative.
+    static let figureRange = 0.0...1e12
+
+    static func problem(with figures: RecordFigures) -> String? {
+        let checks = [("active time", figures.activeS, "s"), ("distance", figures.distanceM, "m"),
+                      ("energy", figures.energyKcal, "kcal"), ("time asleep", figures.sleepS, "s")]
+        for (name, value, unit) in checks where !figureRange.contains(value) {
+            return "\(name) \(value) \(unit) is out of range (0 to 1e12 \(unit))"
+        }
+        return nil
     }
 
     /// The record (without envelope) as the sync protocol encodes it: sorted keys, ISO 8601 times.
