@@ -28,6 +28,8 @@ public enum HealthGateServer {
                                       limits: options.limits)
         let router = Routes.router(deps, faults: options.faults.map(FaultInjector.init))
         return Application(router: router,
+                           // Connections idle (or sending nothing) for a minute are closed.
+                           server: .http1(configuration: .init(idleTimeout: .seconds(60))),
                            configuration: .init(address: .hostname(options.host, port: options.port),
                                                 serverName: "healthgate-server/\(ServerVersion.current)"),
                            onServerRunning: { channel in
