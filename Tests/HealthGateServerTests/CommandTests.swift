@@ -27,7 +27,7 @@ import Testing
 
     @Test func faultsUnavailableAndDropAfterStore() async throws {
         let scratch = try Scratch()
-        let unavailable = try ServerProcess(scratch, arguments: ["--fault-rate", "1", "--fault-kinds", "unavailable"],
+        let unavailable = try await ServerProcess(scratch, arguments: ["--fault-rate", "1", "--fault-kinds", "unavailable"],
                                             logName: "unavailable.log")
         let (api, login) = try await APIClient(unavailable).account("ann@example.org")
         let reply = try await api.upload([Make.habit("h", time: "2026-03-02T10:00:00Z")])
@@ -35,10 +35,10 @@ import Testing
         #expect(reply.headers.first(name: "Retry-After") == "1")
         #expect(try reply.error().code == "unavailable")
         #expect(try await api.history().records.isEmpty)  // only uploads fail
-        #expect(unavailable.stop() == 0)
+        #expect(await unavailable.stop() == 0)
 
         // Stored, then the connection is closed without an answer.
-        let drop = try ServerProcess(scratch, arguments: ["--fault-rate", "1", "--fault-kinds", "drop"], logName: "drop.log")
+        let drop = try await ServerProcess(scratch, arguments: ["--fault-rate", "1", "--fault-kinds", "drop"], logName: "drop.log")
         var client = APIClient(drop)
         client.token = login.token
         await #expect(throws: (any Error).self) {
@@ -46,32 +46,32 @@ import Testing
         }
         #expect(try await client.history().records.map(\.id) == [Make.id("h").description])
         #expect(drop.log().contains("fault injection: drop"))
-        #expect(drop.stop() == 0)
+        #expect(await drop.stop() == 0)
     }
 
     @Test func faultsStallPastTheClientTimeout() async throws {
         let scratch = try Scratch()
-        let server = try ServerProcess(scratch, arguments: ["--fault-rate", "1", "--fault-kinds", "stall", "--fault-stall", "3"])
+        let server = try await ServerProcess(scratch, arguments: ["--fault-rate", "1", "--fault-kinds", "stall", "--fault-stall", "3"])
         let (api, _) = try await APIClient(server).account("ann@example.org")
         let body = try SyncAPI.encoder().encode(UploadRequest(records: [Make.habit("h", time: "2026-03-02T10:00:00Z")]))
         await #expect(throws: HTTPClientError.self) {
             try await api.send(.POST, "/v1/records", body: body, timeout: .milliseconds(500))
         }
         #expect(try await api.history().records.isEmpty)
-        #expect(server.stop() == 0)
+        #expect(await server.stop() == 0)
     }
 
     @Test func faultsAreTheSameForTheSameSeed() async throws {
         func outcomes(seed: Int) async throws -> [Int] {
             let scratch = try Scratch()
-            let server = try ServerProcess(scratch, arguments: ["--fault-rate", "0.5", "--fault-seed", "\(seed)",
+            let server = try await ServerProcess(scratch, arguments: ["--fault-rate", "0.5", "--fault-seed", "\(seed)",
                                                                 "--fault-kinds", "unavailable"])
             let (api, _) = try await APIClient(server).account("ann@example.org")
             var statuses: [Int] = []
             for i in 0..<24 {
                 statuses.append(try await api.upload([Make.habit("h\(i)", time: "2026-03-02T10:00:00Z")]).status)
             }
-            #expect(server.stop() == 0)
+            #expect(await server.stop() == 0)
             return statuses
         }
         let first = try await outcomes(seed: 7)

@@ -8,7 +8,7 @@ import Testing
 @Suite struct SecurityTests {
     @Test func usersWithTheSameRecordIdStaySeparate() async throws {
         let scratch = try Scratch()
-        let server = try ServerProcess(scratch)
+        let server = try await ServerProcess(scratch)
         let (ann, _) = try await APIClient(server).account("ann@example.org")
         let (bob, _) = try await APIClient(server).account("bob@example.org")
 
@@ -41,7 +41,7 @@ import Testing
 
     @Test func passwordsAndTokensNeverAppearInTheDatabaseOrTheLog() async throws {
         let scratch = try Scratch()
-        let server = try ServerProcess(scratch, arguments: ["--log-level", "trace"])
+        let server = try await ServerProcess(scratch, arguments: ["--log-level", "trace"])
         let api = APIClient(server)
         let password = "Plain-Password-\(UUID().uuidString)"
         let wrongPassword = "Wrong-Password-\(UUID().uuidString)"
@@ -54,7 +54,7 @@ import Testing
         var wrong = client
         wrong.token = "Wrong-Token-\(UUID().uuidString)"
         #expect(try await wrong.send(.GET, "/v1/devices").status == 401)
-        #expect(server.stop() == 0)
+        #expect(await server.stop() == 0)
 
         let database = try scratch.databaseBytes()
         let log = Data(server.log().utf8)
@@ -73,7 +73,7 @@ import Testing
 
     @Test func aRestartKeepsEverything() async throws {
         let scratch = try Scratch()
-        var server = try ServerProcess(scratch, logName: "first.log")
+        var server = try await ServerProcess(scratch, logName: "first.log")
         let (api, login) = try await APIClient(server).account("ann@example.org", device: "pi")
         let records = [Make.workout("w"), Make.sleep("s", start: "2026-03-01T22:00:00Z", hours: 8),
                        Make.habit("h", time: "2026-03-02T10:00:00Z"), Make.measurement("m", time: "2026-03-02T06:00:00Z")]
@@ -81,10 +81,10 @@ import Testing
         #expect(try await api.send(.PUT, "/v1/devices/current/primary").status == 200)
         let history = try await api.allHistory()
         let summary = try await api.summaries("period=week").decode(SummaryResponse.self)
-        #expect(server.stop(signal: SIGINT) == 0)
+        #expect(await server.stop(signal: SIGINT) == 0)
         #expect(server.log().contains("stopped"))
 
-        server = try ServerProcess(scratch, logName: "second.log")
+        server = try await ServerProcess(scratch, logName: "second.log")
         var again = APIClient(server)
         again.token = login.token
         #expect(try await again.allHistory() == history)
@@ -94,6 +94,6 @@ import Testing
         #expect(try await again.uploadStatuses(records) == [.duplicate, .duplicate, .duplicate, .duplicate])
         #expect(try await APIClient(server).login("ann@example.org", "long enough password").status == 201)
         #expect(try await APIClient(server).register("ann@example.org", "long enough password").status == 409)
-        #expect(server.stop() == 0)
+        #expect(await server.stop() == 0)
     }
 }

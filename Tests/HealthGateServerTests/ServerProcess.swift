@@ -45,7 +45,7 @@ final class ServerProcess: @unchecked Sendable {
     private(set) var baseURL = ""
 
     /// Starts the server on `scratch`'s database and waits (at most 20 s) for its listening line.
-    init(_ scratch: Scratch, arguments: [String] = [], logName: String = "server.log") throws {
+    init(_ scratch: Scratch, arguments: [String] = [], logName: String = "server.log") async throws {
         logPath = scratch.folder + "/" + logName
         FileManager.default.createFile(atPath: logPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: Self.executable)
@@ -66,7 +66,7 @@ final class ServerProcess: @unchecked Sendable {
         }
         reader.start()
         let deadline = Date().addingTimeInterval(20)
-        while line.get() == nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        while line.get() == nil && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
         guard let text = line.get(), let range = text.range(of: "healthgate-server listening on ") else {
             process.terminate()
             throw ServerFailure("no listening line (got \(line.get() ?? "nothing")); log: \(log())")
@@ -81,11 +81,11 @@ final class ServerProcess: @unchecked Sendable {
 
     /// Sends `signal` (SIGTERM by default) and waits for the exit; answers the exit status.
     @discardableResult
-    func stop(signal: Int32 = SIGTERM) -> Int32 {
+    func stop(signal: Int32 = SIGTERM) async -> Int32 {
         if process.isRunning {
             kill(process.processIdentifier, signal)
             let deadline = Date().addingTimeInterval(15)
-            while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+            while process.isRunning && Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
             if process.isRunning { process.terminate(); process.waitUntilExit() }
         }
         return process.terminationStatus

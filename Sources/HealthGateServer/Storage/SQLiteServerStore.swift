@@ -113,7 +113,7 @@ public final class SQLiteServerStore: ServerStore {
         try await pool.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT id, user_id, name, is_primary, created_at, last_seen_at FROM devices
-                WHERE user_id = ? AND revoked_at IS NULL ORDER BY created_at, id
+                WHERE user_id = ? AND revoked_at IS NULL ORDER BY rowid
                 """, arguments: [userId]).map(Self.device)
         }
     }
