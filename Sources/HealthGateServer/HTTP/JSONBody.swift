@@ -23,7 +23,7 @@ enum JSONResponse {
 
 /// Reads JSON request bodies within limits.
 ///
-/// - the content type must be JSON (`application/json` or `*/*+json`), else 415;
+/// - the content type must be JSON (`application/json` or `application/*+json`), else 415;
 /// - `Content-Encoding` may be `gzip` (inflated as it streams in) or `identity`, else 415;
 /// - the body may not exceed `limit` bytes as sent nor after decompression, else 413: a
 ///   declared `Content-Length` over the limit is refused before keeping any of it, and keeping
