@@ -5,7 +5,7 @@ SWIFT ?= swift
 DEMO_DB ?= demo.sqlite
 BIN = .build/debug/healthgate
 
-.PHONY: setup setup-build build demo test peer-test bench reference reference-check clean
+.PHONY: setup setup-build build server demo test peer-test server-test bench reference reference-check clean
 
 setup:
 	@bash .ci/setup
@@ -15,6 +15,10 @@ setup-build:
 
 build: setup-build
 	$(SWIFT) build --product healthgate
+
+# The reference tracking server (.build/debug/healthgate-server).
+server: setup-build
+	$(SWIFT) build --product healthgate-server
 
 demo: build
 	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm
@@ -28,6 +32,10 @@ test: setup
 # The emulated BLE peer (Bumble) that the BLE host tests talk to, checked by a raw Python H4 host.
 peer-test: setup
 	python3 -m pytest -q -p no:cacheprovider Tests/peers
+
+# The reference server against its OpenAPI document: schemathesis (PyPI) on a real process.
+server-test: setup server
+	HEALTHGATE_SERVER=.build/debug/healthgate-server python3 -m pytest -q -p no:cacheprovider Tests/server
 
 # Throughput next to baselines measured in the same run (release build).
 bench: setup-build

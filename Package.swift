@@ -67,10 +67,12 @@ let package = Package(
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "CompressNIO", package: "compress-nio"),
         ], path: "Sources/HealthSync"),
+        // The system zlib (gzip request bodies on the server).
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
         // The reference tracking server (`healthgate-server`): accounts, device tokens, record
         // upserts, history, summaries; storage behind a protocol, SQLite by default.
         .target(name: "HealthGateServer", dependencies: [
-            "HealthModel", "SyncProtocol",
+            "HealthModel", "SyncProtocol", "CZlib",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -119,5 +121,10 @@ let package = Package(
         ]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
         .testTarget(name: "HealthGateTests", dependencies: ["TestSupport", "HealthGate", "HealthStore", "HealthModel"]),
+        // Runs the built `healthgate-server` on loopback with real SQLite files.
+        .testTarget(name: "HealthGateServerTests", dependencies: [
+            "TestSupport", "HealthGateServer", "SyncProtocol", "HealthModel", "CZlib",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        ]),
     ]
 )

@@ -309,7 +309,9 @@ public struct HealthResponse: Codable, Sendable, Equatable {
 
 /// Every error answer: `{"error": {"code": "...", "message": "..."}}` with the HTTP status.
 /// Codes: `bad_request`, `unauthorized`, `forbidden`, `not_found`, `conflict`,
-/// `payload_too_large`, `unsupported_media_type`, `too_many_requests`, `internal`.
+/// `payload_too_large`, `unsupported_media_type`, `too_many_requests`, `internal`; also
+/// `method_not_allowed` (405, a known path with another method) and `unavailable` (503, try
+/// again after `Retry-After`). Clients should treat an unknown code by its HTTP status.
 public struct ErrorResponse: Codable, Sendable, Equatable, Error {
     public struct Body: Codable, Sendable, Equatable {
         public var code: String

@@ -1,3 +1,114 @@
+import ArgumentParser
+import Foundation
 import HealthGateServer
+import Hummingbird
+import Logging
 
-print("healthgate-server \(ServerVersion.current)")
+/// `healthgate-server`: the reference tracking server of the HealthGate sync protocol.
+@main
+struct ServerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "healthgate-server",
+        abstract: "The reference tracking server for HealthGate's sync protocol (v1).",
+        discussion: """
+            Accounts, device logins, record uploads (upserts by id and version), history and \
+            summaries over HTTP, as described in openapi/healthgate-sync.yaml. Everything is kept \
+            in one SQLite file (--db).
+
+            On start it prints one line to standard output, `healthgate-server listening on \
+            http://HOST:PORT`, with the port actually bound (useful with --port 0). Logs go to \
+            standard error; passwords and tokens are never logged, and the database keeps only \
+            bcrypt hashes of passwords and SHA-256 hashes of device tokens. SIGINT or SIGTERM \
+            stops the server after the requests in progress.
+
+            Plain HTTP: put it behind a TLS-terminating proxy to serve beyond this machine.
+            Testing options (fault injection) are listed by --help-hidden.
+            """,
+        version: ServerVersion.current)
+
+    @Option(help: ArgumentHelp("The SQLite database file (created if missing).", valueName: "path"))
+    var db = "./healthgate-server.sqlite"
+
+    @Option(help: ArgumentHelp("The address to listen on (0.0.0.0 for every interface).", valueName: "address"))
+    var host = "127.0.0.1"
+
+    @Option(help: ArgumentHelp("The TCP port (0: any free port).", valueName: "port"))
+    var port = 8080
+
+    @Option(help: ArgumentHelp("bcrypt cost for new password hashes (4...31; each step doubles the time).",
+                               valueName: "n"))
+    var bcryptCost: UInt8 = PasswordHasher.defaultCost
+
+    @Option(help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error or critical.", valueName: "level"))
+    var logLevel = "info"
+
+    @Option(help: ArgumentHelp("Testing: the fraction (0...1) of uploads (POST /v1/records) that fail on purpose.",
+                               valueName: "rate", visibility: .hidden))
+    var faultRate: Double = 0
+
+    @Option(help: ArgumentHelp("Testing: the seed of the fault sequence (the same seed repeats the same faults).",
+                               valueName: "n", visibility: .hidden))
+    var faultSeed: UInt64 = 1
+
+    @Option(help: ArgumentHelp("""
+        Testing: the faults to draw from, comma-separated: unavailable (503 with Retry-After: 1), \
+        stall (no answer for --fault-stall seconds, then 503), drop (the upload is stored, then the \
+        connection is closed without an answer).
+        """, valueName: "kinds", visibility: .hidden))
+    var faultKinds = FaultPlan.Kind.allCases.map(\.rawValue).joined(separator: ",")
+
+    @Option(help: ArgumentHelp("Testing: how long a stall fault holds the answer, in seconds.", valueName: "seconds",
+                               visibility: .hidden))
+    var faultStall: Double = 30
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
+        guard PasswordHasher.costs.contains(bcryptCost) else { throw ValidationError("--bcrypt-cost must be in 4...31") }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level \(logLevel) is not a level") }
+        guard (0...1).contains(faultRate) else { throw ValidationError("--fault-rate must be in 0...1") }
+        _ = try kinds()
+        guard faultStall >= 0, faultStall.isFinite else { throw ValidationError("--fault-stall must be a number of seconds") }
+    }
+
+    private func kinds() throws -> [FaultPlan.Kind] {
+        try faultKinds.split(separator: ",").map { name in
+            guard let kind = FaultPlan.Kind(rawValue: name.trimmingCharacters(in: .whitespaces)) else {
+                throw ValidationError("--fault-kinds: unknown fault '\(name)' (unavailable, stall, drop)")
+            }
+            return kind
+        }
+    }
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "healthgate-server")
+
+        let store: SQLiteServerStore
+        do {
+            store = try SQLiteServerStore(path: db)
+        } catch {
+            throw ValidationError("cannot open the database \(db): \(error)")
+        }
+        var options = ServerOptions()
+        options.host = host
+        options.port = port
+        options.bcryptCost = bcryptCost
+        if faultRate > 0 {
+            options.faults = FaultPlan(rate: faultRate, seed: faultSeed, kinds: try kinds(),
+                                       stall: .milliseconds(Int64(faultStall * 1000)))
+            logger.warning("fault injection is on: \(faultRate) of uploads fail (\(faultKinds)), seed \(faultSeed)")
+        }
+        logger.info("database \(store.path)")
+        let app = HealthGateServer.application(options: options, store: store, logger: logger) { url in
+            // Unbuffered: a test or supervisor reading the pipe sees the line at once.
+            FileHandle.standardOutput.write(Data("healthgate-server listening on \(url)\n".utf8))
+        }
+        try await app.runService()
+        logger.info("stopped")
+    }
+}

@@ -1,0 +1,25 @@
+import Foundation
+import HealthModel
+
+/// Device tokens: 32 random bytes, base64url without padding (43 characters). The server keeps
+/// only ``hash(_:)`` of a token; the token itself is shown once, in the login answer.
+public enum DeviceToken {
+    public static func generate() -> String {
+        var generator = SystemRandomNumberGenerator()
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(32)
+        for _ in 0..<4 {
+            let word = generator.next()
+            for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: word >> UInt64(shift))) }
+        }
+        return Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// SHA-256 of the token's UTF-8 bytes, lower-case hex: what storage keeps and looks up.
+    public static func hash(_ token: String) -> String {
+        Array(token.utf8).withUnsafeBytes { SHA256.hex($0) }
+    }
+}

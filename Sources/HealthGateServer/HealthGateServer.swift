@@ -1,0 +1,43 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+
+/// How a server runs: where it listens and its security and test settings.
+public struct ServerOptions: Sendable {
+    public var host = "127.0.0.1"
+    /// 0: any free port (the actual one is passed to `onListening`).
+    public var port = 8080
+    public var bcryptCost = PasswordHasher.defaultCost
+    public var loginPolicy = LoginAttempts.Policy()
+    public var limits = ServerLimits()
+    /// Fault injection for client tests; nil in normal use.
+    public var faults: FaultPlan?
+
+    public init() {}
+}
+
+/// The reference tracking server: builds the HTTP application over a ``ServerStore``.
+public enum HealthGateServer {
+    /// The application, ready to `run()` or `runService()` (which stops gracefully on SIGINT
+    /// and SIGTERM). `onListening` gets `http://HOST:PORT` once the socket is bound.
+    public static func application(options: ServerOptions, store: any ServerStore, logger: Logger,
+                                   onListening: @escaping @Sendable (String) -> Void = { _ in }) -> some ApplicationProtocol {
+        let deps = ServerDependencies(store: store, hasher: PasswordHasher(cost: options.bcryptCost),
+                                      throttle: LoginThrottle(policy: options.loginPolicy), checker: UploadChecker(),
+                                      limits: options.limits)
+        let router = Routes.router(deps, faults: options.faults.map(FaultInjector.init))
+        return Application(router: router,
+                           // Connections idle (or sending nothing) for a minute are closed.
+                           server: .http1(configuration: .init(idleTimeout: .seconds(60))),
+                           configuration: .init(address: .hostname(options.host, port: options.port),
+                                                serverName: "healthgate-server/\(ServerVersion.current)"),
+                           onServerRunning: { channel in
+                               let address = channel.localAddress
+                               let host = address?.ipAddress ?? options.host
+                               let port = address?.port ?? options.port
+                               onListening("http://" + (host.contains(":") ? "[\(host)]" : host) + ":\(port)")
+                           },
+                           logger: logger)
+    }
+}

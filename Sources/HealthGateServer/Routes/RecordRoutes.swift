@@ -1,0 +1,82 @@
+import Foundation
+import Hummingbird
+import SyncProtocol
+
+/// Record upload (upsert by id and version) and history.
+struct RecordRoutes {
+    let deps: ServerDependencies
+
+    static let historyLimits: ClosedRange<Int> = 1...5000
+    static let defaultHistoryLimit = 1000
+
+    func add(to group: RouterGroup<ServerContext>) {
+        group.post("records", use: upload)
+        group.get("records", use: history)
+    }
+
+    /// `POST /v1/records`: one result per record, in order; the valid ones stored in one
+    /// transaction. 400 (not an UploadRequest), 413 (too large, too many records), 415.
+    @Sendable func upload(_ request: Request, context: ServerContext) async throws -> Response {
+        let principal = try context.requirePrincipal()
+        let body = try await JSONBody.decode(UploadRequest.self, from: request, limit: deps.limits.uploadBodyBytes)
+        guard body.records.count <= deps.limits.recordsPerUpload else {
+            throw APIError.payloadTooLarge("\(body.records.count) records in one upload: at most \(deps.limits.recordsPerUpload)")
+        }
+        let now = Date()
+        let checked = body.records.map { deps.checker.check($0, now: now) }
+        let valid = checked.compactMap { try? $0.get() }
+        let outcomes = try await deps.store.upsert(valid, userId: principal.userId, deviceId: principal.deviceId, now: now)
+        var stored = outcomes.makeIterator()
+        var counts = (accepted: 0, duplicate: 0, rejected: 0)
+        let results = zip(body.records, checked).map { wire, check -> UploadResult in
+            switch check {
+            case .failure(let rejection):
+                counts.rejected += 1
+                return UploadResult(id: wire.id, version: wire.version, status: .rejected, reason: rejection.reason)
+            case .success:
+                switch stored.next() {
+                case .accepted?:
+                    counts.accepted += 1
+                    return UploadResult(id: wire.id, version: wire.version, status: .accepted)
+                case .duplicate?, nil:
+                    counts.duplicate += 1
+                    return UploadResult(id: wire.id, version: wire.version, status: .duplicate)
+                }
+            }
+        }
+        context.logger.info("upload", metadata: ["device": "\(principal.deviceId)", "accepted": "\(counts.accepted)",
+                                                 "duplicate": "\(counts.duplicate)", "rejected": "\(counts.rejected)"])
+        return JSONResponse.make(UploadResponse(results: results))
+    }
+
+    /// `GET /v1/records?after=CURSOR&limit=N`: the user's records changed after the cursor.
+    @Sendable func history(_ request: Request, context: ServerContext) async throws -> Response {
+        let principal = try context.requirePrincipal()
+        let query = Query(request)
+        let after = try query.integer("after", in: 0...Int64.max, default: 0)
+        let limit = try query.integer("limit", in: Self.historyLimits, default: Self.defaultHistoryLimit)
+        let slice = try await deps.store.history(userId: principal.userId, after: after, limit: limit,
+                                                 byteBudget: deps.limits.historyPageBytes)
+        return JSONResponse.make(data: Self.historyPage(slice, after: after))
+    }
+
+    /// A ``HistoryPage`` as JSON, with each record's stored body put in as it is (it is already
+    /// canonical JSON: decoding and re-encoding every page would only cost time). Keys sorted,
+    /// as ``SyncAPI/encoder()`` writes them.
+    static func historyPage(_ slice: HistorySlice, after: Int64) -> Data {
+        let next = slice.records.last?.seq ?? after
+        var out = Data()
+        out.reserveCapacity(slice.records.reduce(64) { $0 + $1.body.utf8.count + 160 })
+        out.append(contentsOf: #"{"more":\#(slice.more),"next":\#(next),"records":["#.utf8)
+        for (index, record) in slice.records.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: #"{"data":"#.utf8)
+            out.append(contentsOf: record.body.utf8)
+            // Ids are UUIDs and types one of four words: nothing to escape.
+            out.append(contentsOf: #","device_id":"\#(record.deviceId)","id":"\#(record.id)","seq":\#(record.seq),"#.utf8)
+            out.append(contentsOf: #""type":"\#(record.type)","version":\#(record.version)}"#.utf8)
+        }
+        out.append(contentsOf: "]}".utf8)
+        return out
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import Hummingbird
+import HealthModel
+import SyncProtocol
+
+/// What the routes share. Each piece of state has one owner: the store owns everything
+/// persistent, the throttle owns failed-login counts.
+struct ServerDependencies: Sendable {
+    let store: any ServerStore
+    let hasher: PasswordHasher
+    let throttle: LoginThrottle
+    let checker: UploadChecker
+    let limits: ServerLimits
+}
+
+/// Request and answer size limits.
+public struct ServerLimits: Sendable, Equatable {
+    /// Bodies of the small requests (register, login).
+    public var smallBodyBytes = 64 * 1024
+    /// Upload bodies, after decompression.
+    public var uploadBodyBytes = SyncAPI.maxBodyBytes
+    public var recordsPerUpload = SyncAPI.maxRecordsPerUpload
+    /// A history page stops adding records once their bodies reach this size (and says `more`).
+    public var historyPageBytes = 8 << 20
+
+    public init() {}
+}
+
+/// The endpoints, in one table (the 405 answers read it) and the router built from it.
+enum Routes {
+    static let table: [(path: String, methods: [HTTPRequest.Method])] = [
+        ("/v1/health", [.get]),
+        ("/v1/accounts", [.post]),
+        ("/v1/sessions", [.post]),
+        ("/v1/sessions/current", [.delete]),
+        ("/v1/devices", [.get]),
+        ("/v1/devices/current/primary", [.put]),
+        ("/v1/records", [.get, .post]),
+        ("/v1/summaries", [.get]),
+    ]
+
+    /// The methods a known path takes; nil for an unknown path.
+    static func methods(forPath path: String) -> [HTTPRequest.Method]? {
+        let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+        return table.first { $0.path == trimmed }?.methods
+    }
+
+    static func router(_ deps: ServerDependencies, faults: FaultInjector?) -> Router<ServerContext> {
+        let router = Router(context: ServerContext.self)
+        router.add(middleware: ErrorMiddleware())
+        if let faults { router.add(middleware: FaultMiddleware(injector: faults)) }
+
+        let open = router.group("v1")
+        open.get("health") { _, _ in JSONResponse.make(HealthResponse(version: ServerVersion.current)) }
+        AccountRoutes(deps: deps).addOpen(to: open)
+
+        let authenticated = router.group("v1").add(middleware: BearerAuthMiddleware(store: deps.store))
+        AccountRoutes(deps: deps).addAuthenticated(to: authenticated)
+        RecordRoutes(deps: deps).add(to: authenticated)
+        SummaryRoutes(deps: deps).add(to: authenticated)
+        return router
+    }
+}
+
+/// Query parameters, checked.
+struct Query {
+    let parameters: Parameters
+
+    init(_ request: Request) { parameters = request.uri.queryParameters }
+
+    func string(_ name: String) -> String? { parameters.get(name) }
+
+    /// An integer in `range`, or `defaultValue` when absent.
+    func integer<T: FixedWidthInteger>(_ name: String, in range: ClosedRange<T>, default defaultValue: T) throws -> T {
+        guard let text = parameters.get(name) else { return defaultValue }
+        guard let value = T(text), range.contains(value) else {
+            throw APIError.badRequest("query parameter \(name) must be an integer in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
+        }
+        return value
+    }
+}

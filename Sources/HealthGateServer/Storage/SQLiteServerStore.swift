@@ -1,0 +1,231 @@
+import Foundation
+import GRDB
+import HealthModel
+import SyncProtocol
+
+/// The default ``ServerStore``: one SQLite file (WAL), opened through a GRDB pool that owns every
+/// connection; opening runs the migrations.
+public final class SQLiteServerStore: ServerStore {
+    /// The pool (WAL mode: readers never block the writer).
+    let pool: DatabasePool
+    /// The database file's path.
+    public let path: String
+
+    /// Opens (creating if needed, with its folder) the database at `path` and migrates it.
+    public init(path: String) throws {
+        var config = Configuration()
+        config.busyMode = .timeout(10)
+        config.prepareDatabase { db in
+            // WAL + NORMAL: durable across crashes of the server, one fsync per checkpoint.
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        // A new database is readable by its owner only (it holds password hashes); SQLite gives
+        // its -wal and -shm files the same permissions.
+        if !FileManager.default.fileExists(atPath: path) {
+            guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+                throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])
+            }
+        }
+        self.path = path
+        pool = try DatabasePool(path: path, configuration: config)
+        try SQLiteServerSchema.migrator.migrate(pool)
+    }
+
+    /// Names of the migrations applied, in order.
+    public func appliedMigrations() throws -> [String] {
+        try pool.read { db in try SQLiteServerSchema.migrator.appliedMigrations(db) }
+    }
+
+    // MARK: Accounts
+
+    public func createAccount(email: String, passwordHash: String, now: Date) async throws -> Account {
+        let now = Self.wholeSeconds(now)
+        let account = Account(id: UUID().uuidString.lowercased(), email: email, passwordHash: passwordHash, createdAt: now)
+        do {
+            try await pool.write { db in
+                try db.execute(sql: "INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, ?)",
+                               arguments: [account.id, account.email, account.passwordHash, Self.text(now)])
+            }
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+            throw StoreError.emailTaken
+        }
+        return account
+    }
+
+    public func account(email: String) async throws -> Account? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT id, email, password_hash, created_at FROM users WHERE email = ?",
+                             arguments: [email]).map { row in
+                Account(id: row["id"], email: row["email"], passwordHash: row["password_hash"],
+                        createdAt: Self.date(row["created_at"]) ?? Date(timeIntervalSince1970: 0))
+            }
+        }
+    }
+
+    // MARK: Devices
+
+    public func createDevice(userId: String, name: String, tokenHash: String, now: Date) async throws -> Device {
+        let now = Self.wholeSeconds(now)
+        let device = Device(id: UUID().uuidString.lowercased(), userId: userId, name: name, primary: false, createdAt: now,
+                            lastSeenAt: now)
+        try await pool.write { db in
+            try db.execute(sql: """
+                INSERT INTO devices (id, user_id, name, token_hash, created_at, last_seen_at) VALUES (?, ?, ?, ?, ?, ?)
+                """, arguments: [device.id, userId, name, tokenHash, Self.text(now), Self.text(now)])
+        }
+        return device
+    }
+
+    public func principal(tokenHash: String) async throws -> Principal? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT id, user_id FROM devices WHERE token_hash = ? AND revoked_at IS NULL",
+                             arguments: [tokenHash]).map { Principal(userId: $0["user_id"], deviceId: $0["id"]) }
+        }
+    }
+
+    public func touchDevice(id: String, now: Date) async throws {
+        let stale = Self.text(now.addingTimeInterval(-60))
+        // Reads first: most requests come within a minute of the last one and write nothing.
+        let due = try await pool.read { db in
+            try Bool.fetchOne(db, sql: "SELECT last_seen_at IS NULL OR last_seen_at < ? FROM devices WHERE id = ?",
+                              arguments: [stale, id]) ?? false
+        }
+        guard due else { return }
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE devices SET last_seen_at = ? WHERE id = ? AND (last_seen_at IS NULL OR last_seen_at < ?)",
+                           arguments: [Self.text(now), id, stale])
+        }
+    }
+
+    public func revokeDevice(id: String, userId: String, now: Date) async throws {
+        try await pool.write { db in
+            try db.execute(sql: """
+                UPDATE devices SET revoked_at = ?, is_primary = 0 WHERE id = ? AND user_id = ? AND revoked_at IS NULL
+                """, arguments: [Self.text(now), id, userId])
+        }
+    }
+
+    public func devices(userId: String) async throws -> [Device] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT id, user_id, name, is_primary, created_at, last_seen_at FROM devices
+                WHERE user_id = ? AND revoked_at IS NULL ORDER BY rowid
+                """, arguments: [userId]).map(Self.device)
+        }
+    }
+
+    public func markPrimary(deviceId: String, userId: String) async throws -> Device {
+        try await pool.write { db in
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM devices WHERE id = ? AND user_id = ? AND revoked_at IS NULL",
+                                    arguments: [deviceId, userId]) != nil else { throw StoreError.noSuchDevice }
+            try db.execute(sql: "UPDATE devices SET is_primary = 0 WHERE user_id = ? AND is_primary = 1 AND id <> ?",
+                           arguments: [userId, deviceId])
+            try db.execute(sql: "UPDATE devices SET is_primary = 1 WHERE id = ?", arguments: [deviceId])
+            let row = try Row.fetchOne(db, sql: """
+                SELECT id, user_id, name, is_primary, created_at, last_seen_at FROM devices WHERE id = ?
+                """, arguments: [deviceId])
+            guard let row else { throw StoreError.noSuchDevice }
+            return Self.device(row)
+        }
+    }
+
+    // MARK: Records
+
+    public func upsert(_ records: [IncomingRecord], userId: String, deviceId: String, now: Date) async throws -> [UpsertOutcome] {
+        let received = Self.text(now)
+        return try await pool.write { db in
+            var outcomes: [UpsertOutcome] = []
+            outcomes.reserveCapacity(records.count)
+            let find = try db.cachedStatement(sql: "SELECT version FROM records WHERE user_id = ? AND record_id = ?")
+            let remove = try db.cachedStatement(sql: "DELETE FROM records WHERE user_id = ? AND record_id = ?")
+            let insert = try db.cachedStatement(sql: """
+                INSERT INTO records (user_id, record_id, version, type, start_time, end_time, body, device_id, received_at,
+                                     active_s, distance_m, energy_kcal, sleep_s)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+            for record in records {
+                let stored = try Int.fetchOne(find, arguments: [userId, record.id])
+                if let stored, stored >= record.version {
+                    outcomes.append(.duplicate)
+                    continue
+                }
+                // A newer version replaces the row, so it gets a new change number.
+                if stored != nil { try remove.execute(arguments: [userId, record.id]) }
+                let f = record.figures
+                try insert.execute(arguments: [userId, record.id, record.version, record.type.rawValue,
+                                               record.start.timeIntervalSince1970, record.end.timeIntervalSince1970,
+                                               record.body, deviceId, received, f.activeS, f.distanceM, f.energyKcal, f.sleepS])
+                outcomes.append(.accepted(seq: db.lastInsertedRowID))
+            }
+            return outcomes
+        }
+    }
+
+    public func history(userId: String, after: Int64, limit: Int, byteBudget: Int) async throws -> HistorySlice {
+        try await pool.read { db in
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT seq, record_id, version, type, body, device_id FROM records
+                WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?
+                """, arguments: [userId, after, limit + 1])
+            var records: [StoredRecord] = []
+            var bytes = 0
+            while let row = try rows.next() {
+                let body: String = row["body"]
+                if records.count == limit || (!records.isEmpty && bytes + body.utf8.count > byteBudget) {
+                    return HistorySlice(records: records, more: true)
+                }
+                bytes += body.utf8.count
+                records.append(StoredRecord(id: row["record_id"], version: row["version"], type: row["type"], body: body,
+                                            deviceId: row["device_id"], seq: row["seq"]))
+            }
+            return HistorySlice(records: records, more: false)
+        }
+    }
+
+    public func summaries(userId: String, period: SummaryPeriod, since: Day?, until: Day?) async throws -> [SummaryResponse.Bucket] {
+        let bucket = switch period {
+        case .day: "date(start_time, 'unixepoch')"
+        // Back six days, then forward to the next Monday (or stay on it): the week's Monday.
+        case .week: "date(start_time, 'unixepoch', '-6 days', 'weekday 1')"
+        case .month: "strftime('%Y-%m-01', start_time, 'unixepoch')"
+        case .year: "strftime('%Y-01-01', start_time, 'unixepoch')"
+        }
+        return try await pool.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT \(bucket) AS bucket,
+                       SUM(type = 'workout') AS workouts, SUM(active_s) AS active_s, SUM(distance_m) AS distance_m,
+                       SUM(energy_kcal) AS energy_kcal, SUM(sleep_s) AS sleep_s,
+                       SUM(type = 'habit') AS habit_events, SUM(type = 'measurement') AS measurements
+                FROM records
+                WHERE user_id = ? AND start_time >= ? AND start_time < ?
+                GROUP BY bucket ORDER BY bucket
+                """, arguments: [userId, since?.start.timeIntervalSince1970 ?? -Double.greatestFiniteMagnitude,
+                                 until?.end.timeIntervalSince1970 ?? Double.greatestFiniteMagnitude]).map { row in
+                SummaryResponse.Bucket(start: row["bucket"], workouts: row["workouts"], activeS: row["active_s"],
+                                       distanceM: row["distance_m"], energyKcal: row["energy_kcal"], sleepS: row["sleep_s"],
+                                       habitEvents: row["habit_events"], measurements: row["measurements"])
+            }
+        }
+    }
+
+    // MARK: Rows
+
+    private static func device(_ row: Row) -> Device {
+        Device(id: row["id"], userId: row["user_id"], name: row["name"], primary: row["is_primary"] as Int64 == 1,
+               createdAt: date(row["created_at"]) ?? Date(timeIntervalSince1970: 0),
+               lastSeenAt: (row["last_seen_at"] as String?).flatMap(ISO8601.parse))
+    }
+
+    private static func date(_ text: String?) -> Date? { text.flatMap(ISO8601.parse) }
+
+    /// Stored times: ISO 8601 UTC in whole seconds, so that they also compare as text.
+    private static func text(_ date: Date) -> String { ISO8601.string(wholeSeconds(date)) }
+
+    private static func wholeSeconds(_ date: Date) -> Date {
+        Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down))
+    }
+}

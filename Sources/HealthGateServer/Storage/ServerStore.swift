@@ -1,0 +1,176 @@
+import Foundation
+import HealthModel
+import SyncProtocol
+
+/// Everything the server keeps, behind one small protocol: accounts, devices and their token
+/// hashes, records, history and summaries. ``SQLiteServerStore`` is the default; another
+/// database (PostgreSQL) implements the same protocol.
+///
+/// Rules every implementation keeps:
+/// - every record operation is scoped to one user id: the same record id under two users is
+///   two unrelated rows;
+/// - ``upsert(_:userId:deviceId:now:)`` applies a whole batch in one transaction;
+/// - only hashes of passwords and tokens reach storage (callers never pass plain text).
+public protocol ServerStore: Sendable {
+    /// Creates an account. Throws ``StoreError/emailTaken`` when the (normalized) email exists.
+    func createAccount(email: String, passwordHash: String, now: Date) async throws -> Account
+    /// The account with this (normalized) email, if any.
+    func account(email: String) async throws -> Account?
+
+    /// Adds a logged-in device holding the token whose SHA-256 is `tokenHash`.
+    func createDevice(userId: String, name: String, tokenHash: String, now: Date) async throws -> Device
+    /// Who a token hash belongs to; nil for an unknown or revoked token.
+    func principal(tokenHash: String) async throws -> Principal?
+    /// Records that the device was seen (at most one write a minute per device).
+    func touchDevice(id: String, now: Date) async throws
+    /// Revokes the device's token (logout); it stops being primary.
+    func revokeDevice(id: String, userId: String, now: Date) async throws
+    /// The user's devices that are logged in, oldest first.
+    func devices(userId: String) async throws -> [Device]
+    /// Makes `deviceId` the user's only primary device and answers it.
+    func markPrimary(deviceId: String, userId: String) async throws -> Device
+
+    /// Stores valid records for one user in one transaction: a new id or a higher version is
+    /// stored (with a new change sequence number), anything else changes nothing. Answers one
+    /// outcome per record, in order.
+    func upsert(_ records: [IncomingRecord], userId: String, deviceId: String, now: Date) async throws -> [UpsertOutcome]
+    /// The user's records changed after `after`, oldest change first: at most `limit` records,
+    /// and stopping early once the bodies reach `byteBudget` bytes (always at least one).
+    func history(userId: String, after: Int64, limit: Int, byteBudget: Int) async throws -> HistorySlice
+    /// Totals per period of the user's records starting in `[since, until]` (UTC days, both
+    /// optional), periods without records left out, oldest first.
+    func summaries(userId: String, period: SummaryPeriod, since: Day?, until: Day?) async throws -> [SummaryResponse.Bucket]
+}
+
+/// Failures a store reports to its callers (anything else is an internal error).
+public enum StoreError: Error, Equatable, Sendable {
+    /// An account with this email exists.
+    case emailTaken
+    /// The device does not exist, is revoked or belongs to another user.
+    case noSuchDevice
+}
+
+/// An account.
+public struct Account: Sendable, Equatable {
+    public var id: String
+    /// Normalized: trimmed and lower-cased.
+    public var email: String
+    /// bcrypt hash (see ``PasswordHasher``).
+    public var passwordHash: String
+    public var createdAt: Date
+}
+
+/// A logged-in device of an account.
+public struct Device: Sendable, Equatable {
+    public var id: String
+    public var userId: String
+    public var name: String
+    public var primary: Bool
+    public var createdAt: Date
+    public var lastSeenAt: Date?
+
+    /// The wire form.
+    public var info: DeviceInfo {
+        DeviceInfo(id: id, name: name, primary: primary, createdAt: createdAt, lastSeenAt: lastSeenAt)
+    }
+}
+
+/// Who a request's device token stands for.
+public struct Principal: Sendable, Equatable {
+    public var userId: String
+    public var deviceId: String
+}
+
+/// A valid uploaded record, ready to store.
+public struct IncomingRecord: Sendable, Equatable {
+    /// Lower-case UUID text.
+    public var id: String
+    public var version: Int
+    public var type: RecordType
+    public var start: Date
+    public var end: Date
+    /// The record (`data`) as canonical JSON (``SyncAPI/encoder()``).
+    public var body: String
+    /// What the record adds to summaries.
+    public var figures: RecordFigures
+}
+
+/// What one record adds to a summary bucket.
+public struct RecordFigures: Sendable, Equatable {
+    /// Workouts: active time (timer time, elapsed when the timer is unknown).
+    public var activeS: Double = 0
+    public var distanceM: Double = 0
+    public var energyKcal: Double = 0
+    /// Sleep sessions: time asleep.
+    public var sleepS: Double = 0
+
+    public init(activeS: Double = 0, distanceM: Double = 0, energyKcal: Double = 0, sleepS: Double = 0) {
+        self.activeS = activeS
+        self.distanceM = distanceM
+        self.energyKcal = energyKcal
+        self.sleepS = sleepS
+    }
+
+    public init(_ record: HealthRecord) {
+        switch record {
+        case .workout(let w):
+            self.init(activeS: w.timerS ?? w.elapsedS, distanceM: w.distanceM ?? 0, energyKcal: w.energyKcal ?? 0)
+        case .sleep(let s):
+            self.init(sleepS: s.totalSleepS)
+        case .habit, .measurement:
+            self.init()
+        }
+    }
+}
+
+/// What ``ServerStore/upsert(_:userId:deviceId:now:)`` did with one record.
+public enum UpsertOutcome: Sendable, Equatable {
+    /// Stored (new id, or a higher version than the one held) under this change number.
+    case accepted(seq: Int64)
+    /// The store holds this version or a newer one: nothing changed.
+    case duplicate
+}
+
+/// One stored record version, as history returns it.
+public struct StoredRecord: Sendable, Equatable {
+    public var id: String
+    public var version: Int
+    public var type: String
+    /// Canonical JSON of the record.
+    public var body: String
+    public var deviceId: String
+    public var seq: Int64
+}
+
+/// A page of history before it is put on the wire.
+public struct HistorySlice: Sendable, Equatable {
+    public var records: [StoredRecord]
+    /// More records changed after the last one returned.
+    public var more: Bool
+}
+
+/// Summary periods (UTC; weeks start on Monday).
+public enum SummaryPeriod: String, Sendable, CaseIterable {
+    case day, week, month, year
+}
+
+/// A UTC calendar day, `YYYY-MM-DD`.
+public struct Day: Sendable, Equatable, Comparable, CustomStringConvertible {
+    /// Midnight UTC.
+    public let start: Date
+    public let description: String
+
+    /// Parses exactly `YYYY-MM-DD` (a real calendar day).
+    public init?(_ text: String) {
+        guard text.utf8.count == 10, let date = ISO8601.parse(text), ISO8601.string(date) == text + "T00:00:00Z" else {
+            return nil
+        }
+        start = date
+        description = text
+    }
+
+    /// The day after this one starts.
+    public var end: Date { start.addingTimeInterval(86_400) }
+
+    public static func < (a: Day, b: Day) -> Bool { a.start < b.start }
+}

@@ -1,0 +1,243 @@
+import Foundation
+import HealthModel
+import SyncProtocol
+import Testing
+
+/// Uploads, history and summaries against a real server process.
+@Suite struct RecordTests {
+    @Test func uploadsAreUpsertsByIdAndVersion() async throws {
+        let scratch = try Scratch()
+        let server = try await ServerProcess(scratch)
+        let (api, login) = try await APIClient(server).account("ann@example.org")
+
+        let run = Make.workout("run")
+        let weight = Make.measurement("weight", time: "2026-03-02T06:00:00Z")
+        #expect(try await api.uploadStatuses([run, weight]) == [.accepted, .accepted])
+        // The same upload again changes nothing.
+        #expect(try await api.uploadStatuses([run, weight]) == [.duplicate, .duplicate])
+        let before = try await api.history()
+        #expect(before.records.map(\.seq) == [1, 2])
+
+        // A newer version replaces the old one; an older one is a duplicate.
+        let edited = Make.workout("run", version: 2, distanceM: 10_500)
+        #expect(try await api.uploadStatuses([edited]) == [.accepted])
+        #expect(try await api.uploadStatuses([run, edited]) == [.duplicate, .duplicate])
+
+        let history = try await api.history()
+        #expect(history.records.count == 2)
+        #expect(history.records.map(\.id) == [weight.id, run.id])
+        let stored = try #require(history.records.last)
+        #expect(stored.version == 2 && stored.type == "workout" && stored.seq == 3 && stored.deviceId == login.deviceId)
+        #expect(try stored.record() == edited.data)
+        #expect(history.next == 3 && !history.more)
+
+        // Results echo each record's id and version, in order.
+        let reply = try await api.upload([edited, Make.workout("run", version: 3)])
+        let results = try reply.decode(UploadResponse.self).results
+        #expect(results.map(\.id) == [run.id, run.id] && results.map(\.version) == [2, 3])
+        #expect(results.map(\.status) == [.duplicate, .accepted])
+    }
+
+    @Test func rejectedRecordsCarryReasonsAndTheRestIsStored() async throws {
+        let scratch = try Scratch()
+        let server = try await ServerProcess(scratch)
+        let (api, _) = try await APIClient(server).account("ann@example.org")
+
+        let good = Make.habit("water", time: "2026-03-02T10:00:00Z")
+        let future = Make.measurement("future", time: ISO8601.string(Date().addingTimeInterval(86_400)))
+        var mismatch = Make.habit("mismatch", time: "2026-03-02T11:00:00Z")
+        mismatch.version = 2
+        var otherId = Make.habit("other-id", time: "2026-03-02T11:00:00Z")
+        otherId.id = Make.id("someone else").description
+        let backwards = Make.sleep("backwards", start: "2026-03-02T22:00:00Z", hours: -1)
+        let goodToo = Make.measurement("weight", time: "2026-03-02T06:00:00Z")
+        let body = try JSONSerialization.jsonObject(with: SyncAPI.encoder().encode(UploadRequest(records: [
+            good, future, mismatch, otherId, backwards, goodToo,
+        ]))) as! [String: Any]
+        var records = body["records"] as! [[String: Any]]
+        // Raw JSON the model cannot decode: a missing key, a wrong type, an unknown kind.
+        records.append(["id": Make.id("bad").description, "version": 1, "type": "workout",
+                        "data": ["id": Make.id("bad").description, "version": 1]])
+        records.append(["id": Make.id("bad2").description, "version": 1, "type": "measurement",
+                        "data": ["id": Make.id("bad2").description, "version": 1, "kind": "weight", "time": "yesterday",
+                                 "value": 1, "extra": [String: Double](), "source": ["driver": "x"]]])
+        records.append(["id": Make.id("steps").description, "version": 1, "type": "steps", "data": [String: Any]()])
+        let raw = try JSONSerialization.data(withJSONObject: ["records": records])
+
+        let reply = try await api.send(.POST, "/v1/records", body: raw)
+        #expect(reply.status == 200, "\(reply.text)")
+        let results = try reply.decode(UploadResponse.self).results
+        #expect(results.map(\.status) == [.accepted, .rejected, .rejected, .rejected, .rejected, .accepted,
+                                          .rejected, .rejected, .rejected])
+        let reasons = results.map { $0.reason ?? "" }
+        #expect(reasons[0].isEmpty && reasons[5].isEmpty)
+        #expect(reasons[1].hasPrefix("future-dated"))
+        #expect(reasons[2] == "version 2 differs from data.version 1")
+        #expect(reasons[3].hasPrefix("id \(otherId.id) differs from data.id"))
+        #expect(reasons[4].hasPrefix("ends (2026-03-02T21:00:00Z) before it starts"))
+        #expect(reasons[6].contains("data is not a valid workout: missing key"))
+        #expect(reasons[7].contains("not an ISO 8601 time: yesterday"))
+        #expect(reasons[8].contains("unknown record type 'steps'"))
+
+        let stored = try await api.allHistory()
+        #expect(Set(stored.map(\.id)) == [good.id, goodToo.id])
+        // Sending the rejected ones again still rejects them (and the good ones are duplicates).
+        let again = try await api.send(.POST, "/v1/records", body: raw).decode(UploadResponse.self).results
+        #expect(again.map(\.status) == [.duplicate, .rejected, .rejected, .rejected, .rejected, .duplicate,
+                                        .rejected, .rejected, .rejected])
+    }
+
+    @Test func uploadBodyLimits() async throws {
+        let scratch = try Scratch()
+        let server = try await ServerProcess(scratch)
+        let (api, _) = try await APIClient(server).account("ann@example.org")
+
+        // gzip: accepted like plain JSON.
+        let records = (0..<50).map { Make.measurement("m\($0)", time: "2026-03-02T06:\(String(format: "%02d", $0)):00Z") }
+        let json = try SyncAPI.encoder().encode(UploadRequest(records: records))
+        let zipped = gzip(json)
+        #expect(zipped.count < json.count)
+        let reply = try await api.send(.POST, "/v1/records", body: zipped, headers: [("Content-Encoding", "gzip")])
+        #expect(reply.status == 200, "\(reply.text)")
+        #expect(try reply.decode(UploadResponse.self).results.allSatisfy { $0.status == .accepted })
+        #expect(try await api.allHistory().count == 50)
+
+        // A gzip bomb: 40 MiB of spaces in about 40 KiB.
+        let bomb = gzip(Data(repeating: 0x20, count: 40 << 20), level: 9)
+        #expect(bomb.count < 100_000)
+        let bombReply = try await api.send(.POST, "/v1/records", body: bomb, headers: [("Content-Encoding", "gzip")])
+        #expect(bombReply.status == 413)
+        #expect(try bombReply.error().code == "payload_too_large")
+        #expect(try bombReply.error().message == "request body exceeds 33554432 bytes after decompression")
+
+        // Too large as sent.
+        let big = Data(repeating: 0x20, count: SyncAPI.maxBodyBytes + 1)
+        let bigReply = try await api.send(.POST, "/v1/records", body: big)
+        #expect(try bigReply.status == 413 && bigReply.error().code == "payload_too_large")
+
+        // Too many records.
+        let many = (0...SyncAPI.maxRecordsPerUpload).map { Make.habit("h\($0)", time: "2026-03-02T10:00:00Z") }
+        let manyReply = try await api.upload(many)
+        #expect(manyReply.status == 413)
+        #expect(try manyReply.error().message == "5001 records in one upload: at most 5000")
+
+        // Not JSON, not gzip, not a supported encoding.
+        let text = try await api.send(.POST, "/v1/records", body: json, contentType: "text/csv")
+        #expect(text.status == 415)
+        let brotli = try await api.send(.POST, "/v1/records", body: json, headers: [("Content-Encoding", "br")])
+        #expect(try brotli.status == 415 && brotli.error().message.contains("br"))
+        let notGzip = try await api.send(.POST, "/v1/records", body: json, headers: [("Content-Encoding", "gzip")])
+        #expect(try notGzip.status == 400 && notGzip.error().message.hasPrefix("request body is not valid gzip"))
+        let truncated = try await api.send(.POST, "/v1/records", body: zipped.prefix(zipped.count / 2),
+                                           headers: [("Content-Encoding", "gzip")])
+        #expect(truncated.status == 400)
+        let notUpload = try await api.send(.POST, "/v1/records", body: Data(#"{"records":{}}"#.utf8))
+        #expect(try notUpload.status == 400 && notUpload.error().message.contains("UploadRequest"))
+
+        // Nothing of the refused bodies was stored, and the server still answers.
+        #expect(try await api.allHistory().count == 50)
+        #expect(try await api.send(.GET, "/v1/health").status == 200)
+    }
+
+    @Test func historyPagesWithCursors() async throws {
+        let scratch = try Scratch()
+        let server = try await ServerProcess(scratch)
+        let (api, _) = try await APIClient(server).account("ann@example.org")
+        let records = (0..<25).map { Make.measurement("m\($0)", time: "2026-03-02T06:\(String(format: "%02d", $0)):00Z") }
+        #expect(try await api.uploadStatuses(records).allSatisfy { $0 == .accepted })
+
+        let empty = try await api.history(after: 25)
+        #expect(empty.records.isEmpty && empty.next == 25 && !empty.more)
+
+        var pages: [HistoryPage] = []
+        var after: Int64 = 0
+        repeat {
+            pages.append(try await api.history(after: after, limit: 10))
+            after = pages.last!.next
+        } while pages.last!.more
+        #expect(pages.map(\.records.count) == [10, 10, 5])
+        #expect(pages.map(\.next) == [10, 20, 25])
+        #expect(pages.flatMap(\.records).map(\.id) == records.map(\.id))
+        #expect(pages.flatMap(\.records).map(\.seq) == (1...25).map { Int64($0) })
+
+        // A new version moves the record to the end of history, with the next change number.
+        #expect(try await api.uploadStatuses([Make.measurement("m3", version: 2, time: "2026-03-02T06:03:00Z", value: 71)])
+            == [.accepted])
+        let tail = try await api.history(after: 25)
+        #expect(tail.records.map(\.id) == [records[3].id] && tail.records.map(\.seq) == [26] && tail.next == 26)
+        #expect(try await api.history().records.count == 25)
+
+        let defaultPage = try await api.send(.GET, "/v1/records")
+        #expect(try defaultPage.status == 200 && defaultPage.decode(HistoryPage.self).records.count == 25)
+        for query in ["limit=0", "limit=5001", "limit=ten", "after=-1", "after=1.5"] {
+            let reply = try await api.send(.GET, "/v1/records?" + query)
+            #expect(reply.status == 400, "\(query)")
+            #expect(try reply.error().code == "bad_request")
+        }
+    }
+
+    @Test func summariesPerPeriod() async throws {
+        let scratch = try Scratch()
+        let server = try await ServerProcess(scratch)
+        let (api, _) = try await APIClient(server).account("ann@example.org")
+        // 2025-12-29 is a Monday (its week holds 2026-01-01); 2026-03-01 is a Sunday.
+        let records = [
+            Make.workout("w1", start: "2025-12-30T07:00:00Z", minutes: 60, timerS: 3000, distanceM: 10_000, energyKcal: 600),
+            Make.workout("w2", start: "2026-01-01T07:00:00Z", minutes: 30, distanceM: 5_000, energyKcal: nil),
+            Make.workout("w3", start: "2026-03-01T23:30:00Z", minutes: 60, timerS: 3600, distanceM: nil, energyKcal: 400),
+            Make.sleep("s1", start: "2025-12-31T23:00:00Z", hours: 8, awakeMinutes: 30),
+            Make.habit("h1", time: "2026-01-01T09:00:00Z"),
+            Make.habit("h2", time: "2026-03-02T09:00:00Z"),
+            Make.measurement("m1", time: "2026-03-02T06:00:00Z"),
+        ]
+        #expect(try await api.uploadStatuses(records).allSatisfy { $0 == .accepted })
+        typealias B = SummaryResponse.Bucket
+
+        func summary(_ query: String) async throws -> SummaryResponse {
+            let reply = try await api.summaries(query)
+            #expect(reply.status == 200, "\(reply.text)")
+            return try reply.decode(SummaryResponse.self)
+        }
+        #expect(try await summary("period=day") == SummaryResponse(period: "day", buckets: [
+            B(start: "2025-12-30", workouts: 1, activeS: 3000, distanceM: 10_000, energyKcal: 600),
+            B(start: "2025-12-31", sleepS: 27_000),
+            B(start: "2026-01-01", workouts: 1, activeS: 1800, distanceM: 5_000, habitEvents: 1),
+            B(start: "2026-03-01", workouts: 1, activeS: 3600, energyKcal: 400),
+            B(start: "2026-03-02", habitEvents: 1, measurements: 1),
+        ]))
+        #expect(try await summary("period=week") == SummaryResponse(period: "week", buckets: [
+            B(start: "2025-12-29", workouts: 2, activeS: 4800, distanceM: 15_000, energyKcal: 600, sleepS: 27_000, habitEvents: 1),
+            B(start: "2026-02-23", workouts: 1, activeS: 3600, energyKcal: 400),
+            B(start: "2026-03-02", habitEvents: 1, measurements: 1),
+        ]))
+        #expect(try await summary("period=month") == SummaryResponse(period: "month", buckets: [
+            B(start: "2025-12-01", workouts: 1, activeS: 3000, distanceM: 10_000, energyKcal: 600, sleepS: 27_000),
+            B(start: "2026-01-01", workouts: 1, activeS: 1800, distanceM: 5_000, habitEvents: 1),
+            B(start: "2026-03-01", workouts: 1, activeS: 3600, energyKcal: 400, habitEvents: 1, measurements: 1),
+        ]))
+        #expect(try await summary("period=year") == SummaryResponse(period: "year", buckets: [
+            B(start: "2025-01-01", workouts: 1, activeS: 3000, distanceM: 10_000, energyKcal: 600, sleepS: 27_000),
+            B(start: "2026-01-01", workouts: 2, activeS: 5400, distanceM: 5_000, energyKcal: 400, habitEvents: 2, measurements: 1),
+        ]))
+        // since and until are whole days, both included.
+        #expect(try await summary("period=month&since=2025-12-31&until=2026-03-01") == SummaryResponse(period: "month", buckets: [
+            B(start: "2025-12-01", sleepS: 27_000),
+            B(start: "2026-01-01", workouts: 1, activeS: 1800, distanceM: 5_000, habitEvents: 1),
+            B(start: "2026-03-01", workouts: 1, activeS: 3600, energyKcal: 400),
+        ]))
+        #expect(try await summary("period=day&since=2027-01-01").buckets.isEmpty)
+
+        // A new version replaces the old figures.
+        #expect(try await api.uploadStatuses([Make.workout("w3", version: 2, start: "2026-03-01T23:30:00Z", minutes: 60,
+                                                           timerS: 1200, distanceM: 3_000, energyKcal: 100)]) == [.accepted])
+        #expect(try await summary("period=day&since=2026-03-01&until=2026-03-01").buckets
+            == [B(start: "2026-03-01", workouts: 1, activeS: 1200, distanceM: 3_000, energyKcal: 100)])
+
+        for query in ["", "period=fortnight", "period=day&since=2026-02-30", "period=day&since=2026-03-02&until=2026-03-01",
+                      "period=day&until=03/01/2026"] {
+            let reply = try await api.summaries(query)
+            #expect(reply.status == 400, "\(query)")
+            #expect(try reply.error().code == "bad_request")
+        }
+    }
+}
