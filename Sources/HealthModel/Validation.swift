@@ -66,6 +66,30 @@ public enum ISO8601 {
         return base + String(format: ".%03dZ", millis)
     }
 
+    /// Like ``string(_:)``, but with every fractional digit needed to give back exactly the same
+    /// `Date` through ``parse(_:)`` (`...T07:00:00.1259765625Z`); whole seconds as `...T07:00:00Z`.
+    /// For data that must travel unchanged (the sync protocol).
+    public static func preciseString(_ date: Date) -> String {
+        // From the reference-date interval that `Date` stores, so nothing is rounded on the way.
+        let r = date.timeIntervalSinceReferenceDate
+        let whole = r.rounded(.down)
+        let fraction = r - whole  // exact
+        var tm = tm()
+        var seconds = time_t(Int64(whole) + Int64(Date.timeIntervalBetween1970AndReferenceDate))
+        gmtime_r(&seconds, &tm)
+        let base = String(format: "%04d-%02d-%02dT%02d:%02d:%02d", Int(tm.tm_year) + 1900, Int(tm.tm_mon) + 1,
+                          Int(tm.tm_mday), Int(tm.tm_hour), Int(tm.tm_min), Int(tm.tm_sec))
+        guard fraction > 0 else { return base + "Z" }
+        var digits = "\(fraction)"  // shortest form that reads back as the same Double
+        if digits.contains("e") {
+            // Tiny fractions print in exponent form: write 17 significant digits out instead.
+            let places = 17 + Int(-log10(fraction).rounded(.down))
+            digits = String(format: "%.\(places)f", fraction)
+            while digits.hasSuffix("0") { digits.removeLast() }
+        }
+        return base + "." + digits.dropFirst(2) + "Z"
+    }
+
     /// Parses `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS[.fff]]` with `Z` or `±HH:MM`; a date or time
     /// without an offset is read as UTC.
     public static func parse(_ text: String) -> Date? {
@@ -81,7 +105,7 @@ public enum ISO8601 {
         }
         guard let year = num(0, 4), s.count >= 10, s[4] == 45, let month = num(5, 2), s[7] == 45,
               let day = num(8, 2), (1...12).contains(month), (1...31).contains(day) else { return nil }
-        var hour = 0, minute = 0, second = 0.0, offset = 0
+        var hour = 0, minute = 0, second = 0, fraction = 0.0, offset = 0
         var i = 10
         if i < s.count {
             guard s[i] == 84 || s[i] == 32, let h = num(i + 1, 2), s.count > i + 3, s[i + 3] == 58,
@@ -89,12 +113,14 @@ public enum ISO8601 {
             hour = h; minute = m; i += 6
             if i < s.count, s[i] == 58 {
                 guard let sec = num(i + 1, 2) else { return nil }
-                second = Double(sec); i += 3
+                second = sec; i += 3
                 if i < s.count, s[i] == 46 {
-                    var j = i + 1, frac = 0.0, scale = 0.1
-                    while j < s.count, s[j] >= 48, s[j] <= 57 { frac += Double(s[j] - 48) * scale; scale /= 10; j += 1 }
+                    var j = i + 1
+                    while j < s.count, s[j] >= 48, s[j] <= 57 { j += 1 }
                     guard j > i + 1 else { return nil }
-                    second += frac; i = j
+                    // Correctly rounded, so that `preciseString` round-trips exactly.
+                    fraction = Double("0." + String(decoding: s[(i + 1)..<j], as: UTF8.self)) ?? 0
+                    i = j
                 }
             }
             if i < s.count {
@@ -118,7 +144,8 @@ public enum ISO8601 {
         let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
         let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
         let days = era * 146_097 + doe - 719_468
-        let seconds = Double(days * 86400 + hour * 3600 + minute * 60 - offset) + second
-        return Date(timeIntervalSince1970: seconds)
+        // Whole seconds and the fraction are added once, so an exact fraction gives an exact time.
+        let seconds = days * 86400 + hour * 3600 + minute * 60 + second - offset
+        return Date(timeIntervalSinceReferenceDate: Double(seconds - Int(Date.timeIntervalBetween1970AndReferenceDate)) + fraction)
     }
 }

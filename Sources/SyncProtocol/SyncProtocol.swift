@@ -6,7 +6,8 @@ import HealthModel
 /// for other clients; both change together.
 ///
 /// JSON keys are snake_case (spelled out by each type's coding keys, never by an encoder
-/// strategy); times are ISO 8601 UTC strings with milliseconds (`2026-11-22T07:00:00.250Z`).
+/// strategy); times are ISO 8601 UTC strings with as many fractional digits as the value needs
+/// to travel exactly (`2026-11-22T07:00:00Z`, `2026-11-22T07:00:00.25Z`, `...:00.1259765625Z`).
 public enum SyncAPI {
     /// Path prefix of every endpoint.
     public static let prefix = "/v1"
@@ -15,12 +16,12 @@ public enum SyncAPI {
     /// Records per upload the server accepts (more: 413).
     public static let maxRecordsPerUpload = 5000
 
-    /// The encoder of every body: ISO 8601 times with milliseconds, sorted keys.
+    /// The encoder of every body: exact ISO 8601 times, sorted keys.
     public static func encoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var c = encoder.singleValueContainer()
-            try c.encode(ISO8601.string(date))
+            try c.encode(ISO8601.preciseString(date))
         }
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder

@@ -140,3 +140,19 @@ import Testing
         #expect(s.energyKcal == 0 && s.energySource == .device)
     }
 }
+
+@Suite struct PreciseTimeTests {
+    @Test func preciseStringsReadBackAsTheSameDate() {
+        var rng = SystemRandomNumberGenerator()
+        let fixed: [Double] = [0, 1_495_129_762, 1_495_129_762.25, 1_497_361_350 + 5.0 / 1024, 1_763_800_000.000001,
+                               1_763_800_000 + 1e-5, -0.75, 1_763_800_000.123456789]
+        let random = (0..<5000).map { _ in Double.random(in: 0...2_000_000_000, using: &rng) }
+        for t in fixed + random {
+            let date = Date(timeIntervalSince1970: t)
+            let text = ISO8601.preciseString(date)
+            #expect(ISO8601.parse(text) == date, "\(t) -> \(text)")
+        }
+        #expect(ISO8601.preciseString(Date(timeIntervalSince1970: 1_495_129_762)) == "2017-05-18T17:49:22Z")
+        #expect(ISO8601.preciseString(Date(timeIntervalSince1970: 1_495_129_762.25)) == "2017-05-18T17:49:22.25Z")
+    }
+}
