@@ -180,6 +180,30 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
         #expect(try a.store.outboxDepth() == 0)
     }
 
+    /// The server fails uploads on purpose (seeded): 503 with Retry-After, no answer past the
+    /// client's timeout, and the worst case, stored but the connection dropped before the answer.
+    @Test func aFaultyServerEndsWithExactlyTheSameSet() async throws {
+        let server = try ServerProcess(extraArguments: ["--fault-rate", "0.5", "--fault-seed", "7",
+                                                        "--fault-kinds", "unavailable,stall,drop", "--fault-stall", "3"])
+        let a = try Install()
+        try await a.importFixtures()
+        let local = try a.allRecords()
+        let account = try await Account.create(on: server)
+        var configuration = SyncClient.Configuration(server: server.url)
+        configuration.requestTimeout = .seconds(1)
+        let client = try SyncClient(configuration: configuration)
+        defer { Task { await client.shutdown() } }
+        let report = try await fastForwarder(a, client, token: account.token, maxRecords: 4).drain()
+        #expect(report.retries > 0 && report.remaining == 0)
+        // Every record acknowledged once in effect: accepted, or (resent after a dropped answer)
+        // found already there.
+        #expect(report.accepted + report.duplicates == local.count && report.rejected == 0)
+        let held = try await serverRecords(server, token: account.token)
+        #expect(Set(held.keys) == Set(local.keys))
+        for (id, record) in local { #expect(try held[id]?.record() == record, "\(id)") }
+        #expect(server.log.contains("fault"), "the server injected no fault")
+    }
+
     @Test func aWrongTokenKeepsEverythingInTheOutbox() async throws {
         let server = try ServerProcess()
         let a = try Install()
