@@ -78,7 +78,7 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
         ], path: "Sources/HealthGateServer"),
         .executableTarget(name: "healthgate-server", dependencies: [
-            "HealthGateServer", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "HealthGateServer", "SyncProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], path: "Sources/healthgate-server"),
 
         // Runtime: driver registry and the import pipeline (drivers -> normalizer -> store).

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HealthGateServer
+import SyncProtocol
 import Hummingbird
 import Logging
 
@@ -42,6 +43,13 @@ struct ServerCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error or critical.", valueName: "level"))
     var logLevel = "info"
 
+    @Option(help: ArgumentHelp("Largest upload body accepted, in bytes after decompression (larger: 413).",
+                               valueName: "bytes"))
+    var maxUploadBytes = SyncAPI.maxBodyBytes
+
+    @Option(help: ArgumentHelp("Most records accepted in one upload (more: 413).", valueName: "n"))
+    var maxUploadRecords = SyncAPI.maxRecordsPerUpload
+
     @Option(help: ArgumentHelp("Testing: the fraction (0...1) of uploads (POST /v1/records) that fail on purpose.",
                                valueName: "rate", visibility: .hidden))
     var faultRate: Double = 0
@@ -65,6 +73,12 @@ struct ServerCommand: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
         guard PasswordHasher.costs.contains(bcryptCost) else { throw ValidationError("--bcrypt-cost must be in 4...31") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level \(logLevel) is not a level") }
+        guard (1024...SyncAPI.maxBodyBytes).contains(maxUploadBytes) else {
+            throw ValidationError("--max-upload-bytes must be in 1024...\(SyncAPI.maxBodyBytes)")
+        }
+        guard (1...SyncAPI.maxRecordsPerUpload).contains(maxUploadRecords) else {
+            throw ValidationError("--max-upload-records must be in 1...\(SyncAPI.maxRecordsPerUpload)")
+        }
         guard (0...1).contains(faultRate) else { throw ValidationError("--fault-rate must be in 0...1") }
         _ = try kinds()
         guard faultStall >= 0, faultStall.isFinite else { throw ValidationError("--fault-stall must be a number of seconds") }
@@ -98,6 +112,8 @@ struct ServerCommand: AsyncParsableCommand {
         options.host = host
         options.port = port
         options.bcryptCost = bcryptCost
+        options.limits.uploadBodyBytes = maxUploadBytes
+        options.limits.recordsPerUpload = maxUploadRecords
         if faultRate > 0 {
             options.faults = FaultPlan(rate: faultRate, seed: faultSeed, kinds: try kinds(),
                                        stall: .milliseconds(Int64(faultStall * 1000)))

@@ -204,6 +204,29 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
         #expect(server.log.contains("fault"), "the server injected no fault")
     }
 
+    /// A server with low upload limits refuses big batches as too large (413): the forwarder
+    /// splits them until they fit, and a record too large on its own becomes a dead letter.
+    @Test func batchesRefusedAsTooLargeAreSplitDownToTheRecord() async throws {
+        let server = try ServerProcess(extraArguments: ["--max-upload-records", "3", "--max-upload-bytes", "60000"])
+        let a = try Install()
+        try await a.importFixtures()
+        let local = try a.allRecords()
+        let encoder = SyncAPI.encoder()
+        let tooLarge = try Set(local.filter { try encoder.encode(WireRecord($0.value)).count > 60000 }.keys)
+        #expect(!tooLarge.isEmpty && tooLarge.count < local.count)
+        let account = try await Account.create(on: server)
+        let client = try SyncClient(configuration: .init(server: server.url))
+        defer { Task { await client.shutdown() } }
+        let report = try await fastForwarder(a, client, token: account.token, maxRecords: 10).drain()
+        #expect(report.remaining == 0 && report.rejected == tooLarge.count)
+        #expect(report.accepted == local.count - tooLarge.count)
+        let dead = try a.store.deadLetters()
+        #expect(Set(dead.map(\.id)) == tooLarge)
+        #expect(dead.allSatisfy { $0.reason.contains("413") }, "\(dead.map(\.reason))")
+        let held = try await serverRecords(server, token: account.token)
+        #expect(Set(held.keys) == Set(local.keys).subtracting(tooLarge))
+    }
+
     @Test func aWrongTokenKeepsEverythingInTheOutbox() async throws {
         let server = try ServerProcess()
         let a = try Install()
