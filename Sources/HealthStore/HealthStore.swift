@@ -26,7 +26,23 @@ public final class HealthStore: Sendable {
         }
         self.path = path
         pool = try DatabasePool(path: path, configuration: config)
-        try Schema.migrator.migrate(pool)
+        try Self.migrate(pool)
+    }
+
+    /// Runs the migrations. Two processes opening a new database at once (the daemon and a
+    /// command) can both decide a migration is due; the one that loses finds the tables made and
+    /// fails, so it tries again, and then sees the migrations applied.
+    static func migrate(_ pool: DatabasePool) throws {
+        var attempt = 0
+        while true {
+            do {
+                return try Schema.migrator.migrate(pool)
+            } catch {
+                attempt += 1
+                guard attempt < 5 else { throw error }
+                usleep(useconds_t(50_000 * attempt))
+            }
+        }
     }
 
     /// Names of the migrations applied, in order.

@@ -120,7 +120,8 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
         let host = makeHost(controller)
         try await withTimeout(.seconds(60)) {
             try await host.start()
-            let devices = Collector(try await host.scan(duration: .seconds(3)))
+            // Long enough that a loaded machine never ends the scan before the reports are read.
+            let devices = Collector(try await host.scan(duration: .seconds(120)))
             let adv: [UInt8] = [0x02, 0x01, 0x06, 0x07, 0x09] + Array("Legacy".utf8)
             let report: (UInt8, [UInt8]) -> [UInt8] = { type, data in
                 let body: [UInt8] = [0x02, 1, type, 0x01] + self.peer.littleEndianBytes + [UInt8(data.count)] + data + [0xC4]

@@ -86,3 +86,20 @@ func piece(_ id: RecordID, first: Int, count: Int, final: Bool = false) -> Worko
         #expect(try reopened.completeInterruptedWorkouts().isEmpty)
     }
 }
+
+@Suite struct ConcurrentOpenTests {
+    /// Processes opening a new database at the same moment (here: threads with their own pools)
+    /// all end with it migrated once.
+    @Test func databasesOpenedAtOnceAreMigratedOnce() async throws {
+        for _ in 0..<5 {
+            let path = NSTemporaryDirectory() + "hg-open-\(UUID().uuidString).sqlite"
+            defer { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) } }
+            let migrations = try await withThrowingTaskGroup(of: [String].self) { group in
+                for _ in 0..<4 { group.addTask { try HealthStore(path: path).appliedMigrations() } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(migrations.count == 4 && Set(migrations.map { $0.joined(separator: ",") }).count == 1)
+            #expect(migrations.first?.last == "v3-sync")
+        }
+    }
+}
