@@ -1,4 +1,5 @@
 import ArgumentParser
+import BLEDriver
 import BLEHost
 import BLERuntime
 import Foundation
@@ -164,17 +165,8 @@ struct BLEWatchCommand: AsyncParsableCommand {
     @Argument(help: "The device's address or advertised name.")
     var device: String
 
-    /// Measurement characteristics worth subscribing to.
-    static let measurements: [UInt16] = [
-        GATTProfiles.GATTCharacteristic.heartRateMeasurement, GATTProfiles.GATTCharacteristic.cscMeasurement,
-        GATTProfiles.GATTCharacteristic.rscMeasurement, GATTProfiles.GATTCharacteristic.cyclingPowerMeasurement,
-        GATTProfiles.GATTCharacteristic.treadmillData, GATTProfiles.GATTCharacteristic.crossTrainerData,
-        GATTProfiles.GATTCharacteristic.rowerData, GATTProfiles.GATTCharacteristic.indoorBikeData,
-        GATTProfiles.GATTCharacteristic.weightMeasurement, GATTProfiles.GATTCharacteristic.bodyCompositionMeasurement,
-        GATTProfiles.GATTCharacteristic.bloodPressureMeasurement, GATTProfiles.GATTCharacteristic.temperatureMeasurement,
-        GATTProfiles.GATTCharacteristic.plxSpotCheckMeasurement, GATTProfiles.GATTCharacteristic.plxContinuousMeasurement,
-        GATTProfiles.GATTCharacteristic.glucoseMeasurement, GATTProfiles.GATTCharacteristic.batteryLevel,
-    ]
+    /// Measurement characteristics worth subscribing to (the recorder's list).
+    static let measurements: [UInt16] = BLERecorder.measurements
 
     struct Line: Encodable {
         var time: String
