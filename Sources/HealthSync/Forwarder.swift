@@ -95,6 +95,14 @@ public final class Forwarder: Sendable {
         let total = try store.outboxDepth()
         var settled = 0
         var failures = 0
+        var succeeded = false
+        var finished = false
+        // Recorded once at the end, not per batch (the drain's hot path); an error recorded on
+        // the way stays unless the drain finished.
+        defer {
+            if succeeded { try? store.setSyncState("last_success_at", ISO8601.string(Date())) }
+            if finished { try? store.setSyncState("last_error", nil) }
+        }
         while true {
             try Task.checkCancellation()
             let entries = try store.outbox(limit: configuration.maxRecords)
@@ -110,8 +118,7 @@ public final class Forwarder: Sendable {
                 try store.settle(acknowledged: outcome.acknowledged, refused: outcome.refused)
                 settled += outcome.acknowledged.count + outcome.refused.count
                 failures = 0
-                try store.setSyncState("last_success_at", ISO8601.string(Date()))
-                try store.setSyncState("last_error", nil)
+                succeeded = true
                 progress?(Progress(settled: settled, total: total))
             } catch let error as SyncError {
                 try store.setSyncState("last_error", error.description)
@@ -124,6 +131,7 @@ public final class Forwarder: Sendable {
                 try await sleep(max(backoff, retryAfter ?? .zero))
             }
         }
+        finished = true
         report.remaining = try store.outboxDepth()
         return report
     }

@@ -31,22 +31,7 @@ struct BLEReplayCommand: AsyncParsableCommand {
     @Flag(help: "Store the readings in the database, as `healthgate record` would have.")
     var record = false
 
-    @Option(help: ArgumentHelp("With --record: silence that ends a workout.", valueName: "SECONDS"))
-    var gap: Double = 120
-
-    @Option(help: ArgumentHelp("With --record: sport of a workout whose device does not tell.", valueName: "SPORT"))
-    var sport: String = "other"
-
-    @Option(help: ArgumentHelp("With --record: wheel circumference for speed sensors.", valueName: "METRES"))
-    var wheel: Double = 2.096
-
-    func validate() throws {
-        guard gap >= 1 else { throw ValidationError("--gap must be at least 1 second") }
-        guard (0.5...4).contains(wheel) else { throw ValidationError("--wheel must be between 0.5 and 4 metres") }
-        if Sport.normalize(sport) == .other, sport.lowercased() != "other" {
-            throw ValidationError("--sport '\(sport)' is not a sport HealthGate knows")
-        }
-    }
+    @OptionGroup(title: "With --record") var workouts: WorkoutOptions
 
     @Argument(help: "The btsnoop capture.")
     var file: String
@@ -76,13 +61,12 @@ struct BLEReplayCommand: AsyncParsableCommand {
     /// Stores what a live recording would have stored from the capture's values (reads such as
     /// Battery Level included, as live).
     private func store(_ result: CaptureReplay.Result) throws {
-        var configuration = LiveSessionizer.Configuration(gap: gap, defaultSport: Sport.normalize(sport), wheelCircumference: wheel)
-        configuration.batteryInterval = 3600
-        let (batch, malformed) = LiveSessionizer.records(from: result.values.compactMap(\.notification), configuration: configuration)
+        let (batch, malformed) = LiveSessionizer.records(from: result.values.compactMap(\.notification),
+                                                         configuration: workouts.sessionizer)
         let (accepted, rejected) = Normalizer().normalize(batch)
         let written = try database.open().write(accepted)
-        let workouts = accepted.workouts.filter(\.isFinal).count
-        Output.stderr("stored into \(database.db): \(written.inserted) new record(s) (\(workouts) workout(s), "
+        let completed = accepted.workouts.filter(\.isFinal).count
+        Output.stderr("stored into \(database.db): \(written.inserted) new record(s) (\(completed) workout(s), "
                       + "\(accepted.records.count) measurement(s) in the capture; \(written.unchanged) already stored)"
                       + (malformed > 0 ? ", \(malformed) malformed value(s) skipped" : "")
                       + (rejected.isEmpty ? "" : ", \(rejected.count) rejected: " + rejected.map(\.description).joined(separator: "; "))

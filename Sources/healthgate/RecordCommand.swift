@@ -37,23 +37,11 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this long (default: until Ctrl-C).", valueName: "SECONDS"))
     var seconds: Double?
 
-    @Option(help: ArgumentHelp("Silence that ends a workout.", valueName: "SECONDS"))
-    var gap: Double = 120
-
-    @Option(help: ArgumentHelp("Sport of a workout whose device does not tell (a heart-rate strap alone).", valueName: "SPORT"))
-    var sport: String = "other"
-
-    @Option(help: ArgumentHelp("Wheel circumference for speed sensors.", valueName: "METRES"))
-    var wheel: Double = 2.096
+    @OptionGroup var workouts: WorkoutOptions
 
     func validate() throws {
         for d in devices { _ = try selector(d) }
         if let seconds, !(seconds > 0) { throw ValidationError("--for must be a positive number of seconds") }
-        guard gap >= 1 else { throw ValidationError("--gap must be at least 1 second") }
-        guard (0.5...4).contains(wheel) else { throw ValidationError("--wheel must be between 0.5 and 4 metres") }
-        if Sport.normalize(sport) == .other, sport.lowercased() != "other" {
-            throw ValidationError("--sport '\(sport)' is not a sport HealthGate knows")
-        }
     }
 
     private func selector(_ text: String) throws -> DeviceSelector {
@@ -68,9 +56,7 @@ struct RecordCommand: AsyncParsableCommand {
         }
         var configuration = BLERecorder.Configuration(controller: try controller.address(),
                                                       devices: try devices.isEmpty ? [.auto] : devices.map(selector))
-        configuration.sessionizer.gap = gap
-        configuration.sessionizer.defaultSport = Sport.normalize(sport)
-        configuration.sessionizer.wheelCircumference = wheel
+        configuration.sessionizer = workouts.sessionizer
         configuration.snoopPath = try controller.snoopPath()
         let log = RecordingLog(quiet: output.json)
         configuration.onEvent = { log.event($0) }
@@ -233,5 +219,29 @@ final class StopSignals {
     func cancel() {
         for s in sources { s.cancel() }
         for s in [SIGINT, SIGTERM] { Foundation.signal(s, SIG_DFL) }
+    }
+}
+
+/// `--gap`, `--sport`, `--wheel`: how live readings become workouts (`record`, `ble replay --record`).
+struct WorkoutOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Silence that ends a workout.", valueName: "SECONDS"))
+    var gap: Double = 120
+
+    @Option(help: ArgumentHelp("Sport of a workout whose device does not tell (a heart-rate strap alone).", valueName: "SPORT"))
+    var sport: String = "other"
+
+    @Option(help: ArgumentHelp("Wheel circumference for speed sensors.", valueName: "METRES"))
+    var wheel: Double = 2.096
+
+    func validate() throws {
+        guard gap >= 1 else { throw ValidationError("--gap must be at least 1 second") }
+        guard (0.5...4).contains(wheel) else { throw ValidationError("--wheel must be between 0.5 and 4 metres") }
+        if Sport.normalize(sport) == .other, sport.lowercased() != "other" {
+            throw ValidationError("--sport '\(sport)' is not a sport HealthGate knows")
+        }
+    }
+
+    var sessionizer: LiveSessionizer.Configuration {
+        LiveSessionizer.Configuration(gap: gap, defaultSport: Sport.normalize(sport), wheelCircumference: wheel)
     }
 }
