@@ -49,9 +49,11 @@ import Testing
         #expect(await drop.stop() == 0)
     }
 
+    /// The stall (10 s) is far longer than the client timeout (0.5 s), so a loaded machine still
+    /// sees the timeout first.
     @Test func faultsStallPastTheClientTimeout() async throws {
         let scratch = try Scratch()
-        let server = try await ServerProcess(scratch, arguments: ["--fault-rate", "1", "--fault-kinds", "stall", "--fault-stall", "3"])
+        let server = try await ServerProcess(scratch, arguments: ["--fault-rate", "1", "--fault-kinds", "stall", "--fault-stall", "10"])
         let (api, _) = try await APIClient(server).account("ann@example.org")
         let body = try SyncAPI.encoder().encode(UploadRequest(records: [Make.habit("h", time: "2026-03-02T10:00:00Z")]))
         await #expect(throws: HTTPClientError.self) {
