@@ -114,7 +114,7 @@ let package = Package(
             "TestSupport", "BLEDriver", "BLERuntime", "BLEHost", "HealthGate", "HealthStore", "HealthModel",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
-        .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol", "HealthModel"]),
+        .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol", "HealthModel", "TestSupport"]),
         .testTarget(name: "HealthSyncTests", dependencies: [
             "TestSupport", "HealthSync", "SyncProtocol", "HealthStore", "HealthModel", "HealthGate",
             .product(name: "GRDB", package: "GRDB.swift"),

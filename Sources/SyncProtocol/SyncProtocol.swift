@@ -16,7 +16,8 @@ public enum SyncAPI {
     /// Records per upload the server accepts (more: 413).
     public static let maxRecordsPerUpload = 5000
 
-    /// The encoder of every body: exact ISO 8601 times, sorted keys.
+    /// The encoder of every body: exact ISO 8601 times, sorted keys. The reference for
+    /// ``SyncJSONEncoder``, which writes the same bytes faster and is what the client and server use.
     public static func encoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .custom { date, encoder in
@@ -27,7 +28,26 @@ public enum SyncAPI {
         return encoder
     }
 
-    /// The decoder of every body (the inverse of ``encoder()``).
+    /// A decoding error in a few words ("missing key 'sport' at data", "expected Int at
+    /// records.[0].version", "not valid JSON (... at byte 11)") rather than Foundation's debug text.
+    public static func describe(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            let keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
+            return keys.isEmpty ? "" : " at " + keys.joined(separator: ".")
+        }
+        switch error {
+        case .keyNotFound(let key, let context): return "missing key '\(key.stringValue)'" + path(context)
+        case .typeMismatch(let type, let context): return "expected \(type)" + path(context)
+        case .valueNotFound(let type, let context): return "null where \(type) is required" + path(context)
+        case .dataCorrupted(let context):
+            if context.codingPath.isEmpty { return "not valid JSON (\(context.debugDescription))" }
+            return context.debugDescription + path(context)
+        @unknown default: return "\(error)"
+        }
+    }
+
+    /// The decoder of every body (the inverse of ``encoder()``). The reference for
+    /// ``SyncJSONDecoder``, which reads the same values faster and is what the client and server use.
     public static func decoder() -> JSONDecoder {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .custom { decoder in
@@ -162,7 +182,7 @@ public struct WireRecord: Codable, Sendable, Equatable {
             default: problem = "unknown record type '\(type)' (workout, sleep, habit or measurement)"
             }
         } catch let error as DecodingError {
-            problem = "data is not a valid \(type): " + Self.describe(error)
+            problem = "data is not a valid \(type): " + SyncAPI.describe(error)
         }
     }
 
@@ -188,21 +208,6 @@ public struct WireRecord: Codable, Sendable, Equatable {
         guard record.id.description == id.lowercased() else { throw .init("id \(id) differs from data.id \(record.id)") }
         guard record.version == version else { throw .init("version \(version) differs from data.version \(record.version)") }
         return record
-    }
-
-    /// "missing key 'sport' at data" rather than Foundation's debug text.
-    static func describe(_ error: DecodingError) -> String {
-        func path(_ context: DecodingError.Context) -> String {
-            let keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
-            return keys.isEmpty ? "" : " at " + keys.joined(separator: ".")
-        }
-        switch error {
-        case .keyNotFound(let key, let context): return "missing key '\(key.stringValue)'" + path(context)
-        case .typeMismatch(let type, let context): return "expected \(type)" + path(context)
-        case .valueNotFound(let type, let context): return "null where \(type) is required" + path(context)
-        case .dataCorrupted(let context): return context.debugDescription + path(context)
-        @unknown default: return "\(error)"
-        }
     }
 }
 

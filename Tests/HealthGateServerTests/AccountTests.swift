@@ -58,7 +58,7 @@ import Testing
 
         let notJSON = try await api.send(.POST, "/v1/accounts", body: Data("{\"email\":".utf8))
         #expect(notJSON.status == 400)
-        #expect(try notJSON.error().message == "request body is not a valid RegisterRequest: not valid JSON (Unexpected end of file during JSON parse.)")
+        #expect(try notJSON.error().message == "request body is not a valid RegisterRequest: not valid JSON (unexpected end of the text at byte 9)")
         let missingKey = try await api.send(.POST, "/v1/accounts", body: Data(#"{"email":"a@b.c"}"#.utf8))
         #expect(try missingKey.status == 400 && missingKey.error().message.contains("missing key 'password'"))
         let plain = try await api.send(.POST, "/v1/accounts", body: Data("{}".utf8), contentType: "text/plain")

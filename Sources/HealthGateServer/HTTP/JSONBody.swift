@@ -8,7 +8,7 @@ enum JSONResponse {
 
     static func make(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
         do {
-            return make(data: try SyncAPI.encoder().encode(value), status: status)
+            return make(data: try SyncJSONEncoder().encodeData(value), status: status)
         } catch {
             // Only non-finite numbers fail to encode, and no answer carries one.
             return make(data: Data(#"{"error":{"code":"internal","message":"answer could not be encoded"}}"#.utf8),
@@ -33,13 +33,9 @@ enum JSONBody {
     static func decode<T: Decodable>(_ type: T.Type, from request: Request, limit: Int) async throws -> T {
         let data = try await read(request, limit: limit)
         do {
-            return try SyncAPI.decoder().decode(type, from: data)
+            return try SyncJSONDecoder().decode(type, from: data)
         } catch let error as DecodingError {
-            var message = "request body is not a valid \(name(of: type)): " + describe(error)
-            if case .dataCorrupted(let context) = error, context.codingPath.isEmpty, let detail = syntaxError(data) {
-                message += " (\(detail))"
-            }
-            throw APIError.badRequest(message)
+            throw APIError.badRequest("request body is not a valid \(name(of: type)): " + SyncAPI.describe(error))
         }
     }
 
@@ -133,34 +129,6 @@ enum JSONBody {
         case is LoginRequest.Type: "LoginRequest"
         case is UploadRequest.Type: "UploadRequest"
         default: "\(type)"
-        }
-    }
-
-    /// Where JSON text goes wrong ("Invalid value around character 11."): the decoder does not
-    /// say, the serialization parser does.
-    private static func syntaxError(_ data: Data) -> String? {
-        do {
-            _ = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
-            return nil
-        } catch {
-            return (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String
-        }
-    }
-
-    /// "missing key 'email'", "expected String at records.[0].id": short and without Foundation's debug text.
-    static func describe(_ error: DecodingError) -> String {
-        func path(_ context: DecodingError.Context) -> String {
-            let keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
-            return keys.isEmpty ? "" : " at " + keys.joined(separator: ".")
-        }
-        switch error {
-        case .keyNotFound(let key, let context): return "missing key '\(key.stringValue)'" + path(context)
-        case .typeMismatch(let type, let context): return "expected \(type)" + path(context)
-        case .valueNotFound(let type, let context): return "null where \(type) is required" + path(context)
-        case .dataCorrupted(let context):
-            if context.codingPath.isEmpty { return "not valid JSON" }
-            return context.debugDescription + path(context)
-        @unknown default: return "\(error)"
         }
     }
 }

@@ -30,7 +30,7 @@ public struct UploadChecker: Sendable {
         }
         let figures = RecordFigures(record)
         if let problem = Self.problem(with: figures) { return .failure(UploadRejection(reason: problem)) }
-        let body: Data
+        let body: [UInt8]
         do {
             body = try Self.canonicalJSON(record)
         } catch {
@@ -55,8 +55,8 @@ public struct UploadChecker: Sendable {
     }
 
     /// The record (without envelope) as the sync protocol encodes it: sorted keys, ISO 8601 times.
-    static func canonicalJSON(_ record: HealthRecord) throws -> Data {
-        let encoder = SyncAPI.encoder()
+    static func canonicalJSON(_ record: HealthRecord) throws -> [UInt8] {
+        let encoder = SyncJSONEncoder()
         switch record {
         case .workout(let w): return try encoder.encode(w)
         case .sleep(let s): return try encoder.encode(s)
