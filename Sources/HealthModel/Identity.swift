@@ -9,8 +9,32 @@ public struct RecordID: Hashable, Comparable, Codable, Sendable, CustomStringCon
 
     /// Parses the canonical text form (case-insensitive).
     public init?(string: String) {
-        guard let uuid = UUID(uuidString: string) else { return nil }
-        self.uuid = uuid
+        // 8-4-4-4-12 hex digits, parsed here: `UUID(uuidString:)` goes through `sscanf`.
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(16)
+        var high: UInt8?
+        for (index, c) in string.utf8.enumerated() {
+            if index == 8 || index == 13 || index == 18 || index == 23 {
+                guard c == UInt8(ascii: "-") else { return nil }
+                continue
+            }
+            let nibble: UInt8
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = c - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+            if let h = high {
+                bytes.append(h << 4 | nibble)
+                high = nil
+            } else {
+                high = nibble
+            }
+        }
+        guard bytes.count == 16, high == nil, string.utf8.count == 36 else { return nil }
+        uuid = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8],
+                           bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
     }
 
     /// Namespace of every HealthGate record id (a fixed, random UUID).
@@ -35,13 +59,25 @@ public struct RecordID: Hashable, Comparable, Codable, Sendable, CustomStringCon
     }
 
     /// Lower-case canonical form, as stored and shown.
-    public var description: String { uuid.uuidString.lowercased() }
+    public var description: String {
+        let hex = Array("0123456789abcdef".utf8)
+        var text = [UInt8]()
+        text.reserveCapacity(36)
+        withUnsafeBytes(of: uuid.uuid) { bytes in
+            for (index, byte) in bytes.enumerated() {
+                if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
+                text.append(hex[Int(byte >> 4)])
+                text.append(hex[Int(byte & 0xF)])
+            }
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
 
     public static func < (a: RecordID, b: RecordID) -> Bool { a.description < b.description }
 
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
-        guard let uuid = UUID(uuidString: text) else {
+        guard let uuid = RecordID(string: text)?.uuid else {
             throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
                                                     debugDescription: "not a UUID: \(text)"))
         }

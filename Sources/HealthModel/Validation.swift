@@ -57,13 +57,48 @@ public enum ISO8601 {
         let totalMillis = Int64((date.timeIntervalSince1970 * 1000).rounded())
         let wholeSeconds = Int64((Double(totalMillis) / 1000).rounded(.down))
         let millis = Int(totalMillis - wholeSeconds * 1000)
+        var text = dateTime(unixSeconds: wholeSeconds)
+        if millis > 0 {
+            text.append(UInt8(ascii: "."))
+            appendDigits(millis, width: 3, to: &text)
+        }
+        text.append(UInt8(ascii: "Z"))
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS` of a Unix time in whole seconds, as UTF-8 (written digit by digit:
+    /// `String(format:)` costs more than the rest of a record's encoding).
+    static func dateTime(unixSeconds: Int64) -> [UInt8] {
         var tm = tm()
-        var seconds = time_t(wholeSeconds)
+        var seconds = time_t(unixSeconds)
         gmtime_r(&seconds, &tm)
-        let base = String(format: "%04d-%02d-%02dT%02d:%02d:%02d", Int(tm.tm_year) + 1900, Int(tm.tm_mon) + 1,
-                          Int(tm.tm_mday), Int(tm.tm_hour), Int(tm.tm_min), Int(tm.tm_sec))
-        if millis == 0 { return base + "Z" }
-        return base + String(format: ".%03dZ", millis)
+        var text: [UInt8] = []
+        text.reserveCapacity(40)
+        appendDigits(Int(tm.tm_year) + 1900, width: 4, to: &text)
+        text.append(UInt8(ascii: "-"))
+        appendDigits(Int(tm.tm_mon) + 1, width: 2, to: &text)
+        text.append(UInt8(ascii: "-"))
+        appendDigits(Int(tm.tm_mday), width: 2, to: &text)
+        text.append(UInt8(ascii: "T"))
+        appendDigits(Int(tm.tm_hour), width: 2, to: &text)
+        text.append(UInt8(ascii: ":"))
+        appendDigits(Int(tm.tm_min), width: 2, to: &text)
+        text.append(UInt8(ascii: ":"))
+        appendDigits(Int(tm.tm_sec), width: 2, to: &text)
+        return text
+    }
+
+    /// `value` in decimal, zero-padded to `width` digits (more if it needs them; `-` first if negative).
+    static func appendDigits(_ value: Int, width: Int, to text: inout [UInt8]) {
+        if value < 0 { text.append(UInt8(ascii: "-")) }
+        var digits: [UInt8] = []
+        var rest = value.magnitude
+        repeat {
+            digits.append(UInt8(ascii: "0") + UInt8(rest % 10))
+            rest /= 10
+        } while rest > 0
+        for _ in digits.count..<max(width, digits.count) { text.append(UInt8(ascii: "0")) }
+        text.append(contentsOf: digits.reversed())
     }
 
     /// Like ``string(_:)``, but with every fractional digit needed to give back exactly the same
@@ -74,11 +109,8 @@ public enum ISO8601 {
         let r = date.timeIntervalSinceReferenceDate
         let whole = r.rounded(.down)
         let fraction = r - whole  // exact
-        var tm = tm()
-        var seconds = time_t(Int64(whole) + Int64(Date.timeIntervalBetween1970AndReferenceDate))
-        gmtime_r(&seconds, &tm)
-        let base = String(format: "%04d-%02d-%02dT%02d:%02d:%02d", Int(tm.tm_year) + 1900, Int(tm.tm_mon) + 1,
-                          Int(tm.tm_mday), Int(tm.tm_hour), Int(tm.tm_min), Int(tm.tm_sec))
+        let base = String(decoding: dateTime(unixSeconds: Int64(whole) + Int64(Date.timeIntervalBetween1970AndReferenceDate)),
+                          as: UTF8.self)
         guard fraction > 0 else { return base + "Z" }
         var digits = "\(fraction)"  // shortest form that reads back as the same Double
         if digits.contains("e") {

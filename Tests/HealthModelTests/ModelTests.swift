@@ -37,6 +37,28 @@ import Testing
         #expect("89ab".contains(Array(text)[19]))  // RFC 4122 variant
         #expect(RecordID(string: text) == a)
     }
+
+    /// The id's own text form and parser agree with Foundation's `UUID` on every id, and refuse
+    /// what `UUID(uuidString:)` refuses.
+    @Test func idTextAgreesWithFoundation() {
+        for _ in 0..<500 {
+            let uuid = UUID()
+            let id = RecordID(uuid)
+            #expect(id.description == uuid.uuidString.lowercased())
+            #expect(RecordID(string: uuid.uuidString) == id)
+            #expect(RecordID(string: uuid.uuidString.lowercased()) == id)
+        }
+        let good = "6f1c0d8e-3b5a-4c1e-9a57-2f4d8b6e1a93"
+        let bad = ["", "6f1c0d8e3b5a4c1e9a572f4d8b6e1a93", String(good.dropLast()), good + "0", "6f1c0d8e-3b5a-4c1e-9a57_2f4d8b6e1a93",
+                   "6f1c0d8e-3b5a-4c1e-9a57-2f4d8b6e1a9g", "6f1c0d8-e3b5a-4c1e-9a57-2f4d8b6e1a93", "6f1c0d8e-3b5a-4c1e-9a57-2f4d8b6e1aé"]
+        #expect(RecordID(string: good) != nil)
+        for text in bad {
+            #expect(RecordID(string: text) == nil, "\(text)")
+            #expect(UUID(uuidString: text) == nil, "\(text)")
+        }
+        // Stricter than `sscanf`, which reads a leading space as part of a digit group.
+        #expect(RecordID(string: " 6f1c0d8e-3b5a-4c1e-9a57-2f4d8b6e1a9") == nil)
+    }
 }
 
 @Suite struct TimeTests {
