@@ -166,7 +166,7 @@ extension HealthStore {
             arguments += [kind.rawValue]
         }
         return try pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM measurements WHERE deleted = 0 AND \(condition) ORDER BY time, kind, id",
+            try Row.fetchAll(db, sql: "SELECT \(RowDecoder.measurementColumns) FROM measurements WHERE deleted = 0 AND \(condition) ORDER BY time, kind, id",
                              arguments: arguments).compactMap(RowDecoder.measurement)
         }
     }
@@ -175,7 +175,7 @@ extension HealthStore {
     public func habitEvents(in range: DateRange = DateRange()) throws -> [HabitEvent] {
         let (condition, arguments) = range.condition("time")
         return try pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM habit_events WHERE deleted = 0 AND \(condition) ORDER BY time, id",
+            try Row.fetchAll(db, sql: "SELECT \(RowDecoder.habitColumns) FROM habit_events WHERE deleted = 0 AND \(condition) ORDER BY time, id",
                              arguments: arguments).map(RowDecoder.habit)
         }
     }

@@ -17,14 +17,14 @@ struct RecordWriter {
         var result = WriteResult()
         for record in records {
             let table = Self.table(of: record.type)
-            let existing = try Int.fetchOne(db, sql: "SELECT version FROM \(table) WHERE id = ?",
+            let existing = try Int.fetchOne(db.cachedStatement(sql: "SELECT version FROM \(table) WHERE id = ?"),
                                             arguments: [record.id.description])
             if let existing, existing >= record.version {
                 result.unchanged += 1
                 continue
             }
             if existing != nil {
-                try db.execute(sql: "DELETE FROM \(table) WHERE id = ?", arguments: [record.id.description])
+                try run("DELETE FROM \(table) WHERE id = ?", [record.id.description])
                 result.updated += 1
             } else {
                 result.inserted += 1
@@ -55,27 +55,27 @@ struct RecordWriter {
 
     private func insert(_ w: Workout, importHash: String?) throws {
         let id = w.id.description
-        try db.execute(sql: """
+        try run("""
             INSERT INTO workouts (id, version, sport, sub_sport, start_time, end_time, elapsed_s, timer_s,
                 distance_m, energy_kcal, energy_source, avg_hr, max_hr, ascent_m, descent_m, multisport_id,
                 source_driver, source_device, source_file, import_hash, updated_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [id, w.version, w.sport, w.subSport, ISO8601.string(w.start), ISO8601.string(w.end),
+            """, [id, w.version, w.sport, w.subSport, ISO8601.string(w.start), ISO8601.string(w.end),
                              w.elapsedS, w.timerS, w.distanceM, w.energyKcal, w.energySource?.rawValue,
                              w.avgHeartRate, w.maxHeartRate, w.ascentM, w.descentM, w.multisportID?.description]
                 + sourceArguments(w.source, importHash))
         for (index, lap) in w.laps.enumerated() {
-            try db.execute(sql: """
+            try run("""
                 INSERT INTO laps (workout_id, lap_index, start_time, end_time, elapsed_s, timer_s, distance_m,
                     energy_kcal, avg_hr, max_hr) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [id, index, ISO8601.string(lap.start), ISO8601.string(lap.end), lap.elapsedS,
+                """, [id, index, ISO8601.string(lap.start), ISO8601.string(lap.end), lap.elapsedS,
                                  lap.timerS, lap.distanceM, lap.energyKcal, lap.avgHeartRate, lap.maxHeartRate])
         }
         for (index, length) in w.lengths.enumerated() {
-            try db.execute(sql: """
+            try run("""
                 INSERT INTO swim_lengths (workout_id, length_index, start_time, elapsed_s, kind, strokes, stroke)
                 VALUES (?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [id, index, ISO8601.string(length.start), length.elapsedS, length.kind,
+                """, [id, index, ISO8601.string(length.start), length.elapsedS, length.kind,
                                  length.strokes, length.stroke])
         }
         try insertSamples(w.samples, workoutID: id)
@@ -90,7 +90,7 @@ struct RecordWriter {
         for piece in pieces {
             let w = piece.workout
             let id = w.id.description
-            let state = try Row.fetchOne(db, sql: "SELECT version, in_progress FROM workouts WHERE id = ?", arguments: [id])
+            let state = try Row.fetchOne(db.cachedStatement(sql: "SELECT version, in_progress FROM workouts WHERE id = ?"), arguments: [id])
             if let state, state["in_progress"] as Int == 0 {
                 result.unchanged += 1
                 continue
@@ -100,19 +100,19 @@ struct RecordWriter {
                 w.energyKcal, w.energySource?.rawValue, w.avgHeartRate, w.maxHeartRate, w.ascentM, w.descentM,
                 piece.isFinal ? 0 : 1, now]
             if state == nil {
-                try db.execute(sql: """
+                try run("""
                     INSERT INTO workouts (sport, sub_sport, start_time, end_time, elapsed_s, timer_s, distance_m,
                         energy_kcal, energy_source, avg_hr, max_hr, ascent_m, descent_m, in_progress, updated_at,
                         id, version, source_driver, source_device, source_file)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: summary + [id, w.version, w.source.driver, w.source.device, w.source.file])
+                    """, summary + [id, w.version, w.source.driver, w.source.device, w.source.file])
             } else {
-                try db.execute(sql: """
+                try run("""
                     UPDATE workouts SET sport = ?, sub_sport = ?, start_time = ?, end_time = ?, elapsed_s = ?,
                         timer_s = ?, distance_m = ?, energy_kcal = ?, energy_source = ?, avg_hr = ?, max_hr = ?,
                         ascent_m = ?, descent_m = ?, in_progress = ?, updated_at = ?
                     WHERE id = ?
-                    """, arguments: summary + [id])
+                    """, summary + [id])
             }
             try insertSamples(w.samples, workoutID: id, from: piece.sampleOffset)
             try insertRR(w.rrIntervals, workoutID: id, from: piece.rrOffset)
@@ -124,10 +124,15 @@ struct RecordWriter {
         return result
     }
 
+    /// Runs `sql` through the connection's statement cache: compiled once, not once per record.
+    private func run(_ sql: String, _ arguments: StatementArguments) throws {
+        try db.cachedStatement(sql: sql).execute(arguments: arguments)
+    }
+
     private func enqueue(_ type: RecordType, id: RecordID, version: Int) throws {
-        try db.execute(sql: """
-            INSERT OR IGNORE INTO outbox (record_type, record_id, version, enqueued_at) VALUES (?, ?, ?, ?)
-            """, arguments: [type.rawValue, id.description, version, now])
+        try run("""
+            INSERT INTO outbox (record_type, record_id, version, enqueued_at) VALUES (?, ?, ?, ?)
+            """, [type.rawValue, id.description, version, now])
     }
 
     private func insertSamples(_ samples: [Sample], workoutID: String, from offset: Int = 0) throws {
@@ -193,33 +198,33 @@ struct RecordWriter {
 
     private func insert(_ s: SleepSession, importHash: String?) throws {
         let id = s.id.description
-        try db.execute(sql: """
+        try run("""
             INSERT INTO sleep_sessions (id, version, start_time, end_time, total_sleep_s,
                 source_driver, source_device, source_file, import_hash, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [id, s.version, ISO8601.string(s.start), ISO8601.string(s.end), s.totalSleepS]
+            """, [id, s.version, ISO8601.string(s.start), ISO8601.string(s.end), s.totalSleepS]
                 + sourceArguments(s.source, importHash))
         for (index, span) in s.stages.enumerated() {
-            try db.execute(sql: """
+            try run("""
                 INSERT INTO sleep_stages (session_id, stage_index, start_time, end_time, stage) VALUES (?, ?, ?, ?, ?)
-                """, arguments: [id, index, ISO8601.string(span.start), ISO8601.string(span.end), span.stage.rawValue])
+                """, [id, index, ISO8601.string(span.start), ISO8601.string(span.end), span.stage.rawValue])
         }
     }
 
     private func insert(_ h: HabitEvent, importHash: String?) throws {
-        try db.execute(sql: """
+        try run("""
             INSERT INTO habit_events (id, version, habit, time, value, category, unit, label, note,
                 source_driver, source_device, source_file, import_hash, updated_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [h.id.description, h.version, h.habit, ISO8601.string(h.time), h.value, h.category,
+            """, [h.id.description, h.version, h.habit, ISO8601.string(h.time), h.value, h.category,
                              h.unit, h.label, h.note] + sourceArguments(h.source, importHash))
     }
 
     private func insert(_ m: HealthModel.Measurement, importHash: String?) throws {
-        try db.execute(sql: """
+        try run("""
             INSERT INTO measurements (id, version, kind, time, end_time, value, unit, extra,
                 source_driver, source_device, source_file, import_hash, updated_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [m.id.description, m.version, m.kind.rawValue, ISO8601.string(m.time),
+            """, [m.id.description, m.version, m.kind.rawValue, ISO8601.string(m.time),
                              m.end.map(ISO8601.string), m.value, m.unit, Self.json(m.extra)]
                 + sourceArguments(m.source, importHash))
     }

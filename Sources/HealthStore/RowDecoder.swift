@@ -10,25 +10,25 @@ enum RowDecoder {
 
     static func workout(_ db: Database, _ row: Row) throws -> Workout {
         let workoutID: String = row["id"]
-        let laps = try Row.fetchAll(db, sql: "SELECT * FROM laps WHERE workout_id = ? ORDER BY lap_index",
+        let laps = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM laps WHERE workout_id = ? ORDER BY lap_index"),
                                     arguments: [workoutID]).map { r in
             Lap(start: date(r["start_time"]), end: date(r["end_time"]), elapsedS: r["elapsed_s"], timerS: r["timer_s"],
                 distanceM: r["distance_m"], energyKcal: r["energy_kcal"], avgHeartRate: r["avg_hr"],
                 maxHeartRate: r["max_hr"])
         }
-        let lengths = try Row.fetchAll(db, sql: "SELECT * FROM swim_lengths WHERE workout_id = ? ORDER BY length_index",
+        let lengths = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM swim_lengths WHERE workout_id = ? ORDER BY length_index"),
                                        arguments: [workoutID]).map { r in
             SwimLength(start: date(r["start_time"]), elapsedS: r["elapsed_s"], kind: r["kind"], strokes: r["strokes"],
                        stroke: r["stroke"])
         }
-        let samples = try Row.fetchAll(db, sql: "SELECT * FROM samples WHERE workout_id = ? ORDER BY seq",
+        let samples = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM samples WHERE workout_id = ? ORDER BY seq"),
                                        arguments: [workoutID]).map { r in
             Sample(time: Date(timeIntervalSince1970: r["time"]), heartRate: r["heart_rate"], cadence: r["cadence"],
                    powerW: r["power_w"], speedMps: r["speed_mps"], distanceM: r["distance_m"],
                    latitude: r["latitude"], longitude: r["longitude"], altitudeM: r["altitude_m"],
                    temperatureC: r["temperature_c"])
         }
-        let rr = try Double.fetchAll(db, sql: "SELECT rr_s FROM rr_intervals WHERE workout_id = ? ORDER BY seq",
+        let rr = try Double.fetchAll(db.cachedStatement(sql: "SELECT rr_s FROM rr_intervals WHERE workout_id = ? ORDER BY seq"),
                                      arguments: [workoutID])
         return Workout(id: RecordID(string: workoutID)!, version: row["version"], sport: row["sport"],
                        subSport: row["sub_sport"], start: date(row["start_time"]), end: date(row["end_time"]),
@@ -43,7 +43,7 @@ enum RowDecoder {
 
     static func sleep(_ db: Database, _ row: Row) throws -> SleepSession {
         let id: String = row["id"]
-        let stages = try Row.fetchAll(db, sql: "SELECT * FROM sleep_stages WHERE session_id = ? ORDER BY stage_index",
+        let stages = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM sleep_stages WHERE session_id = ? ORDER BY stage_index"),
                                       arguments: [id]).map { r in
             SleepStageSpan(start: date(r["start_time"]), end: date(r["end_time"]),
                            stage: SleepStage(rawValue: r["stage"]) ?? .unknown)
@@ -52,28 +52,43 @@ enum RowDecoder {
                             end: date(row["end_time"]), stages: stages, source: source(row))
     }
 
+    /// The columns ``measurement(_:)`` reads, in its order (read by index: looking a column up by
+    /// name costs more than decoding it).
+    static let measurementColumns = "id, version, kind, time, end_time, value, extra, source_driver, source_device, source_file"
+
+    /// A row of ``measurementColumns``; nil for a kind this version does not know.
     static func measurement(_ row: Row) -> HealthModel.Measurement? {
-        guard let kind = MeasurementKind(rawValue: row["kind"]) else { return nil }
+        guard let kind = MeasurementKind(rawValue: row[2]) else { return nil }
         var extra: [String: Double] = [:]
-        if let json: String = row["extra"] {
+        if let json: String = row[6] {
             extra = (try? JSONDecoder().decode([String: Double].self, from: Data(json.utf8))) ?? [:]
         }
         return HealthModel.Measurement(
-            id: RecordID(string: row["id"])!, version: row["version"], kind: kind, time: date(row["time"]),
-            end: (row["end_time"] as String?).flatMap(ISO8601.parse), value: row["value"], extra: extra,
-            source: source(row))
+            id: RecordID(string: row[0])!, version: row[1], kind: kind, time: date(row[3]),
+            end: (row[4] as String?).flatMap(ISO8601.parse), value: row[5], extra: extra,
+            source: Source(driver: row[7], device: row[8], file: row[9]))
     }
 
+    /// The columns ``habit(_:)`` reads, in its order.
+    static let habitColumns = "id, version, habit, time, value, category, unit, label, note, source_driver, source_device, source_file"
+
+    /// A row of ``habitColumns``.
     static func habit(_ row: Row) -> HabitEvent {
-        HabitEvent(id: RecordID(string: row["id"])!, version: row["version"], habit: row["habit"],
-                   time: date(row["time"]), value: row["value"], category: row["category"], unit: row["unit"],
-                   label: row["label"], note: row["note"], source: source(row))
+        HabitEvent(id: RecordID(string: row[0])!, version: row[1], habit: row[2], time: date(row[3]), value: row[4],
+                   category: row[5], unit: row[6], label: row[7], note: row[8],
+                   source: Source(driver: row[9], device: row[10], file: row[11]))
     }
 
     /// The stored record of `type` with `id`, or nil.
     static func record(_ db: Database, type: RecordType, id: String) throws -> HealthRecord? {
         let table = RecordWriter.table(of: type)
-        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM \(table) WHERE id = ?", arguments: [id]) else { return nil }
+        let columns = switch type {
+        case .measurement: measurementColumns
+        case .habit: habitColumns
+        case .workout, .sleep: "*"
+        }
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(columns) FROM \(table) WHERE id = ?"),
+                                         arguments: [id]) else { return nil }
         switch type {
         case .workout: return .workout(try workout(db, row))
         case .sleep: return .sleep(try sleep(db, row))

@@ -10,6 +10,7 @@ enum Schema {
         migrator.registerMigration("v1-outbox", migrate: createOutbox)
         migrator.registerMigration("v2-live-workouts", migrate: addLiveWorkouts)
         migrator.registerMigration("v3-sync", migrate: createSyncTables)
+        migrator.registerMigration("v4-outbox-sequential", migrate: outboxWithoutIdIndex)
         return migrator
     }
 
@@ -197,5 +198,31 @@ enum Schema {
                 value TEXT NOT NULL
             ) STRICT, WITHOUT ROWID;
             """)
+    }
+
+    /// The outbox without its UNIQUE (record_id, version): an index keyed by random ids made
+    /// every acknowledged batch rewrite pages all over it (at a million queued records, most of
+    /// the drain's disk writes). Nothing needs it: a record version is queued once, by the write
+    /// that stored it, and a version sent twice is a harmless duplicate for the server. The
+    /// sequence carries over, so no seq is ever used twice (dead letters keep theirs).
+    private static func outboxWithoutIdIndex(_ db: Database) throws {
+        let last = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'outbox'")
+        try db.execute(sql: """
+            CREATE TABLE outbox_v4 (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                record_type TEXT NOT NULL CHECK (record_type IN ('workout', 'sleep', 'habit', 'measurement')),
+                record_id TEXT NOT NULL,
+                version INTEGER NOT NULL,
+                enqueued_at TEXT NOT NULL
+            ) STRICT;
+            INSERT INTO outbox_v4 (seq, record_type, record_id, version, enqueued_at)
+                SELECT seq, record_type, record_id, version, enqueued_at FROM outbox ORDER BY seq;
+            DROP TABLE outbox;
+            ALTER TABLE outbox_v4 RENAME TO outbox;
+            """)
+        if let last {
+            try db.execute(sql: "DELETE FROM sqlite_sequence WHERE name = 'outbox'")
+            try db.execute(sql: "INSERT INTO sqlite_sequence (name, seq) VALUES ('outbox', ?)", arguments: [last])
+        }
     }
 }

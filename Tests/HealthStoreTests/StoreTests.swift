@@ -35,9 +35,42 @@ func sampleWorkout(start: Double = 1_495_129_762, version: Int = 1, samples: Int
 @Suite struct StoreTests {
     @Test func migratesByName() throws {
         let t = try TempStore()
-        #expect(try t.store.appliedMigrations() == ["v1-import-ledger", "v1-records", "v1-outbox", "v2-live-workouts", "v3-sync"])
+        #expect(try t.store.appliedMigrations() == ["v1-import-ledger", "v1-records", "v1-outbox", "v2-live-workouts", "v3-sync",
+                                                    "v4-outbox-sequential"])
         let mode = try t.store.pool.read { try String.fetchOne($0, sql: "PRAGMA journal_mode") }
         #expect(mode == "wal")
+    }
+
+    /// A database from before `v4-outbox-sequential`: its queue survives in order, the id index
+    /// is gone, and no seq is handed out twice (a dead letter keeps its seq).
+    @Test func outboxMigrationKeepsTheQueueAndItsSequence() throws {
+        let path = NSTemporaryDirectory() + "hg-v3-\(UUID().uuidString).sqlite"
+        defer { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) } }
+        do {
+            let queue = try DatabaseQueue(path: path)
+            try Schema.migrator.migrate(queue, upTo: "v3-sync")
+            try queue.write { db in
+                for i in 1...5 {
+                    try db.execute(sql: "INSERT INTO outbox (record_type, record_id, version, enqueued_at) VALUES ('habit', ?, 1, 'x')",
+                                   arguments: ["id-\(i)"])
+                }
+                // 1 and 5 acknowledged, 2 refused: the sequence stands at 5.
+                try db.execute(sql: "DELETE FROM outbox WHERE seq IN (1, 5)")
+                try db.execute(sql: """
+                    INSERT INTO dead_letters SELECT seq, record_type, record_id, version, enqueued_at, 'no', 'x' FROM outbox WHERE seq = 2
+                    """)
+                try db.execute(sql: "DELETE FROM outbox WHERE seq = 2")
+            }
+        }
+        let store = try HealthStore(path: path)
+        #expect(try store.outbox(limit: 10).map(\.seq) == [3, 4])
+        #expect(try store.outbox(limit: 10).map(\.id) == ["id-3", "id-4"])
+        try store.write([.habit(HabitEvent(id: RecordID.derive("h", "new"), habit: "water", time: Date(timeIntervalSince1970: 1e9),
+                                           source: Source(driver: "test")))])
+        #expect(try store.outbox(limit: 10).map(\.seq) == [3, 4, 6])
+        #expect(try store.deadLetters().map(\.seq) == [2])
+        let indexes = try store.pool.read { try Row.fetchAll($0, sql: "PRAGMA index_list(outbox)") }
+        #expect(indexes.isEmpty)
     }
 
     @Test func writesRecordWithChildrenAndOutboxRow() throws {
