@@ -24,6 +24,9 @@ public final class Forwarder: Sendable {
         public var initialDelay: Duration = .milliseconds(500)
         public var maximumDelay: Duration = .seconds(300)
         public var jitter = 0.2
+        /// Batches in flight at once: the next is read and encoded while the server stores the
+        /// previous one.
+        public var concurrentUploads = 2
         /// Transient failures in a row before `drain` gives up (nil: never, as in the daemon).
         public var maxConsecutiveFailures: Int? = 8
 
@@ -49,6 +52,13 @@ public final class Forwarder: Sendable {
         /// Records still in the outbox afterwards.
         public var remaining = 0
         enum CodingKeys: String, CodingKey { case uploads, accepted, duplicates, rejected, retries, remaining }
+
+        mutating func add(_ outcome: Outcome) {
+            uploads += outcome.uploads
+            accepted += outcome.accepted
+            duplicates += outcome.duplicates
+            rejected += outcome.refused.count
+        }
     }
 
     /// What a history pull did.
@@ -87,9 +97,10 @@ public final class Forwarder: Sendable {
 
     // MARK: Drain
 
-    /// Sends everything in the outbox, oldest first, until it is empty. Throws on 401 (log in
-    /// again), when the failures in a row exceed the limit, or when cancelled; what was
-    /// acknowledged before stays acknowledged.
+    /// Sends everything in the outbox, oldest first, until it is empty, with up to
+    /// `concurrentUploads` batches in flight (the next batch is read and encoded while the
+    /// server stores the previous one). Throws on 401 (log in again), when the failures in a row
+    /// exceed the limit, or when cancelled; what was acknowledged before stays acknowledged.
     public func drain(progress: (@Sendable (Progress) -> Void)? = nil) async throws -> DrainReport {
         var report = DrainReport()
         let total = try store.outboxDepth()
@@ -103,32 +114,64 @@ public final class Forwarder: Sendable {
             if succeeded { try? store.setSyncState("last_success_at", ISO8601.string(Date())) }
             if finished { try? store.setSyncState("last_error", nil) }
         }
-        while true {
-            try Task.checkCancellation()
-            let entries = try store.outbox(limit: configuration.maxRecords)
-            guard !entries.isEmpty else { break }
-            let batch = try encodeBatch(entries)
-            if !batch.missing.isEmpty {
-                try store.acknowledge(batch.missing)  // records replaced or deleted since: nothing to send
-                settled += batch.missing.count
-            }
-            guard !batch.entries.isEmpty else { continue }
-            do {
-                let outcome = try await send(batch.entries, batch.bodies, report: &report)
-                try store.settle(acknowledged: outcome.acknowledged, refused: outcome.refused)
-                settled += outcome.acknowledged.count + outcome.refused.count
-                failures = 0
-                succeeded = true
-                progress?(Progress(settled: settled, total: total))
-            } catch let error as SyncError {
-                try store.setSyncState("last_error", error.description)
-                try store.setSyncState("last_error_at", ISO8601.string(Date()))
-                guard case .transient(_, let retryAfter) = error else { throw error }
-                failures += 1
-                report.retries += 1
-                if let limit = configuration.maxConsecutiveFailures, failures >= limit { throw error }
-                let backoff = configuration.delay(attempt: failures, random: random())
-                try await sleep(max(backoff, retryAfter ?? .zero))
+        try await withThrowingTaskGroup(of: Result<Outcome, SyncError>.self) { group in
+            var readUpTo: Int64 = 0  // outbox rows up to here are settled or in flight
+            var inFlight = 0
+            var exhausted = false
+            var retryAfter: Duration?  // set by a transient failure: no new batches until the window is empty
+            while true {
+                while !exhausted, retryAfter == nil, inFlight < max(1, configuration.concurrentUploads) {
+                    try Task.checkCancellation()
+                    let entries = try store.outbox(after: readUpTo, limit: configuration.maxRecords)
+                    guard !entries.isEmpty else {
+                        exhausted = true
+                        break
+                    }
+                    let batch = try encodeBatch(entries)
+                    readUpTo = batch.lastSeq
+                    if !batch.missing.isEmpty {
+                        try store.acknowledge(batch.missing)  // records replaced or deleted since: nothing to send
+                        settled += batch.missing.count
+                    }
+                    guard !batch.entries.isEmpty else { continue }
+                    inFlight += 1
+                    group.addTask {
+                        do throws(SyncError) { return .success(try await self.send(batch.entries, batch.bodies)) } catch {
+                            return .failure(error)
+                        }
+                    }
+                }
+                guard inFlight > 0 else {
+                    guard let wait = retryAfter else { break }
+                    // Every batch in flight has come back: wait, then read the outbox from the start
+                    // (the failed batch is still in it).
+                    try await sleep(wait)
+                    retryAfter = nil
+                    readUpTo = 0
+                    exhausted = false
+                    continue
+                }
+                guard let result = try await group.next() else { break }
+                inFlight -= 1
+                switch result {
+                case .success(let outcome):
+                    try store.settle(acknowledged: outcome.acknowledged, refused: outcome.refused)
+                    report.add(outcome)
+                    settled += outcome.acknowledged.count + outcome.refused.count
+                    failures = 0
+                    succeeded = true
+                    progress?(Progress(settled: settled, total: total))
+                case .failure(let error):
+                    report.uploads += 1
+                    try store.setSyncState("last_error", error.description)
+                    try store.setSyncState("last_error_at", ISO8601.string(Date()))
+                    guard case .transient(_, let serverWait) = error else { throw error }
+                    failures += 1
+                    report.retries += 1
+                    if let limit = configuration.maxConsecutiveFailures, failures >= limit { throw error }
+                    let backoff = max(configuration.delay(attempt: failures, random: random()), serverWait ?? .zero)
+                    retryAfter = max(retryAfter ?? .zero, backoff)
+                }
             }
         }
         finished = true
@@ -136,20 +179,23 @@ public final class Forwarder: Sendable {
         return report
     }
 
-    struct Batch {
+    struct Batch: Sendable {
         var entries: [OutboxEntry] = []
         var bodies: [ByteBuffer] = []
         var missing: [Int64] = []
+        /// The last outbox row this batch covers (sent or missing).
+        var lastSeq: Int64 = 0
     }
 
     /// Loads and encodes the records of `entries`, keeping to the byte cap (at least one record).
     func encodeBatch(_ entries: [OutboxEntry]) throws -> Batch {
         var batch = Batch()
         var bytes = 0
-        let encoder = SyncAPI.encoder()
+        let encoder = SyncJSONEncoder()
         for (entry, record) in zip(entries, try store.records(for: entries)) {
             guard let record else {
                 batch.missing.append(entry.seq)
+                batch.lastSeq = entry.seq
                 continue
             }
             let body = ByteBuffer(bytes: try encoder.encode(WireRecord(record)))
@@ -157,18 +203,23 @@ public final class Forwarder: Sendable {
             bytes += body.readableBytes + 1
             batch.entries.append(entry)
             batch.bodies.append(body)
+            batch.lastSeq = entry.seq
         }
         return batch
     }
 
-    struct Outcome {
+    /// What the server did with a batch, and the uploads it took.
+    struct Outcome: Sendable {
         var acknowledged: [Int64] = []
         var refused: [(seq: Int64, reason: String)] = []
+        var uploads = 0
+        var accepted = 0
+        var duplicates = 0
     }
 
     /// Uploads one batch; on a refusal of the whole batch (too large, malformed) splits it in
     /// halves, down to the single record that the server refuses, which becomes a dead letter.
-    func send(_ entries: [OutboxEntry], _ bodies: [ByteBuffer], report: inout DrainReport) async throws -> Outcome {
+    func send(_ entries: [OutboxEntry], _ bodies: [ByteBuffer]) async throws(SyncError) -> Outcome {
         var body = ByteBuffer()
         body.writeString("{\"records\":[")
         for (index, part) in bodies.enumerated() {
@@ -176,45 +227,38 @@ public final class Forwarder: Sendable {
             body.writeImmutableBuffer(part)
         }
         body.writeString("]}")
-        report.uploads += 1
-        let answer: Result<UploadResponse, SyncError>
-        do { answer = .success(try await client.upload(body: body, token: token)) } catch { answer = .failure(error) }
         let response: UploadResponse
-        switch answer {
-        case .success(let r):
-            response = r
-        case .failure(.refused(let status, let code, let message)):
+        do {
+            response = try await client.upload(body: body, token: token)
+        } catch .refused(let status, let code, let message) {
             let why = "server refused it: \(status) \(code): \(message)"
-            guard entries.count > 1 else {
-                report.rejected += 1
-                return Outcome(refused: [(entries[0].seq, why)])
-            }
+            guard entries.count > 1 else { return Outcome(refused: [(entries[0].seq, why)], uploads: 1) }
             let half = entries.count / 2
-            var first = try await send(Array(entries[..<half]), Array(bodies[..<half]), report: &report)
-            let second = try await send(Array(entries[half...]), Array(bodies[half...]), report: &report)
+            var first = try await send(Array(entries[..<half]), Array(bodies[..<half]))
+            let second = try await send(Array(entries[half...]), Array(bodies[half...]))
             first.acknowledged += second.acknowledged
             first.refused += second.refused
+            first.uploads += second.uploads + 1
+            first.accepted += second.accepted
+            first.duplicates += second.duplicates
             return first
-        case .failure(let error):
-            throw error
         }
         guard response.results.count == entries.count else {
             throw SyncError.invalidResponse("\(response.results.count) results for \(entries.count) records")
         }
-        var outcome = Outcome()
+        var outcome = Outcome(uploads: 1)
         for (entry, result) in zip(entries, response.results) {
             guard result.id.lowercased() == entry.id else {
                 throw SyncError.invalidResponse("result for \(result.id) where \(entry.id) was sent")
             }
             switch result.status {
             case .accepted:
-                report.accepted += 1
+                outcome.accepted += 1
                 outcome.acknowledged.append(entry.seq)
             case .duplicate:
-                report.duplicates += 1
+                outcome.duplicates += 1
                 outcome.acknowledged.append(entry.seq)
             case .rejected:
-                report.rejected += 1
                 outcome.refused.append((entry.seq, result.reason ?? "rejected"))
             }
         }
