@@ -125,6 +125,7 @@ let package = Package(
         .testTarget(name: "HealthGateServerTests", dependencies: [
             "TestSupport", "HealthGateServer", "SyncProtocol", "HealthModel", "CZlib",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "GRDB", package: "GRDB.swift"),
         ]),
     ]
 )

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import HealthModel
 import SyncProtocol
 import Testing
@@ -167,5 +168,37 @@ extension Result {
     var failure: Failure? {
         if case .failure(let error) = self { return error }
         return nil
+    }
+}
+
+/// The SQLite store in process.
+@Suite struct SQLiteStoreTests {
+    /// Uploads reach the database file itself soon after they are stored (the background
+    /// checkpoint), so a copy of the file alone, as a naive backup takes it, holds them.
+    @Test func storedRecordsReachTheDatabaseFile() async throws {
+        let folder = NSTemporaryDirectory() + "hg-server-store-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let store = try SQLiteServerStore(path: folder + "/server.sqlite")
+        let account = try await store.createAccount(email: "a@example.org", passwordHash: "x", now: Date())
+        let device = try await store.createDevice(userId: account.id, name: "d", tokenHash: "h", now: Date())
+        let checker = UploadChecker()
+        let records = (0..<200).map { i in
+            WireRecord(.habit(HabitEvent(id: RecordID.derive("ckpt", String(i)), habit: "water",
+                                         time: Date(timeIntervalSince1970: 1_700_000_000 + Double(i)), source: Source(driver: "test"))))
+        }
+        let incoming = try records.map { try checker.check($0, now: Date()).get() }
+        let outcomes = try await store.upsert(incoming, userId: account.id, deviceId: device.id, now: Date())
+        #expect(outcomes.count == 200)
+
+        // Poll a copy of the main file (no -wal beside it) until it holds every record.
+        var copied = 0
+        for attempt in 0..<100 where copied < 200 {
+            if attempt > 0 { try await Task.sleep(for: .milliseconds(100)) }
+            let copy = folder + "/copy-\(attempt).sqlite"
+            try FileManager.default.copyItem(atPath: folder + "/server.sqlite", toPath: copy)
+            let queue = try DatabaseQueue(path: copy)
+            copied = (try? await queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM records") }) ?? 0  // no table yet: 0
+        }
+        #expect(copied == 200)
     }
 }
