@@ -22,6 +22,7 @@ func syncBenchmarks(records: Int = 100_000, backlog: Int = 1_000_000) async thro
 
     // 1. The forwarder, `records` measurements.
     let install = try filledStore(folder + "/a.sqlite", count: records, tag: "a")
+    try codecBenchmark(install)
     // The baseline's bodies: the same records in the same batches, encoded and gzipped now
     // (untimed), before the forwarder empties the outbox.
     let bodies = try encodedBatches(install, size: 1000)
@@ -38,26 +39,24 @@ func syncBenchmarks(records: Int = 100_000, backlog: Int = 1_000_000) async thro
     // keyed per account, so the server stores them as new again).
     let second = try await account(server)
     let http = HTTPClient(eventLoopGroupProvider: .singleton)
+    let url = server.url.absoluteString + "/v1/records"
     let t1 = now()
-    var posted = 0
-    for body in bodies {
-        var request = HTTPClientRequest(url: server.url.absoluteString + "/v1/records")
-        request.method = .POST
-        request.headers.add(name: "Authorization", value: "Bearer \(second)")
-        request.headers.add(name: "Content-Type", value: "application/json")
-        request.headers.add(name: "Content-Encoding", value: "gzip")
-        request.body = .bytes(body.bytes)
-        let response = try await http.execute(request, timeout: .seconds(120))
-        _ = try await response.body.collect(upTo: 64 << 20)
-        guard response.status == .ok else { throw PeerError("baseline upload answered \(response.status)") }
-        posted += body.count
+    // As many uploads in flight as the forwarder keeps.
+    let posted = try await withThrowingTaskGroup(of: Int.self) { group in
+        var total = 0
+        for (index, body) in bodies.enumerated() {
+            if index >= configuration.concurrentUploads { total += try await group.next() ?? 0 }
+            group.addTask { try await post(body, to: url, token: second, with: http) }
+        }
+        for try await count in group { total += count }
+        return total
     }
     let baselineSeconds = now() - t1
     try await http.shutdown()
     let baselineRate = Double(posted) / baselineSeconds
-    print(String(format: "  forwarder:        %8.0f records/s  (%d measurements in %.2f s, %d uploads of <= 1,000)",
-                 forwarderRate, report.accepted, forwarderSeconds, report.uploads))
-    print(String(format: "  baseline (plain HTTP client, same batches pre-encoded): %8.0f records/s  -> forwarder at %.0f%%",
+    print(String(format: "  forwarder:        %8.0f records/s  (%d measurements in %.2f s, %d uploads of <= 1,000, %d in flight)",
+                 forwarderRate, report.accepted, forwarderSeconds, report.uploads, configuration.concurrentUploads))
+    print(String(format: "  baseline (plain HTTP client, same batches pre-encoded, same uploads in flight): %8.0f records/s  -> forwarder at %.0f%%",
                  baselineRate, forwarderRate / baselineRate * 100))
     print(String(format: "  target: >= 20,000 records/s (%@)", forwarderRate >= 20_000 ? "met" : "NOT met"))
 
@@ -74,6 +73,31 @@ func syncBenchmarks(records: Int = 100_000, backlog: Int = 1_000_000) async thro
                      backlog, fill, drainSeconds, Double(drained.accepted) / drainSeconds, drainSeconds < 60 ? "met" : "NOT met"))
     }
     await client.shutdown()
+}
+
+/// Encoding and decoding one upload of 1,000 records: the sync protocol's own JSON codecs next to
+/// Foundation's `JSONEncoder`/`JSONDecoder` with the same settings (`SyncAPI`), same bytes.
+func codecBenchmark(_ store: HealthStore) throws {
+    let entries = try store.outbox(limit: 1000)
+    let upload = UploadRequest(records: try store.records(for: entries).compactMap { $0 }.map { WireRecord($0) })
+    let rounds = 20
+    func time(_ body: () throws -> Void) rethrows -> Double {
+        var best = Double.infinity
+        for _ in 0..<3 {
+            let t0 = now()
+            for _ in 0..<rounds { try body() }
+            best = min(best, (now() - t0) / Double(rounds * upload.records.count) * 1e6)
+        }
+        return best
+    }
+    let bytes = try SyncJSONEncoder().encode(upload)
+    let foundationEncoder = SyncAPI.encoder(), foundationDecoder = SyncAPI.decoder()
+    let encodeFoundation = try time { _ = try foundationEncoder.encode(upload) }
+    let encodeOwn = try time { _ = try SyncJSONEncoder().encode(upload) }
+    let decodeFoundation = try time { _ = try foundationDecoder.decode(UploadRequest.self, from: Data(bytes)) }
+    let decodeOwn = try time { _ = try SyncJSONDecoder().decode(UploadRequest.self, from: bytes) }
+    print(String(format: "  JSON per record (1,000-record upload): encode %.1f us (JSONEncoder %.1f us), decode %.1f us (JSONDecoder %.1f us)",
+                 encodeOwn, encodeFoundation, decodeOwn, decodeFoundation))
 }
 
 /// A fresh store with `count` measurements (heart rate, one per second), all in the outbox.
@@ -93,6 +117,20 @@ func filledStore(_ path: String, count: Int, tag: String) throws -> HealthStore 
     return store
 }
 
+/// Posts one pre-encoded gzip upload body; returns its record count.
+func post(_ body: (bytes: ByteBuffer, count: Int), to url: String, token: String, with http: HTTPClient) async throws -> Int {
+    var request = HTTPClientRequest(url: url)
+    request.method = .POST
+    request.headers.add(name: "Authorization", value: "Bearer \(token)")
+    request.headers.add(name: "Content-Type", value: "application/json")
+    request.headers.add(name: "Content-Encoding", value: "gzip")
+    request.body = .bytes(body.bytes)
+    let response = try await http.execute(request, timeout: .seconds(120))
+    _ = try await response.body.collect(upTo: 64 << 20)
+    guard response.status == .ok else { throw PeerError("baseline upload answered \(response.status)") }
+    return body.count
+}
+
 /// Registers a fresh account and logs in; returns the token.
 func account(_ server: ServerProcess) async throws -> String {
     let client = try SyncClient(configuration: .init(server: server.url))
@@ -104,7 +142,7 @@ func account(_ server: ServerProcess) async throws -> String {
 
 /// The outbox's records as gzipped upload bodies of `size` records.
 func encodedBatches(_ store: HealthStore, size: Int) throws -> [(bytes: ByteBuffer, count: Int)] {
-    let encoder = SyncAPI.encoder()
+    let encoder = SyncJSONEncoder()
     var out: [(ByteBuffer, Int)] = []
     var after: Int64 = 0
     while true {

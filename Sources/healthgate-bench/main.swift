@@ -2,10 +2,19 @@
 // same run on the same machine (these machines are noisy, so only the ratios mean much). Not a
 // test: it asserts nothing and never runs in CI.
 //
-//     healthgate-bench [all|files|ble|sync] [FIXTURES]
+//     healthgate-bench [all|files|ble|sync] [--records N] [--backlog N] [FIXTURES]
 import Foundation
 
-let arguments = Array(CommandLine.arguments.dropFirst())
+var arguments = Array(CommandLine.arguments.dropFirst())
+/// The number after `name` (and both removed from the arguments), or `fallback`.
+func option(_ name: String, _ fallback: Int, in arguments: inout [String]) -> Int {
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count,
+          let value = Int(arguments[index + 1]) else { return fallback }
+    arguments.removeSubrange(index...index + 1)
+    return value
+}
+let syncRecords = option("--records", 100_000, in: &arguments)
+let syncBacklog = option("--backlog", 1_000_000, in: &arguments)
 let modes = ["all", "files", "ble", "sync"]
 let mode = arguments.first.flatMap { modes.contains($0) ? $0 : nil } ?? "all"
 let fixtures = arguments.first { !modes.contains($0) } ?? "Fixtures"
@@ -18,7 +27,7 @@ if mode == "all" || mode == "ble" {
     try await bleBenchmarks()
 }
 if mode == "all" || mode == "sync" {
-    try await syncBenchmarks()
+    try await syncBenchmarks(records: syncRecords, backlog: syncBacklog)
 }
 
 var usage = rusage()
