@@ -16,6 +16,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
@@ -83,7 +84,8 @@ let package = Package(
 
         // Runtime: driver registry and the import pipeline (drivers -> normalizer -> store).
         .target(name: "HealthGate", dependencies: ["HealthModel", "DriverKit", "HealthStore",
-                                                   "FITDriver", "TCXDriver", "GPXDriver"],
+                                                   "FITDriver", "TCXDriver", "GPXDriver",
+                                                   .product(name: "TOMLKit", package: "TOMLKit")],
                 path: "Sources/HealthGate"),
         .executableTarget(name: "healthgate", dependencies: [
             "HealthGate", "HealthModel", "HealthStore", "HealthSync", "SyncProtocol", "FITDriver", "BLEHost", "BLERuntime",
