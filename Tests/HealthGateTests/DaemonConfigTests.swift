@@ -48,6 +48,14 @@ import Testing
         #expect(config.drivers["chest"]?.config == DriverConfig(["hci": "hci0", "devices": "auto,C0:4E:47:00:00:01", "gap_s": "300"]))
     }
 
+    /// The documented sample is a valid configuration.
+    @Test func sampleConfigurationIsValid() throws {
+        let config = try DaemonConfig.load(path: packageRoot + "/systemd/healthgate.toml", stateDirectory: "/unused")
+        #expect(config.database == "/var/lib/healthgate/healthgate.sqlite")
+        #expect(config.forwarder?.server.host == "tracking.example.org")
+        #expect(config.drivers["inbox"]?.type == .watchFolder)
+    }
+
     @Test func emptyFileAndEmbeddedDefault() throws {
         let empty = try DaemonConfig.parse("", stateDirectory: "/srv/hg")
         #expect(empty.database == "/srv/hg/healthgate.sqlite")
