@@ -24,6 +24,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/adam-fowler/compress-nio.git", from: "1.5.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
     targets: [
         // Normalized records, identity and validation. No I/O.
@@ -82,15 +84,22 @@ let package = Package(
             "HealthGateServer", "SyncProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], path: "Sources/healthgate-server"),
 
-        // Runtime: driver registry and the import pipeline (drivers -> normalizer -> store).
-        .target(name: "HealthGate", dependencies: ["HealthModel", "DriverKit", "HealthStore",
-                                                   "FITDriver", "TCXDriver", "GPXDriver",
-                                                   .product(name: "TOMLKit", package: "TOMLKit")],
-                path: "Sources/HealthGate"),
+        // Runtime: driver registry, the import pipeline (drivers -> normalizer -> store) and the
+        // daemon (configuration, services, systemd notify, status socket).
+        .target(name: "HealthGate", dependencies: [
+            "HealthModel", "DriverKit", "HealthStore", "HealthSync", "FITDriver", "TCXDriver", "GPXDriver", "BLEDriver",
+            .product(name: "TOMLKit", package: "TOMLKit"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ], path: "Sources/HealthGate"),
         .executableTarget(name: "healthgate", dependencies: [
             "HealthGate", "HealthModel", "HealthStore", "HealthSync", "SyncProtocol", "FITDriver", "BLEHost", "BLERuntime",
             "GATTProfiles", "BLEDriver",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/healthgate"),
         // `make bench`: decode and import throughput, live BLE latency and CPU, next to baselines
         // measured in the same run.

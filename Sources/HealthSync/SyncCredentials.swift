@@ -33,7 +33,11 @@ extension SyncCredentials {
 
     /// Reads saved credentials; nil when not logged in.
     public static func load(forDatabase databasePath: String) throws -> SyncCredentials? {
-        let path = path(forDatabase: databasePath)
+        try load(path: path(forDatabase: databasePath))
+    }
+
+    /// Reads the credentials file at `path`; nil when there is none.
+    public static func load(path: String) throws -> SyncCredentials? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         return try JSONDecoder().decode(SyncCredentials.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
     }

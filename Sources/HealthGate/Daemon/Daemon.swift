@@ -1,0 +1,171 @@
+import BLEDriver
+import DriverKit
+import Foundation
+import HealthModel
+import HealthStore
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// `healthgate daemon`: the drivers, the forwarder and the status socket as services of one
+/// `ServiceGroup`. The database is opened (and migrated) before anything starts; SIGTERM and
+/// SIGINT stop everything in order (each driver stores what it holds); SIGHUP reloads the
+/// configuration file, adding, removing and restarting drivers without a restart.
+public enum Daemon {
+    public struct Options: Sendable {
+        /// The TOML file (nil: the embedded default for `stateDirectory`).
+        public var configPath: String?
+        public var stateDirectory: String
+
+        public init(configPath: String?, stateDirectory: String) {
+            self.configPath = configPath
+            self.stateDirectory = stateDirectory
+        }
+
+        /// The configuration file's contents, or the embedded default.
+        public func load() throws(ConfigError) -> DaemonConfig {
+            guard let configPath else { return .embeddedDefault(stateDirectory: stateDirectory) }
+            return try DaemonConfig.load(path: configPath, stateDirectory: stateDirectory)
+        }
+    }
+
+    /// Runs `config` (loaded from `options`) until SIGTERM or SIGINT. Throws before starting
+    /// anything when the database is unusable or a driver refuses its table.
+    public static func run(_ config: DaemonConfig, options: Options, logger: Logger,
+                           notifier: SystemdNotifier = SystemdNotifier()) async throws {
+        try FileManager.default.createDirectory(atPath: options.stateDirectory, withIntermediateDirectories: true)
+        let store: HealthStore
+        do { store = try HealthStore(path: config.database) } catch {
+            throw ConfigError(keyPath: "database", reason: "cannot open \(config.database): \(error)")
+        }
+        let interrupted = try store.completeInterruptedWorkouts()
+        if !interrupted.isEmpty { logger.notice("completed workouts a previous run left open", metadata: ["count": "\(interrupted.count)"]) }
+
+        let state = DaemonState(database: config.database, server: config.forwarder?.server.absoluteString)
+        let forwarder = config.forwarder.map {
+            ForwarderService(store: store, settings: $0, database: config.database, state: state, logger: logger)
+        }
+        let factory = DriverFactory(store: store, state: state, logger: logger, onStored: { forwarder?.wake() })
+        let supervisor = DriverSupervisor(state: state, logger: logger)
+        try await supervisor.apply(config.drivers, make: factory.make)
+
+        var services: [any Service] = []
+        if let forwarder { services.append(forwarder) }
+        if let socket = config.statusSocket { services.append(StatusServer(path: socket, state: state, logger: logger)) }
+        services.append(DaemonControl(options: options, running: config, supervisor: supervisor, factory: factory,
+                                      state: state, notifier: notifier, logger: logger))
+        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint],
+                                                      logger: logger))
+        logger.info("started", metadata: ["database": "\(config.database)", "drivers": "\(config.drivers.keys.sorted())",
+                                          "server": "\(config.forwarder?.server.absoluteString ?? "none")"])
+        try await group.run()
+        logger.info("stopped")
+    }
+}
+
+/// Readiness, the watchdog, SIGHUP reloads and the orderly stop of the drivers.
+final class DaemonControl: Service, Sendable {
+    let options: Daemon.Options
+    let running: DaemonConfig
+    let supervisor: DriverSupervisor
+    let factory: DriverFactory
+    let state: DaemonState
+    let notifier: SystemdNotifier
+    let logger: Logger
+
+    init(options: Daemon.Options, running: DaemonConfig, supervisor: DriverSupervisor, factory: DriverFactory,
+         state: DaemonState, notifier: SystemdNotifier, logger: Logger) {
+        self.options = options
+        self.running = running
+        self.supervisor = supervisor
+        self.factory = factory
+        self.state = state
+        self.notifier = notifier
+        self.logger = logger
+    }
+
+    func run() async throws {
+        notifier.ready(status: await state.statusLine())
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.reloadOnHangUp() }
+            if let interval = notifier.watchdogInterval {
+                group.addTask { await self.pingWatchdog(every: interval) }
+            }
+            try? await gracefulShutdown()
+            group.cancelAll()
+        }
+        notifier.stopping(status: "stopping drivers")
+        await supervisor.stopAll()
+    }
+
+    private func pingWatchdog(every interval: Duration) async {
+        while !Task.isCancelled {
+            notifier.watchdog()
+            notifier.status(await state.statusLine())
+            try? await Task.sleep(for: interval)
+        }
+    }
+
+    private func reloadOnHangUp() async {
+        let signals = await UnixSignalsSequence(trapping: .sighup)
+        var current = running
+        for await _ in signals {
+            notifier.reloading()
+            logger.info("reloading the configuration")
+            do {
+                let next = try options.load()
+                for (key, changed) in [("database", next.database != current.database), ("forwarder", next.forwarder != current.forwarder),
+                                       ("api", next.statusSocket != current.statusSocket || next.metricsAddress != current.metricsAddress)]
+                where changed {
+                    logger.warning("a changed [\(key)] takes effect at the next restart")
+                }
+                try await supervisor.apply(next.drivers, make: factory.make)
+                current.drivers = next.drivers
+                logger.info("configuration reloaded", metadata: ["drivers": "\(next.drivers.keys.sorted())"])
+            } catch {
+                logger.error("configuration not reloaded, still running the previous one", metadata: ["error": "\(error)"])
+            }
+            notifier.ready(status: await state.statusLine())
+        }
+    }
+}
+
+/// Makes a runnable driver of each kind from its table.
+struct DriverFactory: Sendable {
+    let store: HealthStore
+    let state: DaemonState
+    let logger: Logger
+    /// Called after a driver's records were stored (wakes the forwarder).
+    let onStored: @Sendable () -> Void
+
+    func make(_ instance: DriverInstance) throws(ConfigError) -> DriverRun {
+        let keyPath = "drivers.\(instance.name)"
+        switch instance.type {
+        case .ble:
+            let driver: BLERecorder
+            do { driver = try BLERecorder(config: instance.config) } catch {
+                throw ConfigError(keyPath: keyPath, reason: "\(error)")
+            }
+            let sink = NotifyingSink(base: StoreSink(store: store), onStored: onStored)
+            return { try await driver.run(into: sink) }
+        case .watchFolder, .massStorage, .exec:
+            throw ConfigError(keyPath: keyPath + ".type", reason: "'\(instance.type.rawValue)' drivers are not in this build yet")
+        }
+    }
+}
+
+/// Stores through `base`, then says so.
+struct NotifyingSink: RecordSink {
+    let base: StoreSink
+    let onStored: @Sendable () -> Void
+
+    func emit(_ batch: [HealthRecord]) async throws {
+        try await base.emit(batch)
+        onStored()
+    }
+
+    func emit(_ batch: LiveBatch) async throws {
+        try await base.emit(batch)
+        if !batch.records.isEmpty { onStored() }
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import HealthModel
+
+/// What the running daemon reports about itself (`healthgate status`, the status socket, the
+/// systemd status line): its drivers and their states, the last import, the last sync. The one
+/// owner of that state; services report into it.
+public actor DaemonState {
+    /// One driver instance as the supervisor last saw it.
+    public struct DriverStatus: Codable, Sendable, Equatable {
+        public enum State: String, Codable, Sendable {
+            case starting, running, restarting, stopped, failed
+        }
+        public var name: String
+        public var type: String
+        public var state: State
+        /// The last error or event worth showing.
+        public var detail: String?
+        public var restarts: Int
+        public var since: String
+
+        enum CodingKeys: String, CodingKey { case name, type, state, detail, restarts, since }
+    }
+
+    /// A file imported by a watch folder or a watch's storage.
+    public struct ImportEvent: Codable, Sendable, Equatable {
+        public var driver: String
+        public var path: String
+        public var status: String
+        public var records: Int
+        public var at: String
+    }
+
+    /// Everything, as the status socket sends it.
+    public struct Snapshot: Codable, Sendable, Equatable {
+        public var pid: Int32
+        public var startedAt: String
+        public var database: String
+        public var drivers: [DriverStatus]
+        public var lastImport: ImportEvent?
+        public var imports: Int
+        public var lastSyncAt: String?
+        public var lastSyncError: String?
+        public var forwarded: Int
+        public var server: String?
+
+        enum CodingKeys: String, CodingKey {
+            case pid, startedAt = "started_at", database, drivers, lastImport = "last_import", imports
+            case lastSyncAt = "last_sync_at", lastSyncError = "last_sync_error", forwarded, server
+        }
+    }
+
+    private var snapshot: Snapshot
+
+    public init(database: String, server: String?) {
+        snapshot = Snapshot(pid: getpid(), startedAt: ISO8601.string(Date()), database: database, drivers: [],
+                            lastImport: nil, imports: 0, lastSyncAt: nil, lastSyncError: nil, forwarded: 0, server: server)
+    }
+
+    public func current() -> Snapshot { snapshot }
+
+    /// Sets a driver's state (adding it if new); `restarted` counts a restart.
+    public func driver(_ name: String, type: String, _ state: DriverStatus.State, detail: String? = nil, restarted: Bool = false) {
+        let now = ISO8601.string(Date())
+        if let index = snapshot.drivers.firstIndex(where: { $0.name == name }) {
+            if snapshot.drivers[index].state != state { snapshot.drivers[index].since = now }
+            snapshot.drivers[index].state = state
+            snapshot.drivers[index].type = type
+            snapshot.drivers[index].detail = detail
+            if restarted { snapshot.drivers[index].restarts += 1 }
+        } else {
+            snapshot.drivers.append(DriverStatus(name: name, type: type, state: state, detail: detail, restarts: 0, since: now))
+            snapshot.drivers.sort { $0.name < $1.name }
+        }
+    }
+
+    /// Forgets a driver removed from the configuration.
+    public func removeDriver(_ name: String) {
+        snapshot.drivers.removeAll { $0.name == name }
+    }
+
+    public func imported(_ event: ImportEvent) {
+        snapshot.lastImport = event
+        snapshot.imports += 1
+    }
+
+    public func synced(forwarded: Int, error: String?) {
+        if let error {
+            snapshot.lastSyncError = error
+        } else {
+            snapshot.lastSyncAt = ISO8601.string(Date())
+            snapshot.lastSyncError = nil
+        }
+        snapshot.forwarded += forwarded
+    }
+
+    /// The one-line summary for `systemctl status`.
+    public func statusLine() -> String {
+        let running = snapshot.drivers.filter { $0.state == .running }.count
+        var parts = ["\(running)/\(snapshot.drivers.count) drivers running"]
+        if let error = snapshot.lastSyncError { parts.append("sync failing: \(error)") }
+        else if let at = snapshot.lastSyncAt { parts.append("last sync \(at)") }
+        return parts.joined(separator: ", ")
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import HealthGate
+import Testing
+import TestSupport
+
+/// `healthgate daemon` as a real process, with a stand-in for systemd's notify socket.
+final class DaemonProcess {
+    let folder: String
+    let notify: NotifySocket
+    let process = Process()
+    var logPath: String { folder + "/daemon.log" }
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// Starts `healthgate daemon` with `arguments` in a fresh folder (the state directory).
+    init(folder: String, arguments: [String], environment: [String: String] = [:]) throws {
+        self.folder = folder
+        notify = try NotifySocket()
+        process.executableURL = URL(fileURLWithPath: CLI.executable)
+        process.arguments = ["daemon", "--state-dir", folder] + arguments
+        var env = ProcessInfo.processInfo.environment
+        env["NOTIFY_SOCKET"] = notify.path
+        env.merge(environment) { $1 }
+        process.environment = env
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        process.standardError = log
+        process.standardOutput = log
+        try process.run()
+    }
+
+    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+    /// Waits up to `timeout` seconds for the process to end; its exit status, or nil.
+    func waitForExit(timeout: Double = 20) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning, Date() < deadline { usleep(20_000) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
+    /// Waits up to `timeout` seconds for the log to contain `text`.
+    func waitForLog(_ text: String, timeout: Double = 20) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if log.contains(text) { return true }
+            usleep(50_000)
+        }
+        return false
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
+
+func temporaryFolder(_ tag: String) throws -> String {
+    let folder = NSTemporaryDirectory() + "hg-\(tag)-" + UUID().uuidString.prefix(8)
+    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    return folder
+}
+
+@Suite(.serialized) struct DaemonTests {
+    /// READY after start, the status socket answers, SIGHUP reloads (a bad file keeps the running
+    /// configuration), SIGTERM stops it in order with STOPPING and exit status 0.
+    @Test func lifecycleUnderTheNotifyProtocol() async throws {
+        let folder = try temporaryFolder("daemon")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let config = folder + "/healthgate.toml"
+        let socket = folder + "/status.sock"
+        try """
+            log_level = "debug"
+            [api]
+            socket = "\(socket)"
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try DaemonProcess(folder: folder, arguments: ["--config", config], environment: ["WATCHDOG_USEC": "400000"])
+
+        let startup = try #require(daemon.notify.waitFor("READY=1"), "no READY: \(daemon.log)")
+        #expect(startup.last?.contains { $0.hasPrefix("STATUS=") } == true)
+        #expect(daemon.notify.waitFor("WATCHDOG=1") != nil, "no watchdog ping")
+        #expect(FileManager.default.fileExists(atPath: folder + "/healthgate.sqlite"))
+
+        // The status socket answers with the daemon's own view.
+        var snapshot: DaemonState.Snapshot?
+        for _ in 0..<100 where snapshot == nil {
+            snapshot = await StatusServer.query(path: socket)
+            if snapshot == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let status = try #require(snapshot, "status socket: \(daemon.log)")
+        #expect(status.pid == daemon.process.processIdentifier)
+        #expect(status.database == folder + "/healthgate.sqlite")
+
+        // A broken file on SIGHUP: reported, the daemon keeps running.
+        try "log_level = \"debug\"\n[api]\nsocket = \"\(socket)\"\n[drivers.x]\ntype = \"nope\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+        daemon.signal(SIGHUP)
+        #expect(daemon.notify.waitFor("RELOADING=1") != nil)
+        #expect(daemon.waitForLog("configuration not reloaded"), "\(daemon.log)")
+        #expect(daemon.log.contains("drivers.x.type: 'nope' is not a driver"))
+        #expect(daemon.notify.waitFor("READY=1") != nil)
+        #expect(daemon.process.isRunning)
+
+        daemon.signal(SIGTERM)
+        #expect(daemon.notify.waitFor("STOPPING=1") != nil)
+        #expect(daemon.waitForExit() == 0, "\(daemon.log)")
+        #expect(!FileManager.default.fileExists(atPath: socket))
+        #expect(await StatusServer.query(path: socket) == nil)
+    }
+
+    /// A configuration that cannot run stops the daemon at start with the key path and reason
+    /// (exit status 78, EX_CONFIG), before anything starts.
+    @Test func invalidConfigurationFailsAtStart() throws {
+        let folder = try temporaryFolder("daemon-bad")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let config = folder + "/healthgate.toml"
+        try "[forwarder]\nserver = \"ftp://example.org\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let result = try CLI.run(["daemon", "--state-dir", folder, "--config", config])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("\(config): forwarder.server: 'ftp://example.org' is not an http or https URL"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: folder + "/healthgate.sqlite"))
+
+        try "[drivers.strap]\ntype = \"ble\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try DaemonProcess(folder: folder, arguments: ["--config", config])
+        #expect(daemon.waitForExit() == 78)
+        #expect(daemon.log.contains("drivers.strap: ble: `hci` is required"), "\(daemon.log)")
+    }
+}
