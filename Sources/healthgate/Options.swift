@@ -3,10 +3,20 @@ import Foundation
 import HealthModel
 import HealthStore
 
-/// `--db`, shared by every command.
+/// `--db` or `--state-dir`, shared by every command.
 struct DatabaseOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("The SQLite database file.", valueName: "PATH"))
-    var db: String = "./healthgate.sqlite"
+    @Option(name: .customLong("db"), help: ArgumentHelp("The SQLite database file (default ./healthgate.sqlite).", valueName: "PATH"))
+    var dbPath: String?
+
+    @Option(help: ArgumentHelp("The state directory the daemon uses: its database is DIR/healthgate.sqlite.", valueName: "DIR"))
+    var stateDir: String?
+
+    func validate() throws {
+        if dbPath != nil, stateDir != nil { throw ValidationError("give --db or --state-dir, not both") }
+    }
+
+    /// The database file.
+    var db: String { dbPath ?? stateDir.map { $0 + "/healthgate.sqlite" } ?? "./healthgate.sqlite" }
 
     /// Opens (creating and migrating) the database.
     func open() throws -> HealthStore {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HealthGate
 import HealthModel
 import HealthStore
 import HealthSync
@@ -245,10 +246,18 @@ struct SyncCommand: AsyncParsableCommand {
 
 struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "status", abstract: "Sync status: login, outbox depth, last success and error, dead letters.")
+        commandName: "status", abstract: "Status: the running daemon's drivers, outbox, last sync and error, dead letters.",
+        discussion: """
+            Asks the running daemon through its status socket (--socket; default healthgate.sock next to \
+            the database) for its drivers and their states, the last import and the last sync; without \
+            a daemon, answers from the database alone.
+            """)
 
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var output: OutputOptions
+
+    @Option(help: ArgumentHelp("The daemon's status socket.", valueName: "PATH"))
+    var socket: String?
 
     struct Status: Encodable {
         var server: String?
@@ -261,10 +270,12 @@ struct StatusCommand: AsyncParsableCommand {
         var lastErrorAt: String?
         var historyCursor: Int64
         var recentDeadLetters: [DeadLetter]
+        /// The running daemon's view (nil: no daemon answered).
+        var daemon: DaemonState.Snapshot?
         enum CodingKeys: String, CodingKey {
             case server, email, deviceId = "device_id", outbox, deadLetters = "dead_letters", lastSuccessAt = "last_success_at"
             case lastError = "last_error", lastErrorAt = "last_error_at", historyCursor = "history_cursor"
-            case recentDeadLetters = "recent_dead_letters"
+            case recentDeadLetters = "recent_dead_letters", daemon
         }
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
@@ -278,10 +289,13 @@ struct StatusCommand: AsyncParsableCommand {
             try c.encode(lastErrorAt, forKey: .lastErrorAt)
             try c.encode(historyCursor, forKey: .historyCursor)
             try c.encode(recentDeadLetters, forKey: .recentDeadLetters)
+            try c.encode(daemon, forKey: .daemon)
         }
     }
 
-    func run() throws {
+    func run() async throws {
+        let socketPath = socket ?? ((database.db as NSString).deletingLastPathComponent.nonEmpty ?? ".") + "/healthgate.sock"
+        let daemon = await StatusServer.query(path: socketPath)
         let store = try database.open()
         let credentials = try SyncCredentials.load(forDatabase: database.db)
         let status = Status(
@@ -290,8 +304,21 @@ struct StatusCommand: AsyncParsableCommand {
             lastSuccessAt: try store.syncState("last_success_at"), lastError: try store.syncState("last_error"),
             lastErrorAt: try store.syncState("last_error_at"),
             historyCursor: Int64(try store.syncState("history_cursor") ?? "0") ?? 0,
-            recentDeadLetters: try store.deadLetters(limit: 10))
+            recentDeadLetters: try store.deadLetters(limit: 10), daemon: daemon)
         if output.json { return try Output.printJSON(status) }
+        if let daemon {
+            print("daemon        running (pid \(daemon.pid), since \(daemon.startedAt))")
+            for d in daemon.drivers {
+                let restarts = d.restarts > 0 ? ", \(d.restarts) restart(s)" : ""
+                print("  driver \(d.name) (\(d.type)): \(d.state.rawValue) since \(d.since)\(restarts)\(d.detail.map { ": \($0)" } ?? "")")
+            }
+            if let last = daemon.lastImport {
+                print("last import   \(last.path): \(last.status), \(last.records) record(s) (\(last.at), \(last.driver))")
+            }
+            if let error = daemon.lastSyncError { print("sync          failing: \(error)") }
+        } else {
+            print("daemon        not running (no answer on \(socketPath))")
+        }
         print("server        \(status.server.map { "\($0) as \(status.email ?? "?")" } ?? "not logged in")")
         print("outbox        \(status.outbox) record(s) waiting")
         print("last success  \(status.lastSuccessAt ?? "never")")
@@ -310,4 +337,9 @@ extension SyncCredentials {
         configuration.pinnedCAFile = caFile
         return try SyncClient(configuration: configuration)
     }
+}
+
+extension String {
+    /// nil for the empty string.
+    var nonEmpty: String? { isEmpty ? nil : self }
 }

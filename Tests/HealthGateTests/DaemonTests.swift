@@ -91,6 +91,11 @@ func temporaryFolder(_ tag: String) throws -> String {
         #expect(status.pid == daemon.process.processIdentifier)
         #expect(status.database == folder + "/healthgate.sqlite")
 
+        // `healthgate status` answers from the running daemon, and from the database alone after.
+        let answer = try #require(try CLI.json(["status", "--state-dir", folder, "--socket", socket, "--json"]) as? [String: Any])
+        #expect((answer["daemon"] as? [String: Any])?["pid"] as? Int == Int(daemon.process.processIdentifier))
+        #expect(answer["outbox"] as? Int == 0)
+
         // A broken file on SIGHUP: reported, the daemon keeps running.
         try "log_level = \"debug\"\n[api]\nsocket = \"\(socket)\"\n[drivers.x]\ntype = \"nope\"\n".write(toFile: config, atomically: true, encoding: .utf8)
         daemon.signal(SIGHUP)
@@ -105,6 +110,8 @@ func temporaryFolder(_ tag: String) throws -> String {
         #expect(daemon.waitForExit() == 0, "\(daemon.log)")
         #expect(!FileManager.default.fileExists(atPath: socket))
         #expect(await StatusServer.query(path: socket) == nil)
+        let after = try CLI.run(["status", "--state-dir", folder, "--socket", socket])
+        #expect(after.status == 0 && after.stdout.contains("daemon        not running"), "\(after.stdout)\(after.stderr)")
     }
 
     /// A configuration that cannot run stops the daemon at start with the key path and reason
