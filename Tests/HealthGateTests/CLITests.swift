@@ -1,32 +1,13 @@
 import Foundation
 import Testing
+import TestSupport
 
-/// Runs the built `healthgate` executable (next to the test bundle) and captures its output.
+/// Runs the built `healthgate` executable and captures its output.
 struct CLI {
-    static var executable: String {
-        let bundleFolder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for candidate in [bundleFolder, bundleFolder.deletingLastPathComponent()] {
-            let path = candidate.appendingPathComponent("healthgate").path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        return packageRoot + "/.build/debug/healthgate"
-    }
+    static var executable: String { Tool.path("healthgate") }
 
-    struct Result { var status: Int32; var stdout: String; var stderr: String }
-
-    static func run(_ arguments: [String]) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                      stderr: String(decoding: stderr, as: UTF8.self))
+    static func run(_ arguments: [String], stdin: String? = nil) throws -> Tool.Result {
+        try Tool.run(executable, arguments, stdin: stdin)
     }
 
     static func json(_ arguments: [String]) throws -> Any {

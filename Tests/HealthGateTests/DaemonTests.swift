@@ -131,4 +131,51 @@ func temporaryFolder(_ tag: String) throws -> String {
         #expect(daemon.waitForExit() == 78)
         #expect(daemon.log.contains("drivers.strap: ble: `hci` is required"), "\(daemon.log)")
     }
+
+    /// The daemon records a heart-rate strap (the emulated peer) and forwards the workout to a
+    /// running healthgate-server; a second install of the account pulls exactly that workout.
+    @Test func recordedWorkoutReachesTheServer() async throws {
+        let peer = try BLEPeer(peripherals: ["hr"], rate: "10")
+        defer { peer.stop() }
+        let server = try ServerProcess()
+        defer { server.stop() }
+        let first = try temporaryFolder("daemon-ble"), second = try temporaryFolder("daemon-ble-2")
+        defer { for f in [first, second] { try? FileManager.default.removeItem(atPath: f) } }
+        let url = server.url.absoluteString, email = "daemon-\(UUID().uuidString.prefix(8))@example.org", password = "a long passphrase"
+        #expect(try CLI.run(["register", "--server", url, "--email", email, "--password-stdin"], stdin: password).status == 0)
+        for folder in [first, second] {
+            let login = try CLI.run(["login", "--server", url, "--email", email, "--password-stdin", "--state-dir", folder], stdin: password)
+            #expect(login.status == 0, "\(login.stderr)")
+        }
+        guard case .tcp(let host, let port) = peer.h4 else { throw PeerError("peer without TCP transport") }
+        let config = first + "/healthgate.toml"
+        try """
+            [forwarder]
+            server = "\(url)"
+            interval_s = 1
+            [drivers.strap]
+            type = "ble"
+            hci = "tcp:\(host):\(port)"
+            sport = "running"
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try DaemonProcess(folder: first, arguments: ["--config", config])
+        #expect(daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
+        // Record until the strap has sent a few seconds of readings.
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, peer.sentSamples("hr").count < 30 { try await Task.sleep(for: .milliseconds(200)) }
+        daemon.signal(SIGTERM)
+        #expect(daemon.waitForExit() == 0, "\(daemon.log)")
+
+        let recorded = try #require(try CLI.json(["workouts", "--state-dir", first, "--json"]) as? [[String: Any]])
+        #expect(recorded.count == 1, "\(recorded) \(daemon.log)")
+        let status = try #require(try CLI.json(["status", "--state-dir", first, "--json"]) as? [String: Any])
+        #expect(status["outbox"] as? Int == 0, "not forwarded at stop: \(status) \(daemon.log)")
+
+        let pulled = try CLI.run(["sync", "--state-dir", second, "--json"])
+        #expect(pulled.status == 0, "\(pulled.stderr)")
+        let received = try #require(try CLI.json(["workouts", "--state-dir", second, "--json"]) as? [[String: Any]])
+        #expect(received.map { $0["id"] as? String } == recorded.map { $0["id"] as? String })
+        #expect(received.map { $0["samples"] as? Int } == recorded.map { $0["samples"] as? Int })
+        #expect((recorded.first?["samples"] as? Int ?? 0) >= 20)
+    }
 }

@@ -275,23 +275,9 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
 
 /// `healthgate sync` as a user runs it, through the built binary.
 @Suite(.serialized) struct SyncCommandTests {
-    static var healthgate: String { ServerProcess.executable.replacingOccurrences(of: "healthgate-server", with: "healthgate") }
-
     func run(_ arguments: [String], stdin: String? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.healthgate)
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe(), input = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        try process.run()
-        if let stdin { input.fileHandleForWriting.write(Data((stdin + "\n").utf8)) }
-        try input.fileHandleForWriting.close()
-        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, stdout, stderr)
+        let result = try Tool.run(Tool.path("healthgate"), arguments, stdin: stdin)
+        return (result.status, result.stdout, result.stderr)
     }
 
     @Test func registerLoginSyncStatusLogout() async throws {
@@ -344,7 +330,7 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
         try SyncCredentials(server: server.url.absoluteString, email: account.email, userId: "", deviceId: account.deviceId,
                             token: account.token).save(forDatabase: a.databasePath)
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.healthgate)
+        process.executableURL = URL(fileURLWithPath: Tool.path("healthgate"))
         process.arguments = ["sync", "--db", a.databasePath, "--batch-records", "1", "--no-pull"]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice

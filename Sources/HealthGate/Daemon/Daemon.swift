@@ -142,10 +142,13 @@ struct DriverFactory: Sendable {
         let keyPath = "drivers.\(instance.name)"
         switch instance.type {
         case .ble:
-            let driver: BLERecorder
-            do { driver = try BLERecorder(config: instance.config) } catch {
+            var configuration: BLERecorder.Configuration
+            do { configuration = try BLERecorder(config: instance.config).configuration } catch {
                 throw ConfigError(keyPath: keyPath, reason: "\(error)")
             }
+            let (logger, name) = (self.logger, instance.name)
+            configuration.onEvent = { event in logger.info("\(event)", metadata: ["driver": "\(name)"]) }
+            let driver = BLERecorder(configuration: configuration)
             let sink = NotifyingSink(base: StoreSink(store: store), onStored: onStored)
             return { try await driver.run(into: sink) }
         case .watchFolder, .massStorage, .exec:

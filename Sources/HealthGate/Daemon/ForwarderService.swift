@@ -8,8 +8,10 @@ import Synchronization
 /// Forwards the outbox to the tracking server and pulls the other devices' history: at start,
 /// soon after records are stored (``wake()``), and every `intervalS` otherwise. Not logged in
 /// (no credentials next to the database): it says so and checks again each interval. On
-/// graceful shutdown it stops at once; an upload cut short is sent again next time, and the
-/// server's upsert makes that harmless.
+/// graceful shutdown (which reaches it after the drivers stopped and stored what they held) it
+/// makes one last drain of at most `finalDrain`, so that what was recorded just before the stop
+/// leaves too; an upload cut short is sent again next time, and the server's upsert makes that
+/// harmless.
 public final class ForwarderService: Service, Sendable {
     let store: HealthStore
     let settings: ForwarderSettings
@@ -30,6 +32,9 @@ public final class ForwarderService: Service, Sendable {
     /// Asks for a drain soon (new records were stored).
     public func wake() { woken.withLock { $0 = true } }
 
+    /// The time the last drain at shutdown may take.
+    public var finalDrain: Duration { .seconds(5) }
+
     public func run() async throws {
         let interval = Duration.milliseconds(Int64(settings.intervalS * 1000))
         let clock = ContinuousClock()
@@ -42,6 +47,14 @@ public final class ForwarderService: Service, Sendable {
             while clock.now < due, !woken.withLock({ $0 }), !Task.isCancelled, !Task.isShuttingDownGracefully {
                 try? await Task.sleep(for: .milliseconds(500))
             }
+        }
+        guard !Task.isCancelled else { return }
+        let limit = finalDrain
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.cycle() }
+            group.addTask { try? await Task.sleep(for: limit) }
+            await group.next()
+            group.cancelAll()
         }
     }
 
