@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/adam-fowler/compress-nio.git", from: "1.5.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // Normalized records, identity and validation. No I/O.
@@ -94,6 +95,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
         ], path: "Sources/HealthGate"),
         .executableTarget(name: "healthgate", dependencies: [
             "HealthGate", "HealthModel", "HealthStore", "HealthSync", "SyncProtocol", "FITDriver", "BLEHost", "BLERuntime",

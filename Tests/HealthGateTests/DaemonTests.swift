@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import HealthGate
 import Testing
 import TestSupport
@@ -149,7 +152,10 @@ func temporaryFolder(_ tag: String) throws -> String {
         }
         guard case .tcp(let host, let port) = peer.h4 else { throw PeerError("peer without TCP transport") }
         let config = first + "/healthgate.toml"
+        let metricsPort = Int.random(in: 20_000...60_000)
         try """
+            [api]
+            metrics = "127.0.0.1:\(metricsPort)"
             [forwarder]
             server = "\(url)"
             interval_s = 1
@@ -163,6 +169,12 @@ func temporaryFolder(_ tag: String) throws -> String {
         // Record until the strap has sent a few seconds of readings.
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline, peer.sentSamples("hr").count < 30 { try await Task.sleep(for: .milliseconds(200)) }
+        // Prometheus metrics while it records: one device connected, the battery reading stored.
+        let (data, response) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(metricsPort)/metrics")!)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        let exposition = String(decoding: data, as: UTF8.self)
+        #expect(exposition.contains("healthgate_ble_connections{driver=\"strap\"} 1"), "\(exposition)")
+        #expect(exposition.contains("healthgate_outbox_records"), "\(exposition)")
         daemon.signal(SIGTERM)
         #expect(daemon.waitForExit() == 0, "\(daemon.log)")
 

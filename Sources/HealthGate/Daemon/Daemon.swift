@@ -42,16 +42,19 @@ public enum Daemon {
         if !interrupted.isEmpty { logger.notice("completed workouts a previous run left open", metadata: ["count": "\(interrupted.count)"]) }
 
         let state = DaemonState(database: config.database, server: config.forwarder?.server.absoluteString)
+        let metrics = DaemonMetrics()
+        metrics.outboxDepth.set(Double(try store.outboxDepth()))
         let forwarder = config.forwarder.map {
-            ForwarderService(store: store, settings: $0, database: config.database, state: state, logger: logger)
+            ForwarderService(store: store, settings: $0, database: config.database, state: state, metrics: metrics, logger: logger)
         }
-        let factory = DriverFactory(store: store, state: state, logger: logger, onStored: { forwarder?.wake() })
-        let supervisor = DriverSupervisor(state: state, logger: logger)
+        let factory = DriverFactory(store: store, state: state, metrics: metrics, logger: logger, onStored: { forwarder?.wake() })
+        let supervisor = DriverSupervisor(state: state, logger: logger, onRestart: { metrics.error("driver_restart") })
         try await supervisor.apply(config.drivers, make: factory.make)
 
         var services: [any Service] = []
         if let forwarder { services.append(forwarder) }
         if let socket = config.statusSocket { services.append(StatusServer(path: socket, state: state, logger: logger)) }
+        if let address = config.metricsAddress { services.append(MetricsServer(address: address, metrics: metrics, logger: logger)) }
         services.append(DaemonControl(options: options, running: config, supervisor: supervisor, factory: factory,
                                       state: state, notifier: notifier, logger: logger))
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint],
@@ -134,6 +137,7 @@ final class DaemonControl: Service, Sendable {
 struct DriverFactory: Sendable {
     let store: HealthStore
     let state: DaemonState
+    let metrics: DaemonMetrics
     let logger: Logger
     /// Called after a driver's records were stored (wakes the forwarder).
     let onStored: @Sendable () -> Void
@@ -146,10 +150,21 @@ struct DriverFactory: Sendable {
             do { configuration = try BLERecorder(config: instance.config).configuration } catch {
                 throw ConfigError(keyPath: keyPath, reason: "\(error)")
             }
-            let (logger, name) = (self.logger, instance.name)
-            configuration.onEvent = { event in logger.info("\(event)", metadata: ["driver": "\(name)"]) }
+            let (logger, metrics, name) = (self.logger, self.metrics, instance.name)
+            configuration.onEvent = { event in
+                switch event {
+                case .connected: metrics.bleConnection(+1, driver: name)
+                case .disconnected: metrics.bleConnection(-1, driver: name)
+                case .malformed: metrics.error("ble_malformed")
+                default: break
+                }
+                logger.info("\(event)", metadata: ["driver": "\(name)"])
+            }
             let driver = BLERecorder(configuration: configuration)
-            let sink = NotifyingSink(base: StoreSink(store: store), onStored: onStored)
+            let sink = NotifyingSink(base: StoreSink(store: store), onStored: { count in
+                metrics.stored(count, driver: name)
+                onStored()
+            })
             return { try await driver.run(into: sink) }
         case .watchFolder, .massStorage, .exec:
             throw ConfigError(keyPath: keyPath + ".type", reason: "'\(instance.type.rawValue)' drivers are not in this build yet")
@@ -157,18 +172,20 @@ struct DriverFactory: Sendable {
     }
 }
 
-/// Stores through `base`, then says so.
+/// Stores through `base`, then says how many records that was (workout pieces count when they
+/// complete a workout).
 struct NotifyingSink: RecordSink {
     let base: StoreSink
-    let onStored: @Sendable () -> Void
+    let onStored: @Sendable (Int) -> Void
 
     func emit(_ batch: [HealthRecord]) async throws {
         try await base.emit(batch)
-        onStored()
+        onStored(batch.count)
     }
 
     func emit(_ batch: LiveBatch) async throws {
         try await base.emit(batch)
-        if !batch.records.isEmpty { onStored() }
+        let count = batch.records.count + batch.workouts.filter(\.isFinal).count
+        if count > 0 { onStored(count) }
     }
 }

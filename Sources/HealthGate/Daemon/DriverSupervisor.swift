@@ -26,11 +26,13 @@ public actor DriverSupervisor {
     private let state: DaemonState
     private let logger: Logger
     private let backoff: Backoff
+    private let onRestart: @Sendable () -> Void
 
-    public init(state: DaemonState, logger: Logger, backoff: Backoff = Backoff()) {
+    public init(state: DaemonState, logger: Logger, backoff: Backoff = Backoff(), onRestart: @escaping @Sendable () -> Void = {}) {
         self.state = state
         self.logger = logger
         self.backoff = backoff
+        self.onRestart = onRestart
     }
 
     /// Names of the instances running now.
@@ -66,7 +68,7 @@ public actor DriverSupervisor {
     }
 
     private func start(_ instance: DriverInstance, _ run: @escaping DriverRun) {
-        let (state, logger, backoff) = (self.state, self.logger, self.backoff)
+        let (state, logger, backoff, onRestart) = (self.state, self.logger, self.backoff, self.onRestart)
         let name = instance.name, type = instance.type.rawValue
         logger.info("starting driver", metadata: ["driver": "\(name)", "type": "\(type)"])
         let task = Task {
@@ -89,6 +91,7 @@ public actor DriverSupervisor {
                 logger.error("driver stopped; restarting", metadata: ["driver": "\(name)", "error": "\(detail)",
                                                                       "after_s": "\(delay.components.seconds)"])
                 await state.driver(name, type: type, .restarting, detail: detail)
+                onRestart()
                 do { try await Task.sleep(for: delay) } catch { break }
                 delay = min(delay * 2, backoff.maximum)
                 restarted = true

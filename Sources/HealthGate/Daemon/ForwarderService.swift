@@ -17,11 +17,14 @@ public final class ForwarderService: Service, Sendable {
     let settings: ForwarderSettings
     let credentialsDatabase: String
     let state: DaemonState
+    let metrics: DaemonMetrics
     let logger: Logger
     /// Set by ``wake()``, cleared when a cycle starts.
     private let woken = Mutex(false)
 
-    public init(store: HealthStore, settings: ForwarderSettings, database: String, state: DaemonState, logger: Logger) {
+    public init(store: HealthStore, settings: ForwarderSettings, database: String, state: DaemonState, metrics: DaemonMetrics,
+                logger: Logger) {
+        self.metrics = metrics
         self.store = store
         self.settings = settings
         credentialsDatabase = database
@@ -89,6 +92,8 @@ public final class ForwarderService: Service, Sendable {
             let report = try await forwarder.drain()
             if settings.pull { _ = try await forwarder.pull() }
             await state.synced(forwarded: report.accepted + report.duplicates, error: nil)
+            metrics.forwarded.increment(by: Int64(report.accepted + report.duplicates))
+            metrics.forwardSeconds.record(ContinuousClock.now - started)
             if report.uploads > 0 {
                 logger.info("forwarded", metadata: ["accepted": "\(report.accepted)", "duplicates": "\(report.duplicates)",
                                                     "rejected": "\(report.rejected)", "remaining": "\(report.remaining)",
@@ -97,9 +102,11 @@ public final class ForwarderService: Service, Sendable {
         } catch is CancellationError {
         } catch {
             logger.warning("forwarding failed", metadata: ["error": "\(error)"])
+            metrics.error("forward")
             await state.synced(forwarded: 0, error: "\(error)")
         }
         await client.shutdown()
+        if let depth = try? store.outboxDepth() { metrics.outboxDepth.set(Double(depth)) }
     }
 
     private var credentialsPath: String {
