@@ -40,6 +40,7 @@ server-test: setup server
 # Throughput next to baselines measured in the same run (release build).
 bench: setup-build
 	$(SWIFT) build -c release --product healthgate-server
+	$(SWIFT) build -c release --product healthgate
 	$(SWIFT) build -c release --product healthgate-bench
 	.build/release/healthgate-bench Fixtures
 

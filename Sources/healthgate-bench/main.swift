@@ -2,7 +2,7 @@
 // same run on the same machine (these machines are noisy, so only the ratios mean much). Not a
 // test: it asserts nothing and never runs in CI.
 //
-//     healthgate-bench [all|files|ble|sync] [--records N] [--backlog N] [FIXTURES]
+//     healthgate-bench [all|files|ble|sync|daemon] [--records N] [--backlog N] [--idle S] [FIXTURES]
 import Foundation
 
 var arguments = Array(CommandLine.arguments.dropFirst())
@@ -15,7 +15,8 @@ func option(_ name: String, _ fallback: Int, in arguments: inout [String]) -> In
 }
 let syncRecords = option("--records", 100_000, in: &arguments)
 let syncBacklog = option("--backlog", 1_000_000, in: &arguments)
-let modes = ["all", "files", "ble", "sync"]
+let idleSeconds = option("--idle", 60, in: &arguments)
+let modes = ["all", "files", "ble", "sync", "daemon"]
 let mode = arguments.first.flatMap { modes.contains($0) ? $0 : nil } ?? "all"
 let fixtures = arguments.first { !modes.contains($0) } ?? "Fixtures"
 
@@ -28,6 +29,9 @@ if mode == "all" || mode == "ble" {
 }
 if mode == "all" || mode == "sync" {
     try await syncBenchmarks(records: syncRecords, backlog: syncBacklog)
+}
+if mode == "all" || mode == "daemon" {
+    try await daemonBenchmarks(seconds: idleSeconds)
 }
 
 var usage = rusage()
