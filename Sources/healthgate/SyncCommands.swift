@@ -311,6 +311,7 @@ struct StatusCommand: AsyncParsableCommand {
             for d in daemon.drivers {
                 let restarts = d.restarts > 0 ? ", \(d.restarts) restart(s)" : ""
                 print("  driver \(d.name) (\(d.type)): \(d.state.rawValue) since \(d.since)\(restarts)\(d.detail.map { ": \($0)" } ?? "")")
+                if !d.devices.isEmpty { print("    connected: \(d.devices.joined(separator: ", "))") }
             }
             if let last = daemon.lastImport {
                 print("last import   \(last.path): \(last.status), \(last.records) record(s) (\(last.at), \(last.driver))")

@@ -156,6 +156,7 @@ func temporaryFolder(_ tag: String) throws -> String {
         try """
             [api]
             metrics = "127.0.0.1:\(metricsPort)"
+            socket = "\(first)/healthgate.sock"
             [forwarder]
             server = "\(url)"
             interval_s = 1
@@ -175,6 +176,11 @@ func temporaryFolder(_ tag: String) throws -> String {
         let exposition = String(decoding: data, as: UTF8.self)
         #expect(exposition.contains("healthgate_ble_connections{driver=\"strap\"} 1"), "\(exposition)")
         #expect(exposition.contains("healthgate_outbox_records"), "\(exposition)")
+        // The status socket lists the connected strap.
+        let view = try #require(try CLI.json(["status", "--state-dir", first, "--json"]) as? [String: Any])
+        let drivers = try #require((view["daemon"] as? [String: Any])?["drivers"] as? [[String: Any]], "\(view)")
+        #expect(drivers.first?["name"] as? String == "strap" && drivers.first?["state"] as? String == "running")
+        #expect((drivers.first?["devices"] as? [String])?.count == 1, "\(drivers)")
         daemon.signal(SIGTERM)
         #expect(daemon.waitForExit() == 0, "\(daemon.log)")
 

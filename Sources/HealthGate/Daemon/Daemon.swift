@@ -150,11 +150,15 @@ struct DriverFactory: Sendable {
             do { configuration = try BLERecorder(config: instance.config).configuration } catch {
                 throw ConfigError(keyPath: keyPath, reason: "\(error)")
             }
-            let (logger, metrics, name) = (self.logger, self.metrics, instance.name)
+            let (logger, metrics, state, name) = (self.logger, self.metrics, self.state, instance.name)
             configuration.onEvent = { event in
                 switch event {
-                case .connected: metrics.bleConnection(+1, driver: name)
-                case .disconnected: metrics.bleConnection(-1, driver: name)
+                case .connected(let address, _):
+                    metrics.bleConnection(+1, driver: name)
+                    Task { await state.device(address.text, of: name, connected: true) }
+                case .disconnected(let address, _):
+                    metrics.bleConnection(-1, driver: name)
+                    Task { await state.device(address.text, of: name, connected: false) }
                 case .malformed: metrics.error("ble_malformed")
                 default: break
                 }

@@ -17,8 +17,10 @@ public actor DaemonState {
         public var detail: String?
         public var restarts: Int
         public var since: String
+        /// Devices connected now (BLE addresses), sorted.
+        public var devices: [String] = []
 
-        enum CodingKeys: String, CodingKey { case name, type, state, detail, restarts, since }
+        enum CodingKeys: String, CodingKey { case name, type, state, detail, restarts, since, devices }
     }
 
     /// A file imported by a watch folder or a watch's storage.
@@ -63,6 +65,7 @@ public actor DaemonState {
         let now = ISO8601.string(Date())
         if let index = snapshot.drivers.firstIndex(where: { $0.name == name }) {
             if snapshot.drivers[index].state != state { snapshot.drivers[index].since = now }
+            if state != .running { snapshot.drivers[index].devices = [] }
             snapshot.drivers[index].state = state
             snapshot.drivers[index].type = type
             snapshot.drivers[index].detail = detail
@@ -71,6 +74,14 @@ public actor DaemonState {
             snapshot.drivers.append(DriverStatus(name: name, type: type, state: state, detail: detail, restarts: 0, since: now))
             snapshot.drivers.sort { $0.name < $1.name }
         }
+    }
+
+    /// A device of `driver` connected or disconnected.
+    public func device(_ address: String, of driver: String, connected: Bool) {
+        guard let index = snapshot.drivers.firstIndex(where: { $0.name == driver }) else { return }
+        var devices = Set(snapshot.drivers[index].devices)
+        if connected { devices.insert(address) } else { devices.remove(address) }
+        snapshot.drivers[index].devices = devices.sorted()
     }
 
     /// Forgets a driver removed from the configuration.
