@@ -196,4 +196,100 @@ func temporaryFolder(_ tag: String) throws -> String {
         #expect(received.map { $0["samples"] as? Int } == recorded.map { $0["samples"] as? Int })
         #expect((recorded.first?["samples"] as? Int ?? 0) >= 20)
     }
+
+    /// Waits up to `timeout` seconds for `condition`.
+    func eventually(_ timeout: Double = 20, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try condition() { return true }
+            usleep(100_000)
+        }
+        return try condition()
+    }
+
+    /// A FIT file dropped into the watch folder (written in two parts) is imported once it is
+    /// closed, moved to `imported/`, and reaches a running server: a second install pulls it.
+    @Test func fileDroppedIntoTheInboxReachesTheServer() async throws {
+        let server = try ServerProcess()
+        defer { server.stop() }
+        let first = try temporaryFolder("daemon-inbox"), second = try temporaryFolder("daemon-inbox-2")
+        defer { for f in [first, second] { try? FileManager.default.removeItem(atPath: f) } }
+        let url = server.url.absoluteString, email = "inbox-\(UUID().uuidString.prefix(8))@example.org", password = "a long passphrase"
+        #expect(try CLI.run(["register", "--server", url, "--email", email, "--password-stdin"], stdin: password).status == 0)
+        for folder in [first, second] {
+            #expect(try CLI.run(["login", "--server", url, "--email", email, "--password-stdin", "--state-dir", folder], stdin: password).status == 0)
+        }
+        let config = first + "/healthgate.toml"
+        try """
+            [api]
+            socket = "\(first)/healthgate.sock"
+            [forwarder]
+            server = "\(url)"
+            interval_s = 60
+            [drivers.inbox]
+            type = "watch_folder"
+            path = "\(first)/inbox"
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try DaemonProcess(folder: first, arguments: ["--config", config])
+        #expect(daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
+
+        // Written in two parts with a pause: nothing is imported until the file is closed.
+        let fit = try Data(contentsOf: URL(fileURLWithPath: fixtures + "/fit/garmin-fenix5-run.fit"))
+        let target = first + "/inbox/run.fit"
+        let fd = open(target, O_CREAT | O_WRONLY, 0o644)
+        try #require(fd >= 0)
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: false)
+        handle.write(fit.prefix(fit.count / 2))
+        try await Task.sleep(for: .seconds(3))  // longer than the settle time
+        #expect((try CLI.json(["workouts", "--state-dir", first, "--json"]) as? [[String: Any]])?.isEmpty == true)
+        handle.write(fit.suffix(from: fit.count / 2))
+        try handle.close()
+
+        #expect(eventually { FileManager.default.fileExists(atPath: first + "/inbox/imported/run.fit") }, "\(daemon.log)")
+        let recorded = try #require(try CLI.json(["workouts", "--state-dir", first, "--json"]) as? [[String: Any]])
+        #expect(recorded.count == 1)
+        // Forwarded soon after it was stored (the interval is a minute).
+        #expect(try eventually {
+            (try CLI.json(["status", "--state-dir", first, "--json"]) as? [String: Any])?["outbox"] as? Int == 0
+        }, "\(daemon.log)")
+        let view = try #require(try CLI.json(["status", "--state-dir", first, "--json"]) as? [String: Any])
+        let last = (view["daemon"] as? [String: Any])?["last_import"] as? [String: Any]
+        #expect(last?["status"] as? String == "imported" && last?["driver"] as? String == "inbox", "\(view)")
+        daemon.signal(SIGTERM)
+        #expect(daemon.waitForExit() == 0)
+
+        #expect(try CLI.run(["sync", "--state-dir", second]).status == 0)
+        let received = try #require(try CLI.json(["workouts", "--state-dir", second, "--json"]) as? [[String: Any]])
+        #expect(received.map { $0["id"] as? String } == recorded.map { $0["id"] as? String })
+    }
+
+    /// Stopped (SIGTERM) right after a large file landed, then started again on the embedded
+    /// default (no configuration file): the file is imported exactly once.
+    @Test func stoppedMidImportImportsOnceAfterRestart() async throws {
+        let folder = try temporaryFolder("daemon-restart")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let file = fixtures + "/fit/garmin-fenix2-multisport.fit"
+        // What the file holds, imported directly into a database of its own.
+        let direct = try temporaryFolder("daemon-direct")
+        defer { try? FileManager.default.removeItem(atPath: direct) }
+        #expect(try CLI.run(["import", file, "--state-dir", direct]).status == 0)
+        let expected = try #require(try CLI.json(["workouts", "--state-dir", direct, "--json"]) as? [[String: Any]])
+
+        let daemon = try DaemonProcess(folder: folder, arguments: [])
+        #expect(daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
+        try FileManager.default.copyItem(atPath: file, toPath: folder + "/inbox/multisport.fit")
+        daemon.signal(SIGTERM)
+        #expect(daemon.waitForExit() == 0, "\(daemon.log)")
+
+        let again = try DaemonProcess(folder: folder, arguments: [])
+        #expect(again.notify.waitFor("READY=1") != nil, "\(again.log)")
+        #expect(eventually { FileManager.default.fileExists(atPath: folder + "/inbox/imported/multisport.fit") }, "\(again.log)")
+        again.signal(SIGTERM)
+        #expect(again.waitForExit() == 0)
+        let stored = try #require(try CLI.json(["workouts", "--state-dir", folder, "--json"]) as? [[String: Any]])
+        #expect(stored.map { $0["id"] as? String } == expected.map { $0["id"] as? String })
+        // The ledger knows it: importing it again adds nothing.
+        let repeatRun = try CLI.run(["import", file, "--state-dir", folder, "--json"])
+        #expect(repeatRun.stdout.contains("already_imported"), "\(repeatRun.stdout)")
+    }
 }

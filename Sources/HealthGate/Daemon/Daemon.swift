@@ -170,8 +170,34 @@ struct DriverFactory: Sendable {
                 onStored()
             })
             return { try await driver.run(into: sink) }
-        case .watchFolder, .massStorage, .exec:
+        case .watchFolder:
+            let settings = try WatchFolder.settings(instance.config, keyPath: keyPath)
+            let folder = WatchFolder(settings: settings, pipeline: ImportPipeline(store: store),
+                                     onImported: { report in await self.imported(report, by: instance.name) })
+            return { try await folder.run() }
+        case .massStorage, .exec:
             throw ConfigError(keyPath: keyPath + ".type", reason: "'\(instance.type.rawValue)' drivers are not in this build yet")
+        }
+    }
+}
+
+extension DriverFactory {
+    /// Reports a file a driver imported: log, status, metrics, and the forwarder's wake-up.
+    func imported(_ report: FileReport, by driver: String) async {
+        var metadata: Logger.Metadata = ["driver": "\(driver)", "path": "\(report.path)", "status": "\(report.status.rawValue)",
+                                         "records": "\(report.records)"]
+        if let error = report.error { metadata["error"] = "\(error)" }
+        if report.status == .failed {
+            logger.error("import failed", metadata: metadata)
+            metrics.error("import")
+        } else {
+            logger.info("imported", metadata: metadata)
+        }
+        await state.imported(DaemonState.ImportEvent(driver: driver, path: report.path, status: report.status.rawValue,
+                                                     records: report.records, at: ISO8601.string(Date())))
+        if report.records > 0 {
+            metrics.stored(report.records, driver: driver)
+            onStored()
         }
     }
 }

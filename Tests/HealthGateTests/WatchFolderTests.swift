@@ -1,0 +1,112 @@
+import DriverKit
+import Foundation
+import Testing
+import TestSupport
+@testable import HealthGate
+
+@Suite struct InotifyTests {
+    /// `struct inotify_event` records as the kernel lays them out: wd, mask, cookie, len, name
+    /// padded with NULs; a truncated record ends the list without reading past the buffer.
+    @Test func parsesEventRecords() {
+        func record(_ wd: Int32, _ mask: UInt32, _ name: String, padTo length: Int) -> [UInt8] {
+            var bytes: [UInt8] = []
+            withUnsafeBytes(of: wd.littleEndian) { bytes += $0 }
+            withUnsafeBytes(of: mask.littleEndian) { bytes += $0 }
+            withUnsafeBytes(of: UInt32(7).littleEndian) { bytes += $0 }
+            withUnsafeBytes(of: UInt32(length).littleEndian) { bytes += $0 }
+            bytes += Array(name.utf8) + [UInt8](repeating: 0, count: length - name.utf8.count)
+            return bytes
+        }
+        let two = record(1, 0x8, "run.fit", padTo: 16) + record(1, 0x80, "", padTo: 0)
+        let events = two.withUnsafeBytes { InotifyEvent.parse($0) }
+        #expect(events == [InotifyEvent(watch: 1, mask: 0x8, cookie: 7, name: "run.fit"),
+                           InotifyEvent(watch: 1, mask: 0x80, cookie: 7, name: "")])
+        #expect(events[0].isCloseWrite && events[1].isMovedTo)
+        // Every truncation: whole records only, never a crash.
+        for cut in 0..<two.count {
+            let parsed = Array(two[..<cut]).withUnsafeBytes { InotifyEvent.parse($0) }
+            #expect(parsed.count == (cut >= 32 ? 1 : 0) + (cut >= two.count ? 1 : 0))
+        }
+        // A length larger than what follows stops the parse.
+        let lying = record(1, 0x8, "x", padTo: 4).prefix(16) + [0x78]
+        #expect(Array(lying).withUnsafeBytes { InotifyEvent.parse($0) }.isEmpty)
+    }
+
+    /// A real inotify instance on a temporary folder: a file written in two parts is reported
+    /// once closed; a file moved in is reported as moved in; closing ends the stream.
+    @Test func reportsClosedAndMovedFiles() async throws {
+        let folder = try temporaryFolder("inotify")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let inotify = try Inotify()
+        try inotify.watch(folder, mask: UInt32(IN_CLOSE_WRITE | IN_MOVED_TO))
+        let fd = open(folder + "/a.fit", O_CREAT | O_WRONLY, 0o644)
+        try #require(fd >= 0)
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: false)
+        handle.write(Data("first".utf8))
+        handle.write(Data("second".utf8))
+        try handle.close()
+        try "x".write(toFile: NSTemporaryDirectory() + "hg-moved-\(getpid()).fit", atomically: false, encoding: .utf8)
+        try FileManager.default.moveItem(atPath: NSTemporaryDirectory() + "hg-moved-\(getpid()).fit", toPath: folder + "/b.fit")
+        var seen: [String] = []
+        for await event in inotify.events {
+            if event.isCloseWrite { seen.append("closed " + event.name) }
+            if event.isMovedTo { seen.append("moved " + event.name) }
+            if seen.count == 2 { break }
+        }
+        #expect(seen == ["closed a.fit", "moved b.fit"])
+        inotify.close()
+        var after = 0
+        for await _ in inotify.events { after += 1 }
+        #expect(after == 0)
+    }
+}
+
+@Suite struct InboxTests {
+    /// A file found by a scan is complete once its size stood still for the settle time; one
+    /// seen being written waits for its close; hidden and temporary names are ignored.
+    @Test func decidesWhenAFileIsComplete() async throws {
+        let folder = try temporaryFolder("inbox")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        for name in ["found.fit", ".hidden.fit", "copy.fit.part", "backup.fit~"] {
+            try "data".write(toFile: folder + "/" + name, atomically: false, encoding: .utf8)
+        }
+        let inbox = Inbox(folder: folder, settle: .milliseconds(300))
+        await inbox.rescan()
+        #expect(await inbox.waiting == [folder + "/found.fit"])
+        #expect(await inbox.settled().isEmpty)  // not stood still long enough yet
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(await inbox.settled() == [folder + "/found.fit"])
+        #expect(await inbox.waiting.isEmpty)
+
+        // Being written (IN_MODIFY seen): never by settling, only on close.
+        try "part".write(toFile: folder + "/live.fit", atomically: false, encoding: .utf8)
+        #expect(await inbox.handle(InotifyEvent(watch: 1, mask: UInt32(IN_MODIFY), cookie: 0, name: "live.fit")).isEmpty)
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(await inbox.settled().isEmpty)
+        #expect(await inbox.handle(InotifyEvent(watch: 1, mask: UInt32(IN_CLOSE_WRITE), cookie: 0, name: "live.fit"))
+                == [folder + "/live.fit"])
+        // Removed before settling: forgotten. (The files handled above are taken away first, as
+        // the driver moves them after importing.)
+        for name in ["found.fit", "live.fit"] { try FileManager.default.removeItem(atPath: folder + "/" + name) }
+        try "gone".write(toFile: folder + "/gone.fit", atomically: false, encoding: .utf8)
+        await inbox.rescan()
+        try FileManager.default.removeItem(atPath: folder + "/gone.fit")
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(await inbox.settled().isEmpty)
+        #expect(await inbox.waiting.isEmpty)
+        // Temporary and hidden names never count, even on close.
+        #expect(await inbox.handle(InotifyEvent(watch: 1, mask: UInt32(IN_CLOSE_WRITE), cookie: 0, name: "x.tmp")).isEmpty)
+    }
+
+    @Test func settingsNameTheirKey() {
+        #expect(throws: ConfigError(keyPath: "drivers.in.path", reason: "is required (the folder to watch)")) {
+            try WatchFolder.settings(DriverConfig([:]), keyPath: "drivers.in")
+        }
+        #expect(throws: ConfigError(keyPath: "drivers.in.after_import", reason: "'archive' is not one of move, keep, delete")) {
+            try WatchFolder.settings(DriverConfig(["path": "/x", "after_import": "archive"]), keyPath: "drivers.in")
+        }
+        #expect(throws: ConfigError(keyPath: "drivers.in.pat", reason: "unknown key")) {
+            try WatchFolder.settings(DriverConfig(["path": "/x", "pat": "/y"]), keyPath: "drivers.in")
+        }
+    }
+}
