@@ -292,4 +292,58 @@ func temporaryFolder(_ tag: String) throws -> String {
         let repeatRun = try CLI.run(["import", file, "--state-dir", folder, "--json"])
         #expect(repeatRun.stdout.contains("already_imported"), "\(repeatRun.stdout)")
     }
+
+    /// A fake watch (a folder laid out like a Garmin's storage, announced in a test mountinfo
+    /// file) is imported when it appears, read-only; files already imported are not imported
+    /// again when it is plugged in again.
+    @Test func mountedWatchIsImportedOnce() async throws {
+        let folder = try temporaryFolder("daemon-mount")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let watch = folder + "/media/ann/GARMIN WATCH"
+        let fm = FileManager.default
+        try fm.createDirectory(atPath: watch + "/GARMIN/Activity", withIntermediateDirectories: true)
+        try fm.createDirectory(atPath: watch + "/GARMIN/Monitor", withIntermediateDirectories: true)
+        try fm.copyItem(atPath: fixtures + "/fit/garmin-fenix5-run.fit", toPath: watch + "/GARMIN/Activity/run.fit")
+        try fm.copyItem(atPath: fixtures + "/fit/fitsdk-MonitoringFile.fit", toPath: watch + "/GARMIN/Monitor/mon.fit")
+        // The device is read-only to the daemon: nothing may change there.
+        try fm.setAttributes([.posixPermissions: 0o555], ofItemAtPath: watch + "/GARMIN/Activity")
+        defer { try? fm.setAttributes([.posixPermissions: 0o755], ofItemAtPath: watch + "/GARMIN/Activity") }
+        let mountinfo = folder + "/mountinfo"
+        let base = "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+        let plugged = base + "412 22 8:17 / \(folder)/media/ann/GARMIN\\040WATCH rw,nosuid shared:230 - vfat /dev/sdb1 rw\n"
+        try base.write(toFile: mountinfo, atomically: true, encoding: .utf8)
+        let config = folder + "/healthgate.toml"
+        try """
+            [drivers.watch]
+            type = "mass_storage"
+            roots = ["\(folder)/media"]
+            mountinfo = "\(mountinfo)"
+            poll_s = 0.2
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try DaemonProcess(folder: folder, arguments: ["--config", config])
+        #expect(daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
+        try await Task.sleep(for: .milliseconds(500))
+        #expect((try CLI.json(["workouts", "--state-dir", folder, "--json"]) as? [[String: Any]])?.isEmpty == true)
+
+        try plugged.write(toFile: mountinfo, atomically: true, encoding: .utf8)
+        #expect(try eventually { (try CLI.json(["workouts", "--state-dir", folder, "--json"]) as? [[String: Any]])?.count == 1 },
+                "\(daemon.log)")
+        #expect(daemon.waitForLog("mon.fit"), "\(daemon.log)")
+        let measurements = try #require(try CLI.json(["measurements", "--state-dir", folder, "--json"]) as? [[String: Any]])
+        #expect(!measurements.isEmpty)
+        #expect(try fm.contentsOfDirectory(atPath: watch + "/GARMIN/Activity") == ["run.fit"])
+
+        // Unplugged and plugged in again: nothing new is stored.
+        try base.write(toFile: mountinfo, atomically: true, encoding: .utf8)
+        try await Task.sleep(for: .milliseconds(600))
+        try plugged.write(toFile: mountinfo, atomically: true, encoding: .utf8)
+        try await Task.sleep(for: .milliseconds(1000))
+        daemon.signal(SIGTERM)
+        #expect(daemon.waitForExit() == 0)
+        #expect((try CLI.json(["workouts", "--state-dir", folder, "--json"]) as? [[String: Any]])?.count == 1)
+        #expect(try CLI.json(["measurements", "--state-dir", folder, "--json"]) as? [[String: Any]] != nil)
+        let again = try #require(try CLI.json(["measurements", "--state-dir", folder, "--json"]) as? [[String: Any]])
+        #expect(again.count == measurements.count)
+        #expect(daemon.log.components(separatedBy: "run.fit").count == 2, "imported twice? \(daemon.log)")
+    }
 }

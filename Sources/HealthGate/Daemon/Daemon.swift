@@ -175,7 +175,14 @@ struct DriverFactory: Sendable {
             let folder = WatchFolder(settings: settings, pipeline: ImportPipeline(store: store),
                                      onImported: { report in await self.imported(report, by: instance.name) })
             return { try await folder.run() }
-        case .massStorage, .exec:
+        case .massStorage:
+            let settings = try MassStorage.settings(instance.config, keyPath: keyPath)
+            let (logger, name) = (self.logger, instance.name)
+            let watch = MassStorage(settings: settings, pipeline: ImportPipeline(store: store),
+                                    onImported: { report in await self.imported(report, by: instance.name) },
+                                    onProblem: { problem in logger.warning("\(problem)", metadata: ["driver": "\(name)"]) })
+            return { try await watch.run() }
+        case .exec:
             throw ConfigError(keyPath: keyPath + ".type", reason: "'\(instance.type.rawValue)' drivers are not in this build yet")
         }
     }
