@@ -44,6 +44,8 @@ let package = Package(
         .target(name: "GPXDriver", dependencies: ["HealthModel", "DriverKit", "XMLStream"], path: "Drivers/GPX",
                 exclude: ["README.md", "sample.toml", "tools"]),
         // Bluetooth LE: pure decoders of the standard GATT health and fitness profiles.
+        .target(name: "ExecDriver", dependencies: ["HealthModel", "DriverKit"], path: "Drivers/Exec",
+                exclude: ["README.md", "sample.toml"]),
         .target(name: "GATTProfiles", dependencies: ["HealthModel"], path: "Drivers/BluetoothLE/Profiles"),
         // Bluetooth LE host stack: H4/HCI, ACL, L2CAP, ATT, GATT client, transports.
         .target(name: "BLEHost", path: "Drivers/BluetoothLE/Host"),
@@ -88,7 +90,7 @@ let package = Package(
         // Runtime: driver registry, the import pipeline (drivers -> normalizer -> store) and the
         // daemon (configuration, services, systemd notify, status socket).
         .target(name: "HealthGate", dependencies: [
-            "HealthModel", "DriverKit", "HealthStore", "HealthSync", "FITDriver", "TCXDriver", "GPXDriver", "BLEDriver",
+            "HealthModel", "DriverKit", "HealthStore", "HealthSync", "FITDriver", "TCXDriver", "GPXDriver", "BLEDriver", "ExecDriver",
             .product(name: "TOMLKit", package: "TOMLKit"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -128,6 +130,7 @@ let package = Package(
             "TestSupport", "BLEDriver", "BLERuntime", "BLEHost", "HealthGate", "HealthStore", "HealthModel",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
+        .testTarget(name: "ExecDriverTests", dependencies: ["ExecDriver", "DriverKit", "HealthModel"]),
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol", "HealthModel", "TestSupport"]),
         .testTarget(name: "HealthSyncTests", dependencies: [
             "TestSupport", "HealthSync", "SyncProtocol", "HealthStore", "HealthModel", "HealthGate",

@@ -346,4 +346,62 @@ func temporaryFolder(_ tag: String) throws -> String {
         #expect(again.count == measurements.count)
         #expect(daemon.log.components(separatedBy: "run.fit").count == 2, "imported twice? \(daemon.log)")
     }
+
+    /// An exec driver whose program crashes after each run is restarted and its records arrive;
+    /// its malformed line is reported and skipped. SIGHUP with a changed file removes it and
+    /// adds a watch folder without a restart.
+    @Test func execDriverAndReloadAddingAndRemovingDrivers() async throws {
+        let folder = try temporaryFolder("daemon-exec")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let program = folder + "/bridge.sh"
+        try """
+            #!/bin/sh
+            echo run >> "\(folder)/runs"
+            echo '{"type":"measurement","kind":"weight","time":"2026-11-20T07:30:00Z","value":71.4,"device":"scale"}'
+            echo '{"type":"measurement","kind":"weight","time":"2026-11-21T07:30:00Z","value":"heavy"}'
+            echo '{"type":"habit","habit":"water","time":"2026-11-21T09:00:00Z","value":250,"unit":"ml"}'
+            exit 3
+            """.write(toFile: program, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: program)
+        let config = folder + "/healthgate.toml"
+        let socket = folder + "/healthgate.sock"
+        try """
+            [api]
+            socket = "\(socket)"
+            [drivers.bridge]
+            type = "exec"
+            command = ["\(program)"]
+            restart_delay_s = 0.2
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try DaemonProcess(folder: folder, arguments: ["--config", config])
+        #expect(daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
+        #expect(eventually {
+            ((try? String(contentsOfFile: folder + "/runs", encoding: .utf8))?.split(separator: "\n").count ?? 0) >= 2
+        }, "not restarted: \(daemon.log)")
+        #expect(daemon.waitForLog("skipped line 2: value: must be a number"), "\(daemon.log)")
+        #expect(daemon.log.contains("exited with status 3"))
+        let measurements = try #require(try CLI.json(["measurements", "--state-dir", folder, "--json"]) as? [[String: Any]])
+        #expect(measurements.count == 1, "\(measurements)")  // the same reading each run: stored once
+        let view = try #require(try CLI.json(["status", "--state-dir", folder, "--json"]) as? [String: Any])
+        let bridge = ((view["daemon"] as? [String: Any])?["drivers"] as? [[String: Any]])?.first
+        #expect(bridge?["name"] as? String == "bridge" && (bridge?["restarts"] as? Int ?? 0) == 0, "\(view)")
+
+        try """
+            [api]
+            socket = "\(socket)"
+            [drivers.inbox2]
+            type = "watch_folder"
+            path = "\(folder)/inbox2"
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        daemon.signal(SIGHUP)
+        #expect(daemon.waitForLog("configuration reloaded"), "\(daemon.log)")
+        #expect(daemon.log.contains("stopping driver driver=bridge") && daemon.log.contains("starting driver driver=inbox2"))
+        let reloaded = try #require(try CLI.json(["status", "--state-dir", folder, "--json"]) as? [String: Any])
+        let names = ((reloaded["daemon"] as? [String: Any])?["drivers"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
+        #expect(names == ["inbox2"], "\(reloaded)")
+        try FileManager.default.copyItem(atPath: fixtures + "/fit/garmin-fenix5-run.fit", toPath: folder + "/inbox2/run.fit")
+        #expect(eventually { FileManager.default.fileExists(atPath: folder + "/inbox2/imported/run.fit") }, "\(daemon.log)")
+        daemon.signal(SIGTERM)
+        #expect(daemon.waitForExit() == 0)
+    }
 }

@@ -1,4 +1,5 @@
 import BLEDriver
+import ExecDriver
 import DriverKit
 import Foundation
 import HealthModel
@@ -183,7 +184,30 @@ struct DriverFactory: Sendable {
                                     onProblem: { problem in logger.warning("\(problem)", metadata: ["driver": "\(name)"]) })
             return { try await watch.run() }
         case .exec:
-            throw ConfigError(keyPath: keyPath + ".type", reason: "'\(instance.type.rawValue)' drivers are not in this build yet")
+            var table = instance.config
+            table.values["instance"] = instance.name
+            var configuration: ExecDriver.Configuration
+            do { configuration = try ExecDriver(config: table).configuration } catch {
+                throw ConfigError(keyPath: keyPath, reason: "\(error)")
+            }
+            let (logger, metrics, name) = (self.logger, self.metrics, instance.name)
+            configuration.onEvent = { event in
+                switch event {
+                case .badLine:
+                    metrics.error("bad_line")
+                    logger.warning("\(event)", metadata: ["driver": "\(name)"])
+                case .failedToStart, .exited:
+                    logger.warning("\(event)", metadata: ["driver": "\(name)"])
+                default:
+                    logger.info("\(event)", metadata: ["driver": "\(name)"])
+                }
+            }
+            let driver = ExecDriver(configuration: configuration)
+            let sink = NotifyingSink(base: StoreSink(store: store), onStored: { count in
+                metrics.stored(count, driver: name)
+                self.onStored()
+            })
+            return { try await driver.run(into: sink) }
         }
     }
 }

@@ -1,0 +1,167 @@
+import DriverKit
+import Foundation
+import HealthModel
+import Testing
+@testable import ExecDriver
+
+@Suite struct ExecLineParserTests {
+    let parser = ExecLineParser(instance: "bridge")
+    let t = "2026-11-22T07:30:00Z"
+
+    @Test func readsEveryType() throws {
+        let m = try #require(try parser.parse(#"{"type":"measurement","kind":"blood_pressure","time":"\#(t)","value":121,"extra":{"diastolic":79},"device":"cuff"}"#, number: 1))
+        guard case .measurement(let measurement) = m else { Issue.record("not a measurement"); return }
+        #expect(measurement.kind == .bloodPressure && measurement.value == 121 && measurement.extra == ["diastolic": 79])
+        #expect(measurement.source == Source(driver: "exec", device: "cuff"))
+        #expect(measurement.time == ISO8601.parse(t))
+        // The same reading twice has the same id; a key gives the id.
+        #expect(try parser.parse(#"{"type":"measurement","kind":"blood_pressure","time":"\#(t)","value":121,"device":"cuff"}"#, number: 2)?.id == m.id)
+        let keyed = try parser.parse(#"{"type":"habit","habit":"water","time":"\#(t)","key":"k1","value":250,"unit":"ml"}"#, number: 3)
+        #expect(keyed?.id == RecordID.derive("exec", "bridge", "k1"))
+        guard case .habit(let habit)? = keyed else { Issue.record("not a habit"); return }
+        #expect(habit.value == 250 && habit.unit == "ml")
+        let sleep = try parser.parse(#"{"type":"sleep","start":"2026-11-21T23:00:00Z","end":"2026-11-22T06:00:00Z","stages":[{"start":"2026-11-21T23:00:00Z","end":"2026-11-22T01:00:00Z","stage":"deep"}],"version":2}"#, number: 4)
+        guard case .sleep(let session)? = sleep else { Issue.record("not sleep"); return }
+        #expect(session.stages.map(\.stage) == [.deep] && session.version == 2)
+        let workout = try parser.parse(#"{"type":"workout","sport":"rowing","start":"\#(t)","end":"2026-11-22T08:00:00Z","distance_m":6000,"avg_hr":140}"#, number: 5)
+        guard case .workout(let w)? = workout else { Issue.record("not a workout"); return }
+        #expect(w.sport == "rowing" && w.distanceM == 6000 && w.avgHeartRate == 140)
+        #expect(try parser.parse("", number: 6) == nil && parser.parse("  # comment", number: 7) == nil)
+    }
+
+    @Test func everyMistakeNamesItsLineAndKey() {
+        let cases: [(String, String)] = [
+            ("{not json", "line 9: not JSON: "),
+            ("[1,2]", "line 9: not a JSON object"),
+            (#"{"kind":"weight"}"#, "line 9: missing key 'type'"),
+            (#"{"type":"note"}"#, "line 9: unknown type 'note' (measurement, habit, sleep or workout)"),
+            (#"{"type":"measurement","kind":"weight","time":"\#(t)"}"#, "line 9: measurement: missing key 'value'"),
+            (#"{"type":"measurement","kind":"mood","time":"\#(t)","value":1}"#, "line 9: measurement: kind 'mood' is not one of "),
+            (#"{"type":"measurement","kind":"weight","time":"2026-13-01","value":1}"#, "line 9: time: '2026-13-01' is not an ISO 8601 time"),
+            (#"{"type":"measurement","kind":"weight","time":"\#(t)","value":"70"}"#, "line 9: value: must be a number"),
+            (#"{"type":"measurement","kind":"weight","time":"\#(t)","value":true}"#, "line 9: value: must be a number"),
+            (#"{"type":"measurement","kind":"weight","time":"\#(t)","value":70,"colour":"red"}"#, "line 9: colour: unknown key"),
+            (#"{"type":"habit","time":"\#(t)"}"#, "line 9: habit: missing key 'habit'"),
+            (#"{"type":"workout","sport":"run","start":"\#(t)","end":"\#(t)","avg_hr":140.5}"#, "line 9: avg_hr: must be a whole number"),
+            (#"{"type":"sleep","start":"\#(t)","end":"\#(t)","stages":[{"start":"\#(t)","end":"\#(t)","stage":"dream"}]}"#,
+             "line 9: stages[0].stage: 'dream' is not one of awake, light, deep, rem, unknown"),
+            (#"{"type":"habit","habit":"x","time":"\#(t)","version":0}"#, "line 9: version: must be 1 or more"),
+            (String(repeating: " ", count: 10) + "{" + String(repeating: "x", count: ExecLineParser.maximumLineBytes) + "}",
+             "line 9: longer than"),
+        ]
+        for (line, message) in cases {
+            do {
+                _ = try parser.parse(line, number: 9)
+                Issue.record("accepted \(line.prefix(80))")
+            } catch {
+                #expect(error.description.hasPrefix(message), "\(line.prefix(80)): \(error.description)")
+            }
+        }
+    }
+}
+
+/// Collects what a driver emits (records only).
+final class Collected: RecordSink, @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: [HealthRecord] = []
+    var records: [HealthRecord] { lock.withLock { stored } }
+    func emit(_ batch: [HealthRecord]) async throws { lock.withLock { stored += batch } }
+    func emit(_ batch: LiveBatch) async throws { lock.withLock { stored += batch.records } }
+}
+
+final class Events: @unchecked Sendable {
+    private let lock = NSLock()
+    private var list: [ExecEvent] = []
+    var all: [ExecEvent] { lock.withLock { list } }
+    func add(_ event: ExecEvent) { lock.withLock { list.append(event) } }
+}
+
+@Suite struct ExecDriverTests {
+    func script(_ body: String) throws -> (path: String, folder: String) {
+        let folder = NSTemporaryDirectory() + "hg-exec-" + UUID().uuidString.prefix(8)
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let path = folder + "/program.sh"
+        try ("#!/bin/sh\n" + body).write(toFile: path, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path)
+        return (path, folder)
+    }
+
+    /// A program printing every type, a malformed line and an unknown type, then crashing
+    /// (status 3): its records arrive, bad lines are reported by number, it is restarted.
+    @Test func storesRecordsSkipsBadLinesAndRestarts() async throws {
+        let (path, folder) = try script("""
+            echo run >> "$(dirname "$0")/runs"
+            echo '{"type":"measurement","kind":"weight","time":"2026-11-22T07:30:00Z","value":71.4,"device":"scale"}'
+            echo '{"type":"habit","habit":"water","time":"2026-11-22T09:00:00Z","value":250}'
+            echo 'this is not json'
+            echo '{"type":"mood","time":"2026-11-22T09:00:00Z"}'
+            echo 'a warning' >&2
+            echo '{"type":"sleep","start":"2026-11-21T23:00:00Z","end":"2026-11-22T06:00:00Z"}'
+            exit 3
+            """)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var configuration = ExecDriver.Configuration(command: [path], instance: "test")
+        configuration.restartDelay = .milliseconds(100)
+        let events = Events()
+        configuration.onEvent = { events.add($0) }
+        let sink = Collected()
+        let task = Task { try await ExecDriver(configuration: configuration).run(into: sink) }
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, sink.records.count < 6 { try await Task.sleep(for: .milliseconds(50)) }
+        task.cancel()
+        _ = try? await task.value
+        let runs = try String(contentsOfFile: folder + "/runs", encoding: .utf8).split(separator: "\n").count
+        #expect(runs >= 2)
+        // Each run stores the same three records (same ids: storing them again changes nothing).
+        let ids = Set(sink.records.map(\.id))
+        #expect(ids.count == 3 && sink.records.count >= 6)
+        #expect(ids.contains(RecordID.derive("exec", "test", "habit", "water", ISO8601.preciseString(ISO8601.parse("2026-11-22T09:00:00Z")!))))
+        let bad = events.all.compactMap { event -> String? in if case .badLine(let e) = event { return e.description } else { return nil } }
+        #expect(bad.prefix(2).map { String($0.prefix(7)) } == ["line 3:", "line 4:"])
+        #expect(events.all.contains(.exited(status: 3)))
+        #expect(events.all.contains(.stderr("a warning")))
+    }
+
+    /// Cancelled while the program runs: it is stopped (SIGTERM) and what it printed is stored.
+    @Test func cancellationStopsTheProgram() async throws {
+        let (path, folder) = try script("""
+            echo $$ > "$(dirname "$0")/pid"
+            echo '{"type":"habit","habit":"water","time":"2026-11-22T09:00:00Z"}'
+            exec sleep 600
+            """)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let sink = Collected()
+        let task = Task { try await ExecDriver(configuration: .init(command: [path], instance: "t")).run(into: sink) }
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, !FileManager.default.fileExists(atPath: folder + "/pid") { try await Task.sleep(for: .milliseconds(50)) }
+        try await Task.sleep(for: .milliseconds(300))
+        task.cancel()
+        _ = try? await task.value
+        let pid = try #require(Int32(try String(contentsOfFile: folder + "/pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(kill(pid, 0) != 0, "program still running")
+        #expect(sink.records.count == 1)
+    }
+
+    @Test func missingProgramIsReportedAndRetried() async throws {
+        var configuration = ExecDriver.Configuration(command: ["/nonexistent/program"], instance: "t")
+        configuration.restartDelay = .milliseconds(50)
+        let events = Events()
+        configuration.onEvent = { events.add($0) }
+        let task = Task { try await ExecDriver(configuration: configuration).run(into: Collected()) }
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, events.all.filter({ if case .failedToStart = $0 { true } else { false } }).count < 2 {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        task.cancel()
+        _ = try? await task.value
+        #expect(events.all.filter { if case .failedToStart = $0 { true } else { false } }.count >= 2)
+    }
+
+    @Test func configurationIsChecked() {
+        #expect(throws: ExecDriver.ConfigurationError.self) { try ExecDriver(config: DriverConfig([:])) }
+        #expect(throws: ExecDriver.ConfigurationError.self) { try ExecDriver(config: DriverConfig(["command": "relative/path"])) }
+        #expect(throws: ExecDriver.ConfigurationError.self) { try ExecDriver(config: DriverConfig(["command": "/bin/true", "restart": "1"])) }
+        let driver = try? ExecDriver(config: DriverConfig(["command": "/bin/echo,a,b", "instance": "x", "restart_delay_s": "2"]))
+        #expect(driver?.configuration.command == ["/bin/echo", "a", "b"] && driver?.configuration.restartDelay == .seconds(2))
+    }
+}
