@@ -5,7 +5,7 @@ SWIFT ?= swift
 DEMO_DB ?= demo.sqlite
 BIN = .build/debug/healthgate
 
-.PHONY: setup setup-build build server demo test peer-test server-test bench reference reference-check clean
+.PHONY: setup setup-build build server demo daemon test peer-test server-test bench reference reference-check systemd-check install uninstall clean
 
 setup:
 	@bash .ci/setup
@@ -53,6 +53,43 @@ reference:
 # Check that the committed expected outputs are what the reference decoders produce.
 reference-check: reference
 	git diff --exit-code -- Fixtures/*/expected
+
+# Runs the daemon on its embedded default: database, inbox and status socket in ./healthgate-state.
+daemon: build
+	@echo "drop FIT, TCX or GPX files into ./healthgate-state/inbox; Ctrl-C stops"
+	.build/debug/healthgate daemon --state-dir ./healthgate-state
+
+# The systemd unit: `systemd-analyze verify` and an exposure of at most 2.0.
+systemd-check:
+	bash systemd/check.sh
+
+# `make install [PREFIX=/usr/local] [DESTDIR=]`: the release binary, the unit (its ExecStart
+# follows PREFIX), the BLE drop-in as an example, sysusers, tmpfiles, udev rules, and the sample
+# configuration unless one is there. Then: systemd-sysusers; systemd-tmpfiles --create;
+# udevadm control --reload; systemctl daemon-reload; systemctl enable --now healthgate.
+PREFIX ?= /usr/local
+BINARY ?= .build/release/healthgate
+install:
+	@[ -x "$(BINARY)" ] || $(SWIFT) build -c release --product healthgate
+	install -D -m 0755 $(BINARY) $(DESTDIR)$(PREFIX)/bin/healthgate
+	install -d $(DESTDIR)/etc/systemd/system $(DESTDIR)/usr/lib/sysusers.d $(DESTDIR)/usr/lib/tmpfiles.d \
+		$(DESTDIR)/etc/udev/rules.d $(DESTDIR)/etc/healthgate $(DESTDIR)$(PREFIX)/share/healthgate \
+		$(DESTDIR)$(PREFIX)/share/doc/healthgate
+	sed 's|/usr/local/|$(PREFIX)/|g' systemd/healthgate.service > $(DESTDIR)/etc/systemd/system/healthgate.service
+	chmod 0644 $(DESTDIR)/etc/systemd/system/healthgate.service
+	install -m 0644 systemd/healthgate-ble.conf $(DESTDIR)$(PREFIX)/share/healthgate/healthgate-ble.conf
+	install -m 0644 systemd/healthgate.sysusers $(DESTDIR)/usr/lib/sysusers.d/healthgate.conf
+	install -m 0644 systemd/healthgate.tmpfiles $(DESTDIR)/usr/lib/tmpfiles.d/healthgate.conf
+	install -m 0644 systemd/60-healthgate.rules $(DESTDIR)/etc/udev/rules.d/60-healthgate.rules
+	install -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/healthgate/README.md
+	[ -e $(DESTDIR)/etc/healthgate/healthgate.toml ] || install -m 0640 systemd/healthgate.toml $(DESTDIR)/etc/healthgate/healthgate.toml
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/healthgate $(DESTDIR)/etc/systemd/system/healthgate.service \
+		$(DESTDIR)/usr/lib/sysusers.d/healthgate.conf $(DESTDIR)/usr/lib/tmpfiles.d/healthgate.conf \
+		$(DESTDIR)/etc/udev/rules.d/60-healthgate.rules
+	rm -rf $(DESTDIR)$(PREFIX)/share/healthgate $(DESTDIR)$(PREFIX)/share/doc/healthgate
+	@echo "kept /etc/healthgate and /var/lib/healthgate (configuration and data)"
 
 clean:
 	rm -rf .build $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm
