@@ -47,7 +47,7 @@ func daemonBenchmarks(seconds: Int = 60) async throws {
         process.standardError = FileHandle.nullDevice
         let t0 = now()
         try process.run()
-        guard notify.waitFor("READY=1", timeout: 10) != nil else { throw PeerError("no READY from the daemon") }
+        guard await notify.waitFor("READY=1", timeout: 10) != nil else { throw PeerError("no READY from the daemon") }
         readyTimes.append(now() - t0)
         if round == 0 {
             // Idle: CPU time over the window, RSS sampled every second.

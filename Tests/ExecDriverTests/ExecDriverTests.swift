@@ -106,7 +106,7 @@ final class Events: @unchecked Sendable {
         configuration.onEvent = { events.add($0) }
         let sink = Collected()
         let task = Task { try await ExecDriver(configuration: configuration).run(into: sink) }
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(60)  // generous: the test runner shares 2 cores with other suites
         while Date() < deadline, sink.records.count < 6 { try await Task.sleep(for: .milliseconds(50)) }
         task.cancel()
         _ = try? await task.value
@@ -132,7 +132,7 @@ final class Events: @unchecked Sendable {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let sink = Collected()
         let task = Task { try await ExecDriver(configuration: .init(command: [path], instance: "t")).run(into: sink) }
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(60)  // generous: the test runner shares 2 cores with other suites
         while Date() < deadline, !FileManager.default.fileExists(atPath: folder + "/pid") { try await Task.sleep(for: .milliseconds(50)) }
         try await Task.sleep(for: .milliseconds(300))
         task.cancel()
@@ -148,7 +148,7 @@ final class Events: @unchecked Sendable {
         let events = Events()
         configuration.onEvent = { events.add($0) }
         let task = Task { try await ExecDriver(configuration: configuration).run(into: Collected()) }
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(60)  // generous: the test runner shares 2 cores with other suites
         while Date() < deadline, events.all.filter({ if case .failedToStart = $0 { true } else { false } }).count < 2 {
             try await Task.sleep(for: .milliseconds(50))
         }

@@ -33,19 +33,20 @@ final class DaemonProcess {
 
     func signal(_ number: Int32) { kill(process.processIdentifier, number) }
 
-    /// Waits up to `timeout` seconds for the process to end; its exit status, or nil.
-    func waitForExit(timeout: Double = 20) -> Int32? {
+    /// Waits up to `timeout` seconds for the process to end; its exit status, or nil. (Waits
+    /// with `Task.sleep`: blocking would hold one of the few threads concurrent tests share.)
+    func waitForExit(timeout: Double = 60) async -> Int32? {
         let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning, Date() < deadline { usleep(20_000) }
+        while process.isRunning, Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
         return process.isRunning ? nil : process.terminationStatus
     }
 
     /// Waits up to `timeout` seconds for the log to contain `text`.
-    func waitForLog(_ text: String, timeout: Double = 20) -> Bool {
+    func waitForLog(_ text: String, timeout: Double = 60) async -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if log.contains(text) { return true }
-            usleep(50_000)
+            try? await Task.sleep(for: .milliseconds(50))
         }
         return false
     }
@@ -79,9 +80,9 @@ func temporaryFolder(_ tag: String) throws -> String {
             """.write(toFile: config, atomically: true, encoding: .utf8)
         let daemon = try DaemonProcess(folder: folder, arguments: ["--config", config], environment: ["WATCHDOG_USEC": "400000"])
 
-        let startup = try #require(daemon.notify.waitFor("READY=1"), "no READY: \(daemon.log)")
+        let startup = try #require(await daemon.notify.waitFor("READY=1"), "no READY: \(daemon.log)")
         #expect(startup.last?.contains { $0.hasPrefix("STATUS=") } == true)
-        #expect(daemon.notify.waitFor("WATCHDOG=1") != nil, "no watchdog ping")
+        #expect(await daemon.notify.waitFor("WATCHDOG=1") != nil, "no watchdog ping")
         #expect(FileManager.default.fileExists(atPath: folder + "/healthgate.sqlite"))
 
         // The status socket answers with the daemon's own view.
@@ -102,15 +103,15 @@ func temporaryFolder(_ tag: String) throws -> String {
         // A broken file on SIGHUP: reported, the daemon keeps running.
         try "log_level = \"debug\"\n[api]\nsocket = \"\(socket)\"\n[drivers.x]\ntype = \"nope\"\n".write(toFile: config, atomically: true, encoding: .utf8)
         daemon.signal(SIGHUP)
-        #expect(daemon.notify.waitFor("RELOADING=1") != nil)
-        #expect(daemon.waitForLog("configuration not reloaded"), "\(daemon.log)")
+        #expect(await daemon.notify.waitFor("RELOADING=1") != nil)
+        #expect(await daemon.waitForLog("configuration not reloaded"), "\(daemon.log)")
         #expect(daemon.log.contains("drivers.x.type: 'nope' is not a driver"))
-        #expect(daemon.notify.waitFor("READY=1") != nil)
+        #expect(await daemon.notify.waitFor("READY=1") != nil)
         #expect(daemon.process.isRunning)
 
         daemon.signal(SIGTERM)
-        #expect(daemon.notify.waitFor("STOPPING=1") != nil)
-        #expect(daemon.waitForExit() == 0, "\(daemon.log)")
+        #expect(await daemon.notify.waitFor("STOPPING=1") != nil)
+        #expect(await daemon.waitForExit() == 0, "\(daemon.log)")
         #expect(!FileManager.default.fileExists(atPath: socket))
         #expect(await StatusServer.query(path: socket) == nil)
         let after = try CLI.run(["status", "--state-dir", folder, "--socket", socket])
@@ -119,7 +120,7 @@ func temporaryFolder(_ tag: String) throws -> String {
 
     /// A configuration that cannot run stops the daemon at start with the key path and reason
     /// (exit status 78, EX_CONFIG), before anything starts.
-    @Test func invalidConfigurationFailsAtStart() throws {
+    @Test func invalidConfigurationFailsAtStart() async throws {
         let folder = try temporaryFolder("daemon-bad")
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let config = folder + "/healthgate.toml"
@@ -131,7 +132,7 @@ func temporaryFolder(_ tag: String) throws -> String {
 
         try "[drivers.strap]\ntype = \"ble\"\n".write(toFile: config, atomically: true, encoding: .utf8)
         let daemon = try DaemonProcess(folder: folder, arguments: ["--config", config])
-        #expect(daemon.waitForExit() == 78)
+        #expect(await daemon.waitForExit() == 78)
         #expect(daemon.log.contains("drivers.strap: ble: `hci` is required"), "\(daemon.log)")
     }
 
@@ -166,7 +167,7 @@ func temporaryFolder(_ tag: String) throws -> String {
             sport = "running"
             """.write(toFile: config, atomically: true, encoding: .utf8)
         let daemon = try DaemonProcess(folder: first, arguments: ["--config", config])
-        #expect(daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
+        #expect(await daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
         // Record until the strap has sent a few seconds of readings.
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline, peer.sentSamples("hr").count < 30 { try await Task.sleep(for: .milliseconds(200)) }
@@ -182,7 +183,7 @@ func temporaryFolder(_ tag: String) throws -> String {
         #expect(drivers.first?["name"] as? String == "strap" && drivers.first?["state"] as? String == "running")
         #expect((drivers.first?["devices"] as? [String])?.count == 1, "\(drivers)")
         daemon.signal(SIGTERM)
-        #expect(daemon.waitForExit() == 0, "\(daemon.log)")
+        #expect(await daemon.waitForExit() == 0, "\(daemon.log)")
 
         let recorded = try #require(try CLI.json(["workouts", "--state-dir", first, "--json"]) as? [[String: Any]])
         #expect(recorded.count == 1, "\(recorded) \(daemon.log)")
@@ -198,11 +199,11 @@ func temporaryFolder(_ tag: String) throws -> String {
     }
 
     /// Waits up to `timeout` seconds for `condition`.
-    func eventually(_ timeout: Double = 20, _ condition: () throws -> Bool) rethrows -> Bool {
+    func eventually(_ timeout: Double = 60, _ condition: () throws -> Bool) async rethrows -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if try condition() { return true }
-            usleep(100_000)
+            try? await Task.sleep(for: .milliseconds(100))
         }
         return try condition()
     }
@@ -231,7 +232,7 @@ func temporaryFolder(_ tag: String) throws -> String {
             path = "\(first)/inbox"
             """.write(toFile: config, atomically: true, encoding: .utf8)
         let daemon = try DaemonProcess(folder: first, arguments: ["--config", config])
-        #expect(daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
+        #expect(await daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
 
         // Written in two parts with a pause: nothing is imported until the file is closed.
         let fit = try Data(contentsOf: URL(fileURLWithPath: fixtures + "/fit/garmin-fenix5-run.fit"))
@@ -245,18 +246,18 @@ func temporaryFolder(_ tag: String) throws -> String {
         handle.write(fit.suffix(from: fit.count / 2))
         try handle.close()
 
-        #expect(eventually { FileManager.default.fileExists(atPath: first + "/inbox/imported/run.fit") }, "\(daemon.log)")
+        #expect(await eventually { FileManager.default.fileExists(atPath: first + "/inbox/imported/run.fit") }, "\(daemon.log)")
         let recorded = try #require(try CLI.json(["workouts", "--state-dir", first, "--json"]) as? [[String: Any]])
         #expect(recorded.count == 1)
         // Forwarded soon after it was stored (the interval is a minute).
-        #expect(try eventually {
+        #expect(try await eventually {
             (try CLI.json(["status", "--state-dir", first, "--json"]) as? [String: Any])?["outbox"] as? Int == 0
         }, "\(daemon.log)")
         let view = try #require(try CLI.json(["status", "--state-dir", first, "--json"]) as? [String: Any])
         let last = (view["daemon"] as? [String: Any])?["last_import"] as? [String: Any]
         #expect(last?["status"] as? String == "imported" && last?["driver"] as? String == "inbox", "\(view)")
         daemon.signal(SIGTERM)
-        #expect(daemon.waitForExit() == 0)
+        #expect(await daemon.waitForExit() == 0)
 
         #expect(try CLI.run(["sync", "--state-dir", second]).status == 0)
         let received = try #require(try CLI.json(["workouts", "--state-dir", second, "--json"]) as? [[String: Any]])
@@ -276,16 +277,16 @@ func temporaryFolder(_ tag: String) throws -> String {
         let expected = try #require(try CLI.json(["workouts", "--state-dir", direct, "--json"]) as? [[String: Any]])
 
         let daemon = try DaemonProcess(folder: folder, arguments: [])
-        #expect(daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
+        #expect(await daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
         try FileManager.default.copyItem(atPath: file, toPath: folder + "/inbox/multisport.fit")
         daemon.signal(SIGTERM)
-        #expect(daemon.waitForExit() == 0, "\(daemon.log)")
+        #expect(await daemon.waitForExit() == 0, "\(daemon.log)")
 
         let again = try DaemonProcess(folder: folder, arguments: [])
-        #expect(again.notify.waitFor("READY=1") != nil, "\(again.log)")
-        #expect(eventually { FileManager.default.fileExists(atPath: folder + "/inbox/imported/multisport.fit") }, "\(again.log)")
+        #expect(await again.notify.waitFor("READY=1") != nil, "\(again.log)")
+        #expect(await eventually { FileManager.default.fileExists(atPath: folder + "/inbox/imported/multisport.fit") }, "\(again.log)")
         again.signal(SIGTERM)
-        #expect(again.waitForExit() == 0)
+        #expect(await again.waitForExit() == 0)
         let stored = try #require(try CLI.json(["workouts", "--state-dir", folder, "--json"]) as? [[String: Any]])
         #expect(stored.map { $0["id"] as? String } == expected.map { $0["id"] as? String })
         // The ledger knows it: importing it again adds nothing.
@@ -321,14 +322,14 @@ func temporaryFolder(_ tag: String) throws -> String {
             poll_s = 0.2
             """.write(toFile: config, atomically: true, encoding: .utf8)
         let daemon = try DaemonProcess(folder: folder, arguments: ["--config", config])
-        #expect(daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
+        #expect(await daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
         try await Task.sleep(for: .milliseconds(500))
         #expect((try CLI.json(["workouts", "--state-dir", folder, "--json"]) as? [[String: Any]])?.isEmpty == true)
 
         try plugged.write(toFile: mountinfo, atomically: true, encoding: .utf8)
-        #expect(try eventually { (try CLI.json(["workouts", "--state-dir", folder, "--json"]) as? [[String: Any]])?.count == 1 },
+        #expect(try await eventually { (try CLI.json(["workouts", "--state-dir", folder, "--json"]) as? [[String: Any]])?.count == 1 },
                 "\(daemon.log)")
-        #expect(daemon.waitForLog("mon.fit"), "\(daemon.log)")
+        #expect(await daemon.waitForLog("mon.fit"), "\(daemon.log)")
         let measurements = try #require(try CLI.json(["measurements", "--state-dir", folder, "--json"]) as? [[String: Any]])
         #expect(!measurements.isEmpty)
         #expect(try fm.contentsOfDirectory(atPath: watch + "/GARMIN/Activity") == ["run.fit"])
@@ -339,7 +340,7 @@ func temporaryFolder(_ tag: String) throws -> String {
         try plugged.write(toFile: mountinfo, atomically: true, encoding: .utf8)
         try await Task.sleep(for: .milliseconds(1000))
         daemon.signal(SIGTERM)
-        #expect(daemon.waitForExit() == 0)
+        #expect(await daemon.waitForExit() == 0)
         #expect((try CLI.json(["workouts", "--state-dir", folder, "--json"]) as? [[String: Any]])?.count == 1)
         #expect(try CLI.json(["measurements", "--state-dir", folder, "--json"]) as? [[String: Any]] != nil)
         let again = try #require(try CLI.json(["measurements", "--state-dir", folder, "--json"]) as? [[String: Any]])
@@ -374,11 +375,11 @@ func temporaryFolder(_ tag: String) throws -> String {
             restart_delay_s = 0.2
             """.write(toFile: config, atomically: true, encoding: .utf8)
         let daemon = try DaemonProcess(folder: folder, arguments: ["--config", config])
-        #expect(daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
-        #expect(eventually {
+        #expect(await daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
+        #expect(await eventually {
             ((try? String(contentsOfFile: folder + "/runs", encoding: .utf8))?.split(separator: "\n").count ?? 0) >= 2
         }, "not restarted: \(daemon.log)")
-        #expect(daemon.waitForLog("skipped line 2: value: must be a number"), "\(daemon.log)")
+        #expect(await daemon.waitForLog("skipped line 2: value: must be a number"), "\(daemon.log)")
         #expect(daemon.log.contains("exited with status 3"))
         let measurements = try #require(try CLI.json(["measurements", "--state-dir", folder, "--json"]) as? [[String: Any]])
         #expect(measurements.count == 1, "\(measurements)")  // the same reading each run: stored once
@@ -394,14 +395,14 @@ func temporaryFolder(_ tag: String) throws -> String {
             path = "\(folder)/inbox2"
             """.write(toFile: config, atomically: true, encoding: .utf8)
         daemon.signal(SIGHUP)
-        #expect(daemon.waitForLog("configuration reloaded"), "\(daemon.log)")
+        #expect(await daemon.waitForLog("configuration reloaded"), "\(daemon.log)")
         #expect(daemon.log.contains("stopping driver driver=bridge") && daemon.log.contains("starting driver driver=inbox2"))
         let reloaded = try #require(try CLI.json(["status", "--state-dir", folder, "--json"]) as? [String: Any])
         let names = ((reloaded["daemon"] as? [String: Any])?["drivers"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
         #expect(names == ["inbox2"], "\(reloaded)")
         try FileManager.default.copyItem(atPath: fixtures + "/fit/garmin-fenix5-run.fit", toPath: folder + "/inbox2/run.fit")
-        #expect(eventually { FileManager.default.fileExists(atPath: folder + "/inbox2/imported/run.fit") }, "\(daemon.log)")
+        #expect(await eventually { FileManager.default.fileExists(atPath: folder + "/inbox2/imported/run.fit") }, "\(daemon.log)")
         daemon.signal(SIGTERM)
-        #expect(daemon.waitForExit() == 0)
+        #expect(await daemon.waitForExit() == 0)
     }
 }

@@ -4,19 +4,19 @@ import Testing
 import TestSupport
 
 @Suite struct SystemdNotifierTests {
-    @Test func sendsTheProtocolsMessagesToTheSocket() throws {
+    @Test func sendsTheProtocolsMessagesToTheSocket() async throws {
         let socket = try NotifySocket()
         let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "20000000"])
         #expect(notifier.watchdogInterval == .seconds(10))
         notifier.ready(status: "watching 1 folder\nand more")
-        #expect(socket.receive() == ["READY=1", "STATUS=watching 1 folder and more"])
+        #expect(await socket.receive() == ["READY=1", "STATUS=watching 1 folder and more"])
         notifier.watchdog()
-        #expect(socket.receive() == ["WATCHDOG=1"])
+        #expect(await socket.receive() == ["WATCHDOG=1"])
         notifier.reloading()
-        let reload = try #require(socket.receive())
+        let reload = try #require(await socket.receive())
         #expect(reload.first == "RELOADING=1" && reload.count == 2 && reload[1].hasPrefix("MONOTONIC_USEC="))
         notifier.stopping(status: "stopping")
-        #expect(socket.receive() == ["STOPPING=1", "STATUS=stopping"])
+        #expect(await socket.receive() == ["STOPPING=1", "STATUS=stopping"])
     }
 
     @Test func withoutSystemdNothingIsSent() {

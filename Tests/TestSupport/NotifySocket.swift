@@ -22,10 +22,21 @@ public final class NotifySocket: @unchecked Sendable {
         guard bound == 0 else { throw PeerError("bind \(path): errno \(errno)") }
     }
 
-    /// The next message (its lines), waiting up to `timeout` seconds; nil if none came.
-    public func receive(timeout: Double = 10) -> [String]? {
+    /// The next message (its lines), waiting up to `timeout` seconds; nil if none came. Waits
+    /// with `Task.sleep` between checks, so that concurrent tests keep their threads.
+    public func receive(timeout: Double = 10) async -> [String]? {
+        let deadline = Date().addingTimeInterval(timeout)
+        repeat {
+            if let message = receiveNow() { return message }
+            try? await Task.sleep(for: .milliseconds(20))
+        } while Date() < deadline
+        return receiveNow()
+    }
+
+    /// A message already waiting, or nil.
+    public func receiveNow() -> [String]? {
         var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        guard poll(&poller, 1, Int32(timeout * 1000)) == 1 else { return nil }
+        guard poll(&poller, 1, 0) == 1 else { return nil }
         var buffer = [UInt8](repeating: 0, count: 4096)
         let count = recv(fd, &buffer, buffer.count, 0)
         guard count > 0 else { return nil }
@@ -33,11 +44,11 @@ public final class NotifySocket: @unchecked Sendable {
     }
 
     /// Messages until one contains `line` (returned with everything before it), or nil after `timeout`.
-    public func waitFor(_ line: String, timeout: Double = 10) -> [[String]]? {
+    public func waitFor(_ line: String, timeout: Double = 30) async -> [[String]]? {
         let deadline = Date().addingTimeInterval(timeout)
         var seen: [[String]] = []
         while Date() < deadline {
-            guard let message = receive(timeout: max(0.01, deadline.timeIntervalSinceNow)) else { break }
+            guard let message = await receive(timeout: max(0.01, deadline.timeIntervalSinceNow)) else { break }
             seen.append(message)
             if message.contains(line) { return seen }
         }
