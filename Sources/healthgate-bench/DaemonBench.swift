@@ -2,8 +2,8 @@ import Foundation
 import TestSupport
 
 /// The idle daemon (release build, its own process): time from start to READY (the notify
-/// protocol, as systemd sees it), then RSS and CPU over `seconds` with the forwarder configured
-/// against a local server and a status socket. Baseline in the same run: the start of the same
+/// protocol, as systemd sees it), then RSS and CPU over `seconds` with a watch folder, the
+/// forwarder (against a local server) and the status socket configured. Baseline in the same run: the start of the same
 /// executable to its exit doing nothing (`--version`).
 func daemonBenchmarks(seconds: Int = 60) async throws {
     print("\n== Idle daemon (release build, separate process) ==")
@@ -30,6 +30,9 @@ func daemonBenchmarks(seconds: Int = 60) async throws {
         [forwarder]
         server = "\(server.url.absoluteString)"
         interval_s = 60
+        [drivers.inbox]
+        type = "watch_folder"
+        path = "\(folder)/inbox"
         """.write(toFile: config, atomically: true, encoding: .utf8)
 
     var readyTimes: [Double] = []
