@@ -89,9 +89,11 @@ final class DaemonControl: Service, Sendable {
     }
 
     func run() async throws {
+        // SIGHUP is trapped before READY: until then its default action would end the process.
+        let hangUps = await UnixSignalsSequence(trapping: .sighup)
         notifier.ready(status: await state.statusLine())
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.reloadOnHangUp() }
+            group.addTask { await self.reload(on: hangUps) }
             if let interval = notifier.watchdogInterval {
                 group.addTask { await self.pingWatchdog(every: interval) }
             }
@@ -110,8 +112,7 @@ final class DaemonControl: Service, Sendable {
         }
     }
 
-    private func reloadOnHangUp() async {
-        let signals = await UnixSignalsSequence(trapping: .sighup)
+    private func reload(on signals: UnixSignalsSequence) async {
         var current = running
         for await _ in signals {
             notifier.reloading()
