@@ -15,7 +15,9 @@ unit = open(sys.argv[1]).read()
 lines = [l for l in open(sys.argv[2]).read().splitlines() if l and not l.startswith('#') and l != '[Service]']
 open(sys.argv[3], 'w').write(unit.replace('[Install]', '\n'.join(lines) + '\n\n[Install]'))
 PY
-systemd-analyze verify "$work/healthgate.service" "$work/healthgate-ble.service"
+# verify exits 0 on warnings too (an unknown key, say): any output is a failure.
+output=$(systemd-analyze verify "$work/healthgate.service" "$work/healthgate-ble.service" 2>&1)
+if [ -n "$output" ]; then echo "$output"; echo "systemd-analyze verify: warnings above"; exit 1; fi
 echo "systemd-analyze verify: OK"
 for unit in healthgate healthgate-ble; do
   systemd-analyze security --offline=yes "$work/$unit.service" | tail -1
