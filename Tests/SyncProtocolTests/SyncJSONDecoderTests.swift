@@ -7,40 +7,6 @@ import TestSupport
 /// `SyncJSONDecoder` must read what `SyncAPI.decoder()` (Foundation's `JSONDecoder`) reads, to
 /// the same values, refuse what it refuses, and never crash on hostile text.
 @Suite struct SyncJSONDecoderTests {
-    struct Item: Codable, Equatable {
-        var name: String
-        var value: Double
-        var count: Int
-        var flag: Bool
-        var when: Date
-        var note: String?
-        var map: [String: Double]
-        var list: [[Int64]]
-        var small: Int8
-        var big: UInt64
-    }
-
-    func randomItem(_ rng: inout SeededGenerator) -> Item {
-        let alphabet: [Character] = ["a", "Z", "0", "/", "\"", "\\", "\n", "\t", "\u{01}", "\u{1F}", "é", "€", "😀", " ", "\u{2028}"]
-        func string() -> String { String((0..<Int.random(in: 0...10, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! }) }
-        func double() -> Double {
-            switch Int.random(in: 0...3, using: &rng) {
-            case 0: return Double(Int.random(in: -1_000_000...1_000_000, using: &rng))
-            case 1: return Double.random(in: -1...1, using: &rng)
-            case 2: return Double(bitPattern: UInt64.random(in: 0...UInt64.max, using: &rng) & 0x7FEF_FFFF_FFFF_FFFF)
-            default: return Double.random(in: 0...1e-5, using: &rng)
-            }
-        }
-        var map: [String: Double] = [:]
-        for _ in 0..<Int.random(in: 0...5, using: &rng) { map[string()] = double() }
-        return Item(name: string(), value: double(), count: Int.random(in: Int.min...Int.max, using: &rng),
-                    flag: Bool.random(using: &rng),
-                    when: Date(timeIntervalSinceReferenceDate: Double.random(in: -3e9...3e9, using: &rng)),
-                    note: Bool.random(using: &rng) ? string() : nil, map: map,
-                    list: (0..<Int.random(in: 0...3, using: &rng)).map { _ in [Int64.random(in: Int64.min...Int64.max, using: &rng)] },
-                    small: Int8.random(in: -128...127, using: &rng), big: UInt64.random(in: 0...UInt64.max, using: &rng))
-    }
-
     /// Both decoders on the same bytes: both succeed with equal values, or both fail.
     @discardableResult
     func expectAgreement<T: Decodable & Equatable>(_ type: T.Type, _ bytes: [UInt8],
@@ -66,10 +32,10 @@ import TestSupport
     @Test func randomValuesReadAsFoundationReadsThem() throws {
         var rng = SeededGenerator(seed: 0xDEC0_0001)
         for _ in 0..<300 {
-            let item = randomItem(&rng)
+            let item = RandomItem.random(using: &rng)
             let bytes = try SyncJSONEncoder().encode(item)
-            #expect(try SyncJSONDecoder().decode(Item.self, from: bytes) == item)
-            expectAgreement([Item].self, try SyncJSONEncoder().encode([item, item]))
+            #expect(try SyncJSONDecoder().decode(RandomItem.self, from: bytes) == item)
+            expectAgreement([RandomItem].self, try SyncJSONEncoder().encode([item, item]))
         }
     }
 

@@ -264,3 +264,22 @@ struct TableReader {
         if let unknown = keys.first(where: { !used.contains($0) }) { throw error(unknown, "unknown key") }
     }
 }
+
+extension DriverConfig {
+    /// `key` as a duration in seconds within `range`, or nil when absent.
+    func seconds(_ key: String, in range: ClosedRange<Double>, keyPath: String) throws(ConfigError) -> Duration? {
+        guard let text = self[key] else { return nil }
+        guard let seconds = Double(text), range.contains(seconds) else {
+            throw ConfigError(keyPath: keyPath + "." + key,
+                              reason: "'\(text)' is not a number of seconds in \(range.lowerBound)...\(range.upperBound)")
+        }
+        return .milliseconds(Int64(seconds * 1000))
+    }
+
+    /// Fails on the first key not in `known`: a misspelt key is an error, not a silent default.
+    func rejectUnknownKeys(_ known: Set<String>, keyPath: String) throws(ConfigError) {
+        if let key = Set(values.keys).subtracting(known).sorted().first {
+            throw ConfigError(keyPath: keyPath + "." + key, reason: "unknown key")
+        }
+    }
+}

@@ -124,14 +124,8 @@ struct MassStorage: Sendable {
             settings.roots = list
         }
         if let path = config["mountinfo"] { settings.mountInfo = path }
-        if let text = config["poll_s"] {
-            guard let seconds = Double(text), (0.1...3600).contains(seconds) else {
-                throw ConfigError(keyPath: keyPath + ".poll_s", reason: "'\(text)' is not a number of seconds in 0.1...3600")
-            }
-            settings.poll = .milliseconds(Int64(seconds * 1000))
-        }
-        let unknown = Set(config.values.keys).subtracting(["roots", "mountinfo", "poll_s"])
-        if let key = unknown.sorted().first { throw ConfigError(keyPath: keyPath + "." + key, reason: "unknown key") }
+        if let poll = try config.seconds("poll_s", in: 0.1...3600, keyPath: keyPath) { settings.poll = poll }
+        try config.rejectUnknownKeys(["roots", "mountinfo", "poll_s"], keyPath: keyPath)
         return settings
     }
 

@@ -33,14 +33,8 @@ struct WatchFolder: Sendable {
             }
             settings.afterImport = after
         }
-        if let text = config["settle_s"] {
-            guard let seconds = Double(text), (0.1...3600).contains(seconds) else {
-                throw ConfigError(keyPath: keyPath + ".settle_s", reason: "'\(text)' is not a number of seconds in 0.1...3600")
-            }
-            settings.settle = .milliseconds(Int64(seconds * 1000))
-        }
-        let unknown = Set(config.values.keys).subtracting(["path", "after_import", "settle_s"])
-        if let key = unknown.sorted().first { throw ConfigError(keyPath: keyPath + "." + key, reason: "unknown key") }
+        if let settle = try config.seconds("settle_s", in: 0.1...3600, keyPath: keyPath) { settings.settle = settle }
+        try config.rejectUnknownKeys(["path", "after_import", "settle_s"], keyPath: keyPath)
         return settings
     }
 
