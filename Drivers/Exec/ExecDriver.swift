@@ -98,93 +98,210 @@ public struct ExecDriver: DeviceDriver {
             if Task.isCancelled { break }
             if clock.now - started >= .seconds(60) { delay = configuration.restartDelay }
             configuration.onEvent?(.restarting(after: delay))
-            try await Task.sleep(for: delay)
+            // Cancelled while waiting: a graceful stop, not an error.
+            do { try await Task.sleep(for: delay) } catch { return }
             delay = min(delay * 2, configuration.maximumRestartDelay)
         }
+    }
+
+    /// What the reading loop waits for: the next line, or the batch's time being up.
+    enum Input: Sendable {
+        case line(LineReader.Line)
+        case flush
     }
 
     /// One run of the program: its records stored in batches until it exits or the task is
     /// cancelled (then it is stopped).
     func runOnce(into sink: some RecordSink) async throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: configuration.command[0])
-        process.arguments = Array(configuration.command.dropFirst())
-        process.standardInput = FileHandle.nullDevice
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        do { try process.run() } catch {
-            configuration.onEvent?(.failedToStart("\(configuration.command[0]): \(error.localizedDescription)"))
+        let child: Child
+        do { child = try Child.spawn(configuration.command) } catch {
+            configuration.onEvent?(.failedToStart("\(configuration.command[0]): \(error)"))
             return
         }
-        configuration.onEvent?(.started(pid: process.processIdentifier))
-        let lines = LineReader.lines(of: out.fileHandleForReading.fileDescriptor, limit: ExecLineParser.maximumLineBytes)
-        let errors = LineReader.lines(of: err.fileHandleForReading.fileDescriptor, limit: 64 * 1024)
+        configuration.onEvent?(.started(pid: child.pid))
         let onEvent = configuration.onEvent
-        let stderrTask = Task { for await line in errors { onEvent?(.stderr(line.text)) } }
+        let (inputs, input) = AsyncStream<Input>.makeStream(bufferingPolicy: .unbounded)
+        LineReader.read(child.stdout, limit: ExecLineParser.maximumLineBytes, onLine: { input.yield(.line($0)) },
+                        onEnd: { input.finish() })
+        let stderrDone = AsyncStream<Void>.makeStream()
+        LineReader.read(child.stderr, limit: 64 * 1024, onLine: { onEvent?(.stderr($0.text)) },
+                        onEnd: { stderrDone.continuation.finish() })
         let parser = ExecLineParser(instance: configuration.instance)
+        let interval = configuration.batchInterval
         var batch: [HealthRecord] = []
-        var lastFlush = ContinuousClock.now
+        var timer: Task<Void, Never>?
         var number = 0
+        var failure: (any Error)?
         await withTaskCancellationHandler {
-            for await line in lines {
+            for await item in inputs {
+                guard case .line(let line) = item else {
+                    // The first record of the batch waited `batchInterval`: store what there is.
+                    timer = nil
+                    if !batch.isEmpty, failure == nil {
+                        do { try await sink.emit(batch) } catch { failure = error; child.stop(after: configuration.stopTimeout) }
+                    }
+                    batch.removeAll()
+                    continue
+                }
                 number += 1
                 if line.tooLong {
                     onEvent?(.badLine(ExecLineError(line: number, reason: "longer than \(ExecLineParser.maximumLineBytes) bytes")))
                     continue
                 }
                 do throws(ExecLineError) {
-                    if let record = try parser.parse(line.text, number: number) { batch.append(record) }
+                    if let record = try parser.parse(line.text, number: number), failure == nil {
+                        if batch.isEmpty, timer == nil {
+                            timer = Task { try? await Task.sleep(for: interval); input.yield(.flush) }
+                        }
+                        batch.append(record)
+                        if batch.count >= 1000 {
+                            do { try await sink.emit(batch) } catch { failure = error; child.stop(after: configuration.stopTimeout) }
+                            batch.removeAll()
+                        }
+                    }
                 } catch {
                     onEvent?(.badLine(error))
                 }
-                if !batch.isEmpty, ContinuousClock.now - lastFlush >= configuration.batchInterval || batch.count >= 1000 {
-                    try? await sink.emit(batch)
-                    batch.removeAll()
-                    lastFlush = .now
-                }
             }
         } onCancel: {
-            Self.stop(process, after: configuration.stopTimeout)
+            child.stop(after: configuration.stopTimeout)
         }
+        timer?.cancel()
+        for await _ in stderrDone.stream {}
+        let status = await child.exitStatus()
+        configuration.onEvent?(.exited(status: status))
+        if let failure { throw failure }
         if !batch.isEmpty { try await sink.emit(batch) }
-        process.waitUntilExit()
-        await stderrTask.value
-        configuration.onEvent?(.exited(status: process.terminationStatus))
+    }
+}
+
+/// A running program in a process group of its own, started with default signal handling
+/// (the daemon ignores SIGTERM, SIGINT and SIGHUP, and ignored signals are inherited) and
+/// standard input from /dev/null.
+final class Child: Sendable {
+    let pid: pid_t
+    /// The read ends of its standard output and standard error.
+    let stdout: Int32, stderr: Int32
+    private let exit = ExitStatus()
+
+    struct SpawnError: Error, CustomStringConvertible {
+        var code: Int32
+        var description: String { String(cString: strerror(code)) }
     }
 
-    /// SIGTERM, then SIGKILL if it is still running after `timeout`.
-    static func stop(_ process: Process, after timeout: Duration) {
-        guard process.isRunning else { return }
-        let pid = process.processIdentifier
-        kill(pid, SIGTERM)
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(timeout.components.seconds * 1000))) {
-            if process.isRunning { kill(pid, SIGKILL) }
+    private init(pid: pid_t, stdout: Int32, stderr: Int32) {
+        self.pid = pid
+        self.stdout = stdout
+        self.stderr = stderr
+        let exit = exit
+        // Reaps the child on a thread of its own (no zombie, no blocked task).
+        Thread {
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            exit.set(status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f))
+        }.start()
+    }
+
+    static func spawn(_ command: [String]) throws(SpawnError) -> Child {
+        var out: [Int32] = [0, 0], err: [Int32] = [0, 0]
+        guard pipe(&out) == 0 else { throw SpawnError(code: errno) }
+        guard pipe(&err) == 0 else {
+            let code = errno
+            close(out[0]); close(out[1])
+            throw SpawnError(code: code)
+        }
+        // Other programs started meanwhile must not inherit these.
+        for fd in out + err { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, out[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, err[1], 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var all = sigset_t(), none = sigset_t()
+        sigfillset(&all)
+        sigemptyset(&none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
+        var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
+        defer { for arg in argv { free(arg) } }
+        var pid: pid_t = 0
+        let code = posix_spawn(&pid, command[0], &actions, &attributes, &argv, environ)
+        close(out[1])
+        close(err[1])
+        guard code == 0 else {
+            close(out[0]); close(err[0])
+            throw SpawnError(code: code)
+        }
+        return Child(pid: pid, stdout: out[0], stderr: err[0])
+    }
+
+    /// SIGTERM to its process group, then SIGKILL to the group after `timeout` (to what is
+    /// left of it: the program, or children of its that still hold its output open).
+    func stop(after timeout: Duration) {
+        let group = -pid
+        kill(group, SIGTERM)
+        Task {
+            try? await Task.sleep(for: timeout)
+            kill(group, SIGKILL)
+        }
+    }
+
+    /// Its exit status, or 128 + the signal that ended it.
+    func exitStatus() async -> Int32 { await exit.value() }
+}
+
+/// A status set once by the reaping thread and awaited by the driver.
+final class ExitStatus: @unchecked Sendable {
+    private let lock = NSLock()
+    private var status: Int32?
+    private var waiters: [CheckedContinuation<Int32, Never>] = []
+
+    func set(_ value: Int32) {
+        let waiting = lock.withLock {
+            status = value
+            defer { waiters.removeAll() }
+            return waiters
+        }
+        for waiter in waiting { waiter.resume(returning: value) }
+    }
+
+    func value() async -> Int32 {
+        await withCheckedContinuation { continuation in
+            let known: Int32? = lock.withLock {
+                if status == nil { waiters.append(continuation) }
+                return status
+            }
+            if let known { continuation.resume(returning: known) }
         }
     }
 }
 
-/// Lines read from a file descriptor on a thread of their own, ending at end of file. A line
-/// longer than `limit` bytes is cut off and flagged (and the rest of it dropped).
+/// Lines read from a file descriptor on a thread of their own until end of file; the descriptor
+/// is closed then. A line longer than `limit` bytes is cut off and flagged (the rest dropped).
 enum LineReader {
     struct Line: Sendable {
         var text: String
         var tooLong: Bool
     }
 
-    static func lines(of fd: Int32, limit: Int) -> AsyncStream<Line> {
-        let (stream, continuation) = AsyncStream<Line>.makeStream(bufferingPolicy: .unbounded)
-        let thread = Thread {
+    static func read(_ fd: Int32, limit: Int, onLine: @escaping @Sendable (Line) -> Void, onEnd: @escaping @Sendable () -> Void) {
+        Thread {
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
             var current: [UInt8] = []
             var tooLong = false
             while true {
-                let count = read(fd, &buffer, buffer.count)
+                let count = Glibc.read(fd, &buffer, buffer.count)
                 if count < 0 && errno == EINTR { continue }
                 guard count > 0 else { break }
                 for byte in buffer[..<count] {
                     if byte == UInt8(ascii: "\n") {
-                        continuation.yield(Line(text: String(decoding: current, as: UTF8.self), tooLong: tooLong))
+                        onLine(Line(text: String(decoding: current, as: UTF8.self), tooLong: tooLong))
                         current.removeAll(keepingCapacity: true)
                         tooLong = false
                     } else if current.count < limit {
@@ -194,10 +311,9 @@ enum LineReader {
                     }
                 }
             }
-            if !current.isEmpty { continuation.yield(Line(text: String(decoding: current, as: UTF8.self), tooLong: tooLong)) }
-            continuation.finish()
-        }
-        thread.start()
-        return stream
+            if !current.isEmpty || tooLong { onLine(Line(text: String(decoding: current, as: UTF8.self), tooLong: tooLong)) }
+            close(fd)
+            onEnd()
+        }.start()
     }
 }

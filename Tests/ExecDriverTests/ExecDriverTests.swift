@@ -142,6 +142,36 @@ final class Events: @unchecked Sendable {
         #expect(sink.records.count == 1)
     }
 
+    /// A program that prints a record and then waits (polling something, say, with its wait in
+    /// a background child that holds the output open): the record is stored after the batch
+    /// interval, not when a later line comes, and cancelling stops the whole process group.
+    @Test func quietProgramsRecordsArriveAndItsGroupIsStopped() async throws {
+        let (path, folder) = try script("""
+            echo '{"type":"habit","habit":"water","time":"2026-11-22T09:00:00Z"}'
+            sleep 600 &
+            echo $! > "$(dirname "$0")/child"
+            wait
+            """)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var configuration = ExecDriver.Configuration(command: [path], instance: "t")
+        configuration.batchInterval = .milliseconds(100)
+        let sink = Collected()
+        let task = Task { try await ExecDriver(configuration: configuration).run(into: sink) }
+        let deadline = Date().addingTimeInterval(60)  // generous: the test runner shares 2 cores with other suites
+        while Date() < deadline, sink.records.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(sink.records.count == 1, "stored only when a later line comes")
+        task.cancel()
+        _ = try? await task.value  // returns: the background child does not keep it waiting
+        let child = try #require(Int32(try String(contentsOfFile: folder + "/child", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)))
+        var gone = false
+        for _ in 0..<100 where !gone {
+            gone = kill(child, 0) != 0
+            if !gone { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(gone, "the program's background child still runs")
+    }
+
     @Test func missingProgramIsReportedAndRetried() async throws {
         var configuration = ExecDriver.Configuration(command: ["/nonexistent/program"], instance: "t")
         configuration.restartDelay = .milliseconds(50)
