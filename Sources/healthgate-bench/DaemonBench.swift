@@ -17,7 +17,7 @@ func daemonBenchmarks(seconds: Int = 60) async throws {
     var baselines: [Double] = []
     for _ in 0..<5 {
         let t0 = now()
-        _ = try Tool.run(executable, ["--version"])
+        _ = try await Tool.run(executable, ["--version"])
         baselines.append(now() - t0)
     }
 

@@ -93,7 +93,7 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
 
 @Suite(.serialized) struct RecorderTests {
     @Test func theDatabaseHoldsExactlyTheValuesThePeerSent() async throws {
-        let peer = try BLEPeer(peripherals: ["hr", "csc"], rate: "10")
+        let peer = try await BLEPeer.start(peripherals: ["hr", "csc"], rate: "10")
         defer { peer.stop() }
         let hr = try #require(peer.peripherals["hr"]).address, csc = try #require(peer.peripherals["csc"]).address
         let r = try Recording(peer, devices: [.auto, .service(BluetoothUUID(0x1816))])
@@ -159,7 +159,7 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
     }
 
     @Test func aDeviceThatComesBackIsReconnectedAndItsWorkoutGoesOn() async throws {
-        let peer = try BLEPeer(peripherals: ["hr"], rate: "10")
+        let peer = try await BLEPeer.start(peripherals: ["hr"], rate: "10")
         defer { peer.stop() }
         let hr = try #require(peer.peripherals["hr"]).address
         let r = try Recording(peer, devices: [.address(hr)])
@@ -186,7 +186,7 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
     }
 
     @Test func malformedValuesAreCountedAndTheOtherDeviceKeepsRecording() async throws {
-        let peer = try BLEPeer(peripherals: ["hr", "csc"], rate: "10")
+        let peer = try await BLEPeer.start(peripherals: ["hr", "csc"], rate: "10")
         defer { peer.stop() }
         let hr = try #require(peer.peripherals["hr"]).address, csc = try #require(peer.peripherals["csc"]).address
         let r = try Recording(peer, devices: [.name("HG *")])
@@ -215,7 +215,7 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
     }
 
     @Test func aDisconnectDuringDiscoveryIsRetriedWhileTheOtherDeviceRecords() async throws {
-        let peer = try BLEPeer(peripherals: ["hr", "csc"], rate: "10")
+        let peer = try await BLEPeer.start(peripherals: ["hr", "csc"], rate: "10")
         defer { peer.stop() }
         let hr = try #require(peer.peripherals["hr"]).address, csc = try #require(peer.peripherals["csc"]).address
         try peer.control("disconnect-during-discovery csc")
@@ -231,7 +231,7 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
     /// the oximeter become measurements, the run and power sensors workouts.
     @Test func everyOtherProfileLandsAsTheRightRecords() async throws {
         let kinds = ["scale", "bp", "thermometer", "plx", "rsc", "power"]
-        let peer = try BLEPeer(peripherals: kinds, rate: "8")
+        let peer = try await BLEPeer.start(peripherals: kinds, rate: "8")
         defer { peer.stop() }
         let r = try Recording(peer, devices: [.name("HG *")]) { $0.sessionizer.timeZone = TimeZone(identifier: "UTC")! }
         try await r.wait("every device sent a few values") {

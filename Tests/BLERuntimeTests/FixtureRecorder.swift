@@ -30,7 +30,7 @@ import TestSupport
         let hostSnoop = scratch.appendingPathComponent("host.btsnoop").path
         let peerSnoop = scratch.appendingPathComponent("peer.btsnoop").path
 
-        let peer = try BLEPeer(peripherals: ["hr", "csc"], rate: "4", extraArguments: ["--snoop", peerSnoop])
+        let peer = try await BLEPeer.start(peripherals: ["hr", "csc"], rate: "4", extraArguments: ["--snoop", peerSnoop])
         defer { peer.stop() }
         var configuration = HostRuntime.Configuration()
         configuration.snoopPath = hostSnoop

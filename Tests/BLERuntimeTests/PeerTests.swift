@@ -21,7 +21,7 @@ extension BluetoothUUID {
 /// test body as well.
 @Suite(.serialized) struct PeerTests {
     @Test func initSequenceAndScanWithExtendedReports() async throws {
-        let peer = try BLEPeer()
+        let peer = try await BLEPeer.start()
         defer { peer.stop() }
         try await withHost(peer) { host in
             let info = try #require(await host.controller)
@@ -49,7 +49,7 @@ extension BluetoothUUID {
 
     /// The same stack over the Unix-socket transport.
     @Test func unixSocketTransport() async throws {
-        let peer = try BLEPeer(peripherals: ["hr"], unixSocket: true)
+        let peer = try await BLEPeer.start(peripherals: ["hr"], unixSocket: true)
         defer { peer.stop() }
         guard case .unix = peer.h4 else { Issue.record("peer not on a Unix socket: \(peer.h4)"); return }
         let address = try #require(peer.peripherals["hr"]?.address)
@@ -64,7 +64,7 @@ extension BluetoothUUID {
     }
 
     @Test func heartRateEndToEnd() async throws {
-        let peer = try BLEPeer()
+        let peer = try await BLEPeer.start()
         defer { peer.stop() }
         let address = try #require(peer.peripherals["hr"]?.address)
         let snoopPath = peer.sentLogPath + ".btsnoop"
@@ -107,7 +107,7 @@ extension BluetoothUUID {
     }
 
     @Test func twoPeripheralsAtOnce() async throws {
-        let peer = try BLEPeer()
+        let peer = try await BLEPeer.start()
         defer { peer.stop() }
         let hrAddress = try #require(peer.peripherals["hr"]?.address)
         let cscAddress = try #require(peer.peripherals["csc"]?.address)
@@ -134,7 +134,7 @@ extension BluetoothUUID {
     }
 
     @Test func stopAndStartReconnectsTheSession() async throws {
-        let peer = try BLEPeer()
+        let peer = try await BLEPeer.start()
         defer { peer.stop() }
         let address = try #require(peer.peripherals["hr"]?.address)
         try await withHost(peer) { host in
@@ -169,7 +169,7 @@ extension BluetoothUUID {
     }
 
     @Test func silencedCommandsTimeOutAndTheRuntimeCarriesOn() async throws {
-        let peer = try BLEPeer()
+        let peer = try await BLEPeer.start()
         defer { peer.stop() }
         let address = try #require(peer.peripherals["hr"]?.address)
         try await withHost(peer) { host in
@@ -202,7 +202,7 @@ extension BluetoothUUID {
     }
 
     @Test func malformedNotificationsAreCountedAndOthersKeepNotifying() async throws {
-        let peer = try BLEPeer()
+        let peer = try await BLEPeer.start()
         defer { peer.stop() }
         let hrAddress = try #require(peer.peripherals["hr"]?.address)
         let cscAddress = try #require(peer.peripherals["csc"]?.address)
@@ -247,7 +247,7 @@ extension BluetoothUUID {
     }
 
     @Test func disconnectDuringDiscoveryFailsCleanly() async throws {
-        let peer = try BLEPeer()
+        let peer = try await BLEPeer.start()
         defer { peer.stop() }
         let address = try #require(peer.peripherals["hr"]?.address)
         try await withHost(peer) { host in

@@ -12,10 +12,10 @@ import TestSupport
         }
     }
 
-    @Test func scanListsBothPeripheralsWithTheirServices() throws {
-        let peer = try BLEPeer(peripherals: ["hr", "csc"], rate: "4")
+    @Test func scanListsBothPeripheralsWithTheirServices() async throws {
+        let peer = try await BLEPeer.start(peripherals: ["hr", "csc"], rate: "4")
         defer { peer.stop() }
-        let devices = try #require(try CLI.json(["ble", "scan", "--hci", hci(peer), "--for", "2", "--json"]) as? [[String: Any]])
+        let devices = try #require(try await CLI.json(["ble", "scan", "--hci", hci(peer), "--for", "2", "--json"]) as? [[String: Any]])
         let hr = try #require(devices.first { $0["name"] as? String == peer.peripherals["hr"]?.name })
         #expect((hr["services"] as? [String])?.contains("180D") == true)
         #expect((hr["address"] as? String)?.hasPrefix(peer.peripherals["hr"]!.address.description.prefix(17)) == true)
@@ -23,11 +23,11 @@ import TestSupport
         #expect((csc["services"] as? [String])?.contains("1816") == true)
     }
 
-    @Test func watchPrintsExactlyWhatThePeerSent() throws {
-        let peer = try BLEPeer(peripherals: ["hr"], rate: "10")
+    @Test func watchPrintsExactlyWhatThePeerSent() async throws {
+        let peer = try await BLEPeer.start(peripherals: ["hr"], rate: "10")
         defer { peer.stop() }
         let name = try #require(peer.peripherals["hr"]?.name)
-        let result = try CLI.run(["ble", "watch", "--hci", hci(peer), name, "--for", "2", "--json"])
+        let result = try await CLI.run(["ble", "watch", "--hci", hci(peer), name, "--for", "2", "--json"])
         #expect(result.status == 0, "\(result.stderr)")
         let lines = result.stdout.split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
@@ -49,13 +49,13 @@ import TestSupport
         }
     }
 
-    @Test func unknownDeviceAndBadAddressAreExplained() throws {
-        let bad = try CLI.run(["ble", "scan", "--hci", "bluetooth!", "--for", "1"])
+    @Test func unknownDeviceAndBadAddressAreExplained() async throws {
+        let bad = try await CLI.run(["ble", "scan", "--hci", "bluetooth!", "--for", "1"])
         #expect(bad.status != 0)
         #expect(bad.stderr.contains("--hci"))
-        let peer = try BLEPeer(peripherals: ["hr"], rate: "1")
+        let peer = try await BLEPeer.start(peripherals: ["hr"], rate: "1")
         defer { peer.stop() }
-        let missing = try CLI.run(["ble", "watch", "--hci", hci(peer), "No Such Device", "--scan-for", "2", "--for", "1"])
+        let missing = try await CLI.run(["ble", "watch", "--hci", hci(peer), "No Such Device", "--scan-for", "2", "--for", "1"])
         #expect(missing.status != 0)
         #expect(missing.stderr.contains("no device named 'No Such Device'"))
     }

@@ -19,8 +19,8 @@ import TestSupport
         text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
     }
 
-    @Test func replayPrintsTheSentValuesDecoded() throws {
-        let result = try CLI.run(["ble", "replay", capture, "--json"])
+    @Test func replayPrintsTheSentValuesDecoded() async throws {
+        let result = try await CLI.run(["ble", "replay", capture, "--json"])
         #expect(result.status == 0, "\(result.stderr)")
         let lines = jsonLines(result.stdout)
         let sent = try sentLog()
@@ -53,7 +53,7 @@ import TestSupport
         #expect(result.stderr.contains("CSC Measurement (2A5B): 12 notifications"))
 
         // The text form is `ble watch`'s: time, name, values sorted by name.
-        let text = try CLI.run(["ble", "replay", capture])
+        let text = try await CLI.run(["ble", "replay", capture])
         #expect(text.status == 0)
         let first = try #require(text.stdout.split(separator: "\n").first)
         #expect(first == "\(times[0])  Heart Rate Measurement  energy_kj=0 heart_rate_bpm=70 rr0_s=0.830 rr1_s=0.834")
@@ -62,16 +62,16 @@ import TestSupport
 
     /// `--record` stores what a live recording would have: one workout per device with every
     /// value of the sent log, the battery read; a second replay stores nothing new.
-    @Test func recordStoresTheCaptureOnce() throws {
+    @Test func recordStoresTheCaptureOnce() async throws {
         let db = FileManager.default.temporaryDirectory.appendingPathComponent("hg-replay-\(UUID().uuidString).sqlite").path
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: db + suffix) } }
-        let first = try CLI.run(["ble", "replay", capture, "--record", "--db", db, "--sport", "running"])
+        let first = try await CLI.run(["ble", "replay", capture, "--record", "--db", db, "--sport", "running"])
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stderr.contains("3 new record(s) (2 workout(s), 1 measurement(s)"), "\(first.stderr)")
-        let again = try CLI.run(["ble", "replay", capture, "--record", "--db", db])
+        let again = try await CLI.run(["ble", "replay", capture, "--record", "--db", db])
         #expect(again.stderr.contains("0 new record(s)") && again.stderr.contains("3 already stored"), "\(again.stderr)")
 
-        let workouts = try #require(try CLI.json(["workouts", "--db", db, "--json"]) as? [[String: Any]])
+        let workouts = try #require(try await CLI.json(["workouts", "--db", db, "--json"]) as? [[String: Any]])
         #expect(workouts.count == 2)
         let sent = try sentLog()
         for (id, sport) in [("hr", "running"), ("csc", "cycling")] {
@@ -87,11 +87,11 @@ import TestSupport
                 #expect(stored.samples.map(\.heartRate) == entries.map { ($0["fields"] as? [String: Any])?["bpm"] as? Int })
             }
         }
-        let battery = try #require(try CLI.json(["measurements", "--kind", "battery_level", "--db", db, "--json"]) as? [[String: Any]])
+        let battery = try #require(try await CLI.json(["measurements", "--kind", "battery_level", "--db", db, "--json"]) as? [[String: Any]])
         #expect(battery.map { $0["value"] as? Double } == [87])
     }
 
-    @Test func damagedCaptureNamesTheFileAndTheOffset() throws {
+    @Test func damagedCaptureNamesTheFileAndTheOffset() async throws {
         let scratch = try Scratch()
         let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: capture)))
         // Where the last record's data starts: the cut below falls inside it.
@@ -102,7 +102,7 @@ import TestSupport
             lastData += 24 + included
         }
         let truncated = try scratch.file("truncated.btsnoop", Array(bytes.dropLast(3)))
-        let cut = try CLI.run(["ble", "replay", truncated, "--json"])
+        let cut = try await CLI.run(["ble", "replay", truncated, "--json"])
         #expect(cut.status == 1)
         #expect(cut.stderr.contains("healthgate: \(truncated): damaged btsnoop capture at byte \(lastData): packet data truncated"),
                 "\(cut.stderr)")
@@ -112,19 +112,19 @@ import TestSupport
         var wrong = bytes
         wrong[0] = 0x00
         let notCapture = try scratch.file("not-a-capture.btsnoop", wrong)
-        let bad = try CLI.run(["ble", "replay", notCapture])
+        let bad = try await CLI.run(["ble", "replay", notCapture])
         #expect(bad.status == 1)
         #expect(bad.stderr.contains("healthgate: \(notCapture): not a btsnoop capture"))
         #expect(bad.stdout.isEmpty)
 
-        let missing = try CLI.run(["ble", "replay", scratch.folder + "/missing.btsnoop"])
+        let missing = try await CLI.run(["ble", "replay", scratch.folder + "/missing.btsnoop"])
         #expect(missing.status != 0)
         #expect(missing.stderr.contains("cannot read \(scratch.folder)/missing.btsnoop"))
     }
 
     /// `ble watch --snoop` records a capture that replays to the lines watch printed.
-    @Test func watchSnoopCaptureReplaysToTheSameLines() throws {
-        let peer = try BLEPeer(peripherals: ["hr"], rate: "10")
+    @Test func watchSnoopCaptureReplaysToTheSameLines() async throws {
+        let peer = try await BLEPeer.start(peripherals: ["hr"], rate: "10")
         defer { peer.stop() }
         let scratch = try Scratch()
         let snoop = scratch.folder + "/watch.btsnoop"
@@ -134,9 +134,9 @@ import TestSupport
         case .tcp(let host, let port): hci = "tcp:\(host):\(port)"
         default: hci = "?"
         }
-        let watch = try CLI.run(["ble", "watch", "--hci", hci, "--snoop", snoop, name, "--for", "2", "--json"])
+        let watch = try await CLI.run(["ble", "watch", "--hci", hci, "--snoop", snoop, name, "--for", "2", "--json"])
         #expect(watch.status == 0, "\(watch.stderr)")
-        let replay = try CLI.run(["ble", "replay", snoop, "--json"])
+        let replay = try await CLI.run(["ble", "replay", snoop, "--json"])
         #expect(replay.status == 0, "\(replay.stderr)")
         let watched = jsonLines(watch.stdout), replayed = jsonLines(replay.stdout)
         #expect(watched.count >= 5)

@@ -6,12 +6,12 @@ import TestSupport
 struct CLI {
     static var executable: String { Tool.path("healthgate") }
 
-    static func run(_ arguments: [String], stdin: String? = nil) throws -> Tool.Result {
-        try Tool.run(executable, arguments, stdin: stdin)
+    static func run(_ arguments: [String], stdin: String? = nil) async throws -> Tool.Result {
+        try await Tool.run(executable, arguments, stdin: stdin)
     }
 
-    static func json(_ arguments: [String]) throws -> Any {
-        let result = try run(arguments)
+    static func json(_ arguments: [String]) async throws -> Any {
+        let result = try await run(arguments)
         #expect(result.status == 0, "\(arguments): \(result.stderr)")
         return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
     }
@@ -22,23 +22,23 @@ struct CLI {
         #expect(FileManager.default.isExecutableFile(atPath: CLI.executable), "\(CLI.executable)")
     }
 
-    @Test func importListShowStatsExport() throws {
+    @Test func importListShowStatsExport() async throws {
         let scratch = try Scratch()
         let db = ["--db", scratch.dbPath]
         let files = [fixtures + "/fit/garmin-fenix5-run.fit", fixtures + "/tcx/garmin-forerunner410-run.tcx",
                      fixtures + "/gpx/garmin-connect-9266323613-hr.gpx"]
 
-        let imported = try #require(try CLI.json(["import", "--json"] + db + files) as? [String: Any])
+        let imported = try #require(try await CLI.json(["import", "--json"] + db + files) as? [String: Any])
         let totals = try #require(imported["totals"] as? [String: Any])
         #expect(totals["imported"] as? Int == 3)
         #expect(totals["failed"] as? Int == 0)
 
-        let again = try CLI.run(["import"] + db + files)
+        let again = try await CLI.run(["import"] + db + files)
         #expect(again.status == 0)
         #expect(again.stdout.contains("already imported"))
         #expect(again.stdout.contains("3 already imported"))
 
-        let workouts = try #require(try CLI.json(["workouts", "--json"] + db) as? [[String: Any]])
+        let workouts = try #require(try await CLI.json(["workouts", "--json"] + db) as? [[String: Any]])
         #expect(workouts.count == 3)
         let keys = ["id", "sport", "start", "end", "elapsed_s", "timer_s", "distance_m", "energy_kcal", "energy_source",
                     "avg_hr", "max_hr", "laps", "samples", "source"]
@@ -51,43 +51,43 @@ struct CLI {
         }
 
         let id = try #require(workouts.first?["id"] as? String)
-        let detail = try #require(try CLI.json(["show", "--json", String(id.prefix(8))] + db) as? [String: Any])
+        let detail = try #require(try await CLI.json(["show", "--json", String(id.prefix(8))] + db) as? [String: Any])
         #expect(detail["id"] as? String == id)
         #expect(detail["laps"] is [Any])
-        let text = try CLI.run(["show", id] + db)
+        let text = try await CLI.run(["show", id] + db)
         #expect(text.stdout.contains(id))
 
-        let stats = try #require(try CLI.json(["stats", "--period", "year", "--json"] + db) as? [[String: Any]])
+        let stats = try #require(try await CLI.json(["stats", "--period", "year", "--json"] + db) as? [[String: Any]])
         #expect(stats.map { $0["workouts"] as? Int ?? 0 }.reduce(0, +) == 3)
 
-        let csv = try CLI.run(["export", "--format", "csv"] + db)
+        let csv = try await CLI.run(["export", "--format", "csv"] + db)
         let lines = csv.stdout.split(separator: "\n")
         #expect(lines.first?.hasPrefix("type,id,version,start,end") == true)
         #expect(lines.filter { $0.hasPrefix("workout,") }.count == 3)
     }
 
-    @Test func failedFileGivesExitStatusOne() throws {
+    @Test func failedFileGivesExitStatusOne() async throws {
         let scratch = try Scratch()
         let bad = try scratch.file("bad.fit", Array("garbage".utf8))
-        let result = try CLI.run(["import", "--db", scratch.dbPath, bad])
+        let result = try await CLI.run(["import", "--db", scratch.dbPath, bad])
         #expect(result.status == 1)
         #expect(result.stdout.contains("FAILED"))
         #expect(result.stdout.contains("bad.fit"))
     }
 
-    @Test func dryRunCreatesNoDatabase() throws {
+    @Test func dryRunCreatesNoDatabase() async throws {
         let scratch = try Scratch()
-        let result = try CLI.run(["import", "--dry-run", "--db", scratch.dbPath, fixtures + "/fit/garmin-fenix5-run.fit"])
+        let result = try await CLI.run(["import", "--dry-run", "--db", scratch.dbPath, fixtures + "/fit/garmin-fenix5-run.fit"])
         #expect(result.status == 0)
         #expect(result.stdout.contains("would import"))
         #expect(!FileManager.default.fileExists(atPath: scratch.dbPath))
     }
 
-    @Test func badArgumentsAreExplained() throws {
-        let result = try CLI.run(["workouts", "--since", "yesterday"])
+    @Test func badArgumentsAreExplained() async throws {
+        let result = try await CLI.run(["workouts", "--since", "yesterday"])
         #expect(result.status != 0)
         #expect(result.stderr.contains("--since 'yesterday' is not a date"))
-        let help = try CLI.run(["import", "--help"])
+        let help = try await CLI.run(["import", "--help"])
         #expect(help.stdout.contains("--dry-run"))
     }
 }

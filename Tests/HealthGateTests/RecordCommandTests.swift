@@ -23,12 +23,12 @@ import TestSupport
             .compactMap { ($0["fields"] as? [String: Any])?["bpm"] as? Int }
     }
 
-    @Test func recordForADurationPrintsWhatItStored() throws {
-        let peer = try BLEPeer(peripherals: ["hr"], rate: "10")
+    @Test func recordForADurationPrintsWhatItStored() async throws {
+        let peer = try await BLEPeer.start(peripherals: ["hr"], rate: "10")
         defer { peer.stop() }
         let db = temporaryDatabase()
         defer { try? FileManager.default.removeItem(atPath: db) }
-        let report = try #require(try CLI.json(["record", "--hci", hci(peer), "--for", "2", "--sport", "running",
+        let report = try #require(try await CLI.json(["record", "--hci", hci(peer), "--for", "2", "--sport", "running",
                                                "--db", db, "--json"]) as? [String: Any])
         let workouts = try #require(report["workouts"] as? [[String: Any]])
         #expect(workouts.count == 1)
@@ -50,11 +50,11 @@ import TestSupport
         #expect(w["samples"] as? Int == stored.count)
         #expect(stored.count >= 10 && stored.count <= sent.count && sent.count - stored.count <= 2)
         #expect(Array(sent.prefix(stored.count)) == stored)
-        #expect(try store.pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM outbox") } == 2)
+        #expect(try await store.pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM outbox") } == 2)
     }
 
-    @Test func ctrlCStopsInOrderAndKeepsEverything() throws {
-        let peer = try BLEPeer(peripherals: ["hr"], rate: "10")
+    @Test func ctrlCStopsInOrderAndKeepsEverything() async throws {
+        let peer = try await BLEPeer.start(peripherals: ["hr"], rate: "10")
         defer { peer.stop() }
         let db = temporaryDatabase()
         defer { try? FileManager.default.removeItem(atPath: db) }
@@ -68,14 +68,17 @@ import TestSupport
         // Wait until samples are on disk (live writes), then interrupt as Ctrl-C does.
         var samples = 0
         for _ in 0..<300 where samples < 10 {
-            usleep(50_000)
-            samples = (try? HealthStore(path: db).pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM samples") ?? 0 }) ?? 0
+            try await Task.sleep(for: .milliseconds(50))
+            samples = (try? await HealthStore(path: db).pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM samples") ?? 0 }) ?? 0
         }
         #expect(samples >= 10)
         kill(process.processIdentifier, SIGINT)
-        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let (stdout, stderr) = try await onOwnThread {
+            let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            return (stdout, stderr)
+        }
         #expect(process.terminationStatus == 0, "\(stderr)")
         #expect(stdout.contains("1 workout(s), 1 measurement(s)"), "\(stdout)")
         #expect(stderr.contains("found HG HR"))
@@ -85,12 +88,12 @@ import TestSupport
         #expect(summary.samples >= samples)
     }
 
-    @Test func badSelectorsAndOptionsAreExplained() throws {
-        let badService = try CLI.run(["record", "--hci", "tcp:127.0.0.1:1", "--device", "service:nope"])
+    @Test func badSelectorsAndOptionsAreExplained() async throws {
+        let badService = try await CLI.run(["record", "--hci", "tcp:127.0.0.1:1", "--device", "service:nope"])
         #expect(badService.status != 0 && badService.stderr.contains("service UUID"))
-        let badSport = try CLI.run(["record", "--hci", "tcp:127.0.0.1:1", "--sport", "quidditch"])
+        let badSport = try await CLI.run(["record", "--hci", "tcp:127.0.0.1:1", "--sport", "quidditch"])
         #expect(badSport.status != 0 && badSport.stderr.contains("quidditch"))
-        let noController = try CLI.run(["record", "--hci", "tcp:127.0.0.1:1", "--for", "1", "--db", temporaryDatabase()])
+        let noController = try await CLI.run(["record", "--hci", "tcp:127.0.0.1:1", "--for", "1", "--db", temporaryDatabase()])
         #expect(noController.status != 0 && noController.stderr.contains("tcp:127.0.0.1:1"))
     }
 }

@@ -39,7 +39,9 @@ import TestSupport
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let inotify = try Inotify()
         try inotify.watch(folder, mask: UInt32(IN_CLOSE_WRITE | IN_MOVED_TO))
-        let fd = open(folder + "/a.fit", O_CREAT | O_WRONLY, 0o644)
+        // O_CLOEXEC: a process other tests start meanwhile must not hold it (its exit would close
+        // the file a second time, and the kernel would report that close too).
+        let fd = open(folder + "/a.fit", O_CREAT | O_WRONLY | O_CLOEXEC, 0o644)
         try #require(fd >= 0)
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: false)
         handle.write(Data("first".utf8))

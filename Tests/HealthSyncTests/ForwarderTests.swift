@@ -275,8 +275,8 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
 
 /// `healthgate sync` as a user runs it, through the built binary.
 @Suite(.serialized) struct SyncCommandTests {
-    func run(_ arguments: [String], stdin: String? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
-        let result = try Tool.run(Tool.path("healthgate"), arguments, stdin: stdin)
+    func run(_ arguments: [String], stdin: String? = nil) async throws -> (status: Int32, stdout: String, stderr: String) {
+        let result = try await Tool.run(Tool.path("healthgate"), arguments, stdin: stdin)
         return (result.status, result.stdout, result.stderr)
     }
 
@@ -287,9 +287,9 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
         let depth = try a.store.outboxDepth()
         let email = "cli-\(UUID().uuidString.prefix(8))@example.org"
         let url = server.url.absoluteString
-        let registered = try run(["register", "--server", url, "--email", email, "--password-stdin"], stdin: "a long passphrase")
+        let registered = try await run(["register", "--server", url, "--email", email, "--password-stdin"], stdin: "a long passphrase")
         #expect(registered.status == 0, "\(registered.stderr)")
-        let login = try run(["login", "--server", url, "--email", email, "--password-stdin", "--db", a.databasePath],
+        let login = try await run(["login", "--server", url, "--email", email, "--password-stdin", "--db", a.databasePath],
                             stdin: "a long passphrase")
         #expect(login.status == 0, "\(login.stderr)")
         #expect(login.stdout.contains("primary syncing device"))
@@ -298,24 +298,24 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
         let mode = try #require(try FileManager.default.attributesOfItem(atPath: credentialsPath)[.posixPermissions] as? Int)
         #expect(mode == 0o600)
 
-        let wrong = try run(["login", "--server", url, "--email", email, "--password-stdin", "--db", a.databasePath + "-x"],
+        let wrong = try await run(["login", "--server", url, "--email", email, "--password-stdin", "--db", a.databasePath + "-x"],
                             stdin: "not the passphrase")
         #expect(wrong.status != 0 && !wrong.stderr.isEmpty)
 
-        let sync = try run(["sync", "--db", a.databasePath, "--json"])
+        let sync = try await run(["sync", "--db", a.databasePath, "--json"])
         #expect(sync.status == 0, "\(sync.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(sync.stdout.utf8)) as? [String: Any])
         #expect((report["upload"] as? [String: Any])?["accepted"] as? Int == depth)
 
-        let status = try run(["status", "--db", a.databasePath, "--json"])
+        let status = try await run(["status", "--db", a.databasePath, "--json"])
         let s = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
         #expect(s["outbox"] as? Int == 0 && s["dead_letters"] as? Int == 0)
         #expect(s["last_success_at"] as? String != nil && s["email"] as? String == email)
 
-        let logout = try run(["logout", "--db", a.databasePath])
+        let logout = try await run(["logout", "--db", a.databasePath])
         #expect(logout.status == 0 && logout.stdout.contains("Logged out"))
         #expect(!FileManager.default.fileExists(atPath: credentialsPath))
-        let afterLogout = try run(["sync", "--db", a.databasePath])
+        let afterLogout = try await run(["sync", "--db", a.databasePath])
         #expect(afterLogout.status != 0 && afterLogout.stderr.contains("not logged in"))
     }
 
@@ -336,17 +336,21 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
         process.standardError = FileHandle.nullDevice
         try process.run()
         let start = try a.store.outboxDepth()
-        var depth = start
-        for _ in 0..<2000 where depth > start / 2 {
-            usleep(5_000)
-            depth = try a.store.outboxDepth()
+        let store = a.store
+        // A tight watch (on a thread of its own: the drain takes a few seconds at most).
+        try await onOwnThread {
+            var depth = start
+            for _ in 0..<2000 where depth > start / 2 {
+                usleep(5_000)
+                depth = try store.outboxDepth()
+            }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
         }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
         let left = try a.store.outboxDepth()
         #expect(left > 0 && left < start, "killed with \(left) of \(start) left")
 
-        let again = try run(["sync", "--db", a.databasePath, "--json", "--no-pull"])
+        let again = try await run(["sync", "--db", a.databasePath, "--json", "--no-pull"])
         #expect(again.status == 0, "\(again.stderr)")
         #expect(try a.store.outboxDepth() == 0)
         let held = try await serverRecords(server, token: account.token)

@@ -52,7 +52,14 @@ public final class BLEPeer: @unchecked Sendable {
         return .success(())
     }()
 
-    /// `extraArguments` go to `ble_peer.py` as they are (e.g. `--snoop FILE`).
+    /// Starts a peer (see `init`), waiting for its ready line off the shared concurrency pool.
+    public static func start(peripherals kinds: [String] = ["hr", "csc"], rate: String = "10", unixSocket: Bool = false,
+                             extraArguments: [String] = []) async throws -> BLEPeer {
+        try await onOwnThread { try BLEPeer(peripherals: kinds, rate: rate, unixSocket: unixSocket, extraArguments: extraArguments) }
+    }
+
+    /// `extraArguments` go to `ble_peer.py` as they are (e.g. `--snoop FILE`). Blocks until the
+    /// peer is ready (up to 20 s): async tests use ``start(peripherals:rate:unixSocket:extraArguments:)``.
     public init(peripherals kinds: [String] = ["hr", "csc"], rate: String = "10", unixSocket: Bool = false,
                 extraArguments: [String] = []) throws {
         try Self.bumbleCheck.get()

@@ -18,8 +18,13 @@ public enum Tool {
         return BLEPeer.packageRoot.path + "/.build/debug/" + name
     }
 
-    /// Runs `executable` to its end; `stdin` (plus a newline) is its standard input.
-    public static func run(_ executable: String, _ arguments: [String], stdin: String? = nil) throws -> Result {
+    /// Runs `executable` to its end; `stdin` (plus a newline) is its standard input. The wait
+    /// happens on a thread of its own, not on one of the few threads all tests share.
+    public static func run(_ executable: String, _ arguments: [String], stdin: String? = nil) async throws -> Result {
+        try await onOwnThread { try runBlocking(executable, arguments, stdin: stdin) }
+    }
+
+    private static func runBlocking(_ executable: String, _ arguments: [String], stdin: String?) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -46,4 +51,13 @@ public enum Tool {
 /// Bytes read on another queue (handed over after `DispatchGroup.wait`).
 private final class Captured: @unchecked Sendable {
     var data = Data()
+}
+
+/// Runs blocking `work` (waiting for a process, a pipe, a semaphore) on a thread of its own and
+/// awaits its result. Swift Testing runs tests in parallel on the concurrency pool, which has
+/// a thread per core: a test blocking one of them stalls every other test on a 2-core machine.
+public func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try work() }) }.start()
+    }
 }
