@@ -96,7 +96,7 @@ func temporaryFolder(_ tag: String) throws -> String {
         #expect(status.database == folder + "/healthgate.sqlite")
 
         // `healthgate status` answers from the running daemon, and from the database alone after.
-        let answer = try #require(try CLI.json(["status", "--state-dir", folder, "--socket", socket, "--json"]) as? [String: Any])
+        let answer = try #require(try await CLI.json(["status", "--state-dir", folder, "--socket", socket, "--json"]) as? [String: Any])
         #expect((answer["daemon"] as? [String: Any])?["pid"] as? Int == Int(daemon.process.processIdentifier))
         #expect(answer["outbox"] as? Int == 0)
 
@@ -114,7 +114,7 @@ func temporaryFolder(_ tag: String) throws -> String {
         #expect(await daemon.waitForExit() == 0, "\(daemon.log)")
         #expect(!FileManager.default.fileExists(atPath: socket))
         #expect(await StatusServer.query(path: socket) == nil)
-        let after = try CLI.run(["status", "--state-dir", folder, "--socket", socket])
+        let after = try await CLI.run(["status", "--state-dir", folder, "--socket", socket])
         #expect(after.status == 0 && after.stdout.contains("daemon        not running"), "\(after.stdout)\(after.stderr)")
     }
 
@@ -125,7 +125,7 @@ func temporaryFolder(_ tag: String) throws -> String {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let config = folder + "/healthgate.toml"
         try "[forwarder]\nserver = \"ftp://example.org\"\n".write(toFile: config, atomically: true, encoding: .utf8)
-        let result = try CLI.run(["daemon", "--state-dir", folder, "--config", config])
+        let result = try await CLI.run(["daemon", "--state-dir", folder, "--config", config])
         #expect(result.status != 0)
         #expect(result.stderr.contains("\(config): forwarder.server: 'ftp://example.org' is not an http or https URL"), "\(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: folder + "/healthgate.sqlite"))
@@ -139,16 +139,16 @@ func temporaryFolder(_ tag: String) throws -> String {
     /// The daemon records a heart-rate strap (the emulated peer) and forwards the workout to a
     /// running healthgate-server; a second install of the account pulls exactly that workout.
     @Test func recordedWorkoutReachesTheServer() async throws {
-        let peer = try BLEPeer(peripherals: ["hr"], rate: "10")
+        let peer = try await BLEPeer.start(peripherals: ["hr"], rate: "10")
         defer { peer.stop() }
         let server = try ServerProcess()
         defer { server.stop() }
         let first = try temporaryFolder("daemon-ble"), second = try temporaryFolder("daemon-ble-2")
         defer { for f in [first, second] { try? FileManager.default.removeItem(atPath: f) } }
         let url = server.url.absoluteString, email = "daemon-\(UUID().uuidString.prefix(8))@example.org", password = "a long passphrase"
-        #expect(try CLI.run(["register", "--server", url, "--email", email, "--password-stdin"], stdin: password).status == 0)
+        #expect(try await CLI.run(["register", "--server", url, "--email", email, "--password-stdin"], stdin: password).status == 0)
         for folder in [first, second] {
-            let login = try CLI.run(["login", "--server", url, "--email", email, "--password-stdin", "--state-dir", folder], stdin: password)
+            let login = try await CLI.run(["login", "--server", url, "--email", email, "--password-stdin", "--state-dir", folder], stdin: password)
             #expect(login.status == 0, "\(login.stderr)")
         }
         guard case .tcp(let host, let port) = peer.h4 else { throw PeerError("peer without TCP transport") }
@@ -178,34 +178,34 @@ func temporaryFolder(_ tag: String) throws -> String {
         #expect(exposition.contains("healthgate_ble_connections{driver=\"strap\"} 1"), "\(exposition)")
         #expect(exposition.contains("healthgate_outbox_records"), "\(exposition)")
         // The status socket lists the connected strap.
-        let view = try #require(try CLI.json(["status", "--state-dir", first, "--json"]) as? [String: Any])
+        let view = try #require(try await CLI.json(["status", "--state-dir", first, "--json"]) as? [String: Any])
         let drivers = try #require((view["daemon"] as? [String: Any])?["drivers"] as? [[String: Any]], "\(view)")
         #expect(drivers.first?["name"] as? String == "strap" && drivers.first?["state"] as? String == "running")
         #expect((drivers.first?["devices"] as? [String])?.count == 1, "\(drivers)")
         daemon.signal(SIGTERM)
         #expect(await daemon.waitForExit() == 0, "\(daemon.log)")
 
-        let recorded = try #require(try CLI.json(["workouts", "--state-dir", first, "--json"]) as? [[String: Any]])
+        let recorded = try #require(try await CLI.json(["workouts", "--state-dir", first, "--json"]) as? [[String: Any]])
         #expect(recorded.count == 1, "\(recorded) \(daemon.log)")
-        let status = try #require(try CLI.json(["status", "--state-dir", first, "--json"]) as? [String: Any])
+        let status = try #require(try await CLI.json(["status", "--state-dir", first, "--json"]) as? [String: Any])
         #expect(status["outbox"] as? Int == 0, "not forwarded at stop: \(status) \(daemon.log)")
 
-        let pulled = try CLI.run(["sync", "--state-dir", second, "--json"])
+        let pulled = try await CLI.run(["sync", "--state-dir", second, "--json"])
         #expect(pulled.status == 0, "\(pulled.stderr)")
-        let received = try #require(try CLI.json(["workouts", "--state-dir", second, "--json"]) as? [[String: Any]])
+        let received = try #require(try await CLI.json(["workouts", "--state-dir", second, "--json"]) as? [[String: Any]])
         #expect(received.map { $0["id"] as? String } == recorded.map { $0["id"] as? String })
         #expect(received.map { $0["samples"] as? Int } == recorded.map { $0["samples"] as? Int })
         #expect((recorded.first?["samples"] as? Int ?? 0) >= 20)
     }
 
     /// Waits up to `timeout` seconds for `condition`.
-    func eventually(_ timeout: Double = 60, _ condition: () throws -> Bool) async rethrows -> Bool {
+    func eventually(_ timeout: Double = 60, _ condition: () async throws -> Bool) async rethrows -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if try condition() { return true }
+            if try await condition() { return true }
             try? await Task.sleep(for: .milliseconds(100))
         }
-        return try condition()
+        return try await condition()
     }
 
     /// A FIT file dropped into the watch folder (written in two parts) is imported once it is
@@ -216,9 +216,9 @@ func temporaryFolder(_ tag: String) throws -> String {
         let first = try temporaryFolder("daemon-inbox"), second = try temporaryFolder("daemon-inbox-2")
         defer { for f in [first, second] { try? FileManager.default.removeItem(atPath: f) } }
         let url = server.url.absoluteString, email = "inbox-\(UUID().uuidString.prefix(8))@example.org", password = "a long passphrase"
-        #expect(try CLI.run(["register", "--server", url, "--email", email, "--password-stdin"], stdin: password).status == 0)
+        #expect(try await CLI.run(["register", "--server", url, "--email", email, "--password-stdin"], stdin: password).status == 0)
         for folder in [first, second] {
-            #expect(try CLI.run(["login", "--server", url, "--email", email, "--password-stdin", "--state-dir", folder], stdin: password).status == 0)
+            #expect(try await CLI.run(["login", "--server", url, "--email", email, "--password-stdin", "--state-dir", folder], stdin: password).status == 0)
         }
         let config = first + "/healthgate.toml"
         try """
@@ -242,25 +242,25 @@ func temporaryFolder(_ tag: String) throws -> String {
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: false)
         handle.write(fit.prefix(fit.count / 2))
         try await Task.sleep(for: .seconds(3))  // longer than the settle time
-        #expect((try CLI.json(["workouts", "--state-dir", first, "--json"]) as? [[String: Any]])?.isEmpty == true)
+        #expect((try await CLI.json(["workouts", "--state-dir", first, "--json"]) as? [[String: Any]])?.isEmpty == true)
         handle.write(fit.suffix(from: fit.count / 2))
         try handle.close()
 
         #expect(await eventually { FileManager.default.fileExists(atPath: first + "/inbox/imported/run.fit") }, "\(daemon.log)")
-        let recorded = try #require(try CLI.json(["workouts", "--state-dir", first, "--json"]) as? [[String: Any]])
+        let recorded = try #require(try await CLI.json(["workouts", "--state-dir", first, "--json"]) as? [[String: Any]])
         #expect(recorded.count == 1)
         // Forwarded soon after it was stored (the interval is a minute).
         #expect(try await eventually {
-            (try CLI.json(["status", "--state-dir", first, "--json"]) as? [String: Any])?["outbox"] as? Int == 0
+            (try await CLI.json(["status", "--state-dir", first, "--json"]) as? [String: Any])?["outbox"] as? Int == 0
         }, "\(daemon.log)")
-        let view = try #require(try CLI.json(["status", "--state-dir", first, "--json"]) as? [String: Any])
+        let view = try #require(try await CLI.json(["status", "--state-dir", first, "--json"]) as? [String: Any])
         let last = (view["daemon"] as? [String: Any])?["last_import"] as? [String: Any]
         #expect(last?["status"] as? String == "imported" && last?["driver"] as? String == "inbox", "\(view)")
         daemon.signal(SIGTERM)
         #expect(await daemon.waitForExit() == 0)
 
-        #expect(try CLI.run(["sync", "--state-dir", second]).status == 0)
-        let received = try #require(try CLI.json(["workouts", "--state-dir", second, "--json"]) as? [[String: Any]])
+        #expect(try await CLI.run(["sync", "--state-dir", second]).status == 0)
+        let received = try #require(try await CLI.json(["workouts", "--state-dir", second, "--json"]) as? [[String: Any]])
         #expect(received.map { $0["id"] as? String } == recorded.map { $0["id"] as? String })
     }
 
@@ -273,8 +273,8 @@ func temporaryFolder(_ tag: String) throws -> String {
         // What the file holds, imported directly into a database of its own.
         let direct = try temporaryFolder("daemon-direct")
         defer { try? FileManager.default.removeItem(atPath: direct) }
-        #expect(try CLI.run(["import", file, "--state-dir", direct]).status == 0)
-        let expected = try #require(try CLI.json(["workouts", "--state-dir", direct, "--json"]) as? [[String: Any]])
+        #expect(try await CLI.run(["import", file, "--state-dir", direct]).status == 0)
+        let expected = try #require(try await CLI.json(["workouts", "--state-dir", direct, "--json"]) as? [[String: Any]])
 
         let daemon = try DaemonProcess(folder: folder, arguments: [])
         #expect(await daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
@@ -287,10 +287,10 @@ func temporaryFolder(_ tag: String) throws -> String {
         #expect(await eventually { FileManager.default.fileExists(atPath: folder + "/inbox/imported/multisport.fit") }, "\(again.log)")
         again.signal(SIGTERM)
         #expect(await again.waitForExit() == 0)
-        let stored = try #require(try CLI.json(["workouts", "--state-dir", folder, "--json"]) as? [[String: Any]])
+        let stored = try #require(try await CLI.json(["workouts", "--state-dir", folder, "--json"]) as? [[String: Any]])
         #expect(stored.map { $0["id"] as? String } == expected.map { $0["id"] as? String })
         // The ledger knows it: importing it again adds nothing.
-        let repeatRun = try CLI.run(["import", file, "--state-dir", folder, "--json"])
+        let repeatRun = try await CLI.run(["import", file, "--state-dir", folder, "--json"])
         #expect(repeatRun.stdout.contains("already_imported"), "\(repeatRun.stdout)")
     }
 
@@ -324,15 +324,22 @@ func temporaryFolder(_ tag: String) throws -> String {
         let daemon = try DaemonProcess(folder: folder, arguments: ["--config", config])
         #expect(await daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
         try await Task.sleep(for: .milliseconds(500))
-        #expect((try CLI.json(["workouts", "--state-dir", folder, "--json"]) as? [[String: Any]])?.isEmpty == true)
+        #expect((try await CLI.json(["workouts", "--state-dir", folder, "--json"]) as? [[String: Any]])?.isEmpty == true)
 
         try plugged.write(toFile: mountinfo, atomically: true, encoding: .utf8)
-        #expect(try await eventually { (try CLI.json(["workouts", "--state-dir", folder, "--json"]) as? [[String: Any]])?.count == 1 },
+        #expect(try await eventually { (try await CLI.json(["workouts", "--state-dir", folder, "--json"]) as? [[String: Any]])?.count == 1 },
                 "\(daemon.log)")
         #expect(await daemon.waitForLog("mon.fit"), "\(daemon.log)")
-        let measurements = try #require(try CLI.json(["measurements", "--state-dir", folder, "--json"]) as? [[String: Any]])
+        let measurements = try #require(try await CLI.json(["measurements", "--state-dir", folder, "--json"]) as? [[String: Any]])
         #expect(!measurements.isEmpty)
         #expect(try fm.contentsOfDirectory(atPath: watch + "/GARMIN/Activity") == ["run.fit"])
+
+        // While it stays mounted, a file written to it later (a data folder created meanwhile)
+        // arrives through inotify, not at the next plug-in.
+        try fm.createDirectory(atPath: watch + "/GARMIN/Sleep", withIntermediateDirectories: true)
+        try fm.copyItem(atPath: fixtures + "/fit/garmin-edge500-cycling.fit", toPath: watch + "/GARMIN/Sleep/later.fit")
+        #expect(try await eventually { (try await CLI.json(["workouts", "--state-dir", folder, "--json"]) as? [[String: Any]])?.count == 2 },
+                "\(daemon.log)")
 
         // Unplugged and plugged in again: nothing new is stored.
         try base.write(toFile: mountinfo, atomically: true, encoding: .utf8)
@@ -341,11 +348,11 @@ func temporaryFolder(_ tag: String) throws -> String {
         try await Task.sleep(for: .milliseconds(1000))
         daemon.signal(SIGTERM)
         #expect(await daemon.waitForExit() == 0)
-        #expect((try CLI.json(["workouts", "--state-dir", folder, "--json"]) as? [[String: Any]])?.count == 1)
-        #expect(try CLI.json(["measurements", "--state-dir", folder, "--json"]) as? [[String: Any]] != nil)
-        let again = try #require(try CLI.json(["measurements", "--state-dir", folder, "--json"]) as? [[String: Any]])
+        #expect((try await CLI.json(["workouts", "--state-dir", folder, "--json"]) as? [[String: Any]])?.count == 2)
+        let again = try #require(try await CLI.json(["measurements", "--state-dir", folder, "--json"]) as? [[String: Any]])
         #expect(again.count == measurements.count)
         #expect(daemon.log.components(separatedBy: "run.fit").count == 2, "imported twice? \(daemon.log)")
+        #expect(daemon.log.components(separatedBy: "later.fit").count == 2, "imported twice? \(daemon.log)")
     }
 
     /// An exec driver whose program crashes after each run is restarted and its records arrive;
@@ -381,9 +388,9 @@ func temporaryFolder(_ tag: String) throws -> String {
         }, "not restarted: \(daemon.log)")
         #expect(await daemon.waitForLog("skipped line 2: value: must be a number"), "\(daemon.log)")
         #expect(daemon.log.contains("exited with status 3"))
-        let measurements = try #require(try CLI.json(["measurements", "--state-dir", folder, "--json"]) as? [[String: Any]])
+        let measurements = try #require(try await CLI.json(["measurements", "--state-dir", folder, "--json"]) as? [[String: Any]])
         #expect(measurements.count == 1, "\(measurements)")  // the same reading each run: stored once
-        let view = try #require(try CLI.json(["status", "--state-dir", folder, "--json"]) as? [String: Any])
+        let view = try #require(try await CLI.json(["status", "--state-dir", folder, "--json"]) as? [String: Any])
         let bridge = ((view["daemon"] as? [String: Any])?["drivers"] as? [[String: Any]])?.first
         #expect(bridge?["name"] as? String == "bridge" && (bridge?["restarts"] as? Int ?? 0) == 0, "\(view)")
 
@@ -397,7 +404,7 @@ func temporaryFolder(_ tag: String) throws -> String {
         daemon.signal(SIGHUP)
         #expect(await daemon.waitForLog("configuration reloaded"), "\(daemon.log)")
         #expect(daemon.log.contains("stopping driver driver=bridge") && daemon.log.contains("starting driver driver=inbox2"))
-        let reloaded = try #require(try CLI.json(["status", "--state-dir", folder, "--json"]) as? [String: Any])
+        let reloaded = try #require(try await CLI.json(["status", "--state-dir", folder, "--json"]) as? [String: Any])
         let names = ((reloaded["daemon"] as? [String: Any])?["drivers"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
         #expect(names == ["inbox2"], "\(reloaded)")
         try FileManager.default.copyItem(atPath: fixtures + "/fit/garmin-fenix5-run.fit", toPath: folder + "/inbox2/run.fit")

@@ -48,6 +48,54 @@ import Testing
         #expect(WatchVolume.fitFiles(at: root + "/Music").isEmpty)
     }
 
+    /// Mounts coming and going, and what the events in their watched folders ask for.
+    @Test func volumeWatchesFollowMountsAndEvents() {
+        func mount(_ id: Int, _ point: String) -> Mount {
+            Mount(id: id, mountPoint: point, fileSystem: "vfat", source: "/dev/sdb1", readOnly: false)
+        }
+        func event(_ wd: Int32, _ mask: Int32, _ name: String) -> InotifyEvent {
+            InotifyEvent(watch: wd, mask: UInt32(mask), cookie: 0, name: name)
+        }
+        var state = VolumeWatches()
+        let watch = mount(412, "/media/ann/FR945")
+        var (arrived, removed) = state.update([watch])
+        #expect(arrived == [watch] && removed.isEmpty)
+        let key = VolumeWatches.key(watch)
+        state.added(1, .init(kind: .volume, path: watch.mountPoint, mount: key))
+        state.added(2, .init(kind: .device, path: watch.mountPoint + "/GARMIN", mount: key))
+        state.added(3, .init(kind: .data, path: watch.mountPoint + "/GARMIN/Activity", mount: key))
+        // The same mount read again is not a new visit.
+        (arrived, removed) = state.update([watch])
+        #expect(arrived.isEmpty && removed.isEmpty)
+
+        #expect(state.handle(event(3, IN_CLOSE_WRITE, "A1.FIT")) == .importFile("/media/ann/FR945/GARMIN/Activity/A1.FIT"))
+        #expect(state.handle(event(3, IN_MOVED_TO, "b.fit")) == .importFile("/media/ann/FR945/GARMIN/Activity/b.fit"))
+        #expect(state.handle(event(3, IN_CLOSE_WRITE, "._A1.FIT")) == nil)
+        #expect(state.handle(event(3, IN_CLOSE_WRITE, "notes.txt")) == nil)
+        #expect(state.handle(event(3, IN_CREATE, "c.fit")) == nil, "created, not yet written: wait for the close")
+        #expect(state.handle(event(2, IN_CREATE | IN_ISDIR, "SLEEP"))
+                == .watch(.data, path: "/media/ann/FR945/GARMIN/SLEEP", mount: key))
+        #expect(state.handle(event(2, IN_CREATE | IN_ISDIR, "Apps")) == nil)
+        #expect(state.handle(event(1, IN_MOVED_TO | IN_ISDIR, "Garmin"))
+                == .watch(.device, path: "/media/ann/FR945/Garmin", mount: key))
+        #expect(state.handle(event(1, IN_CREATE, "GARMIN")) == nil, "a file named GARMIN is not the folder")
+        #expect(state.handle(event(9, IN_CLOSE_WRITE, "x.fit")) == nil, "unknown watch")
+        #expect(state.handle(event(-1, IN_Q_OVERFLOW, "")) == .rescan)
+        // The kernel drops a watch (folder deleted, volume unmounted): its events mean nothing.
+        #expect(state.handle(event(3, IN_IGNORED, "")) == nil)
+        #expect(state.handle(event(3, IN_CLOSE_WRITE, "A2.FIT")) == nil)
+
+        // Unplugged: its watches are removed; plugged in again (a new mount ID): a new visit.
+        (arrived, removed) = state.update([])
+        #expect(arrived.isEmpty && removed == [1, 2])
+        #expect(state.watches.isEmpty && state.mounts.isEmpty)
+        state.added(5, .init(kind: .volume, path: watch.mountPoint, mount: key))
+        #expect(state.watches.isEmpty, "a watch for a mount no longer visited is not kept")
+        let again = mount(415, "/media/ann/FR945")
+        (arrived, removed) = state.update([again])
+        #expect(arrived == [again] && removed.isEmpty)
+    }
+
     @Test func settingsNameTheirKey() {
         #expect(throws: ConfigError(keyPath: "drivers.w.roots", reason: "must be a list of absolute folders")) {
             try MassStorage.settings(DriverConfig(["roots": "media"]), keyPath: "drivers.w")

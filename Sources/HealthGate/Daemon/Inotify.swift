@@ -14,6 +14,8 @@ public struct InotifyEvent: Sendable, Equatable {
     public var isMovedTo: Bool { mask & UInt32(IN_MOVED_TO) != 0 }
     public var isCreate: Bool { mask & UInt32(IN_CREATE) != 0 }
     public var isDirectory: Bool { mask & UInt32(IN_ISDIR) != 0 }
+    /// The watch is gone (removed, or its file system unmounted).
+    public var isWatchRemoved: Bool { mask & UInt32(IN_IGNORED) != 0 }
     /// Events were lost (the kernel's queue overflowed): rescan.
     public var isOverflow: Bool { mask & UInt32(IN_Q_OVERFLOW) != 0 }
 
@@ -77,9 +79,19 @@ public final class Inotify: @unchecked Sendable {
     /// watch descriptor.
     @discardableResult
     public func watch(_ path: String, mask: UInt32) throws(Failure) -> Int32 {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !closed else { throw Failure(description: "inotify_add_watch \(path): closed") }
         let wd = inotify_add_watch(fd, path, mask)
         guard wd >= 0 else { throw Failure(description: "inotify_add_watch \(path): \(String(cString: strerror(errno)))") }
         return wd
+    }
+
+    /// Stops watching `wd` (nothing happens if it is already gone).
+    public func unwatch(_ wd: Int32) {
+        lock.lock()
+        defer { lock.unlock() }
+        if !closed { _ = inotify_rm_watch(fd, wd) }  // after close the reading thread owns (and closes) fd
     }
 
     public func close() {

@@ -83,37 +83,126 @@ public enum MountInfo {
 public enum WatchVolume {
     static let folders = ["activity", "monitor", "sleep", "metrics", "hrv", "records", "weight"]
 
+    /// `GARMIN`, in any case.
+    static func isDeviceFolder(_ name: String) -> Bool { name.lowercased() == "garmin" }
+    /// One of the data folders under `GARMIN`.
+    static func isDataFolder(_ name: String) -> Bool { folders.contains(name.lowercased()) }
+    /// A FIT file's name (not a hidden one such as macOS's `._A1.FIT`).
+    static func isFitFile(_ name: String) -> Bool { name.lowercased().hasSuffix(".fit") && !name.hasPrefix(".") }
+
+    /// The `GARMIN` folder of the watch mounted at `mountPoint`, or nil.
+    static func deviceFolder(at mountPoint: String) -> String? {
+        (try? FileManager.default.contentsOfDirectory(atPath: mountPoint))?.first(where: isDeviceFolder).map { mountPoint + "/" + $0 }
+    }
+
+    /// The data folders in a `GARMIN` folder, sorted.
+    static func dataFolders(in deviceFolder: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: deviceFolder)) ?? []).filter(isDataFolder).sorted()
+            .map { deviceFolder + "/" + $0 }
+    }
+
+    /// The FIT files in one data folder, sorted by path.
+    static func fitFiles(inDataFolder folder: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter(isFitFile).sorted().map { folder + "/" + $0 }
+    }
+
     /// The FIT files of the watch mounted at `mountPoint`, sorted by path; empty when it does not
     /// look like a watch. Only lists folders: nothing is opened for writing.
     public static func fitFiles(at mountPoint: String) -> [String] {
-        let fm = FileManager.default
-        guard let garmin = (try? fm.contentsOfDirectory(atPath: mountPoint))?.first(where: { $0.lowercased() == "garmin" }) else {
-            return []
+        guard let device = deviceFolder(at: mountPoint) else { return [] }
+        return dataFolders(in: device).flatMap(fitFiles(inDataFolder:)).sorted()
+    }
+}
+
+/// The mounts under the roots being visited, and the inotify watches on their folders: what
+/// each mountinfo reading and each event means. Pure: the driver reads mountinfo, adds and
+/// removes the watches and imports what this says.
+struct VolumeWatches: Equatable {
+    /// What a watched folder is: a mount point (waiting for `GARMIN`), a `GARMIN` folder
+    /// (waiting for data folders) or a data folder (FIT files land there).
+    enum Kind: Equatable { case volume, device, data }
+
+    struct Watch: Equatable {
+        var kind: Kind
+        var path: String
+        /// The mount (its key) the folder is on.
+        var mount: String
+    }
+
+    enum Action: Equatable {
+        /// Watch `path` as `kind`, then list it (files that arrived before the watch count too).
+        case watch(Kind, path: String, mount: String)
+        case importFile(String)
+        /// Events were lost: list every visited mount again.
+        case rescan
+    }
+
+    /// Mounts being visited by key (`ID mountpoint`): a mount that goes and comes back is a new visit.
+    private(set) var mounts: [String: Mount] = [:]
+    private(set) var watches: [Int32: Watch] = [:]
+
+    static func key(_ mount: Mount) -> String { "\(mount.id) \(mount.mountPoint)" }
+
+    /// Takes the mounts now under the roots; returns the new ones (to watch and list) and the
+    /// watches of those gone (to remove).
+    mutating func update(_ current: [Mount]) -> (arrived: [Mount], removedWatches: [Int32]) {
+        let keys = Set(current.map(Self.key))
+        let gone = Set(mounts.keys).subtracting(keys)
+        for key in gone { mounts[key] = nil }
+        let removed = watches.filter { gone.contains($0.value.mount) }.map(\.key).sorted()
+        for wd in removed { watches[wd] = nil }
+        var arrived: [Mount] = []
+        for mount in current where mounts[Self.key(mount)] == nil {
+            mounts[Self.key(mount)] = mount
+            arrived.append(mount)
         }
-        let base = mountPoint + "/" + garmin
-        var files: [String] = []
-        for folder in (try? fm.contentsOfDirectory(atPath: base)) ?? [] where folders.contains(folder.lowercased()) {
-            for name in (try? fm.contentsOfDirectory(atPath: base + "/" + folder)) ?? []
-            where name.lowercased().hasSuffix(".fit") && !name.hasPrefix(".") {
-                files.append(base + "/" + folder + "/" + name)
-            }
+        return (arrived, removed)
+    }
+
+    /// Records a watch the driver added (a folder watched twice keeps one entry).
+    mutating func added(_ wd: Int32, _ watch: Watch) {
+        guard mounts[watch.mount] != nil else { return }
+        watches[wd] = watch
+    }
+
+    /// What an inotify event asks for.
+    mutating func handle(_ event: InotifyEvent) -> Action? {
+        if event.isOverflow { return .rescan }
+        if event.isWatchRemoved {
+            watches[event.watch] = nil
+            return nil
         }
-        return files.sorted()
+        guard let watch = watches[event.watch], event.isCloseWrite || event.isMovedTo || event.isCreate else { return nil }
+        let path = watch.path + "/" + event.name
+        switch watch.kind {
+        case .volume where event.isDirectory && WatchVolume.isDeviceFolder(event.name):
+            return .watch(.device, path: path, mount: watch.mount)
+        case .device where event.isDirectory && WatchVolume.isDataFolder(event.name):
+            return .watch(.data, path: path, mount: watch.mount)
+        case .data where !event.isDirectory && (event.isCloseWrite || event.isMovedTo) && WatchVolume.isFitFile(event.name):
+            return .importFile(path)
+        default:
+            return nil
+        }
     }
 }
 
 /// The `mass_storage` driver: notices a watch mounted over USB under the configured roots (from
 /// mountinfo: the kernel flags a change of `/proc/self/mountinfo` to poll(2), and any other file,
 /// as tests use, is read again every `poll_s`) and imports its FIT files not imported yet (the
-/// import ledger knows them by content). It only ever reads from the device.
+/// import ledger knows them by content). While it stays mounted, inotify on its `GARMIN` folders
+/// brings files written or moved there later: at once when closed after writing or moved in;
+/// found in a folder that appeared meanwhile, once they stood still for `settle_s` (they may
+/// still be being written). It only ever reads from the device.
 struct MassStorage: Sendable {
     struct Settings: Sendable, Equatable {
         var roots = ["/media", "/run/media"]
         var mountInfo = "/proc/self/mountinfo"
         var poll: Duration = .seconds(2)
+        var settle: Duration = .seconds(2)
     }
 
-    /// From the driver table: `roots` (list of folders), `mountinfo` (a path), `poll_s`.
+    /// From the driver table: `roots` (list of folders), `mountinfo` (a path), `poll_s`, `settle_s`.
     static func settings(_ config: DriverConfig, keyPath: String) throws(ConfigError) -> Settings {
         var settings = Settings()
         if let roots = config["roots"] {
@@ -125,7 +214,8 @@ struct MassStorage: Sendable {
         }
         if let path = config["mountinfo"] { settings.mountInfo = path }
         if let poll = try config.seconds("poll_s", in: 0.1...3600, keyPath: keyPath) { settings.poll = poll }
-        try config.rejectUnknownKeys(["roots", "mountinfo", "poll_s"], keyPath: keyPath)
+        if let settle = try config.seconds("settle_s", in: 0.1...3600, keyPath: keyPath) { settings.settle = settle }
+        try config.rejectUnknownKeys(["roots", "mountinfo", "poll_s", "settle_s"], keyPath: keyPath)
         return settings
     }
 
@@ -134,53 +224,156 @@ struct MassStorage: Sendable {
     let onImported: @Sendable (FileReport) async -> Void
     let onProblem: @Sendable (String) -> Void
 
+    /// What wakes the driver: mountinfo may have changed, something happened in a watched
+    /// folder, or files found while they may have been written are due a look.
+    private enum Wake: Sendable {
+        case mounts
+        case event(InotifyEvent)
+        case settleTick
+    }
+
+    /// The driver's state, owned by the one task that handles the wakes.
+    private struct Visits {
+        var watches = VolumeWatches()
+        var settling: SettlingFiles
+        var tickScheduled = false
+    }
+
     func run() async throws {
-        var imported: Set<String> = []  // "ID mountpoint" of the mounts handled while mounted
-        while !Task.isCancelled {
-            let text: String
-            do { text = try String(contentsOfFile: settings.mountInfo, encoding: .utf8) } catch {
-                throw ConfigError(keyPath: "mountinfo", reason: "cannot read \(settings.mountInfo): \(error.localizedDescription)")
+        let inotify = try Inotify()
+        defer { inotify.close() }
+        let (wakes, wake) = AsyncStream<Wake>.makeStream()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await watchMountInfo(wake) }
+            group.addTask {
+                for await event in inotify.events { wake.yield(.event(event)) }
             }
-            let (mounts, errors) = MountInfo.parse(text)
-            for error in errors { onProblem("\(settings.mountInfo): \(error)") }
-            let current = MountInfo.mounts(mounts, under: settings.roots)
-            let keys = Set(current.map { "\($0.id) \($0.mountPoint)" })
-            imported.formIntersection(keys)  // unmounted: a later mount is a new visit
-            for mount in current where !imported.contains("\(mount.id) \(mount.mountPoint)") {
-                imported.insert("\(mount.id) \(mount.mountPoint)")
-                for file in WatchVolume.fitFiles(at: mount.mountPoint) {
-                    try Task.checkCancellation()
-                    let report = await pipeline.importFile(file)
-                    // Files the ledger knows are not worth a log line at every plug-in.
-                    if report.status != .alreadyImported { await onImported(report) }
+            group.addTask {
+                // The one owner of the watches: every wake is handled here, in order.
+                var state = Visits(settling: SettlingFiles(settle: settings.settle))
+                for await next in wakes {
+                    switch next {
+                    case .mounts: try await mountsMayHaveChanged(&state, inotify)
+                    case .settleTick:
+                        state.tickScheduled = false
+                        for path in state.settling.settled() { await importFile(path) }
+                    case .event(let event):
+                        switch state.watches.handle(event) {
+                        case .watch(let kind, let path, let mount)?:
+                            try await visit(path, as: kind, mount: mount, complete: false, &state, inotify)
+                        case .importFile(let path)?:
+                            state.settling.remove(path)
+                            await importFile(path)
+                        case .rescan?:
+                            for mount in state.watches.mounts.values.sorted(by: { $0.id < $1.id }) {
+                                try await visit(mount.mountPoint, as: .volume, mount: VolumeWatches.key(mount), complete: false,
+                                                &state, inotify)
+                            }
+                        case nil: break
+                        }
+                    }
+                    if !state.settling.isEmpty, !state.tickScheduled {
+                        state.tickScheduled = true
+                        let tick = settings.settle / 2
+                        Task {
+                            try? await Task.sleep(for: tick)
+                            wake.yield(.settleTick)
+                        }
+                    }
                 }
             }
-            try await waitForChange()
+            try await group.next()
+            group.cancelAll()
         }
     }
 
-    /// Returns when mountinfo may have changed: at once when the kernel flags it, at the latest
-    /// after `poll` (which also bounds how long a stop waits for it).
-    private func waitForChange() async throws {
-        if settings.mountInfo.hasPrefix("/proc/") {
-            let path = settings.mountInfo
-            let limit = settings.poll
-            // poll(2) blocks: run it off the cooperative pool, with a bound so cancellation is seen.
-            let changed = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-                DispatchQueue.global().async {
-                    let fd = open(path, O_RDONLY | O_CLOEXEC)
-                    guard fd >= 0 else { return continuation.resume(returning: false) }
-                    defer { close(fd) }
-                    var scratch = [UInt8](repeating: 0, count: 4096)
-                    while read(fd, &scratch, scratch.count) > 0 {}
-                    var waiter = pollfd(fd: fd, events: Int16(POLLPRI), revents: 0)
-                    let ms = Int32(limit.components.seconds * 1000 + limit.components.attoseconds / 1_000_000_000_000_000)
-                    continuation.resume(returning: poll(&waiter, 1, ms) > 0)
-                }
-            }
-            if !changed { try Task.checkCancellation() }
-        } else {
-            try await Task.sleep(for: settings.poll)
+    private func mountsMayHaveChanged(_ state: inout Visits, _ inotify: Inotify) async throws {
+        let text: String
+        do { text = try String(contentsOfFile: settings.mountInfo, encoding: .utf8) } catch {
+            throw ConfigError(keyPath: "mountinfo", reason: "cannot read \(settings.mountInfo): \(error.localizedDescription)")
         }
+        let (mounts, errors) = MountInfo.parse(text)
+        for error in errors { onProblem("\(settings.mountInfo): \(error)") }
+        let (arrived, removed) = state.watches.update(MountInfo.mounts(mounts, under: settings.roots))
+        for wd in removed { inotify.unwatch(wd) }
+        for mount in arrived {
+            // Just mounted: what it holds was written before.
+            try await visit(mount.mountPoint, as: .volume, mount: VolumeWatches.key(mount), complete: true, &state, inotify)
+        }
+    }
+
+    /// Watches `path` (a mount point, `GARMIN` folder or data folder), then goes down it: the
+    /// folders below are watched the same way and the FIT files found imported, at once when
+    /// `complete` (a volume just mounted), else once they stand still. The watch comes first, so
+    /// a file landing meanwhile is seen one way or the other.
+    private func visit(_ path: String, as kind: VolumeWatches.Kind, mount: String, complete: Bool,
+                       _ state: inout Visits, _ inotify: Inotify) async throws {
+        let mask: UInt32 = switch kind {
+        case .volume, .device: UInt32(IN_CREATE | IN_MOVED_TO | IN_ONLYDIR)
+        case .data: UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_ONLYDIR)
+        }
+        do {
+            state.watches.added(try inotify.watch(path, mask: mask), .init(kind: kind, path: path, mount: mount))
+        } catch {
+            onProblem("cannot watch \(path): \(error)")  // still listed once below
+        }
+        switch kind {
+        case .volume:
+            if let device = WatchVolume.deviceFolder(at: path) {
+                try await visit(device, as: .device, mount: mount, complete: complete, &state, inotify)
+            }
+        case .device:
+            for folder in WatchVolume.dataFolders(in: path) {
+                try await visit(folder, as: .data, mount: mount, complete: complete, &state, inotify)
+            }
+        case .data:
+            for file in WatchVolume.fitFiles(inDataFolder: path) {
+                try Task.checkCancellation()
+                if complete { await importFile(file) } else { state.settling.observe(file, writing: false) }
+            }
+        }
+    }
+
+    private func importFile(_ path: String) async {
+        let report = await pipeline.importFile(path)
+        // Files the ledger knows are not worth a log line at every plug-in.
+        if report.status != .alreadyImported { await onImported(report) }
+    }
+
+    /// Wakes the driver to read mountinfo now and whenever it may have changed since. The
+    /// kernel flags a change of `/proc/.../mountinfo` to poll(2) on a descriptor opened before
+    /// the change, so each descriptor is opened before the reading it asks for; other files
+    /// (tests) are read again every `poll`.
+    private func watchMountInfo(_ wake: AsyncStream<Wake>.Continuation) async throws {
+        guard settings.mountInfo.hasPrefix("/proc/") else {
+            while true {
+                wake.yield(.mounts)
+                try await Task.sleep(for: settings.poll)
+            }
+        }
+        while true {
+            let fd = open(settings.mountInfo, O_RDONLY | O_CLOEXEC)
+            wake.yield(.mounts)  // a failed open shows as a failed reading
+            guard fd >= 0 else {
+                try await Task.sleep(for: settings.poll)
+                continue
+            }
+            defer { close(fd) }
+            while try await !Self.flagged(fd, within: settings.poll) {}
+        }
+    }
+
+    /// Whether the kernel flags `fd` (POLLPRI) within `limit`. poll(2) blocks, so it runs off
+    /// the cooperative pool; the bound lets a stop be seen.
+    private static func flagged(_ fd: Int32, within limit: Duration) async throws -> Bool {
+        let ms = Int32(limit.components.seconds * 1000 + limit.components.attoseconds / 1_000_000_000_000_000)
+        let flagged = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            DispatchQueue.global().async {
+                var waiter = pollfd(fd: fd, events: Int16(POLLPRI), revents: 0)
+                continuation.resume(returning: poll(&waiter, 1, ms) > 0)
+            }
+        }
+        try Task.checkCancellation()
+        return flagged
     }
 }

@@ -106,32 +106,20 @@ struct WatchFolder: Sendable {
 }
 
 /// The files of a watched folder not imported yet, and when each will be: the one owner of that
-/// state. Complete at once on close-after-write or move-in. A file seen being written waits for
-/// that close (the kernel closes it even when the writer dies); a file whose writing was not
-/// seen (found by a scan) is complete once its size and time stood still for the settle time.
+/// state. Complete at once on close-after-write or move-in; otherwise as ``SettlingFiles`` says.
 actor Inbox {
-    struct Seen {
-        var size: Int64
-        var modified: Double
-        var since: ContinuousClock.Instant
-        /// A writer was seen (created or modified while watched): wait for its close.
-        var writing: Bool
-    }
-
     let folder: String
-    let settle: Duration
-    private var pending: [String: Seen] = [:]
-    private let clock = ContinuousClock()
+    private var files: SettlingFiles
 
     init(folder: String, settle: Duration) {
         self.folder = folder
-        self.settle = settle
+        files = SettlingFiles(settle: settle)
     }
 
     /// Puts every candidate file of the folder under watch (at start, and after lost events).
     func rescan() {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-        for name in names where WatchFolder.isCandidate(name) { observe(folder + "/" + name, writing: false) }
+        for name in names where WatchFolder.isCandidate(name) { files.observe(folder + "/" + name, writing: false) }
     }
 
     /// The files an event makes ready.
@@ -143,19 +131,60 @@ actor Inbox {
         guard !event.isDirectory, WatchFolder.isCandidate(event.name) else { return [] }
         let path = folder + "/" + event.name
         if event.isCloseWrite || event.isMovedTo {
-            pending[path] = nil
+            files.remove(path)
             return [path]
         }
         if event.mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 {
-            pending[path] = nil
+            files.remove(path)
         } else {
-            observe(path, writing: true)  // created or written: wait for the close
+            files.observe(path, writing: true)  // created or written: wait for the close
         }
         return []
     }
 
     /// Files whose size and time have stood still for the settle time.
-    func settled() -> [String] {
+    func settled() -> [String] { files.settled() }
+
+    /// Paths waiting, for tests and status.
+    var waiting: [String] { files.waiting }
+}
+
+/// Files that may still be being written, and when each counts as complete. A file seen being
+/// written waits for its close (the caller hears of it from inotify and calls ``remove(_:)``;
+/// the kernel closes a file even when its writer dies). A file whose writing was not seen
+/// (found by listing a folder) is complete once its size and time stood still for `settle`.
+struct SettlingFiles {
+    struct Seen {
+        var size: Int64
+        var modified: Double
+        var since: ContinuousClock.Instant
+        /// A writer was seen (created or modified while watched): wait for its close.
+        var writing: Bool
+    }
+
+    let settle: Duration
+    private var pending: [String: Seen] = [:]
+    private let clock = ContinuousClock()
+
+    init(settle: Duration) { self.settle = settle }
+
+    var isEmpty: Bool { pending.isEmpty }
+    /// Paths waiting, sorted.
+    var waiting: [String] { pending.keys.sorted() }
+
+    /// Starts (or goes on) watching `path`; `writing`: a writer was seen.
+    mutating func observe(_ path: String, writing: Bool) {
+        guard let now = Self.stat(path) else { return }
+        let wasWriting = pending[path]?.writing ?? false
+        if let seen = pending[path], seen.size == now.size, seen.modified == now.modified, seen.writing || !writing { return }
+        pending[path] = Seen(size: now.size, modified: now.modified, since: clock.now, writing: writing || wasWriting)
+    }
+
+    /// Forgets `path` (closed after writing, moved away, deleted).
+    mutating func remove(_ path: String) { pending[path] = nil }
+
+    /// Files whose size and time have stood still for the settle time; they are forgotten.
+    mutating func settled() -> [String] {
         var ready: [String] = []
         for (path, seen) in pending where !seen.writing {
             guard let now = Self.stat(path) else {
@@ -171,16 +200,6 @@ actor Inbox {
         }
         return ready.sorted()
     }
-
-    private func observe(_ path: String, writing: Bool) {
-        guard let now = Self.stat(path) else { return }
-        let wasWriting = pending[path]?.writing ?? false
-        if let seen = pending[path], seen.size == now.size, seen.modified == now.modified, seen.writing || !writing { return }
-        pending[path] = Seen(size: now.size, modified: now.modified, since: clock.now, writing: writing || wasWriting)
-    }
-
-    /// Paths waiting, for tests and status.
-    var waiting: [String] { pending.keys.sorted() }
 
     /// Size and modification time of a regular file, or nil.
     static func stat(_ path: String) -> (size: Int64, modified: Double)? {
