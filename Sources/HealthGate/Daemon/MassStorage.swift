@@ -289,8 +289,8 @@ struct MassStorage: Sendable {
 
     private func mountsMayHaveChanged(_ state: inout Visits, _ inotify: Inotify) async throws {
         let text: String
-        do { text = try String(contentsOfFile: settings.mountInfo, encoding: .utf8) } catch {
-            throw ConfigError(keyPath: "mountinfo", reason: "cannot read \(settings.mountInfo): \(error.localizedDescription)")
+        do { text = try ProcFile.read(settings.mountInfo) } catch {
+            throw ConfigError(keyPath: "mountinfo", reason: "\(error)")
         }
         let (mounts, errors) = MountInfo.parse(text)
         for error in errors { onProblem("\(settings.mountInfo): \(error)") }
