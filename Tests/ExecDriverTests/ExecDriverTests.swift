@@ -29,6 +29,38 @@ import Testing
         #expect(try parser.parse("", number: 6) == nil && parser.parse("  # comment", number: 7) == nil)
     }
 
+    /// The optional keys of each type arrive where they belong; null is the same as absent.
+    @Test func readsTheOptionalKeys() throws {
+        let m = try parser.parse(#"{"type":"measurement","kind":"spo2","time":"\#(t)","end":"2026-11-22T07:31:00Z","value":97,"device":null}"#, number: 1)
+        guard case .measurement(let measurement)? = m else { Issue.record("not a measurement"); return }
+        #expect(measurement.end == ISO8601.parse("2026-11-22T07:31:00Z") && measurement.source.device == nil && measurement.extra.isEmpty)
+        let h = try parser.parse(#"{"type":"habit","habit":"vape","time":"\#(t)","category":"cessation","label":"craving","note":"after lunch"}"#, number: 2)
+        guard case .habit(let habit)? = h else { Issue.record("not a habit"); return }
+        #expect(habit.category == "cessation" && habit.label == "craving" && habit.note == "after lunch" && habit.value == nil && habit.unit == nil)
+        let w = try parser.parse(#"{"type":"workout","sport":"cycling","sub_sport":"indoor_cycling","start":"\#(t)","end":"2026-11-22T08:30:00Z","elapsed_s":3600,"timer_s":3500.5,"energy_kcal":640,"max_hr":171,"ascent_m":12.5,"descent_m":11}"#, number: 3)
+        guard case .workout(let workout)? = w else { Issue.record("not a workout"); return }
+        #expect(workout.subSport == "indoor_cycling" && workout.elapsedS == 3600 && workout.timerS == 3500.5)
+        #expect(workout.energyKcal == 640 && workout.energySource == .device && workout.maxHeartRate == 171)
+        #expect(workout.ascentM == 12.5 && workout.descentM == 11 && workout.distanceM == nil && workout.avgHeartRate == nil)
+        let bare = try parser.parse(#"{"type":"workout","sport":"yoga","start":"\#(t)","end":"2026-11-22T08:30:00Z","energy_kcal":null}"#, number: 4)
+        guard case .workout(let plain)? = bare else { Issue.record("not a workout"); return }
+        #expect(plain.energyKcal == nil && plain.energySource == nil && plain.subSport == nil)
+        let s = try parser.parse(#"{"type":"sleep","start":"2026-11-21T23:00:00Z","end":"2026-11-22T06:00:00Z","stages":[{"start":"2026-11-21T23:00:00Z","end":"2026-11-21T23:30:00Z"}]}"#, number: 5)
+        guard case .sleep(let session)? = s else { Issue.record("not sleep"); return }
+        #expect(session.stages.map(\.stage) == [.unknown] && session.version == 1)
+        for (line, message) in [
+            (#"{"type":"measurement","kind":"weight","time":"\#(t)","value":70,"extra":{"fat":"high"}}"#, "line 8: extra.fat: must be a number"),
+            (#"{"type":"measurement","kind":"weight","time":"\#(t)","value":70,"extra":[1]}"#, "line 8: extra: must be an object of numbers"),
+            (#"{"type":"sleep","start":"\#(t)","end":"\#(t)","stages":[3]}"#, "line 8: stages[0]: not an object"),
+            (#"{"type":"sleep","start":"\#(t)","end":"\#(t)","stages":{}}"#, "line 8: stages: must be a list"),
+            (#"{"type":"sleep","start":"\#(t)","end":"\#(t)","stages":[{"start":"\#(t)"}]}"#, "line 8: sleep: missing key 'stages[0].end'"),
+            (#"{"type":"sleep","start":"\#(t)","end":"\#(t)","stages":[{"start":"\#(t)","end":"\#(t)","depth":1}]}"#, "line 8: stages[0].depth: unknown key"),
+            (#"{"type":"habit","habit":"water","time":"\#(t)","note":5}"#, "line 8: note: must be a string"),
+        ] {
+            #expect(throws: ExecLineError(line: 8, reason: String(message.dropFirst("line 8: ".count)))) { try parser.parse(line, number: 8) }
+        }
+    }
+
     @Test func everyMistakeNamesItsLineAndKey() {
         let cases: [(String, String)] = [
             ("{not json", "line 9: not JSON: "),
