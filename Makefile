@@ -37,11 +37,16 @@ peer-test: setup
 server-test: setup server
 	HEALTHGATE_SERVER=.build/debug/healthgate-server python3 -m pytest -q -p no:cacheprovider Tests/server
 
+# Release builds carry the Swift runtime and Foundation inside the executable: the installed
+# daemon needs no Swift toolchain on the machine, and an idle daemon maps no library pages that
+# only other Swift programs would share.
+RELEASE = -c release --static-swift-stdlib
+
 # Throughput next to baselines measured in the same run (release build).
 bench: setup-build
-	$(SWIFT) build -c release --product healthgate-server
-	$(SWIFT) build -c release --product healthgate
-	$(SWIFT) build -c release --product healthgate-bench
+	$(SWIFT) build $(RELEASE) --product healthgate-server
+	$(SWIFT) build $(RELEASE) --product healthgate
+	$(SWIFT) build $(RELEASE) --product healthgate-bench
 	.build/release/healthgate-bench Fixtures
 
 # Regenerate the expected outputs from the independent reference decoders (PyPI).
@@ -68,10 +73,11 @@ systemd-check:
 # configuration unless one is there. Then: systemd-sysusers; systemd-tmpfiles --create;
 # udevadm control --reload; systemctl daemon-reload; systemctl enable --now healthgate.
 PREFIX ?= /usr/local
-BINARY ?= .build/release/healthgate
+# BINARY=path installs that executable instead of building the release one.
+BINARY ?=
 install:
-	@[ -x "$(BINARY)" ] || $(SWIFT) build -c release --product healthgate
-	install -D -m 0755 $(BINARY) $(DESTDIR)$(PREFIX)/bin/healthgate
+	$(if $(BINARY),,$(SWIFT) build $(RELEASE) --product healthgate)
+	install -D -m 0755 $(or $(BINARY),.build/release/healthgate) $(DESTDIR)$(PREFIX)/bin/healthgate
 	install -d $(DESTDIR)/etc/systemd/system $(DESTDIR)/usr/lib/sysusers.d $(DESTDIR)/usr/lib/tmpfiles.d \
 		$(DESTDIR)/etc/udev/rules.d $(DESTDIR)/etc/healthgate $(DESTDIR)$(PREFIX)/share/healthgate \
 		$(DESTDIR)$(PREFIX)/share/doc/healthgate

@@ -6,6 +6,19 @@
 import Foundation
 
 var arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.contains(where: { ["-h", "--help", "help"].contains($0) }) {
+    print("""
+        USAGE: healthgate-bench [all|files|ble|sync|daemon] [--records N] [--backlog N] [--idle S] [FIXTURES]
+
+        Speed and footprint figures of the release build, each next to a baseline measured in the same run.
+          files    import the sample files (FIXTURES, default ./Fixtures) vs reading them
+          ble      live heart-rate straps through the emulated peer (needs Bumble)
+          sync     forward --records N (default 100000) and drain a --backlog N (default 1000000)
+          daemon   the idle daemon: start to READY, then RSS and CPU over --idle S seconds (default 60)
+          all      everything (the default)
+        """)
+    exit(0)
+}
 /// The number after `name` (and both removed from the arguments), or `fallback`.
 func option(_ name: String, _ fallback: Int, in arguments: inout [String]) -> Int {
     guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count,
@@ -19,6 +32,14 @@ let idleSeconds = option("--idle", 60, in: &arguments)
 let modes = ["all", "files", "ble", "sync", "daemon"]
 let mode = arguments.first.flatMap { modes.contains($0) ? $0 : nil } ?? "all"
 let fixtures = arguments.first { !modes.contains($0) } ?? "Fixtures"
+if let unknown = arguments.first(where: { $0.hasPrefix("-") }) {
+    FileHandle.standardError.write(Data("healthgate-bench: unknown option \(unknown) (see --help)\n".utf8))
+    exit(64)
+}
+guard mode != "all" && mode != "files" || FileManager.default.fileExists(atPath: fixtures) else {
+    FileHandle.standardError.write(Data("healthgate-bench: no sample files at \(fixtures) (run it from the package folder, or name the folder)\n".utf8))
+    exit(66)
+}
 
 print("HealthGate benchmark (release build)")
 if mode == "all" || mode == "files" {
