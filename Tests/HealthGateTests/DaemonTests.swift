@@ -109,6 +109,17 @@ func temporaryFolder(_ tag: String) throws -> String {
         #expect(await daemon.notify.waitFor("READY=1") != nil)
         #expect(daemon.process.isRunning)
 
+        // Once started it gives back the pages start-up touched, and goes on working.
+        #expect(await daemon.waitForLog("released start-up pages"), "\(daemon.log)")
+        let trim = try #require(daemon.log.split(separator: "\n").first { $0.contains("released start-up pages") })
+        func megabytes(_ key: String) -> Double? {
+            trim.split(separator: " ").first { $0.hasPrefix(key + "=") }.flatMap { Double($0.dropFirst(key.count + 1)) }
+        }
+        let rssBefore = try #require(megabytes("rss_before_mb")), rssAfter = try #require(megabytes("rss_after_mb"))
+        #expect(rssAfter < rssBefore, "\(trim)")
+        #expect(await daemon.notify.waitFor("WATCHDOG=1") != nil, "no watchdog ping after the trim")
+        #expect(await StatusServer.query(path: socket)?.pid == daemon.process.processIdentifier)
+
         daemon.signal(SIGTERM)
         #expect(await daemon.notify.waitFor("STOPPING=1") != nil)
         #expect(await daemon.waitForExit() == 0, "\(daemon.log)")
