@@ -47,6 +47,9 @@ public struct ExecDriver: DeviceDriver {
         /// How long records gather before they are stored together.
         public var batchInterval: Duration = .milliseconds(500)
         public var stopTimeout: Duration = .seconds(3)
+        /// Lines read but not yet handled, at most: beyond that the program waits on its full
+        /// pipe (a program writing faster than records are stored cannot fill the memory).
+        public var maximumPendingLines = 4096
         public var onEvent: (@Sendable (ExecEvent) -> Void)?
 
         public init(command: [String], instance: String) {
@@ -121,8 +124,11 @@ public struct ExecDriver: DeviceDriver {
         configuration.onEvent?(.started(pid: child.pid))
         let onEvent = configuration.onEvent
         let (inputs, input) = AsyncStream<Input>.makeStream(bufferingPolicy: .unbounded)
-        LineReader.read(child.stdout, limit: ExecLineParser.maximumLineBytes, onLine: { input.yield(.line($0)) },
-                        onEnd: { input.finish() })
+        let credits = Credits(configuration.maximumPendingLines)
+        LineReader.read(child.stdout, limit: ExecLineParser.maximumLineBytes, onLine: {
+            credits.take()  // on the reading thread: waits while the driver is behind
+            input.yield(.line($0))
+        }, onEnd: { input.finish() })
         let stderrDone = AsyncStream<Void>.makeStream()
         LineReader.read(child.stderr, limit: 64 * 1024, onLine: { onEvent?(.stderr($0.text)) },
                         onEnd: { stderrDone.continuation.finish() })
@@ -143,6 +149,7 @@ public struct ExecDriver: DeviceDriver {
                     batch.removeAll()
                     continue
                 }
+                credits.give()
                 number += 1
                 if line.tooLong {
                     onEvent?(.badLine(ExecLineError(line: number, reason: "longer than \(ExecLineParser.maximumLineBytes) bytes")))
@@ -166,6 +173,7 @@ public struct ExecDriver: DeviceDriver {
         } onCancel: {
             child.stop(after: configuration.stopTimeout)
         }
+        credits.release()  // nobody takes lines any more: the reader must not wait for them
         timer?.cancel()
         for await _ in stderrDone.stream {}
         let status = await child.exitStatus()
@@ -254,6 +262,38 @@ final class Child: Sendable {
 
     /// Its exit status, or 128 + the signal that ended it.
     func exitStatus() async -> Int32 { await exit.value() }
+}
+
+/// Credits for lines read ahead of the driver: the reading thread takes one per line (waiting
+/// when there is none), the driver gives one back per line handled.
+final class Credits: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var available: Int
+    private var released = false
+
+    init(_ count: Int) { available = max(1, count) }
+
+    func take() {
+        condition.lock()
+        defer { condition.unlock() }
+        while available == 0 && !released { condition.wait() }
+        available -= 1
+    }
+
+    func give() {
+        condition.lock()
+        available += 1
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// From now on `take()` never waits.
+    func release() {
+        condition.lock()
+        released = true
+        condition.broadcast()
+        condition.unlock()
+    }
 }
 
 /// A status set once by the reaping thread and awaited by the driver.

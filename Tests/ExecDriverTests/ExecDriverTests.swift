@@ -101,6 +101,39 @@ final class Collected: RecordSink, @unchecked Sendable {
     func emit(_ batch: LiveBatch) async throws { lock.withLock { stored += batch.records } }
 }
 
+/// A store that is stuck until `open()`: every batch waits for it.
+final class GatedSink: RecordSink, @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: [HealthRecord] = []
+    private var isOpen = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+    var records: [HealthRecord] { lock.withLock { stored } }
+    /// Batches waiting for the gate.
+    var waiting: Int { lock.withLock { waiters.count } }
+
+    func open() {
+        let woken = lock.withLock {
+            isOpen = true
+            defer { waiters.removeAll() }
+            return waiters
+        }
+        for waiter in woken { waiter.resume() }
+    }
+
+    func emit(_ batch: [HealthRecord]) async throws {
+        await withCheckedContinuation { continuation in
+            let through = lock.withLock {
+                if !isOpen { waiters.append(continuation) }
+                return isOpen
+            }
+            if through { continuation.resume() }
+        }
+        lock.withLock { stored += batch }
+    }
+
+    func emit(_ batch: LiveBatch) async throws { try await emit(batch.records) }
+}
+
 final class Events: @unchecked Sendable {
     private let lock = NSLock()
     private var list: [ExecEvent] = []
@@ -202,6 +235,43 @@ final class Events: @unchecked Sendable {
             if !gone { try await Task.sleep(for: .milliseconds(50)) }
         }
         #expect(gone, "the program's background child still runs")
+    }
+
+    /// A program that writes far faster than its records are stored (the store is stuck) is held
+    /// back by its full pipe instead of the driver reading everything into memory; once the
+    /// store moves again every line arrives.
+    @Test func aFloodingProgramWaitsForTheStore() async throws {
+        let (path, folder) = try script("""
+            exec awk 'BEGIN { for (i = 1; i <= 200000; i++) {
+                printf "{\\"type\\":\\"habit\\",\\"habit\\":\\"water\\",\\"time\\":\\"2026-11-22T09:00:00Z\\",\\"key\\":\\"k%d\\"}\\n", i
+                if (i % 100 == 0) { printf "%d\\n", i > "'"$(dirname "$0")"'/written"; close("'"$(dirname "$0")"'/written") }
+            } }'
+            """)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var configuration = ExecDriver.Configuration(command: [path], instance: "t")
+        configuration.maximumPendingLines = 100
+        configuration.restartDelay = .seconds(600)
+        let sink = GatedSink()
+        let task = Task { try await ExecDriver(configuration: configuration).run(into: sink) }
+        func written() -> Int {
+            Int((try? String(contentsOfFile: folder + "/written", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
+        }
+        // The first batch (1,000 records) is stuck in the store; the program gets a little further.
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline, sink.waiting == 0 { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(sink.waiting == 1)
+        try await Task.sleep(for: .seconds(2))
+        let held = written()
+        // 1,000 in the batch, 100 read ahead, then what the pipe and the reader's buffer hold
+        // (64 KiB each, about 900 lines): far from the 200,000 it would have written.
+        #expect(held < 5_000, "the program wrote \(held) lines while nothing was stored")
+        sink.open()
+        let end = Date().addingTimeInterval(120)
+        while Date() < end, sink.records.count < 200_000 { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(sink.records.count == 200_000)
+        #expect(Set(sink.records.map(\.id)).count == 200_000)
+        task.cancel()
+        _ = try? await task.value
     }
 
     @Test func missingProgramIsReportedAndRetried() async throws {
