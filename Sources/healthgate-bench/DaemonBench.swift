@@ -21,7 +21,7 @@ func daemonBenchmarks(seconds: Int = 60) async throws {
         baselines.append(now() - t0)
     }
 
-    let server = try ServerProcess(databasePath: folder + "/server.sqlite")
+    let server = try await ServerProcess.start(databasePath: folder + "/server.sqlite")
     defer { server.stop() }
     let config = folder + "/healthgate.toml"
     try """

@@ -17,7 +17,7 @@ func syncBenchmarks(records: Int = 100_000, backlog: Int = 1_000_000) async thro
     try? FileManager.default.removeItem(atPath: folder)
     try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: folder) }
-    let server = try ServerProcess(databasePath: folder + "/server.sqlite")
+    let server = try await ServerProcess.start(databasePath: folder + "/server.sqlite")
     defer { server.stop() }
 
     // 1. The forwarder, `records` measurements.

@@ -6,6 +6,7 @@ import NIOCore
 import NIOHTTP1
 import SyncProtocol
 import Testing
+import TestSupport
 
 /// An answer: status, headers and body.
 struct Reply {
@@ -33,7 +34,7 @@ struct APIClient {
     var token: String?
 
     init(_ server: ServerProcess, token: String? = nil) {
-        baseURL = server.baseURL
+        baseURL = server.url.absoluteString
         self.token = token
     }
 

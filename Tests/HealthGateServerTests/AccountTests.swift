@@ -2,22 +2,23 @@ import Foundation
 import HealthModel
 import SyncProtocol
 import Testing
+import TestSupport
 
 /// Accounts, logins, tokens and devices against a real server process.
 @Suite struct AccountTests {
     @Test func healthAnswersTheVersion() async throws {
         let scratch = try Scratch()
-        let server = try await ServerProcess(scratch)
+        let server = try await ServerProcess.start(databasePath: scratch.dbPath)
         let reply = try await APIClient(server).send(.GET, "/v1/health")
         #expect(reply.status == 200)
         #expect(try reply.decode(HealthResponse.self) == HealthResponse(status: "ok", version: "0.1.0"))
-        #expect(server.baseURL.hasPrefix("http://127.0.0.1:") && !server.baseURL.hasSuffix(":0"))
-        #expect(await server.stop() == 0)
+        #expect(server.url.absoluteString.hasPrefix("http://127.0.0.1:") && !server.url.absoluteString.hasSuffix(":0"))
+        #expect(await server.stopped() == 0)
     }
 
     @Test func registerAndLogIn() async throws {
         let scratch = try Scratch()
-        let server = try await ServerProcess(scratch)
+        let server = try await ServerProcess.start(databasePath: scratch.dbPath)
         let api = APIClient(server)
 
         let created = try await api.register("Ann@Example.org", "long enough password")
@@ -53,7 +54,7 @@ import Testing
 
     @Test func malformedRequestsGetClearJSONErrors() async throws {
         let scratch = try Scratch()
-        let server = try await ServerProcess(scratch)
+        let server = try await ServerProcess.start(databasePath: scratch.dbPath)
         let api = APIClient(server)
 
         let notJSON = try await api.send(.POST, "/v1/accounts", body: Data("{\"email\":".utf8))
@@ -78,7 +79,7 @@ import Testing
 
     @Test func failedLoginsAreRateLimited() async throws {
         let scratch = try Scratch()
-        let server = try await ServerProcess(scratch)
+        let server = try await ServerProcess.start(databasePath: scratch.dbPath)
         let api = APIClient(server)
         try await api.register("carol@example.org", "the right password")
 
@@ -97,12 +98,12 @@ import Testing
         // This address is blocked too (5 failures from it), whatever the email.
         try await api.register("dave@example.org", "the right password")
         #expect(try await api.login("dave@example.org", "the right password").status == 429)
-        #expect(server.log().contains("login refused: too many failures"))
+        #expect(server.log.contains("login refused: too many failures"))
     }
 
     @Test func wrongAndRevokedTokensAre401() async throws {
         let scratch = try Scratch()
-        let server = try await ServerProcess(scratch)
+        let server = try await ServerProcess.start(databasePath: scratch.dbPath)
         let api = APIClient(server)
         let (laptop, _) = try await api.account("erin@example.org", device: "laptop")
         let (phone, _) = try await api.account("erin@example.org", device: "phone")
@@ -139,7 +140,7 @@ import Testing
 
     @Test func primaryDeviceMarking() async throws {
         let scratch = try Scratch()
-        let server = try await ServerProcess(scratch)
+        let server = try await ServerProcess.start(databasePath: scratch.dbPath)
         let api = APIClient(server)
         let (laptop, laptopLogin) = try await api.account("frank@example.org", device: "laptop")
         let (pi, piLogin) = try await api.account("frank@example.org", device: "raspberry pi")

@@ -2,12 +2,13 @@ import Foundation
 import HealthModel
 import SyncProtocol
 import Testing
+import TestSupport
 
 /// Uploads, history and summaries against a real server process.
 @Suite struct RecordTests {
     @Test func uploadsAreUpsertsByIdAndVersion() async throws {
         let scratch = try Scratch()
-        let server = try await ServerProcess(scratch)
+        let server = try await ServerProcess.start(databasePath: scratch.dbPath)
         let (api, login) = try await APIClient(server).account("ann@example.org")
 
         let run = Make.workout("run")
@@ -40,7 +41,7 @@ import Testing
 
     @Test func rejectedRecordsCarryReasonsAndTheRestIsStored() async throws {
         let scratch = try Scratch()
-        let server = try await ServerProcess(scratch)
+        let server = try await ServerProcess.start(databasePath: scratch.dbPath)
         let (api, _) = try await APIClient(server).account("ann@example.org")
 
         let good = Make.habit("water", time: "2026-03-02T10:00:00Z")
@@ -89,7 +90,7 @@ import Testing
 
     @Test func uploadBodyLimits() async throws {
         let scratch = try Scratch()
-        let server = try await ServerProcess(scratch)
+        let server = try await ServerProcess.start(databasePath: scratch.dbPath)
         let (api, _) = try await APIClient(server).account("ann@example.org")
 
         // gzip: accepted like plain JSON.
@@ -141,7 +142,7 @@ import Testing
 
     @Test func historyPagesWithCursors() async throws {
         let scratch = try Scratch()
-        let server = try await ServerProcess(scratch)
+        let server = try await ServerProcess.start(databasePath: scratch.dbPath)
         let (api, _) = try await APIClient(server).account("ann@example.org")
         let records = (0..<25).map { Make.measurement("m\($0)", time: "2026-03-02T06:\(String(format: "%02d", $0)):00Z") }
         #expect(try await api.uploadStatuses(records).allSatisfy { $0 == .accepted })
@@ -178,7 +179,7 @@ import Testing
 
     @Test func summariesPerPeriod() async throws {
         let scratch = try Scratch()
-        let server = try await ServerProcess(scratch)
+        let server = try await ServerProcess.start(databasePath: scratch.dbPath)
         let (api, _) = try await APIClient(server).account("ann@example.org")
         // 2025-12-29 is a Monday (its week holds 2026-01-01); 2026-03-01 is a Sunday.
         let records = [

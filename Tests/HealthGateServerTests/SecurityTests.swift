@@ -3,12 +3,13 @@ import HealthGateServer
 import HealthModel
 import SyncProtocol
 import Testing
+import TestSupport
 
 /// Isolation between users, secrets at rest and in logs, restarts.
 @Suite struct SecurityTests {
     @Test func usersWithTheSameRecordIdStaySeparate() async throws {
         let scratch = try Scratch()
-        let server = try await ServerProcess(scratch)
+        let server = try await ServerProcess.start(databasePath: scratch.dbPath)
         let (ann, _) = try await APIClient(server).account("ann@example.org")
         let (bob, _) = try await APIClient(server).account("bob@example.org")
 
@@ -41,7 +42,7 @@ import Testing
 
     @Test func passwordsAndTokensNeverAppearInTheDatabaseOrTheLog() async throws {
         let scratch = try Scratch()
-        let server = try await ServerProcess(scratch, arguments: ["--log-level", "trace"])
+        let server = try await ServerProcess.start(databasePath: scratch.dbPath, extraArguments: ["--log-level", "trace"])
         let api = APIClient(server)
         let password = "Plain-Password-\(UUID().uuidString)"
         let wrongPassword = "Wrong-Password-\(UUID().uuidString)"
@@ -54,10 +55,10 @@ import Testing
         var wrong = client
         wrong.token = "Wrong-Token-\(UUID().uuidString)"
         #expect(try await wrong.send(.GET, "/v1/devices").status == 401)
-        #expect(await server.stop() == 0)
+        #expect(await server.stopped() == 0)
 
         let database = try scratch.databaseBytes()
-        let log = Data(server.log().utf8)
+        let log = Data(server.log.utf8)
         #expect(!log.isEmpty && !database.isEmpty)
         for secret in [password, wrongPassword, login.token, secondLogin.token, wrong.token!] {
             #expect(database.range(of: Data(secret.utf8)) == nil, "a secret is in the database")
@@ -73,7 +74,7 @@ import Testing
 
     @Test func aRestartKeepsEverything() async throws {
         let scratch = try Scratch()
-        var server = try await ServerProcess(scratch, logName: "first.log")
+        var server = try await ServerProcess.start(databasePath: scratch.dbPath)
         let (api, login) = try await APIClient(server).account("ann@example.org", device: "pi")
         let records = [Make.workout("w"), Make.sleep("s", start: "2026-03-01T22:00:00Z", hours: 8),
                        Make.habit("h", time: "2026-03-02T10:00:00Z"), Make.measurement("m", time: "2026-03-02T06:00:00Z")]
@@ -81,10 +82,10 @@ import Testing
         #expect(try await api.send(.PUT, "/v1/devices/current/primary").status == 200)
         let history = try await api.allHistory()
         let summary = try await api.summaries("period=week").decode(SummaryResponse.self)
-        #expect(await server.stop(signal: SIGINT) == 0)
-        #expect(server.log().contains("stopped"))
+        #expect(await server.stopped(by: SIGINT) == 0)
+        #expect(server.log.contains("stopped"))
 
-        server = try await ServerProcess(scratch, logName: "second.log")
+        server = try await ServerProcess.start(databasePath: scratch.dbPath)
         var again = APIClient(server)
         again.token = login.token
         #expect(try await again.allHistory() == history)
@@ -94,6 +95,6 @@ import Testing
         #expect(try await again.uploadStatuses(records) == [.duplicate, .duplicate, .duplicate, .duplicate])
         #expect(try await APIClient(server).login("ann@example.org", "long enough password").status == 201)
         #expect(try await APIClient(server).register("ann@example.org", "long enough password").status == 409)
-        #expect(await server.stop() == 0)
+        #expect(await server.stopped() == 0)
     }
 }

@@ -152,7 +152,7 @@ func temporaryFolder(_ tag: String) throws -> String {
     @Test func recordedWorkoutReachesTheServer() async throws {
         let peer = try await BLEPeer.start(peripherals: ["hr"], rate: "10")
         defer { peer.stop() }
-        let server = try ServerProcess()
+        let server = try await ServerProcess.start()
         defer { server.stop() }
         let first = try temporaryFolder("daemon-ble"), second = try temporaryFolder("daemon-ble-2")
         defer { for f in [first, second] { try? FileManager.default.removeItem(atPath: f) } }
@@ -222,7 +222,7 @@ func temporaryFolder(_ tag: String) throws -> String {
     /// A FIT file dropped into the watch folder (written in two parts) is imported once it is
     /// closed, moved to `imported/`, and reaches a running server: a second install pulls it.
     @Test func fileDroppedIntoTheInboxReachesTheServer() async throws {
-        let server = try ServerProcess()
+        let server = try await ServerProcess.start()
         defer { server.stop() }
         let first = try temporaryFolder("daemon-inbox"), second = try temporaryFolder("daemon-inbox-2")
         defer { for f in [first, second] { try? FileManager.default.removeItem(atPath: f) } }

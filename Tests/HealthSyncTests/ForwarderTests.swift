@@ -118,7 +118,7 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
 
 @Suite(.serialized) struct ForwarderTests {
     @Test func syncSendsEverythingOnceAndASecondInstallConverges() async throws {
-        let server = try ServerProcess()
+        let server = try await ServerProcess.start()
         let a = try Install()
         try await a.importFixtures()
         let local = try a.allRecords()
@@ -159,7 +159,7 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
     }
 
     @Test func aServerKilledMidDrainEndsWithExactlyTheSameSet() async throws {
-        let server = try ServerProcess()
+        let server = try await ServerProcess.start()
         let a = try Install()
         try await a.importFixtures()
         let local = try a.allRecords()
@@ -183,7 +183,7 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
     /// The server fails uploads on purpose (seeded): 503 with Retry-After, no answer past the
     /// client's timeout, and the worst case, stored but the connection dropped before the answer.
     @Test func aFaultyServerEndsWithExactlyTheSameSet() async throws {
-        let server = try ServerProcess(extraArguments: ["--fault-rate", "0.5", "--fault-seed", "7",
+        let server = try await ServerProcess.start(extraArguments: ["--fault-rate", "0.5", "--fault-seed", "7",
                                                         "--fault-kinds", "unavailable,stall,drop", "--fault-stall", "3"])
         let a = try Install()
         try await a.importFixtures()
@@ -207,7 +207,7 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
     /// A server with low upload limits refuses big batches as too large (413): the forwarder
     /// splits them until they fit, and a record too large on its own becomes a dead letter.
     @Test func batchesRefusedAsTooLargeAreSplitDownToTheRecord() async throws {
-        let server = try ServerProcess(extraArguments: ["--max-upload-records", "3", "--max-upload-bytes", "60000"])
+        let server = try await ServerProcess.start(extraArguments: ["--max-upload-records", "3", "--max-upload-bytes", "60000"])
         let a = try Install()
         try await a.importFixtures()
         let local = try a.allRecords()
@@ -228,7 +228,7 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
     }
 
     @Test func aWrongTokenKeepsEverythingInTheOutbox() async throws {
-        let server = try ServerProcess()
+        let server = try await ServerProcess.start()
         let a = try Install()
         try await a.importFixtures()
         let depth = try a.store.outboxDepth()
@@ -253,7 +253,7 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
     }
 
     @Test func recordsTheServerRefusesBecomeDeadLettersAndTheRestIsSent() async throws {
-        let server = try ServerProcess()
+        let server = try await ServerProcess.start()
         let a = try Install()
         try await a.importFixtures()
         // A record from a device whose clock ran a year ahead: stored here (written past the
@@ -281,7 +281,7 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
     }
 
     @Test func registerLoginSyncStatusLogout() async throws {
-        let server = try ServerProcess()
+        let server = try await ServerProcess.start()
         let a = try Install()
         try await a.importFixtures()
         let depth = try a.store.outboxDepth()
@@ -322,7 +322,7 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
     /// The syncing process is killed part-way (SIGKILL: no chance to tidy up) and run again:
     /// the server ends with exactly the install's records, none missing, none twice.
     @Test func aSyncKilledMidDrainAndRunAgainSendsEverythingOnce() async throws {
-        let server = try ServerProcess()
+        let server = try await ServerProcess.start()
         let a = try Install()
         try await a.importFixtures()
         let local = try a.allRecords()

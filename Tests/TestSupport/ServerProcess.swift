@@ -29,6 +29,11 @@ public final class ServerProcess: @unchecked Sendable {
         try start(port: port)
     }
 
+    /// Starts the server (see `init`), waiting for its first line off the shared concurrency pool.
+    public static func start(databasePath: String? = nil, port: Int = 0, extraArguments: [String] = []) async throws -> ServerProcess {
+        try await onOwnThread { try ServerProcess(databasePath: databasePath, port: port, extraArguments: extraArguments) }
+    }
+
     /// The server's log so far.
     public var log: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
@@ -67,6 +72,19 @@ public final class ServerProcess: @unchecked Sendable {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         try start(port: url.port ?? 0)
+    }
+
+    /// Sends `signal`, waits for the exit (SIGKILL after 15 s) and answers the exit status.
+    @discardableResult
+    public func stopped(by signal: Int32 = SIGTERM) async -> Int32 {
+        if process.isRunning {
+            kill(process.processIdentifier, signal)
+            let deadline = Date().addingTimeInterval(15)
+            while process.isRunning && Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            while process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
+        }
+        return process.terminationStatus
     }
 
     public func stop() {
