@@ -10,6 +10,7 @@ public struct ServerOptions: Sendable {
     public var port = 8080
     public var bcryptCost = PasswordHasher.defaultCost
     public var loginPolicy = LoginAttempts.Policy()
+    public var registrationPolicy = RegistrationThrottle.defaultPolicy
     public var limits = ServerLimits()
     /// Fault injection for client tests; nil in normal use.
     public var faults: FaultPlan?
@@ -24,7 +25,8 @@ public enum HealthGateServer {
     public static func application(options: ServerOptions, store: any ServerStore, logger: Logger,
                                    onListening: @escaping @Sendable (String) -> Void = { _ in }) -> some ApplicationProtocol {
         let deps = ServerDependencies(store: store, hasher: PasswordHasher(cost: options.bcryptCost),
-                                      throttle: LoginThrottle(policy: options.loginPolicy), checker: UploadChecker(),
+                                      throttle: LoginThrottle(policy: options.loginPolicy),
+                                      registrations: RegistrationThrottle(policy: options.registrationPolicy), checker: UploadChecker(),
                                       limits: options.limits)
         let router = Routes.router(deps, faults: options.faults.map(FaultInjector.init))
         return Application(router: router,

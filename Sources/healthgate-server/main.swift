@@ -50,6 +50,9 @@ struct ServerCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Most records accepted in one upload (more: 413).", valueName: "n"))
     var maxUploadRecords = SyncAPI.maxRecordsPerUpload
 
+    @Option(help: ArgumentHelp("Registrations accepted from one client address per hour (more: 429).", valueName: "n"))
+    var registrationsPerHour = RegistrationThrottle.defaultPolicy.limit
+
     @Option(help: ArgumentHelp("Testing: the fraction (0...1) of uploads (POST /v1/records) that fail on purpose.",
                                valueName: "rate", visibility: .hidden))
     var faultRate: Double = 0
@@ -79,6 +82,7 @@ struct ServerCommand: AsyncParsableCommand {
         guard (1...SyncAPI.maxRecordsPerUpload).contains(maxUploadRecords) else {
             throw ValidationError("--max-upload-records must be in 1...\(SyncAPI.maxRecordsPerUpload)")
         }
+        guard registrationsPerHour >= 1 else { throw ValidationError("--registrations-per-hour must be 1 or more") }
         guard (0...1).contains(faultRate) else { throw ValidationError("--fault-rate must be in 0...1") }
         _ = try kinds()
         guard faultStall >= 0, faultStall.isFinite else { throw ValidationError("--fault-stall must be a number of seconds") }
@@ -114,6 +118,7 @@ struct ServerCommand: AsyncParsableCommand {
         options.bcryptCost = bcryptCost
         options.limits.uploadBodyBytes = maxUploadBytes
         options.limits.recordsPerUpload = maxUploadRecords
+        options.registrationPolicy.limit = registrationsPerHour
         if faultRate > 0 {
             options.faults = FaultPlan(rate: faultRate, seed: faultSeed, kinds: try kinds(),
                                        stall: .milliseconds(Int64(faultStall * 1000)))

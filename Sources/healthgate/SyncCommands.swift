@@ -85,6 +85,12 @@ func withClient<T>(_ client: SyncClient, _ body: (SyncClient) async throws -> T)
     }
 }
 
+/// The server (or the way to it) said no: printed as `Error: ...`, exit status 1 (not a usage
+/// error: the command line was fine).
+struct ServerRefusal: Error, CustomStringConvertible {
+    var description: String
+}
+
 struct RegisterCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "register", abstract: "Create an account on the tracking server.",
@@ -97,7 +103,7 @@ struct RegisterCommand: AsyncParsableCommand {
         let password = try account.password(confirm: true)
         let answer = try await withClient(try account.client()) { client in
             do { return try await client.register(email: account.email, password: password) } catch {
-                throw ValidationError("\(account.server): \(error)")
+                throw ServerRefusal(description: "\(account.server): \(error)")
             }
         }
         if output.json { return try Output.printJSON(["user_id": answer.userId, "email": account.email]) }
@@ -133,7 +139,7 @@ struct LoginCommand: AsyncParsableCommand {
                 let primary = notPrimary ? nil : try await client.markPrimary(token: answer.token)
                 return (answer, primary)
             } catch {
-                throw ValidationError("\(account.server): \(error)")
+                throw ServerRefusal(description: "\(account.server): \(error)")
             }
         }
         let credentials = SyncCredentials(server: account.server, email: account.email, userId: answer.userId,

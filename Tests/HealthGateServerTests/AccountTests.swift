@@ -101,6 +101,31 @@ import TestSupport
         #expect(server.log.contains("login refused: too many failures"))
     }
 
+    /// Registrations cost a slow hash and tell whether an email has an account: an address gets
+    /// `--registrations-per-hour` of them, then 429 with Retry-After; requests refused as
+    /// malformed do not count, and accounts made before still log in.
+    @Test func registrationsPerAddressAreLimited() async throws {
+        let scratch = try Scratch()
+        let server = try await ServerProcess.start(databasePath: scratch.dbPath, extraArguments: ["--registrations-per-hour", "3"])
+        let api = APIClient(server)
+        #expect(try await api.register("not an email", "long enough password").status == 400)
+        #expect(try await api.register("short@example.org", "short").status == 400)
+        #expect(try await api.register("gina@example.org", "long enough password").status == 201)
+        #expect(try await api.register("gina@example.org", "long enough password").status == 409, "a conflict counts too")
+        #expect(try await api.register("hal@example.org", "long enough password").status == 201)
+        let refused = try await api.register("ivy@example.org", "long enough password")
+        #expect(refused.status == 429)
+        #expect(try refused.error().code == "too_many_requests")
+        let retryAfter = try #require(refused.headers.first(name: "Retry-After").flatMap { Int($0) })
+        #expect((3590...3600).contains(retryAfter))
+        #expect(try await api.login("ivy@example.org", "long enough password").status == 401, "ivy was not created")
+        #expect(try await api.login("hal@example.org", "long enough password").status == 201)
+        #expect(server.log.contains("registration refused: too many from the address"))
+
+        let bad = try await Tool.run(ServerProcess.executable, ["--db", scratch.dbPath, "--registrations-per-hour", "0"])
+        #expect(bad.status != 0 && bad.stderr.contains("--registrations-per-hour must be 1 or more"), "\(bad.stderr)")
+    }
+
     @Test func wrongAndRevokedTokensAre401() async throws {
         let scratch = try Scratch()
         let server = try await ServerProcess.start(databasePath: scratch.dbPath)

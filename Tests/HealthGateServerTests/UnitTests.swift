@@ -44,6 +44,17 @@ import Testing
         #expect(attempts.retryAfter(email: "e999", client: "other", now: t0.addingTimeInterval(1000)) != nil)
     }
 
+    @Test func registrationsAreAdmittedPerAddressWithinTheWindow() {
+        let throttle = RegistrationThrottle(policy: .init(limit: 2, window: 3600))
+        #expect(throttle.admit(client: "1.1.1.1", now: t0) == nil)
+        #expect(throttle.admit(client: "1.1.1.1", now: t0.addingTimeInterval(100)) == nil)
+        #expect(throttle.admit(client: "1.1.1.1", now: t0.addingTimeInterval(200)) == 3400)
+        #expect(throttle.admit(client: "2.2.2.2", now: t0.addingTimeInterval(200)) == nil)
+        // A refused attempt does not count: once the first is an hour old, one more is allowed.
+        #expect(throttle.admit(client: "1.1.1.1", now: t0.addingTimeInterval(3600)) == nil)
+        #expect(throttle.admit(client: "1.1.1.1", now: t0.addingTimeInterval(3601)) == 99)
+    }
+
     @Test func gzipInflaterStreamsWithACap() throws {
         let text = Data((0..<20_000).map { "line \($0)\n" }.joined().utf8)
         let zipped = gzip(text)

@@ -53,7 +53,9 @@ class Server:
         self.db = tmp / "server.sqlite"
         self.log_path = tmp / "server.log"
         self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([BINARY, "--db", str(self.db), "--port", "0", "--bcrypt-cost", "4"],
+        self.proc = subprocess.Popen([BINARY, "--db", str(self.db), "--port", "0", "--bcrypt-cost", "4",
+                                      # The fuzzer registers far more accounts than a person would.
+                                      "--registrations-per-hour", "100000"],
                                      stdout=subprocess.PIPE, stderr=self.log)
         ready, _, _ = select.select([self.proc.stdout], [], [], 20.0)
         line = self.proc.stdout.readline().decode() if ready else ""

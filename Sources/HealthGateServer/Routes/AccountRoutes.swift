@@ -17,11 +17,18 @@ struct AccountRoutes {
         group.put("devices/current/primary", use: markPrimary)
     }
 
-    /// `POST /v1/accounts`: 201, 400 (email, password), 409 (email exists).
+    /// `POST /v1/accounts`: 201, 400 (email, password), 409 (email exists), 429 (too many
+    /// registrations from the address).
     @Sendable func register(_ request: Request, context: ServerContext) async throws -> Response {
         let body = try await JSONBody.decode(RegisterRequest.self, from: request, limit: deps.limits.smallBodyBytes)
         let email = try Credentials.email(body.email)
         try Credentials.checkNewPassword(body.password)
+        // Counted once the request is well-formed: what is limited is the hashing and the answer.
+        let client = context.clientAddress
+        if let wait = deps.registrations.admit(client: client) {
+            context.logger.notice("registration refused: too many from the address", metadata: ["client": "\(client)"])
+            throw APIError.tooManyRequests("too many registrations from this address: try again in \(wait) s", retryAfter: wait)
+        }
         let hash = await deps.hasher.hash(body.password)
         do {
             let account = try await deps.store.createAccount(email: email, passwordHash: hash, now: Date())

@@ -4,11 +4,12 @@ import HealthModel
 import SyncProtocol
 
 /// What the routes share. Each piece of state has one owner: the store owns everything
-/// persistent, the throttle owns failed-login counts.
+/// persistent, the throttles own failed-login and registration counts.
 struct ServerDependencies: Sendable {
     let store: any ServerStore
     let hasher: PasswordHasher
     let throttle: LoginThrottle
+    let registrations: RegistrationThrottle
     let checker: UploadChecker
     let limits: ServerLimits
 }
