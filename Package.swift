@@ -23,7 +23,6 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
-        .package(url: "https://github.com/adam-fowler/compress-nio.git", from: "1.5.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
@@ -71,14 +70,15 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
-            .product(name: "CompressNIO", package: "compress-nio"),
+            "Gzip",
         ], path: "Sources/HealthSync"),
-        // The system zlib (gzip request bodies on the server).
+        // gzip with the system zlib: the client's upload bodies, the server's streaming inflater.
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
+        .target(name: "Gzip", dependencies: ["CZlib"], path: "Sources/Gzip"),
         // The reference tracking server (`healthgate-server`): accounts, device tokens, record
         // upserts, history, summaries; storage behind a protocol, SQLite by default.
         .target(name: "HealthGateServer", dependencies: [
-            "HealthModel", "SyncProtocol", "CZlib",
+            "HealthModel", "SyncProtocol", "Gzip",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -114,7 +114,7 @@ let package = Package(
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "CompressNIO", package: "compress-nio"),
+            "Gzip",
         ], path: "Sources/healthgate-bench"),
 
         // Helpers shared by the test targets (seeded generator for fuzz loops, the BLE peer harness).
@@ -140,7 +140,7 @@ let package = Package(
         .testTarget(name: "HealthGateTests", dependencies: ["TestSupport", "HealthGate", "HealthStore", "HealthModel"]),
         // Runs the built `healthgate-server` on loopback with real SQLite files.
         .testTarget(name: "HealthGateServerTests", dependencies: [
-            "TestSupport", "HealthGateServer", "SyncProtocol", "HealthModel", "CZlib",
+            "TestSupport", "HealthGateServer", "SyncProtocol", "HealthModel", "Gzip",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),

@@ -1,5 +1,5 @@
 import AsyncHTTPClient
-import CompressNIO
+import Gzip
 import Foundation
 import HealthModel
 import HealthStore
@@ -150,8 +150,8 @@ func encodedBatches(_ store: HealthStore, size: Int) throws -> [(bytes: ByteBuff
         guard let last = entries.last else { break }
         after = last.seq
         let records = try store.records(for: entries).compactMap { $0 }.map { WireRecord($0) }
-        var buffer = ByteBuffer(bytes: try encoder.encode(UploadRequest(records: records)))
-        out.append((try buffer.compress(with: .gzip()), records.count))
+        let buffer = ByteBuffer(bytes: try encoder.encode(UploadRequest(records: records)))
+        out.append((ByteBuffer(bytes: buffer.withUnsafeReadableBytes { Gzip.compress($0, level: 1) }), records.count))
     }
     return out
 }

@@ -1,6 +1,6 @@
 import AsyncHTTPClient
-import CZlib
 import Foundation
+import Gzip
 import HealthModel
 import NIOCore
 import NIOHTTP1
@@ -152,28 +152,5 @@ enum Make {
     }
 }
 
-/// gzip (zlib) for upload bodies.
-func gzip(_ data: Data, level: Int32 = 6) -> Data {
-    // zlib keeps a pointer back to the stream: it lives on the heap, where it cannot move.
-    let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
-    stream.initialize(to: z_stream())
-    precondition(czlib_deflate_init_gzip(stream, level) == Z_OK)
-    defer { deflateEnd(stream); stream.deallocate() }
-    var output = Data()
-    var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-    var input = [UInt8](data)
-    input.withUnsafeMutableBufferPointer { inBuffer in
-        stream.pointee.next_in = inBuffer.baseAddress
-        stream.pointee.avail_in = uInt(inBuffer.count)
-        var status: Int32 = Z_OK
-        while status != Z_STREAM_END {
-            chunk.withUnsafeMutableBufferPointer { out in
-                stream.pointee.next_out = out.baseAddress
-                stream.pointee.avail_out = uInt(out.count)
-                status = deflate(stream, Z_FINISH)
-                output.append(out.baseAddress!, count: out.count - Int(stream.pointee.avail_out))
-            }
-        }
-    }
-    return output
-}
+/// gzip for upload bodies.
+func gzip(_ data: Data, level: Int32 = 6) -> Data { Gzip.compress(data, level: level) }

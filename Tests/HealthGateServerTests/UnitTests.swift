@@ -1,8 +1,10 @@
 import Foundation
 import GRDB
+import Gzip
 import HealthModel
 import SyncProtocol
 import Testing
+import TestSupport
 @testable import HealthGateServer
 
 /// The server's pure pieces, without a process.
@@ -53,6 +55,25 @@ import Testing
         // A refused attempt does not count: once the first is an hour old, one more is allowed.
         #expect(throttle.admit(client: "1.1.1.1", now: t0.addingTimeInterval(3600)) == nil)
         #expect(throttle.admit(client: "1.1.1.1", now: t0.addingTimeInterval(3601)) == 99)
+    }
+
+    /// What `Gzip.compress` writes, at every level and for empty input, is what went in: read
+    /// back by the inflater and by the system's `gzip -dc` (an independent implementation).
+    @Test func gzipCompressesForAnyReader() async throws {
+        let text = Data((0..<5_000).map { "{\"id\":\"\($0)\",\"kind\":\"heart_rate\"}\n" }.joined().utf8)
+        for (input, level) in [(text, 0), (text, 1), (text, 6), (text, 9), (Data(), 1), (Data("é".utf8), 9)] as [(Data, Int32)] {
+            let zipped = Gzip.compress(input, level: level)
+            #expect(zipped.prefix(2) == Data([0x1F, 0x8B]), "gzip magic")
+            let inflater = try GzipInflater(limit: 1 << 22)
+            try zipped.withUnsafeBytes { try inflater.feed($0) }
+            #expect(try inflater.finish() == input, "level \(level)")
+            let path = NSTemporaryDirectory() + "hg-gzip-\(UUID().uuidString).gz"
+            try zipped.write(to: URL(fileURLWithPath: path))
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let system = try await Tool.run("/bin/gzip", ["-dc", path])
+            #expect(system.status == 0 && Data(system.stdout.utf8) == input, "gzip -dc at level \(level): \(system.stderr)")
+        }
+        #expect(Gzip.compress(text, level: 1).count < text.count / 4, "records repeat their keys")
     }
 
     @Test func gzipInflaterStreamsWithACap() throws {

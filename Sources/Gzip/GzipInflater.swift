@@ -6,8 +6,8 @@ import Foundation
 /// small body that inflates to gigabytes never gets further than the cap.
 ///
 /// Several gzip members in a row (what `cat a.gz b.gz` gives) inflate to their concatenation.
-final class GzipInflater {
-    enum Failure: Error, Equatable {
+public final class GzipInflater {
+    public enum Failure: Error, Equatable {
         case tooLarge
         case malformed(String)
     }
@@ -19,7 +19,7 @@ final class GzipInflater {
     private var atMemberEnd = false
     private static let chunkSize = 64 * 1024
 
-    init(limit: Int) throws(Failure) {
+    public init(limit: Int) throws(Failure) {
         self.limit = limit
         // zlib keeps a pointer back to the stream: it must not move, so it lives on the heap.
         stream = .allocate(capacity: 1)
@@ -36,7 +36,7 @@ final class GzipInflater {
     }
 
     /// Inflates the next piece of the compressed body.
-    func feed(_ bytes: UnsafeRawBufferPointer) throws(Failure) {
+    public func feed(_ bytes: UnsafeRawBufferPointer) throws(Failure) {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
         stream.pointee.next_in = UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: Bytef.self))
         stream.pointee.avail_in = uInt(bytes.count)
@@ -73,7 +73,7 @@ final class GzipInflater {
     }
 
     /// The inflated body; fails when the compressed body stopped in the middle of a member.
-    func finish() throws(Failure) -> Data {
+    public func finish() throws(Failure) -> Data {
         // Output zlib still holds (input fully consumed, room was the only limit).
         var chunk = [UInt8](repeating: 0, count: Self.chunkSize)
         while !atMemberEnd {
