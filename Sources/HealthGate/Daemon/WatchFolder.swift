@@ -52,22 +52,42 @@ struct WatchFolder: Sendable {
                                                      | IN_MODIFY))
         let inbox = Inbox(folder: settings.path, settle: settings.settle)
         await inbox.rescan()  // after the watch is in place, so nothing falls between
+        // One task handles events and settle ticks in order; ticks run only while files wait,
+        // so an idle folder costs no wake-ups.
+        let (wakes, wake) = AsyncStream<Wake>.makeStream()
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
-                for await event in inotify.events {
-                    for path in await inbox.handle(event) { await self.importFile(path) }
-                }
+                for await event in inotify.events { wake.yield(.event(event)) }
             }
             group.addTask {
-                let tick = settings.settle / 2
-                while !Task.isCancelled {
-                    try await Task.sleep(for: tick)
-                    for path in await inbox.settled() { await self.importFile(path) }
+                var tickScheduled = false
+                wake.yield(.settleTick)
+                for await next in wakes {
+                    switch next {
+                    case .event(let event):
+                        for path in await inbox.handle(event) { await self.importFile(path) }
+                    case .settleTick:
+                        tickScheduled = false
+                        for path in await inbox.settled() { await self.importFile(path) }
+                    }
+                    if !tickScheduled, await !inbox.isIdle {
+                        tickScheduled = true
+                        let tick = settings.settle / 2
+                        Task {
+                            try? await Task.sleep(for: tick)
+                            wake.yield(.settleTick)
+                        }
+                    }
                 }
             }
             try await group.next()
             group.cancelAll()
         }
+    }
+
+    private enum Wake: Sendable {
+        case event(InotifyEvent)
+        case settleTick
     }
 
     private func importFile(_ path: String) async {
@@ -147,6 +167,8 @@ actor Inbox {
 
     /// Paths waiting, for tests and status.
     var waiting: [String] { files.waiting }
+    /// Nothing waits.
+    var isIdle: Bool { files.isEmpty }
 }
 
 /// Files that may still be being written, and when each counts as complete. A file seen being
