@@ -19,8 +19,8 @@ public final class ForwarderService: Service, Sendable {
     let state: DaemonState
     let metrics: DaemonMetrics
     let logger: Logger
-    /// Set by ``wake()``, cleared when a cycle starts.
-    private let woken = Mutex(false)
+    /// Rung by ``wake()``; the run loop waits on it between cycles.
+    private let doorbell = Doorbell()
 
     public init(store: HealthStore, settings: ForwarderSettings, database: String, state: DaemonState, metrics: DaemonMetrics,
                 logger: Logger) {
@@ -33,22 +33,20 @@ public final class ForwarderService: Service, Sendable {
     }
 
     /// Asks for a drain soon (new records were stored).
-    public func wake() { woken.withLock { $0 = true } }
+    public func wake() { doorbell.ring() }
 
     /// The time the last drain at shutdown may take.
     public var finalDrain: Duration { .seconds(5) }
 
     public func run() async throws {
         let interval = Duration.milliseconds(Int64(settings.intervalS * 1000))
-        let clock = ContinuousClock()
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            woken.withLock { $0 = false }
+            doorbell.reset()  // what was stored until now, this cycle takes
             try? await cancelWhenGracefulShutdown { await self.cycle() }
-            // Until the interval is over or records were stored (checked twice a second, which
-            // also lets a burst of stored batches gather into one drain); a shutdown ends it.
-            let due = clock.now + interval
-            while clock.now < due, !woken.withLock({ $0 }), !Task.isCancelled, !Task.isShuttingDownGracefully {
-                try? await Task.sleep(for: .milliseconds(500))
+            // Until the interval is over or records were stored, then half a second more so that
+            // a burst of stored batches leaves in one drain; a shutdown ends the wait.
+            try? await cancelWhenGracefulShutdown {
+                if await self.doorbell.wait(upTo: interval) { try await Task.sleep(for: .milliseconds(500)) }
             }
         }
         guard !Task.isCancelled else { return }
@@ -111,5 +109,69 @@ public final class ForwarderService: Service, Sendable {
 
     private var credentialsPath: String {
         settings.credentials ?? SyncCredentials.path(forDatabase: credentialsDatabase)
+    }
+}
+
+/// A wake-up that can be awaited with a time limit: ``ring()`` from anywhere; ``wait(upTo:)``
+/// returns at once if it rang since the last ``reset()`` or wait, else when it rings, when the
+/// time is up or when the task is cancelled. Nothing polls.
+final class Doorbell: Sendable {
+    private struct State {
+        var rung = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    func ring() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard let waiter = state.waiter else {
+                state.rung = true
+                return nil
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume()
+    }
+
+    func reset() { state.withLock { $0.rung = false } }
+
+    /// Whether it rang (false: the time was up, or cancelled).
+    func wait(upTo limit: Duration) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return false
+            }
+            group.addTask { await self.untilRung() }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first && !Task.isCancelled
+        }
+    }
+
+    /// Returns when rung (true) or cancelled (false).
+    private func untilRung() async -> Bool {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state -> Bool in
+                    if state.rung || Task.isCancelled {
+                        state.rung = false
+                        return true
+                    }
+                    state.waiter = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+            return !Task.isCancelled
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume()
+        }
     }
 }
