@@ -39,6 +39,7 @@ func daemonBenchmarks(seconds: Int = 60) async throws {
     var rssKB: [Int] = []
     var anonymousKB = 0
     var cpuShare = 0.0
+    var wakeUps = 0
     var trimLine = ""
     for round in 0..<3 {
         let notify = try NotifySocket()
@@ -65,11 +66,13 @@ func daemonBenchmarks(seconds: Int = 60) async throws {
             }
             trimLine = String(trim)
             let cpu0 = processCPUSeconds(process.processIdentifier), w0 = now()
+            let runs0 = scheduledRuns(process.processIdentifier)
             for _ in 0..<seconds {
                 try await Task.sleep(for: .seconds(1))
                 rssKB.append(residentKB(process.processIdentifier))
             }
             cpuShare = (processCPUSeconds(process.processIdentifier) - cpu0) / (now() - w0)
+            wakeUps = scheduledRuns(process.processIdentifier) - runs0
             anonymousKB = residentKB(process.processIdentifier, field: "RssAnon:")
         }
         kill(process.processIdentifier, SIGTERM)
@@ -77,8 +80,9 @@ func daemonBenchmarks(seconds: Int = 60) async throws {
     }
     print(String(format: "  start to READY: median %.0f ms (3 starts; target < 300 ms); baseline: start and exit of the same executable (--version) median %.0f ms",
                  median(readyTimes) * 1000, median(baselines) * 1000))
-    print(String(format: "  idle over %d s: RSS max %.1f MB, last %.1f MB, of which %.1f MB private (RssAnon; the rest is code mapped from files) (target < 30 MB); CPU %.3f%% of a core (target < 0.5%%)",
-                 seconds, Double(rssKB.max() ?? 0) / 1024, Double(rssKB.last ?? 0) / 1024, Double(anonymousKB) / 1024, cpuShare * 100))
+    print(String(format: "  idle over %d s: RSS max %.1f MB, last %.1f MB, of which %.1f MB private (RssAnon; the rest is code mapped from files) (target < 30 MB); CPU %.3f%% of a core (in clock ticks: one is %.3f%%) (target < 0.5%%), %d wake-ups (threads put on a CPU)",
+                 seconds, Double(rssKB.max() ?? 0) / 1024, Double(rssKB.last ?? 0) / 1024, Double(anonymousKB) / 1024, cpuShare * 100,
+                 100 / Double(sysconf(Int32(_SC_CLK_TCK))) / Double(seconds), max(0, wakeUps)))
     // Without the trim the resident set would stay where start-up left it.
     let field = { (key: String) in trimLine.split(separator: " ").first(where: { $0.hasPrefix(key + "=") })?.dropFirst(key.count + 1) ?? "?" }
     print("  start-up trim: RSS \(field("rss_before_mb")) MB before it, \(field("rss_after_mb")) MB after (the daemon's own log)")
@@ -91,7 +95,20 @@ func residentKB(_ pid: Int32, field: String = "VmRSS:") -> Int {
     return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
 }
 
-/// User + system CPU seconds of `pid` (from /proc/PID/stat, in clock ticks).
+/// How many times the threads of `pid` were put on a CPU (the third field of each thread's
+/// /proc/PID/task/TID/schedstat): each is a wake-up of an otherwise sleeping daemon. Threads
+/// that ended meanwhile are not counted.
+func scheduledRuns(_ pid: Int32) -> Int {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+    return tasks.reduce(0) { runs, task in
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/schedstat", encoding: .utf8) else { return runs }
+        let fields = text.split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        return runs + (fields.count == 3 ? fields[2] : 0)
+    }
+}
+
+/// User + system CPU seconds of `pid`, threads that ended included (from /proc/PID/stat, in
+/// clock ticks).
 func processCPUSeconds(_ pid: Int32) -> Double {
     guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
           let close = stat.lastIndex(of: ")") else { return 0 }
