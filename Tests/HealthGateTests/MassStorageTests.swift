@@ -1,5 +1,6 @@
 import DriverKit
 import Foundation
+import HealthStore
 import Testing
 @testable import HealthGate
 
@@ -96,6 +97,52 @@ import Testing
         #expect(arrived == [again] && removed.isEmpty)
     }
 
+    /// On the kernel's own mount table the driver waits on a flagged descriptor: it starts,
+    /// finds nothing under an empty root, reports no problem, and a stop ends it at once.
+    @Test func watchesTheKernelsMountTable() async throws {
+        let folder = try temporaryFolder("mounts-proc")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let store = try HealthStore(path: folder + "/healthgate.sqlite")
+        let problems = Problems()
+        var settings = MassStorage.Settings()
+        settings.roots = [folder + "/media"]
+        let driver = MassStorage(settings: settings, pipeline: ImportPipeline(store: store), onImported: { _ in },
+                                 onProblem: { problems.add($0) })
+        let task = Task { try await driver.run() }
+        try await Task.sleep(for: .milliseconds(300))
+        task.cancel()
+        let ended = await task.result
+        if case .failure(let error) = ended { #expect(error is CancellationError, "\(error)") }
+        #expect(problems.all.isEmpty, "\(problems.all)")
+
+        settings.mountInfo = "/proc/self/no-such-table"
+        let broken = MassStorage(settings: settings, pipeline: ImportPipeline(store: store), onImported: { _ in }, onProblem: { _ in })
+        await #expect(throws: ConfigError.self) { try await broken.run() }
+    }
+
+    /// A descriptor's readiness reaches the callback on the watch's thread; closing ends it.
+    @Test func descriptorWatchReportsReadinessAndEnds() async throws {
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        defer { close(ends[1]) }
+        let (seen, saw) = AsyncStream<UInt8>.makeStream()
+        let watch = try DescriptorWatch(fd: ends[0], events: Int16(POLLIN), name: "test", onReady: { fd in
+            var byte: UInt8 = 0
+            guard read(fd, &byte, 1) == 1 else { return false }
+            saw.yield(byte)
+            return true
+        }, onEnd: { saw.finish() })
+        var iterator = seen.makeAsyncIterator()
+        for value: UInt8 in [7, 9] {
+            var byte = value
+            #expect(write(ends[1], &byte, 1) == 1)
+            #expect(await iterator.next() == value)
+        }
+        watch.close()
+        #expect(await iterator.next() == nil, "closing ends the watch")
+        #expect(watch.withDescriptor { $0 } == nil)
+    }
+
     @Test func settingsNameTheirKey() {
         #expect(throws: ConfigError(keyPath: "drivers.w.roots", reason: "must be a list of absolute folders")) {
             try MassStorage.settings(DriverConfig(["roots": "media"]), keyPath: "drivers.w")
@@ -104,4 +151,11 @@ import Testing
             try MassStorage.settings(DriverConfig(["root": "/media"]), keyPath: "drivers.w")
         }
     }
+}
+
+final class Problems: @unchecked Sendable {
+    private let lock = NSLock()
+    private var list: [String] = []
+    var all: [String] { lock.withLock { list } }
+    func add(_ problem: String) { lock.withLock { list.append(problem) } }
 }

@@ -40,89 +40,60 @@ public struct InotifyEvent: Sendable, Equatable {
     }
 }
 
-/// An inotify instance read on a thread of its own; events arrive in ``events``. ``close()``
-/// (or the end of iteration) stops the thread at once through a wake-up pipe, without polling.
+/// An inotify instance read on a thread of its own (a ``DescriptorWatch``); events arrive in
+/// ``events``. ``close()`` (or the end of iteration) stops the thread at once, without polling.
 public final class Inotify: @unchecked Sendable {
     public let events: AsyncStream<InotifyEvent>
-    private let continuation: AsyncStream<InotifyEvent>.Continuation
-    private let fd: Int32
-    /// The wake-up pipe: the thread reads `stopRead`, ``close()`` writes `stopWrite`.
-    private let stopRead: Int32
-    private let stopWrite: Int32
-    private let lock = NSLock()
-    private var closed = false
+    private let watcher: DescriptorWatch
 
     public struct Failure: Error, CustomStringConvertible {
         public var description: String
     }
 
     public init() throws(Failure) {
-        fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard fd >= 0 else { throw Failure(description: "inotify_init1: \(String(cString: strerror(errno)))") }
-        var ends: [Int32] = [0, 0]
-        guard pipe(&ends) == 0 else {
-            Glibc.close(fd)
-            throw Failure(description: "pipe2: \(String(cString: strerror(errno)))")
+        let (events, continuation) = AsyncStream<InotifyEvent>.makeStream(bufferingPolicy: .bufferingNewest(4096))
+        self.events = events
+        let buffer = ReadBuffer()
+        do {
+            watcher = try DescriptorWatch(fd: fd, events: Int16(POLLIN), name: "inotify", onReady: { fd in
+                let count = buffer.bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if count < 0 && (errno == EAGAIN || errno == EINTR) { return true }
+                guard count > 0 else { return false }
+                for event in buffer.bytes.withUnsafeBytes({ InotifyEvent.parse(UnsafeRawBufferPointer(rebasing: $0[..<count])) }) {
+                    continuation.yield(event)
+                }
+                return true
+            }, onEnd: { continuation.finish() })
+        } catch {
+            throw Failure(description: error.description)
         }
-        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        (stopRead, stopWrite) = (ends[0], ends[1])
-        (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(4096))
-        continuation.onTermination = { [weak self] _ in self?.close() }
-        let thread = Thread { [fd, stopRead, stopWrite, continuation] in
-            Self.readLoop(fd: fd, stopRead: stopRead, stopWrite: stopWrite, continuation: continuation)
-        }
-        thread.name = "inotify"
-        thread.start()
+        continuation.onTermination = { [watcher] _ in watcher.close() }
     }
 
     /// Watches `path` for the events in `mask` (`IN_CLOSE_WRITE | IN_MOVED_TO ...`); returns the
     /// watch descriptor.
     @discardableResult
     public func watch(_ path: String, mask: UInt32) throws(Failure) -> Int32 {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !closed else { throw Failure(description: "inotify_add_watch \(path): closed") }
-        let wd = inotify_add_watch(fd, path, mask)
+        guard let wd = watcher.withDescriptor({ inotify_add_watch($0, path, mask) }) else {
+            throw Failure(description: "inotify_add_watch \(path): closed")
+        }
         guard wd >= 0 else { throw Failure(description: "inotify_add_watch \(path): \(String(cString: strerror(errno)))") }
         return wd
     }
 
     /// Stops watching `wd` (nothing happens if it is already gone).
     public func unwatch(_ wd: Int32) {
-        lock.lock()
-        defer { lock.unlock() }
-        if !closed { _ = inotify_rm_watch(fd, wd) }  // after close the reading thread owns (and closes) fd
+        _ = watcher.withDescriptor { inotify_rm_watch($0, wd) }
     }
 
-    public func close() {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !closed else { return }
-        closed = true
-        var one: UInt8 = 1
-        _ = write(stopWrite, &one, 1)  // wakes the reading thread, which closes the descriptors
-    }
+    public func close() { watcher.close() }
 
     deinit { close() }
+}
 
-    private static func readLoop(fd: Int32, stopRead: Int32, stopWrite: Int32,
-                                 continuation: AsyncStream<InotifyEvent>.Continuation) {
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: stopRead, events: Int16(POLLIN), revents: 0)]
-        while true {
-            let ready = poll(&fds, 2, -1)
-            if ready < 0 && errno == EINTR { continue }
-            if ready < 0 || fds[1].revents != 0 { break }
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && (errno == EAGAIN || errno == EINTR) { continue }
-            guard count > 0 else { break }
-            for event in buffer.withUnsafeBytes({ InotifyEvent.parse(UnsafeRawBufferPointer(rebasing: $0[..<count])) }) {
-                continuation.yield(event)
-            }
-        }
-        continuation.finish()
-        Glibc.close(fd)
-        Glibc.close(stopRead)
-        Glibc.close(stopWrite)
-    }
+/// The reading thread's buffer (only that thread touches it).
+private final class ReadBuffer: @unchecked Sendable {
+    var bytes = [UInt8](repeating: 0, count: 64 * 1024)
 }

@@ -342,8 +342,9 @@ struct MassStorage: Sendable {
 
     /// Wakes the driver to read mountinfo now and whenever it may have changed since. The
     /// kernel flags a change of `/proc/.../mountinfo` to poll(2) on a descriptor opened before
-    /// the change, so each descriptor is opened before the reading it asks for; other files
-    /// (tests) are read again every `poll`.
+    /// the change, so the descriptor is opened before the first reading and then waited on by a
+    /// thread (no time limit: nothing polls while no mount changes); other files (tests) are
+    /// read again every `poll`.
     private func watchMountInfo(_ wake: AsyncStream<Wake>.Continuation) async throws {
         guard settings.mountInfo.hasPrefix("/proc/") else {
             while true {
@@ -351,29 +352,20 @@ struct MassStorage: Sendable {
                 try await Task.sleep(for: settings.poll)
             }
         }
-        while true {
-            let fd = open(settings.mountInfo, O_RDONLY | O_CLOEXEC)
-            wake.yield(.mounts)  // a failed open shows as a failed reading
-            guard fd >= 0 else {
-                try await Task.sleep(for: settings.poll)
-                continue
-            }
-            defer { close(fd) }
-            while try await !Self.flagged(fd, within: settings.poll) {}
+        let fd = open(settings.mountInfo, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw ConfigError(keyPath: "mountinfo", reason: "cannot open \(settings.mountInfo): \(String(cString: strerror(errno)))")
         }
-    }
-
-    /// Whether the kernel flags `fd` (POLLPRI) within `limit`. poll(2) blocks, so it runs off
-    /// the cooperative pool; the bound lets a stop be seen.
-    private static func flagged(_ fd: Int32, within limit: Duration) async throws -> Bool {
-        let ms = Int32(limit.components.seconds * 1000 + limit.components.attoseconds / 1_000_000_000_000_000)
-        let flagged = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            DispatchQueue.global().async {
-                var waiter = pollfd(fd: fd, events: Int16(POLLPRI), revents: 0)
-                continuation.resume(returning: poll(&waiter, 1, ms) > 0)
-            }
+        let (changes, changed) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let watch: DescriptorWatch
+        do {
+            watch = try DescriptorWatch(fd: fd, events: Int16(POLLPRI), name: "mountinfo",
+                                        onReady: { _ in changed.yield(); return true }, onEnd: { changed.finish() })
+        } catch {
+            throw ConfigError(keyPath: "mountinfo", reason: "\(error)")
         }
-        try Task.checkCancellation()
-        return flagged
+        defer { watch.close() }
+        wake.yield(.mounts)
+        for await _ in changes { wake.yield(.mounts) }
     }
 }
