@@ -47,16 +47,7 @@ public final class GzipInflater {
                 guard inflateReset(stream) == Z_OK else { throw .malformed("zlib could not restart") }
                 atMemberEnd = false
             }
-            let (status, produced) = chunk.withUnsafeMutableBufferPointer { out in
-                stream.pointee.next_out = out.baseAddress
-                stream.pointee.avail_out = uInt(out.count)
-                let status = inflate(stream, Z_NO_FLUSH)
-                return (status, out.count - Int(stream.pointee.avail_out))
-            }
-            if produced > 0 {
-                guard output.count + produced <= limit else { throw .tooLarge }
-                output.append(contentsOf: chunk[0..<produced])
-            }
+            let (status, produced) = try inflateStep(into: &chunk)
             switch status {
             case Z_OK:
                 continue
@@ -76,22 +67,28 @@ public final class GzipInflater {
     public func finish() throws(Failure) -> Data {
         // Output zlib still holds (input fully consumed, room was the only limit).
         var chunk = [UInt8](repeating: 0, count: Self.chunkSize)
+        stream.pointee.next_in = nil
+        stream.pointee.avail_in = 0
         while !atMemberEnd {
-            let (status, produced) = chunk.withUnsafeMutableBufferPointer { out in
-                stream.pointee.next_in = nil
-                stream.pointee.avail_in = 0
-                stream.pointee.next_out = out.baseAddress
-                stream.pointee.avail_out = uInt(out.count)
-                let status = inflate(stream, Z_NO_FLUSH)
-                return (status, out.count - Int(stream.pointee.avail_out))
-            }
-            if produced > 0 {
-                guard output.count + produced <= limit else { throw .tooLarge }
-                output.append(contentsOf: chunk[0..<produced])
-            }
+            let (status, produced) = try inflateStep(into: &chunk)
             if status == Z_STREAM_END { atMemberEnd = true; break }
             if status != Z_OK || produced == 0 { throw .malformed("the compressed body ends early") }
         }
         return output
+    }
+
+    /// One call of inflate into `chunk`; what it produced is added to the output, within the cap.
+    private func inflateStep(into chunk: inout [UInt8]) throws(Failure) -> (status: Int32, produced: Int) {
+        let (status, produced) = chunk.withUnsafeMutableBufferPointer { out in
+            stream.pointee.next_out = out.baseAddress
+            stream.pointee.avail_out = uInt(out.count)
+            let status = inflate(stream, Z_NO_FLUSH)
+            return (status, out.count - Int(stream.pointee.avail_out))
+        }
+        if produced > 0 {
+            guard output.count + produced <= limit else { throw .tooLarge }
+            output.append(contentsOf: chunk[0..<produced])
+        }
+        return (status, produced)
     }
 }

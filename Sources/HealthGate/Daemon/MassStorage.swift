@@ -236,7 +236,7 @@ struct MassStorage: Sendable {
     private struct Visits {
         var watches = VolumeWatches()
         var settling: SettlingFiles
-        var tickScheduled = false
+        var timer = SettleTimer()
     }
 
     func run() async throws {
@@ -255,7 +255,7 @@ struct MassStorage: Sendable {
                     switch next {
                     case .mounts: try await mountsMayHaveChanged(&state, inotify)
                     case .settleTick:
-                        state.tickScheduled = false
+                        state.timer.fired()
                         for path in state.settling.settled() { await importFile(path) }
                     case .event(let event):
                         switch state.watches.handle(event) {
@@ -272,14 +272,7 @@ struct MassStorage: Sendable {
                         case nil: break
                         }
                     }
-                    if !state.settling.isEmpty, !state.tickScheduled {
-                        state.tickScheduled = true
-                        let tick = settings.settle / 2
-                        Task {
-                            try? await Task.sleep(for: tick)
-                            wake.yield(.settleTick)
-                        }
-                    }
+                    if !state.settling.isEmpty { state.timer.schedule(after: settings.settle / 2) { wake.yield(.settleTick) } }
                 }
             }
             try await group.next()

@@ -60,24 +60,17 @@ struct WatchFolder: Sendable {
                 for await event in inotify.events { wake.yield(.event(event)) }
             }
             group.addTask {
-                var tickScheduled = false
+                var timer = SettleTimer()
                 wake.yield(.settleTick)
                 for await next in wakes {
                     switch next {
                     case .event(let event):
                         for path in await inbox.handle(event) { await self.importFile(path) }
                     case .settleTick:
-                        tickScheduled = false
+                        timer.fired()
                         for path in await inbox.settled() { await self.importFile(path) }
                     }
-                    if !tickScheduled, await !inbox.isIdle {
-                        tickScheduled = true
-                        let tick = settings.settle / 2
-                        Task {
-                            try? await Task.sleep(for: tick)
-                            wake.yield(.settleTick)
-                        }
-                    }
+                    if await !inbox.isIdle { timer.schedule(after: settings.settle / 2) { wake.yield(.settleTick) } }
                 }
             }
             try await group.next()
@@ -169,6 +162,23 @@ actor Inbox {
     var waiting: [String] { files.waiting }
     /// Nothing waits.
     var isIdle: Bool { files.isEmpty }
+}
+
+/// At most one pending settle check: ``schedule(after:_:)`` starts a timer unless one runs,
+/// ``fired()`` says it came. Checks run only while files wait, so idle folders cost nothing.
+struct SettleTimer {
+    private var pending = false
+
+    mutating func schedule(after delay: Duration, _ fire: @escaping @Sendable () -> Void) {
+        guard !pending else { return }
+        pending = true
+        Task {
+            try? await Task.sleep(for: delay)
+            fire()
+        }
+    }
+
+    mutating func fired() { pending = false }
 }
 
 /// Files that may still be being written, and when each counts as complete. A file seen being
