@@ -163,7 +163,9 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         defer { peer.stop() }
         let hr = try #require(peer.peripherals["hr"]).address
         let r = try Recording(peer, devices: [.address(hr)])
-        try await r.wait("first samples") { try r.count("SELECT count(*) FROM samples") >= 10 }
+        // Connected means set up (subscribed and battery read): on a loaded machine values can
+        // flow before that, and a link lost during set-up is a failed attempt, not a connection.
+        try await r.wait("first samples") { try r.count("SELECT count(*) FROM samples") >= 10 && r.connections(hr) >= 1 }
         try peer.control("stop hr")
         try await Task.sleep(for: .milliseconds(500))
         try peer.control("start hr")

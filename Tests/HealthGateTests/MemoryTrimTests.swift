@@ -38,7 +38,9 @@ import Glibc
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let path = folder + "/code.bin"
         let size = 8 << 20
-        try Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31) }).write(to: URL(fileURLWithPath: path))
+        var content = [UInt8](repeating: 0xA5, count: size)
+        for page in stride(from: 0, to: size, by: 4096) { content[page] = UInt8(truncatingIfNeeded: page / 4096) }
+        try Data(content).write(to: URL(fileURLWithPath: path))
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         try #require(fd >= 0)
         defer { close(fd) }

@@ -7,12 +7,16 @@ import TestSupport
 /// TLS verification against a real HTTPS server on loopback (Python's ssl module) whose
 /// certificate a private CA made for the test signed: trusted only when that CA is pinned.
 @Suite(.serialized) struct TLSTests {
-    final class HTTPSServer {
+    final class HTTPSServer: @unchecked Sendable {
         let folder: String
         let process = Process()
         var port = 0
 
-        init() throws {
+        /// Makes the certificates and starts the server, off the shared concurrency pool (three
+        /// RSA keys and a Python start take seconds on a loaded machine).
+        static func start() async throws -> HTTPSServer { try await onOwnThread { try HTTPSServer() } }
+
+        private init() throws {
             folder = NSTemporaryDirectory() + "hg-tls-" + UUID().uuidString
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             // A CA, a server certificate for 127.0.0.1 signed by it, and an unrelated second CA.
@@ -80,7 +84,7 @@ import TestSupport
     }
 
     @Test func onlyThePinnedCAIsTrusted() async throws {
-        let server = try HTTPSServer()
+        let server = try await HTTPSServer.start()
         defer { server.stop() }
         // Pinned to the CA that signed the certificate: verified, and the answer is read.
         let pinned = await health(server, pinned: "ca.pem")
