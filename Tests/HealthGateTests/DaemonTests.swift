@@ -154,14 +154,8 @@ func temporaryFolder(_ tag: String) throws -> String {
         defer { peer.stop() }
         let server = try await ServerProcess.start()
         defer { server.stop() }
-        let first = try temporaryFolder("daemon-ble"), second = try temporaryFolder("daemon-ble-2")
+        let (first, second) = try await twoInstallsOfOneAccount(on: server, tag: "daemon-ble")
         defer { for f in [first, second] { try? FileManager.default.removeItem(atPath: f) } }
-        let url = server.url.absoluteString, email = "daemon-\(UUID().uuidString.prefix(8))@example.org", password = "a long passphrase"
-        #expect(try await CLI.run(["register", "--server", url, "--email", email, "--password-stdin"], stdin: password).status == 0)
-        for folder in [first, second] {
-            let login = try await CLI.run(["login", "--server", url, "--email", email, "--password-stdin", "--state-dir", folder], stdin: password)
-            #expect(login.status == 0, "\(login.stderr)")
-        }
         guard case .tcp(let host, let port) = peer.h4 else { throw PeerError("peer without TCP transport") }
         let config = first + "/healthgate.toml"
         let metricsPort = Int.random(in: 20_000...60_000)
@@ -170,7 +164,7 @@ func temporaryFolder(_ tag: String) throws -> String {
             metrics = "127.0.0.1:\(metricsPort)"
             socket = "\(first)/healthgate.sock"
             [forwarder]
-            server = "\(url)"
+            server = "\(server.url.absoluteString)"
             interval_s = 1
             [drivers.strap]
             type = "ble"
@@ -209,6 +203,20 @@ func temporaryFolder(_ tag: String) throws -> String {
         #expect((recorded.first?["samples"] as? Int ?? 0) >= 20)
     }
 
+    /// Two state folders logged in to one new account on `server` (through the CLI, as a user
+    /// does): the daemon runs on the first, the second pulls what the first forwarded.
+    func twoInstallsOfOneAccount(on server: ServerProcess, tag: String) async throws -> (first: String, second: String) {
+        let first = try temporaryFolder(tag), second = try temporaryFolder(tag + "-2")
+        let url = server.url.absoluteString, email = "\(tag)-\(UUID().uuidString.prefix(8))@example.org", password = "a long passphrase"
+        let registered = try await CLI.run(["register", "--server", url, "--email", email, "--password-stdin"], stdin: password)
+        #expect(registered.status == 0, "\(registered.stderr)")
+        for folder in [first, second] {
+            let login = try await CLI.run(["login", "--server", url, "--email", email, "--password-stdin", "--state-dir", folder], stdin: password)
+            #expect(login.status == 0, "\(login.stderr)")
+        }
+        return (first, second)
+    }
+
     /// Waits up to `timeout` seconds for `condition`.
     func eventually(_ timeout: Double = 60, _ condition: () async throws -> Bool) async rethrows -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
@@ -224,19 +232,14 @@ func temporaryFolder(_ tag: String) throws -> String {
     @Test func fileDroppedIntoTheInboxReachesTheServer() async throws {
         let server = try await ServerProcess.start()
         defer { server.stop() }
-        let first = try temporaryFolder("daemon-inbox"), second = try temporaryFolder("daemon-inbox-2")
+        let (first, second) = try await twoInstallsOfOneAccount(on: server, tag: "daemon-inbox")
         defer { for f in [first, second] { try? FileManager.default.removeItem(atPath: f) } }
-        let url = server.url.absoluteString, email = "inbox-\(UUID().uuidString.prefix(8))@example.org", password = "a long passphrase"
-        #expect(try await CLI.run(["register", "--server", url, "--email", email, "--password-stdin"], stdin: password).status == 0)
-        for folder in [first, second] {
-            #expect(try await CLI.run(["login", "--server", url, "--email", email, "--password-stdin", "--state-dir", folder], stdin: password).status == 0)
-        }
         let config = first + "/healthgate.toml"
         try """
             [api]
             socket = "\(first)/healthgate.sock"
             [forwarder]
-            server = "\(url)"
+            server = "\(server.url.absoluteString)"
             interval_s = 60
             [drivers.inbox]
             type = "watch_folder"
