@@ -24,6 +24,8 @@ public struct Normalizer: Sendable {
         public var accepted: [HealthRecord] = []
         public var outOfRange: Int = 0
         public var rejected: [ValidationError] = []
+        /// Sample channels and RR intervals dropped as impossible (see ``Normalizer/cleaned(_:)``).
+        public var droppedValues: Int = 0
     }
 
     public func normalize(_ records: [HealthRecord], now: Date = Date()) -> Outcome {
@@ -31,6 +33,12 @@ public struct Normalizer: Sendable {
         for record in records {
             if let since, record.start < since { outcome.outOfRange += 1; continue }
             if let until, record.start >= until { outcome.outOfRange += 1; continue }
+            var record = record
+            if case .workout(let w) = record {
+                let (clean, dropped) = Self.cleaned(w)
+                record = .workout(clean)
+                outcome.droppedValues += dropped
+            }
             do {
                 try validator.validate(record, now: now)
             } catch let error as ValidationError {
@@ -57,6 +65,7 @@ public struct Normalizer: Sendable {
         var out = LiveBatch(records: records.accepted)
         var rejected = records.rejected
         for var piece in batch.workouts {
+            piece.workout = Self.cleaned(piece.workout).workout
             do {
                 try validator.validate(.workout(piece.workout), now: now)
             } catch let error as ValidationError {
@@ -71,6 +80,33 @@ public struct Normalizer: Sendable {
             out.workouts.append(piece)
         }
         return (out, rejected)
+    }
+
+    /// A sensor's glitch should not cost the whole workout: sample channels outside
+    /// ``PhysicalLimits`` (a heart rate of 100,000, a latitude of 1000), samples dated outside the
+    /// workout and RR intervals no heart beats at are dropped, and counted. What remains is
+    /// validated as any record is.
+    public static func cleaned(_ workout: Workout) -> (workout: Workout, dropped: Int) {
+        var w = workout
+        var dropped = 0
+        let within = w.start.addingTimeInterval(-PhysicalLimits.childToleranceS)...w.end.addingTimeInterval(PhysicalLimits.childToleranceS)
+        if w.samples.contains(where: { !within.contains($0.time) || PhysicalLimits.problem(with: $0) != nil }) {
+            w.samples = w.samples.compactMap { sample in
+                guard within.contains(sample.time) else {
+                    dropped += 1
+                    return nil
+                }
+                let (clean, removed) = PhysicalLimits.cleaned(sample)
+                dropped += removed
+                return clean
+            }
+        }
+        let before = w.rrIntervals.count
+        if w.rrIntervals.contains(where: { !PhysicalLimits.rrInterval.contains($0) }) {
+            w.rrIntervals = w.rrIntervals.filter { PhysicalLimits.rrInterval.contains($0) }
+            dropped += before - w.rrIntervals.count
+        }
+        return (w, dropped)
     }
 
     /// Devices write 0 where they measured nothing: a heart rate of 0 bpm, or 0 kcal for a

@@ -13,7 +13,9 @@ public struct ValidationError: Error, Equatable, Sendable, CustomStringConvertib
     public var description: String { "record \(recordID): \(reason)" }
 }
 
-/// Rules every record must satisfy, whatever its source.
+/// Rules every record must satisfy, whatever its source: the daemon applies them before
+/// storing, to records pulled from the server too, and the tracking server before accepting an
+/// upload. Limits come from ``PhysicalLimits``.
 public struct RecordValidator: Sendable {
     /// Records may start at most this far after `now` (clock skew between a device and this box).
     public var futureTolerance: TimeInterval
@@ -26,26 +28,211 @@ public struct RecordValidator: Sendable {
         self.earliest = earliest
     }
 
-    /// Throws ``ValidationError`` when `record` is future-dated, ends before it starts, or
-    /// carries values no sensor can produce.
+    /// Throws ``ValidationError`` (naming the field and the limit) when `record` is
+    /// future-dated, ends before it starts, lasts longer than its kind can, has children outside
+    /// its span, or carries values no body or sensor can produce.
     public func validate(_ record: HealthRecord, now: Date = Date()) throws {
+        do {
+            try check(record, now: now)
+        } catch let problem as Problem {
+            throw ValidationError(recordID: record.id, reason: problem.text)
+        }
+    }
+
+    /// Why a check failed, before the record's id is attached.
+    struct Problem: Error {
+        var text: String
+        init(_ text: String) { self.text = text }
+    }
+
+    private func check(_ record: HealthRecord, now: Date) throws(Problem) {
         let limit = now.addingTimeInterval(futureTolerance)
-        func fail(_ reason: String) -> ValidationError { ValidationError(recordID: record.id, reason: reason) }
+        if !record.start.timeIntervalSince1970.isFinite || !record.end.timeIntervalSince1970.isFinite {
+            throw Problem("its time is not a time")
+        }
         if record.start > limit || record.end > limit {
-            throw fail("future-dated (\(ISO8601.string(record.end > limit ? record.end : record.start)) is after now, \(ISO8601.string(now)))")
+            throw Problem("future-dated (\(ISO8601.string(record.end > limit ? record.end : record.start)) is after now, \(ISO8601.string(now)))")
         }
-        if record.start < earliest { throw fail("dated before \(ISO8601.string(earliest)): the device clock was not set") }
-        if record.end < record.start { throw fail("ends (\(ISO8601.string(record.end))) before it starts (\(ISO8601.string(record.start)))") }
-        if record.version < 1 { throw fail("version \(record.version) is below 1") }
+        if record.start < earliest { throw Problem("dated before \(ISO8601.string(earliest)): the device clock was not set") }
+        if record.end < record.start { throw Problem("ends (\(ISO8601.string(record.end))) before it starts (\(ISO8601.string(record.start)))") }
+        if !PhysicalLimits.versions.contains(record.version) {
+            throw Problem("version \(record.version) is outside \(PhysicalLimits.versions.lowerBound)...\(PhysicalLimits.versions.upperBound)")
+        }
+        try text("source.driver", record.source.driver, PhysicalLimits.shortTextCharacters)
+        try text("source.device", record.source.device, PhysicalLimits.shortTextCharacters)
+        try text("source.file", record.source.file, PhysicalLimits.pathCharacters)
         switch record {
-        case .workout(let w):
-            if let d = w.distanceM, d < 0 || !d.isFinite { throw fail("distance \(d) m is not a distance") }
-            if let e = w.energyKcal, e < 0 || !e.isFinite { throw fail("energy \(e) kcal is not an energy") }
-        case .measurement(let m):
-            if !m.value.isFinite { throw fail("\(m.kind.rawValue) value is not a number") }
-        case .sleep, .habit:
-            break
+        case .workout(let w): try check(w)
+        case .sleep(let s): try check(s)
+        case .habit(let h): try check(h)
+        case .measurement(let m): try check(m)
         }
+    }
+
+    private func check(_ w: Workout) throws(Problem) {
+        let span = w.end.timeIntervalSince(w.start)
+        try duration("workout", span, PhysicalLimits.workoutSpanS)
+        try text("sport", w.sport, 1...PhysicalLimits.shortTextCharacters.upperBound)
+        try text("sub_sport", w.subSport, PhysicalLimits.shortTextCharacters)
+        try value("elapsed_s", w.elapsedS, 0...PhysicalLimits.workoutSpanS, "s")
+        try value("timer_s", w.timerS, 0...PhysicalLimits.workoutSpanS, "s")
+        try value("distance_m", w.distanceM, PhysicalLimits.distanceM, "m")
+        try value("energy_kcal", w.energyKcal, PhysicalLimits.workoutEnergyKcal, "kcal")
+        try value("avg_heart_rate", w.avgHeartRate.map(Double.init), PhysicalLimits.heartRate, "bpm")
+        try value("max_heart_rate", w.maxHeartRate.map(Double.init), PhysicalLimits.heartRate, "bpm")
+        try value("ascent_m", w.ascentM, PhysicalLimits.climbM, "m")
+        try value("descent_m", w.descentM, PhysicalLimits.climbM, "m")
+        try count("samples", w.samples.count)
+        try count("rr_intervals", w.rrIntervals.count)
+        try count("laps", w.laps.count)
+        try count("lengths", w.lengths.count)
+        let within = w.start.addingTimeInterval(-PhysicalLimits.childToleranceS)...w.end.addingTimeInterval(PhysicalLimits.childToleranceS)
+        for (i, s) in w.samples.enumerated() {
+            if let problem = PhysicalLimits.problem(with: s) { throw Problem("samples[\(i)]: \(problem)") }
+            try inside("samples[\(i)]", s.time, within, of: "the workout")
+        }
+        for (i, rr) in w.rrIntervals.enumerated() {
+            try value("rr_intervals[\(i)]", rr, PhysicalLimits.rrInterval, "s")
+        }
+        for (i, lap) in w.laps.enumerated() {
+            try inside("laps[\(i)].start", lap.start, within, of: "the workout")
+            try inside("laps[\(i)].end", lap.end, within, of: "the workout")
+            if lap.end < lap.start { throw Problem("laps[\(i)] ends before it starts") }
+            try value("laps[\(i)].elapsed_s", lap.elapsedS, 0...PhysicalLimits.workoutSpanS, "s")
+            try value("laps[\(i)].timer_s", lap.timerS, 0...PhysicalLimits.workoutSpanS, "s")
+            try value("laps[\(i)].distance_m", lap.distanceM, PhysicalLimits.distanceM, "m")
+            try value("laps[\(i)].energy_kcal", lap.energyKcal, PhysicalLimits.workoutEnergyKcal, "kcal")
+            try value("laps[\(i)].avg_heart_rate", lap.avgHeartRate.map(Double.init), PhysicalLimits.heartRate, "bpm")
+            try value("laps[\(i)].max_heart_rate", lap.maxHeartRate.map(Double.init), PhysicalLimits.heartRate, "bpm")
+        }
+        for (i, length) in w.lengths.enumerated() {
+            try inside("lengths[\(i)]", length.start, within, of: "the workout")
+            try value("lengths[\(i)].elapsed_s", length.elapsedS, 0...PhysicalLimits.workoutSpanS, "s")
+            try value("lengths[\(i)].strokes", length.strokes.map(Double.init),
+                      Double(PhysicalLimits.strokes.lowerBound)...Double(PhysicalLimits.strokes.upperBound), "")
+            try text("lengths[\(i)].kind", length.kind, PhysicalLimits.shortTextCharacters)
+            try text("lengths[\(i)].stroke", length.stroke, PhysicalLimits.shortTextCharacters)
+        }
+    }
+
+    private func check(_ s: SleepSession) throws(Problem) {
+        try duration("sleep session", s.end.timeIntervalSince(s.start), PhysicalLimits.sleepSpanS)
+        try count("stages", s.stages.count)
+        let within = s.start.addingTimeInterval(-PhysicalLimits.childToleranceS)...s.end.addingTimeInterval(PhysicalLimits.childToleranceS)
+        for (i, stage) in s.stages.enumerated() {
+            try inside("stages[\(i)].start", stage.start, within, of: "the session")
+            try inside("stages[\(i)].end", stage.end, within, of: "the session")
+            if stage.end < stage.start { throw Problem("stages[\(i)] ends before it starts") }
+        }
+    }
+
+    private func check(_ h: HabitEvent) throws(Problem) {
+        try text("habit", h.habit, PhysicalLimits.habitNameCharacters)
+        try value("value", h.value, PhysicalLimits.habitValue, "")
+        try text("category", h.category, PhysicalLimits.shortTextCharacters)
+        try text("unit", h.unit, PhysicalLimits.shortTextCharacters)
+        try text("label", h.label, PhysicalLimits.shortTextCharacters)
+        try text("note", h.note, PhysicalLimits.noteCharacters)
+    }
+
+    private func check(_ m: Measurement) throws(Problem) {
+        try value(m.kind.rawValue, m.value, PhysicalLimits.range(of: m.kind), m.kind.unit)
+        if let end = m.end { try duration("measurement interval", end.timeIntervalSince(m.time), PhysicalLimits.measurementSpanS) }
+        if m.extra.count > PhysicalLimits.extraKeys {
+            throw Problem("extra has \(m.extra.count) values: at most \(PhysicalLimits.extraKeys)")
+        }
+        for (key, v) in m.extra.sorted(by: { $0.key < $1.key }) {
+            try text("an extra key", key, PhysicalLimits.extraKeyCharacters)
+            if m.kind == .bloodPressure {
+                try value("extra.\(key)", v, PhysicalLimits.range(of: .bloodPressure), "mmHg")
+            } else {
+                try value("extra.\(key)", v, PhysicalLimits.extraValue, "")
+            }
+        }
+    }
+
+    // MARK: Checks
+
+    private func value(_ name: String, _ v: Double?, _ range: ClosedRange<Double>, _ unit: String) throws(Problem) {
+        guard let v else { return }
+        guard v.isFinite else { throw Problem("\(name) is not a number") }
+        guard range.contains(v) else {
+            let u = unit.isEmpty ? "" : " " + unit
+            throw Problem("\(name) \(PhysicalLimits.show(v))\(u) is outside \(PhysicalLimits.show(range.lowerBound))...\(PhysicalLimits.show(range.upperBound))\(u)")
+        }
+    }
+
+    private func duration(_ what: String, _ seconds: TimeInterval, _ limit: TimeInterval) throws(Problem) {
+        guard seconds <= limit else {
+            throw Problem("the \(what) lasts \(PhysicalLimits.show(seconds)) s: at most \(PhysicalLimits.show(limit)) s")
+        }
+    }
+
+    private func inside(_ name: String, _ time: Date, _ span: ClosedRange<Date>, of what: String) throws(Problem) {
+        guard span.contains(time) else {
+            throw Problem("\(name) at \(ISO8601.string(time)) lies outside \(what) (\(ISO8601.string(span.lowerBound)) to \(ISO8601.string(span.upperBound)) with tolerance)")
+        }
+    }
+
+    private func count(_ name: String, _ n: Int) throws(Problem) {
+        guard PhysicalLimits.seriesCount.contains(n) else { throw Problem("\(n) \(name): at most \(PhysicalLimits.seriesCount.upperBound)") }
+    }
+
+    private func text(_ name: String, _ value: String?, _ characters: ClosedRange<Int>) throws(Problem) {
+        guard let value else { return }
+        // Counted in Unicode scalars (cheap, and bounded by the bytes anyway).
+        let n = value.unicodeScalars.count
+        guard characters.contains(n) else {
+            throw Problem(n < characters.lowerBound ? "\(name) is empty" : "\(name) has \(n) characters: at most \(characters.upperBound)")
+        }
+    }
+}
+
+extension PhysicalLimits {
+    /// The first channel of `sample` out of its range, as "heart_rate 100000 is outside 0...300",
+    /// or nil. (The sample's time is checked against its workout by the validator.)
+    public static func problem(with sample: Sample) -> String? {
+        let channels: [(String, Double?, ClosedRange<Double>)] = [
+            ("heart_rate", sample.heartRate.map(Double.init), heartRate), ("cadence", sample.cadence, cadence),
+            ("power_w", sample.powerW, powerW), ("speed_mps", sample.speedMps, speedMps), ("distance_m", sample.distanceM, distanceM),
+            ("latitude", sample.latitude, latitude), ("longitude", sample.longitude, longitude),
+            ("altitude_m", sample.altitudeM, altitudeM), ("temperature_c", sample.temperatureC, ambientTemperatureC),
+        ]
+        for (name, value, range) in channels {
+            guard let value else { continue }
+            if !value.isFinite || !range.contains(value) {
+                return "\(name) \(show(value)) is outside \(show(range.lowerBound))...\(show(range.upperBound))"
+            }
+        }
+        return nil
+    }
+
+    /// `sample` with every channel out of its range removed, and whether anything was removed.
+    public static func cleaned(_ sample: Sample) -> (sample: Sample, removed: Int) {
+        var s = sample
+        var removed = 0
+        func keep(_ value: Double?, _ range: ClosedRange<Double>) -> Double? {
+            guard let value else { return nil }
+            if value.isFinite, range.contains(value) { return value }
+            removed += 1
+            return nil
+        }
+        s.heartRate = keep(s.heartRate.map(Double.init), heartRate).map { Int(saturating: $0) }
+        s.cadence = keep(s.cadence, cadence)
+        s.powerW = keep(s.powerW, powerW)
+        s.speedMps = keep(s.speedMps, speedMps)
+        s.distanceM = keep(s.distanceM, distanceM)
+        s.latitude = keep(s.latitude, latitude)
+        s.longitude = keep(s.longitude, longitude)
+        s.altitudeM = keep(s.altitudeM, altitudeM)
+        s.temperatureC = keep(s.temperatureC, ambientTemperatureC)
+        return (s, removed)
+    }
+
+    /// A number for a message: whole numbers without a fraction, others as Swift prints them.
+    static func show(_ v: Double) -> String {
+        if v.isFinite, v == v.rounded(), abs(v) < 1e15 { return String(Int64(v)) }
+        return "\(v)"
     }
 }
 
@@ -122,6 +309,15 @@ public enum ISO8601 {
         return base + "." + digits.dropFirst(2) + "Z"
     }
 
+    /// Days of `month` (1...12) in the proleptic Gregorian `year`.
+    static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
     /// Parses `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS[.fff]]` with `Z` or `±HH:MM`; a date or time
     /// without an offset is read as UTC.
     public static func parse(_ text: String) -> Date? {
@@ -136,7 +332,7 @@ public enum ISO8601 {
             return v
         }
         guard let year = num(0, 4), s.count >= 10, s[4] == 45, let month = num(5, 2), s[7] == 45,
-              let day = num(8, 2), (1...12).contains(month), (1...31).contains(day) else { return nil }
+              let day = num(8, 2), (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day) else { return nil }
         var hour = 0, minute = 0, second = 0, fraction = 0.0, offset = 0
         var i = 10
         if i < s.count {
