@@ -5,10 +5,61 @@ import HealthModel
 /// One row of the outbox: a record version waiting to be forwarded.
 public struct OutboxEntry: Sendable, Equatable {
     public var seq: Int64
-    public var type: RecordType
+    /// The record type as stored (a newer install may have queued a type this one does not know).
+    public var typeName: String
     public var id: String
     public var version: Int
     public var enqueuedAt: String
+
+    /// The record type, if this version knows it.
+    public var type: RecordType? { RecordType(rawValue: typeName) }
+}
+
+/// What the store holds now for an outbox entry.
+public enum OutboxContent: Sendable, Equatable {
+    /// The record, to send.
+    case record(HealthRecord)
+    /// Replaced or deleted since it was queued: nothing to send.
+    case gone
+    /// There, but this version cannot read it (a type or kind a newer install wrote): kept, and
+    /// given up as a dead letter with this reason until an upgrade can send it.
+    case unreadable(String)
+
+    /// The record, when there is one to send.
+    public var record: HealthRecord? {
+        if case .record(let record) = self { return record }
+        return nil
+    }
+}
+
+/// A record pulled from the server that could not be stored (see ``HealthStore/holdPulled``).
+public struct HeldRecord: Sendable, Equatable, Encodable {
+    /// The row's own number.
+    public var number: Int64
+    public var id: String?
+    public var version: Int?
+    public var type: String?
+    public var serverSeq: Int64?
+    /// The record as the server sent it (JSON).
+    public var body: String
+    public var reason: String
+    public var receivedAt: String
+
+    public init(number: Int64 = 0, id: String?, version: Int?, type: String?, serverSeq: Int64?, body: String, reason: String,
+                receivedAt: String = ISO8601.string(Date())) {
+        self.number = number
+        self.id = id
+        self.version = version
+        self.type = type
+        self.serverSeq = serverSeq
+        self.body = body
+        self.reason = reason
+        self.receivedAt = receivedAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case number, id, version, type, serverSeq = "server_seq", reason, receivedAt = "received_at"
+    }
 }
 
 /// A record version the server refused for good, with its reason.
@@ -33,17 +84,22 @@ extension HealthStore {
         try pool.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT seq, record_type, record_id, version, enqueued_at FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?
-                """, arguments: [afterSeq, limit]).compactMap { row in
-                guard let type = RecordType(rawValue: row["record_type"]) else { return nil }
-                return OutboxEntry(seq: row["seq"], type: type, id: row["record_id"], version: row["version"],
-                                   enqueuedAt: row["enqueued_at"])
+                """, arguments: [afterSeq, limit]).map { row in
+                OutboxEntry(seq: row[0], typeName: row[1], id: row[2], version: row[3], enqueuedAt: row[4])
             }
         }
     }
 
-    /// The records of `entries` as stored now (nil for one that is gone), in one read.
-    public func records(for entries: [OutboxEntry]) throws -> [HealthRecord?] {
-        try pool.read { db in try entries.map { try RowDecoder.record(db, type: $0.type, id: $0.id) } }
+    /// What the store holds now for each of `entries`, in one read.
+    public func records(for entries: [OutboxEntry]) throws -> [OutboxContent] {
+        try pool.read { db in
+            try entries.map { entry in
+                guard let type = entry.type else {
+                    return .unreadable("record type '\(entry.typeName)' is not known to this version of HealthGate")
+                }
+                return try RowDecoder.content(db, type: type, id: entry.id)
+            }
+        }
     }
 
     /// Records waiting to be forwarded.
@@ -77,11 +133,12 @@ extension HealthStore {
         }
     }
 
-    /// Records the server refused, newest first.
-    public func deadLetters(limit: Int = 100) throws -> [DeadLetter] {
+    /// Records given up (refused by the server, or unreadable here), newest first; all of them
+    /// when `limit` is nil.
+    public func deadLetters(limit: Int? = 100) throws -> [DeadLetter] {
         try pool.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM dead_letters ORDER BY failed_at DESC, seq DESC LIMIT ?",
-                             arguments: [limit]).map { row in
+                             arguments: [limit ?? -1]).map { row in
                 DeadLetter(seq: row["seq"], type: row["record_type"], id: row["record_id"], version: row["version"],
                            reason: row["reason"], failedAt: row["failed_at"])
             }
@@ -92,15 +149,89 @@ extension HealthStore {
         try pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM dead_letters") ?? 0 }
     }
 
-    /// Stores records pulled from the server (the user's other devices): same version rules as
-    /// every write, but no outbox rows (the server has them), and the history cursor saved in the
-    /// same transaction, so a crash never skips or repeats a page.
+    /// Puts dead letters back in the outbox (all of them, or those with these seqs), as new
+    /// outbox entries in one transaction; answers how many. For after the cause is fixed: an
+    /// upgrade, a server that accepts them now.
     @discardableResult
-    public func writePulled(_ records: [HealthRecord], cursor: Int64) throws -> WriteResult {
+    public func retryDeadLetters(seqs: [Int64]? = nil) throws -> Int {
+        try pool.write { db in
+            let chosen = try Int64.fetchAll(db, sql: "SELECT seq FROM dead_letters ORDER BY seq")
+                .filter { seqs?.contains($0) ?? true }
+            let move = try db.cachedStatement(sql: """
+                INSERT INTO outbox (record_type, record_id, version, enqueued_at)
+                SELECT record_type, record_id, version, enqueued_at FROM dead_letters WHERE seq = ?
+                """)
+            let delete = try db.cachedStatement(sql: "DELETE FROM dead_letters WHERE seq = ?")
+            for seq in chosen {
+                try move.execute(arguments: [seq])
+                try delete.execute(arguments: [seq])
+            }
+            return chosen.count
+        }
+    }
+
+    /// Stores records pulled from the server (the user's other devices): same version rules as
+    /// every write, but no outbox rows (the server has them). In the same transaction: the
+    /// records that could not be stored are held (``heldRecords()``), older held versions of
+    /// what was stored are dropped, and the history cursor (and the server's cursor epoch) saved,
+    /// so a crash never skips or repeats a page and nothing the cursor moved past is lost.
+    @discardableResult
+    public func writePulled(_ records: [HealthRecord], held: [HeldRecord] = [], cursor: Int64, epoch: String? = nil) throws -> WriteResult {
         try pool.write { db in
             let result = try RecordWriter(db: db).write(records, importHash: nil, enqueue: false)
+            try Self.insertHeld(db, held)
+            try Self.dropSupersededHeld(db, by: records)
             try Self.setState(db, "history_cursor", String(cursor))
+            try Self.setState(db, "history_epoch", epoch)
             return result
+        }
+    }
+
+    /// Records pulled from the server that are waiting, oldest first.
+    public func heldRecords() throws -> [HeldRecord] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM held_records ORDER BY id").map { row in
+                HeldRecord(number: row["id"], id: row["record_id"], version: row["version"], type: row["record_type"],
+                           serverSeq: row["server_seq"], body: row["body"], reason: row["reason"], receivedAt: row["received_at"])
+            }
+        }
+    }
+
+    public func heldRecordCount() throws -> Int {
+        try pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM held_records") ?? 0 }
+    }
+
+    /// Stores held records that can be read now (`records`, each with the number of the held row
+    /// it came from) and removes their rows; updates the reason of those still held.
+    @discardableResult
+    public func releaseHeld(_ records: [(number: Int64, record: HealthRecord)], stillHeld: [(number: Int64, reason: String)] = [])
+        throws -> WriteResult {
+        try pool.write { db in
+            let result = try RecordWriter(db: db).write(records.map(\.record), importHash: nil, enqueue: false)
+            for (number, _) in records { try db.execute(sql: "DELETE FROM held_records WHERE id = ?", arguments: [number]) }
+            for (number, reason) in stillHeld {
+                try db.execute(sql: "UPDATE held_records SET reason = ? WHERE id = ?", arguments: [reason, number])
+            }
+            try Self.dropSupersededHeld(db, by: records.map(\.record))
+            return result
+        }
+    }
+
+    private static func insertHeld(_ db: Database, _ held: [HeldRecord]) throws {
+        for h in held {
+            try db.execute(sql: """
+                INSERT INTO held_records (record_id, version, record_type, server_seq, body, reason, received_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [h.id, h.version, h.type, h.serverSeq, h.body, h.reason, h.receivedAt])
+        }
+    }
+
+    /// A held version older than (or equal to) one now stored is of no more use.
+    private static func dropSupersededHeld(_ db: Database, by records: [HealthRecord]) throws {
+        guard try Int.fetchOne(db, sql: "SELECT count(*) FROM held_records") ?? 0 > 0 else { return }
+        for record in records {
+            try db.execute(sql: "DELETE FROM held_records WHERE record_id = ? AND version <= ?",
+                           arguments: [record.id.description, record.version])
         }
     }
 

@@ -79,6 +79,20 @@ enum RowDecoder {
                    source: Source(driver: row[9], device: row[10], file: row[11]))
     }
 
+    /// The stored record of `type` with `id` as an outbox sends it: the record, gone, or
+    /// unreadable by this version (a measurement kind a newer install wrote).
+    static func content(_ db: Database, type: RecordType, id: String) throws -> OutboxContent {
+        if type == .measurement {
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(measurementColumns) FROM measurements WHERE id = ?"),
+                                             arguments: [id]) else { return .gone }
+            guard let m = measurement(row) else {
+                return .unreadable("measurement kind '\(row[2] as String? ?? "")' is not known to this version of HealthGate")
+            }
+            return .record(.measurement(m))
+        }
+        return try record(db, type: type, id: id).map { .record($0) } ?? .gone
+    }
+
     /// The stored record of `type` with `id`, or nil.
     static func record(_ db: Database, type: RecordType, id: String) throws -> HealthRecord? {
         let table = RecordWriter.table(of: type)

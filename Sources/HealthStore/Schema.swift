@@ -11,6 +11,7 @@ enum Schema {
         migrator.registerMigration("v2-live-workouts", migrate: addLiveWorkouts)
         migrator.registerMigration("v3-sync", migrate: createSyncTables)
         migrator.registerMigration("v4-outbox-sequential", migrate: outboxWithoutIdIndex)
+        migrator.registerMigration("v5-held-records", migrate: createHeldRecords)
         return migrator
     }
 
@@ -224,5 +225,25 @@ enum Schema {
             try db.execute(sql: "DELETE FROM sqlite_sequence WHERE name = 'outbox'")
             try db.execute(sql: "INSERT INTO sqlite_sequence (name, seq) VALUES ('outbox', ?)", arguments: [last])
         }
+    }
+
+    /// Records pulled from the server that this version cannot store: they did not decode (a
+    /// newer install's format) or break the model's rules. Kept as the server sent them, with the
+    /// reason, and tried again at every pull (an upgrade may read them), so the history cursor
+    /// can move past them without losing them.
+    private static func createHeldRecords(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE held_records (
+                id INTEGER PRIMARY KEY,
+                record_id TEXT,                         -- when the envelope said
+                version INTEGER,
+                record_type TEXT,
+                server_seq INTEGER,                     -- the server's change number
+                body TEXT NOT NULL,                     -- the record as the server sent it (JSON)
+                reason TEXT NOT NULL,
+                received_at TEXT NOT NULL
+            ) STRICT;
+            CREATE INDEX held_records_by_record ON held_records(record_id);
+            """)
     }
 }

@@ -7,11 +7,15 @@ import SyncProtocol
 /// Drains the outbox to the tracking server and pulls the user's merged history.
 ///
 /// A record leaves the outbox only when the server acknowledged it (accepted, or already held:
-/// duplicate); a record the server rejects for good moves to the dead letters with the reason.
-/// Everything else (timeouts, 5xx, 429, a connection dropped before the answer) is retried with
-/// exponential backoff and jitter, honouring Retry-After: the batch is sent again and the
-/// server's upsert by (id, version) makes the repeat harmless. A batch refused as too large or
-/// malformed is split in halves down to the single record, which is then a dead letter.
+/// duplicate). Only the tracking server can make a record a dead letter: by rejecting it in its
+/// per-record results, or by an error in the protocol's format that names it. Timeouts, 408,
+/// 429, 5xx and answers that make no sense are retried with exponential backoff and jitter,
+/// honouring Retry-After (up to ``Configuration/longestServerWait``): the batch is sent again and
+/// the server's upsert by (id, version) makes the repeat harmless. Anything else (401, a
+/// redirect, a proxy's 403, 404 or 407, a refusal that names no record) ends the drain with the
+/// error and the records still queued: nothing is given up because of the path to the server. A
+/// batch the server refuses as a whole (400, 413) is split in halves; a single record it still
+/// refuses without naming it stays in the outbox, held back for this drain.
 public final class Forwarder: Sendable {
     public struct Configuration: Sendable {
         /// Records per upload.
@@ -24,6 +28,9 @@ public final class Forwarder: Sendable {
         public var initialDelay: Duration = .milliseconds(500)
         public var maximumDelay: Duration = .seconds(300)
         public var jitter = 0.2
+        /// The longest a drain or pull waits because a server asked to (`Retry-After`); a server
+        /// asking for longer ends it with a transient error that carries the wait.
+        public var longestServerWait: Duration = .seconds(300)
         /// Batches in flight at once: the next is read and encoded while the server stores the
         /// previous one.
         public var concurrentUploads = 2
@@ -34,11 +41,10 @@ public final class Forwarder: Sendable {
 
         /// The delay before retry `attempt` (from 1); `random` in 0...1.
         public func delay(attempt: Int, random: Double) -> Duration {
-            let initial = Double(initialDelay.components.seconds) + Double(initialDelay.components.attoseconds) / 1e18
-            let maximum = Double(maximumDelay.components.seconds) + Double(maximumDelay.components.attoseconds) / 1e18
-            let base = min(maximum, initial * pow(2, Double(max(0, attempt - 1))))
+            let exponent = Double(min(max(0, attempt - 1), 60))
+            let base = min(maximumDelay.inSeconds, initialDelay.inSeconds * pow(2, exponent))
             let factor = 1 + jitter * (2 * min(max(random, 0), 1) - 1)
-            return .milliseconds(Int64(base * factor * 1000))
+            return .clamped(seconds: base * factor, maximum: maximumDelay * 2)
         }
     }
 
@@ -47,17 +53,32 @@ public final class Forwarder: Sendable {
         public var uploads = 0
         public var accepted = 0
         public var duplicates = 0
+        /// Records the server rejected for good (now dead letters).
         public var rejected = 0
+        /// Records this version could not read (now dead letters, until an upgrade).
+        public var unreadable = 0
+        /// Records the server would not take, without saying they are wrong: left in the outbox.
+        public var heldBack = 0
+        /// Why the last of them was held back.
+        public var heldBackReason: String?
         public var retries = 0
         /// Records still in the outbox afterwards.
         public var remaining = 0
-        enum CodingKeys: String, CodingKey { case uploads, accepted, duplicates, rejected, retries, remaining }
+        enum CodingKeys: String, CodingKey {
+            case uploads, accepted, duplicates, rejected, unreadable, heldBack = "held_back", heldBackReason = "held_back_reason"
+            case retries, remaining
+        }
+
+        /// Records given up during this drain.
+        public var deadLettered: Int { rejected + unreadable }
 
         mutating func add(_ outcome: Outcome) {
             uploads += outcome.uploads
             accepted += outcome.accepted
             duplicates += outcome.duplicates
             rejected += outcome.refused.count
+            heldBack += outcome.heldBack.count
+            if let last = outcome.heldBack.last { heldBackReason = last.reason }
         }
     }
 
@@ -67,8 +88,19 @@ public final class Forwarder: Sendable {
         public var received = 0
         /// Received records that were new or newer here.
         public var stored = 0
+        /// Received records that could not be stored (not readable by this version, or breaking
+        /// the model's rules): kept aside, tried again at every pull.
+        public var held = 0
+        /// Records held by earlier pulls that could be stored now.
+        public var released = 0
+        /// Records held in all, after this pull.
+        public var stillHeld = 0
+        /// The server's cursor numbering changed: the pull started again from 0.
+        public var restarted = false
         public var cursor: Int64 = 0
-        enum CodingKeys: String, CodingKey { case pages, received, stored, cursor }
+        enum CodingKeys: String, CodingKey {
+            case pages, received, stored, held, released, stillHeld = "still_held", restarted, cursor
+        }
     }
 
     /// Progress of a drain: records settled so far and the outbox depth when it began.
@@ -81,57 +113,63 @@ public final class Forwarder: Sendable {
     public let client: SyncClient
     public let token: String
     public let configuration: Configuration
+    /// Applied to pulled records as to every record stored here.
+    public let validator: RecordValidator
     private let sleep: @Sendable (Duration) async throws -> Void
     private let random: @Sendable () -> Double
 
     public init(store: HealthStore, client: SyncClient, token: String, configuration: Configuration = Configuration(),
+                validator: RecordValidator = RecordValidator(),
                 sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
                 random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }) {
         self.store = store
         self.client = client
         self.token = token
         self.configuration = configuration
+        self.validator = validator
         self.sleep = sleep
         self.random = random
     }
 
     // MARK: Drain
 
-    /// Sends everything in the outbox, oldest first, until it is empty, with up to
-    /// `concurrentUploads` batches in flight (the next batch is read and encoded while the
-    /// server stores the previous one). Throws on 401 (log in again), when the failures in a row
-    /// exceed the limit, or when cancelled; what was acknowledged before stays acknowledged.
+    /// Sends everything in the outbox, oldest first, until it is empty (but for records held
+    /// back), with up to `concurrentUploads` batches in flight. Throws on 401 (log in again), on
+    /// an answer that is not the protocol's or a refusal that cannot be split, when the failures
+    /// in a row reach the limit, when the server asks to wait too long, or when cancelled; what
+    /// was acknowledged before stays acknowledged and the rest stays queued.
     public func drain(progress: (@Sendable (Progress) -> Void)? = nil) async throws -> DrainReport {
         var report = DrainReport()
         let total = try store.outboxDepth()
         var settled = 0
         var failures = 0
-        var succeeded = false
-        var finished = false
-        // Recorded once at the end, not per batch (the drain's hot path); an error recorded on
-        // the way stays unless the drain finished.
-        defer {
-            if succeeded { try? store.setSyncState("last_success_at", ISO8601.string(Date())) }
-            if finished { try? store.setSyncState("last_error", nil) }
-        }
+        var skipped = Set<Int64>()  // held back: left in the outbox, not sent again by this drain
         try await withThrowingTaskGroup(of: Result<Outcome, SyncError>.self) { group in
-            var readUpTo: Int64 = 0  // outbox rows up to here are settled or in flight
+            var readUpTo: Int64 = 0  // outbox rows up to here are settled, skipped or in flight
             var inFlight = 0
             var exhausted = false
             var retryAfter: Duration?  // set by a transient failure: no new batches until the window is empty
             while true {
                 while !exhausted, retryAfter == nil, inFlight < max(1, configuration.concurrentUploads) {
                     try Task.checkCancellation()
-                    let entries = try store.outbox(after: readUpTo, limit: configuration.maxRecords)
-                    guard !entries.isEmpty else {
+                    let rows = try store.outbox(after: readUpTo, limit: configuration.maxRecords)
+                    guard let last = rows.last else {
                         exhausted = true
                         break
                     }
+                    let entries = rows.filter { !skipped.contains($0.seq) }
+                    guard !entries.isEmpty else {
+                        readUpTo = last.seq
+                        continue
+                    }
                     let batch = try encodeBatch(entries)
                     readUpTo = batch.lastSeq
-                    if !batch.missing.isEmpty {
-                        try store.acknowledge(batch.missing)  // records replaced or deleted since: nothing to send
-                        settled += batch.missing.count
+                    if !batch.missing.isEmpty || !batch.givenUp.isEmpty {
+                        // Replaced or deleted since: nothing to send. Unreadable or too large for the
+                        // protocol: kept as dead letters.
+                        try store.settle(acknowledged: batch.missing, refused: batch.givenUp)
+                        settled += batch.missing.count + batch.givenUp.count
+                        report.unreadable += batch.givenUp.count
                     }
                     guard !batch.entries.isEmpty else { continue }
                     inFlight += 1
@@ -157,33 +195,50 @@ public final class Forwarder: Sendable {
                 case .success(let outcome):
                     try store.settle(acknowledged: outcome.acknowledged, refused: outcome.refused)
                     report.add(outcome)
-                    settled += outcome.acknowledged.count + outcome.refused.count
+                    skipped.formUnion(outcome.heldBack.map(\.seq))
+                    settled += outcome.acknowledged.count + outcome.refused.count + outcome.heldBack.count
                     failures = 0
-                    succeeded = true
                     progress?(Progress(settled: settled, total: total))
                 case .failure(let error):
                     report.uploads += 1
                     try store.setSyncState("last_error", error.description)
                     try store.setSyncState("last_error_at", ISO8601.string(Date()))
-                    guard case .transient(_, let serverWait) = error else { throw error }
+                    guard error.isTransient else { throw error }
                     failures += 1
                     report.retries += 1
                     if let limit = configuration.maxConsecutiveFailures, failures >= limit { throw error }
-                    let backoff = max(configuration.delay(attempt: failures, random: random()), serverWait ?? .zero)
+                    let serverWait = Self.serverWait(error)
+                    if serverWait > configuration.longestServerWait { throw error }
+                    let backoff = max(configuration.delay(attempt: failures, random: random()), serverWait)
                     retryAfter = max(retryAfter ?? .zero, backoff)
                 }
             }
         }
-        finished = true
         report.remaining = try store.outboxDepth()
+        if report.heldBack == 0 {
+            try store.setSyncState("last_success_at", ISO8601.string(Date()))
+            try store.setSyncState("last_error", nil)
+        } else {
+            try store.setSyncState("last_error", "\(report.heldBack) record(s) held back: \(report.heldBackReason ?? "")")
+            try store.setSyncState("last_error_at", ISO8601.string(Date()))
+        }
         return report
+    }
+
+    /// What a transient failure's server asked to wait (zero when it did not say).
+    static func serverWait(_ error: SyncError) -> Duration {
+        if case .transient(_, let wait?) = error { return wait }
+        return .zero
     }
 
     struct Batch: Sendable {
         var entries: [OutboxEntry] = []
         var bodies: [ByteBuffer] = []
+        /// Outbox entries whose record is gone: settled with nothing to send.
         var missing: [Int64] = []
-        /// The last outbox row this batch covers (sent or missing).
+        /// Outbox entries this version cannot send, with why: dead letters.
+        var givenUp: [(seq: Int64, reason: String)] = []
+        /// The last outbox row this batch covers (sent, missing or given up).
         var lastSeq: Int64 = 0
     }
 
@@ -192,13 +247,26 @@ public final class Forwarder: Sendable {
         var batch = Batch()
         var bytes = 0
         let encoder = SyncJSONEncoder()
-        for (entry, record) in zip(entries, try store.records(for: entries)) {
-            guard let record else {
+        for (entry, content) in zip(entries, try store.records(for: entries)) {
+            let record: HealthRecord
+            switch content {
+            case .gone:
                 batch.missing.append(entry.seq)
                 batch.lastSeq = entry.seq
                 continue
+            case .unreadable(let reason):
+                batch.givenUp.append((entry.seq, reason))
+                batch.lastSeq = entry.seq
+                continue
+            case .record(let r):
+                record = r
             }
             let body = ByteBuffer(bytes: try encoder.encode(WireRecord(record)))
+            guard body.readableBytes < SyncAPI.maxBodyBytes - 64 else {
+                batch.givenUp.append((entry.seq, "\(body.readableBytes) bytes: larger than an upload can be (\(SyncAPI.maxBodyBytes) bytes)"))
+                batch.lastSeq = entry.seq
+                continue
+            }
             if !batch.entries.isEmpty, bytes + body.readableBytes > configuration.maxBytes { break }
             bytes += body.readableBytes + 1
             batch.entries.append(entry)
@@ -211,14 +279,28 @@ public final class Forwarder: Sendable {
     /// What the server did with a batch, and the uploads it took.
     struct Outcome: Sendable {
         var acknowledged: [Int64] = []
+        /// Rejected by the server for good: dead letters.
         var refused: [(seq: Int64, reason: String)] = []
+        /// Not taken, but not said to be wrong: left in the outbox.
+        var heldBack: [(seq: Int64, reason: String)] = []
         var uploads = 0
         var accepted = 0
         var duplicates = 0
+
+        mutating func merge(_ other: Outcome) {
+            acknowledged += other.acknowledged
+            refused += other.refused
+            heldBack += other.heldBack
+            uploads += other.uploads
+            accepted += other.accepted
+            duplicates += other.duplicates
+        }
     }
 
-    /// Uploads one batch; on a refusal of the whole batch (too large, malformed) splits it in
-    /// halves, down to the single record that the server refuses, which becomes a dead letter.
+    /// Uploads one batch. A refusal of the whole batch in the protocol's format (400, 413): when
+    /// it names a record, that record is a dead letter and the others are sent again; otherwise
+    /// the batch is split in halves, down to the single record, which is then held back. Every
+    /// other failure is thrown.
     func send(_ entries: [OutboxEntry], _ bodies: [ByteBuffer]) async throws(SyncError) -> Outcome {
         var body = ByteBuffer()
         body.writeString("{\"records\":[")
@@ -230,18 +312,30 @@ public final class Forwarder: Sendable {
         let response: UploadResponse
         do {
             response = try await client.upload(body: body, token: token)
-        } catch .refused(let status, let code, let message) {
-            let why = "server refused it: \(status) \(code): \(message)"
-            guard entries.count > 1 else { return Outcome(refused: [(entries[0].seq, why)], uploads: 1) }
+        } catch {
+            guard case .refused(let status, let answer) = error, status == 400 || status == 413 else { throw error }
+            let why = "server refused it: \(status) \(answer.code): \(answer.message)"
+            if let recordId = answer.recordId, let named = entries.firstIndex(where: { $0.id == recordId.lowercased() }) {
+                var outcome = Outcome(refused: [(entries[named].seq, why)], uploads: 1)
+                let others = entries.indices.filter { $0 != named }
+                if !others.isEmpty { outcome.merge(try await send(others.map { entries[$0] }, others.map { bodies[$0] })) }
+                return outcome
+            }
+            guard entries.count > 1 else {
+                // The server's own limit names this record as well as an id would: it is larger on
+                // its own than any upload the server takes.
+                let size = bodies[0].readableBytes + 14  // {"records":[...]}
+                if status == 413, let limit = answer.maxBytes, size > limit {
+                    return Outcome(refused: [(entries[0].seq, "\(size) bytes: larger than the server takes (\(limit) bytes; \(why))")],
+                                   uploads: 1)
+                }
+                return Outcome(heldBack: [(entries[0].seq, why)], uploads: 1)
+            }
             let half = entries.count / 2
-            var first = try await send(Array(entries[..<half]), Array(bodies[..<half]))
-            let second = try await send(Array(entries[half...]), Array(bodies[half...]))
-            first.acknowledged += second.acknowledged
-            first.refused += second.refused
-            first.uploads += second.uploads + 1
-            first.accepted += second.accepted
-            first.duplicates += second.duplicates
-            return first
+            var outcome = Outcome(uploads: 1)
+            outcome.merge(try await send(Array(entries[..<half]), Array(bodies[..<half])))
+            outcome.merge(try await send(Array(entries[half...]), Array(bodies[half...])))
+            return outcome
         }
         guard response.results.count == entries.count else {
             throw SyncError.invalidResponse("\(response.results.count) results for \(entries.count) records")
@@ -249,7 +343,7 @@ public final class Forwarder: Sendable {
         var outcome = Outcome(uploads: 1)
         for (entry, result) in zip(entries, response.results) {
             guard result.id.lowercased() == entry.id else {
-                throw SyncError.invalidResponse("result for \(result.id) where \(entry.id) was sent")
+                throw SyncError.invalidResponse("result for \(DisplayText.safe(result.id, limit: 60)) where \(entry.id) was sent")
             }
             switch result.status {
             case .accepted:
@@ -259,7 +353,7 @@ public final class Forwarder: Sendable {
                 outcome.duplicates += 1
                 outcome.acknowledged.append(entry.seq)
             case .rejected:
-                outcome.refused.append((entry.seq, result.reason ?? "rejected"))
+                outcome.refused.append((entry.seq, DisplayText.safe(result.reason ?? "rejected", limit: 300)))
             }
         }
         return outcome
@@ -269,33 +363,131 @@ public final class Forwarder: Sendable {
 
     /// Pulls the records changed on the server since the saved cursor (the user's other devices'
     /// uploads, and this device's own, which change nothing here) and stores them without
-    /// queueing them back. The cursor advances in the same transaction as each page.
+    /// queueing them back. Each pulled record is validated as every record stored here; one that
+    /// cannot be read or breaks the rules is held with its text and the reason (and tried again
+    /// at the next pull), so the cursor, saved in the same transaction as each page, never moves
+    /// past a record that was not kept. A server whose pages do not advance is an error.
     public func pull() async throws -> PullReport {
         var report = PullReport()
-        var cursor = Int64(try store.syncState("history_cursor") ?? "0") ?? 0
+        report.released = try retryHeld()
+        var cursor = max(0, Int64(try store.syncState("history_cursor") ?? "0") ?? 0)
+        var epoch = try store.syncState("history_epoch")
         var failures = 0
         while true {
             try Task.checkCancellation()
-            let page: HistoryPage
+            let page: RawHistoryPage
             do {
-                page = try await client.history(after: cursor, limit: configuration.historyPage, token: token)
+                page = try await client.rawHistory(after: cursor, limit: configuration.historyPage, token: token)
                 failures = 0
             } catch {
-                guard case .transient(_, let retryAfter) = error else { throw error }
+                guard error.isTransient else { throw error }
                 failures += 1
                 if let limit = configuration.maxConsecutiveFailures, failures >= limit { throw error }
-                try await sleep(max(configuration.delay(attempt: failures, random: random()), retryAfter ?? .zero))
+                let serverWait = Self.serverWait(error)
+                if serverWait > configuration.longestServerWait { throw error }
+                try await sleep(max(configuration.delay(attempt: failures, random: random()), serverWait))
                 continue
             }
-            let records = page.records.compactMap { try? $0.record() }
-            let written = try store.writePulled(records, cursor: page.next)
+            if page.epoch != epoch {
+                // The server numbers its history differently now (or it is another server): the
+                // saved cursor means nothing there. Start again from 0, once.
+                guard !report.restarted else {
+                    throw SyncError.invalidResponse("the history's epoch changed twice in one pull")
+                }
+                epoch = page.epoch
+                if cursor != 0 {
+                    report.restarted = true
+                    cursor = 0
+                    continue
+                }
+                report.restarted = true
+            }
+            guard page.next >= cursor else {
+                throw SyncError.invalidResponse("the history went back from cursor \(cursor) to \(page.next)")
+            }
+            if page.more, page.next == cursor || page.records.isEmpty {
+                throw SyncError.invalidResponse("the history did not advance past cursor \(cursor) although it says there is more")
+            }
+            var records: [HealthRecord] = []
+            var held: [HeldRecord] = []
+            for raw in page.records {
+                switch admit(raw.bytes) {
+                case .store(let record): records.append(record)
+                case .hold(let hold): held.append(hold)
+                }
+            }
+            let written = try store.writePulled(records, held: held, cursor: page.next, epoch: epoch)
             report.pages += 1
             report.received += page.records.count
             report.stored += written.stored
+            report.held += held.count
             cursor = page.next
-            if !page.more || page.records.isEmpty { break }
+            if !page.more { break }
         }
         report.cursor = cursor
+        report.stillHeld = try store.heldRecordCount()
         return report
+    }
+
+    /// Stores the held records that can be read and pass the rules now; answers how many.
+    func retryHeld() throws -> Int {
+        let held = try store.heldRecords()
+        guard !held.isEmpty else { return 0 }
+        var ready: [(number: Int64, record: HealthRecord)] = []
+        var still: [(number: Int64, reason: String)] = []
+        for h in held {
+            switch admit(Array(h.body.utf8)) {
+            case .store(let record): ready.append((h.number, record))
+            case .hold(let again): still.append((h.number, again.reason))
+            }
+        }
+        try store.releaseHeld(ready, stillHeld: still)
+        return ready.count
+    }
+
+    /// What becomes of a pulled record.
+    enum Admission {
+        case store(HealthRecord)
+        case hold(HeldRecord)
+    }
+
+    /// A pulled record's text as a record to store, or as a held record with the reason.
+    func admit(_ text: [UInt8]) -> Admission {
+        let body = String(decoding: text, as: UTF8.self)
+        let wire: WireRecord
+        do {
+            wire = try SyncJSONDecoder().decode(WireRecord.self, from: text)
+        } catch {
+            let envelope = try? SyncJSONDecoder().decode(LooseEnvelope.self, from: text)
+            let why = (error as? DecodingError).map(SyncAPI.describe) ?? "\(error)"
+            return .hold(HeldRecord(id: envelope?.id, version: envelope?.version, type: envelope?.type, serverSeq: envelope?.seq,
+                                    body: body, reason: "not a record this version can read: " + why))
+        }
+        func hold(_ reason: String) -> Admission {
+            .hold(HeldRecord(id: wire.id.lowercased(), version: wire.version, type: wire.type, serverSeq: wire.seq, body: body,
+                                reason: reason))
+        }
+        let record: HealthRecord
+        do { record = try wire.record() } catch { return hold(error.description) }
+        do { try validator.validate(record) } catch let error as ValidationError { return hold(error.reason) } catch {
+            return hold("\(error)")
+        }
+        return .store(record)
+    }
+
+    /// What can be read of a record's envelope when the record itself cannot.
+    struct LooseEnvelope: Decodable {
+        var id: String?
+        var version: Int?
+        var type: String?
+        var seq: Int64?
+        enum CodingKeys: String, CodingKey { case id, version, type, seq }
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            id = try? c.decodeIfPresent(String.self, forKey: .id)
+            version = try? c.decodeIfPresent(Int.self, forKey: .version)
+            type = try? c.decodeIfPresent(String.self, forKey: .type)
+            seq = try? c.decodeIfPresent(Int64.self, forKey: .seq)
+        }
     }
 }

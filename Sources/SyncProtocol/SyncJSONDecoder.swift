@@ -94,6 +94,15 @@ final class JSONDocument {
         }
     }
 
+    /// The exact text of node `index`'s value, quotes and brackets included.
+    func raw(_ index: Int) -> [UInt8] {
+        let node = nodes[index]
+        switch node.kind {
+        case .string: return Array(bytes[Int(node.start) - 1..<Int(node.end) + 1])
+        default: return Array(bytes[Int(node.start)..<Int(node.end)])
+        }
+    }
+
     /// The token text of a number or boolean node.
     func token(_ index: Int) -> Substring {
         let node = nodes[index]
@@ -420,6 +429,7 @@ struct JSONNodeDecoder: Decoder {
     /// Types read directly (as `JSONDecoder` does) rather than through their `init(from:)`.
     private enum Special {
         case date, data, url, string, double, float, bool, int, int64, int32, int16, int8, uint, uint64, uint32, uint16, uint8
+        case raw
     }
 
     private static let specialTypes: [ObjectIdentifier: Special] = [
@@ -429,6 +439,7 @@ struct JSONNodeDecoder: Decoder {
         ObjectIdentifier(Int32.self): .int32, ObjectIdentifier(Int16.self): .int16, ObjectIdentifier(Int8.self): .int8,
         ObjectIdentifier(UInt.self): .uint, ObjectIdentifier(UInt64.self): .uint64, ObjectIdentifier(UInt32.self): .uint32,
         ObjectIdentifier(UInt16.self): .uint16, ObjectIdentifier(UInt8.self): .uint8,
+        ObjectIdentifier(RawJSON.self): .raw,
     ]
 
     private func decodeSpecial(_ special: Special) throws -> Any {
@@ -457,6 +468,7 @@ struct JSONNodeDecoder: Decoder {
         case .uint32: return try integer(UInt32.self)
         case .uint16: return try integer(UInt16.self)
         case .uint8: return try integer(UInt8.self)
+        case .raw: return RawJSON(bytes: document.raw(node))
         }
     }
 

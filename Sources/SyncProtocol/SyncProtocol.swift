@@ -257,10 +257,38 @@ public struct HistoryPage: Codable, Sendable, Equatable {
     /// The cursor to continue from (the last record's `seq`, or the request's cursor).
     public var next: Int64
     public var more: Bool
-    public init(records: [WireRecord], next: Int64, more: Bool) {
+    /// Names the numbering of cursors: when it differs from the epoch a client saved with its
+    /// cursor (the server renumbered its history, or it is another server), the client starts
+    /// again from 0. Absent: the server does not say.
+    public var epoch: String?
+    public init(records: [WireRecord], next: Int64, more: Bool, epoch: String? = nil) {
         self.records = records
         self.next = next
         self.more = more
+        self.epoch = epoch
+    }
+}
+
+/// A ``HistoryPage`` with each record kept as the JSON text the server sent, so that a client
+/// can keep a record it cannot decode (one a newer install wrote) instead of losing it.
+/// Decoded with ``SyncJSONDecoder`` only.
+public struct RawHistoryPage: Decodable, Sendable {
+    public var records: [RawJSON]
+    public var next: Int64
+    public var more: Bool
+    public var epoch: String?
+}
+
+/// A JSON value kept as its exact text. ``SyncJSONDecoder`` fills it with the bytes of the value
+/// as they appear in the document; other decoders cannot (they do not keep the text).
+public struct RawJSON: Decodable, Sendable, Equatable {
+    public var bytes: [UInt8]
+    public init(bytes: [UInt8]) { self.bytes = bytes }
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    public init(from decoder: any Decoder) throws {
+        throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
+                                                debugDescription: "RawJSON is read by SyncJSONDecoder only"))
     }
 }
 
@@ -318,11 +346,28 @@ public struct HealthResponse: Codable, Sendable, Equatable {
 /// `payload_too_large`, `unsupported_media_type`, `too_many_requests`, `internal`; also
 /// `method_not_allowed` (405, a known path with another method) and `unavailable` (503, try
 /// again after `Retry-After`). Clients should treat an unknown code by its HTTP status.
+///
+/// An error about one record of an upload (a batch refused as a whole because of it) names it
+/// in `record_id`; a client may then give that record up (a dead letter) and send the others.
+/// Without it, an error says nothing about any single record. A 413 says the largest body the
+/// server takes in `max_bytes` (after decompression): a record larger than that on its own can
+/// never be uploaded there.
 public struct ErrorResponse: Codable, Sendable, Equatable, Error {
     public struct Body: Codable, Sendable, Equatable {
         public var code: String
         public var message: String
+        public var recordId: String?
+        public var maxBytes: Int?
+        enum CodingKeys: String, CodingKey { case code, message, recordId = "record_id", maxBytes = "max_bytes" }
+        public init(code: String, message: String, recordId: String? = nil, maxBytes: Int? = nil) {
+            self.code = code
+            self.message = message
+            self.recordId = recordId
+            self.maxBytes = maxBytes
+        }
     }
     public var error: Body
-    public init(code: String, message: String) { error = Body(code: code, message: message) }
+    public init(code: String, message: String, recordId: String? = nil, maxBytes: Int? = nil) {
+        error = Body(code: code, message: message, recordId: recordId, maxBytes: maxBytes)
+    }
 }

@@ -79,7 +79,7 @@ func syncBenchmarks(records: Int = 100_000, backlog: Int = 1_000_000) async thro
 /// Foundation's `JSONEncoder`/`JSONDecoder` with the same settings (`SyncAPI`), same bytes.
 func codecBenchmark(_ store: HealthStore) throws {
     let entries = try store.outbox(limit: 1000)
-    let upload = UploadRequest(records: try store.records(for: entries).compactMap { $0 }.map { WireRecord($0) })
+    let upload = UploadRequest(records: try store.records(for: entries).compactMap(\.record).map { WireRecord($0) })
     let rounds = 20
     func time(_ body: () throws -> Void) rethrows -> Double {
         var best = Double.infinity
@@ -149,7 +149,7 @@ func encodedBatches(_ store: HealthStore, size: Int) throws -> [(bytes: ByteBuff
         let entries = try store.outbox(after: after, limit: size)
         guard let last = entries.last else { break }
         after = last.seq
-        let records = try store.records(for: entries).compactMap { $0 }.map { WireRecord($0) }
+        let records = try store.records(for: entries).compactMap(\.record).map { WireRecord($0) }
         let buffer = ByteBuffer(bytes: try encoder.encode(UploadRequest(records: records)))
         out.append((ByteBuffer(bytes: buffer.withUnsafeReadableBytes { Gzip.compress($0, level: 1) }), records.count))
     }

@@ -16,7 +16,7 @@ struct HealthGateCommand: AsyncParsableCommand {
         subcommands: [
             ImportCommand.self, WorkoutsCommand.self, SleepCommand.self, MeasurementsCommand.self,
             ShowCommand.self, StatsCommand.self, ExportCommand.self, InspectCommand.self, RecordCommand.self, BLECommand.self,
-            RegisterCommand.self, LoginCommand.self, SyncCommand.self, StatusCommand.self, LogoutCommand.self,
+            RegisterCommand.self, LoginCommand.self, SyncCommand.self, StatusCommand.self, DeadLettersCommand.self, LogoutCommand.self,
             DaemonCommand.self,
         ]
     )

@@ -184,10 +184,17 @@ struct SyncCommand: AsyncParsableCommand {
         discussion: """
             Uploads every record waiting in the outbox, oldest first, in batches; a record leaves \
             the outbox only once the server acknowledged it, so an interrupted sync loses nothing \
-            and a repeated one duplicates nothing. Records the server refuses for good are kept \
-            as dead letters (see `healthgate status`). Then pulls what the account's other \
-            devices uploaded. Transient failures are retried with backoff (honouring \
-            Retry-After) up to --max-retries in a row; exit status 1 if the sync did not finish.
+            and a repeated one duplicates nothing. Only the tracking server can give a record up: \
+            records it rejects become dead letters (`healthgate dead-letters` lists them with the \
+            reason; --retry-dead-letters queues them again). Timeouts, 429 and 5xx are retried \
+            with backoff (honouring Retry-After up to --longest-wait) up to --max-retries in a \
+            row; a redirect, a proxy's error page or a refusal stops the sync with the records \
+            still queued. Then pulls what the account's other devices uploaded; records this \
+            version cannot read, or that break its rules, are held aside (see `healthgate status`) \
+            and tried again at every pull.
+
+            Exit status: 0 when everything was sent and nothing was given up; 1 when the sync did \
+            not finish, a record was rejected (a new dead letter) or records were left in the outbox.
             """)
 
     @OptionGroup var database: DatabaseOptions
@@ -196,8 +203,15 @@ struct SyncCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Transient failures in a row before giving up.", valueName: "N"))
     var maxRetries = 8
 
+    @Option(help: ArgumentHelp("The longest wait a server may ask for (Retry-After) before the sync gives up for now: 90, 10s, 5m.",
+                               valueName: "DURATION"))
+    var longestWait = "60s"
+
     @Flag(help: "Only upload; do not pull the history.")
     var noPull = false
+
+    @Flag(help: "First put every dead letter back in the outbox (after an upgrade, or once the server accepts them).")
+    var retryDeadLetters = false
 
     @Option(help: ArgumentHelp("Records per upload (at most; uploads also stay under 8 MB).", valueName: "N"))
     var batchRecords = 1000
@@ -206,11 +220,23 @@ struct SyncCommand: AsyncParsableCommand {
         guard (1...SyncAPI.maxRecordsPerUpload).contains(batchRecords) else {
             throw ValidationError("--batch-records must be 1...\(SyncAPI.maxRecordsPerUpload)")
         }
+        guard maxRetries >= 1 else { throw ValidationError("--max-retries must be 1 or more") }
+        _ = try longestServerWait()
+    }
+
+    func longestServerWait() throws -> Duration {
+        guard let seconds = Durations.seconds(longestWait), seconds <= 86_400 else {
+            throw ValidationError("--longest-wait '\(longestWait)' is not a duration up to a day (90, 10s, 5m, 1h)")
+        }
+        return .clamped(seconds: seconds, maximum: .seconds(86_400))
     }
 
     struct Report: Encodable {
+        var requeued: Int
         var upload: Forwarder.DrainReport
         var pull: Forwarder.PullReport?
+        var deadLetters: Int
+        enum CodingKeys: String, CodingKey { case requeued, upload, pull, deadLetters = "dead_letters" }
     }
 
     func run() async throws {
@@ -218,9 +244,11 @@ struct SyncCommand: AsyncParsableCommand {
             throw ValidationError("not logged in: run `healthgate login --server URL --email EMAIL` first")
         }
         let store = try database.open()
+        let requeued = retryDeadLetters ? try store.retryDeadLetters() : 0
         var configuration = Forwarder.Configuration()
-        configuration.maxConsecutiveFailures = max(1, maxRetries)
+        configuration.maxConsecutiveFailures = maxRetries
         configuration.maxRecords = batchRecords
+        configuration.longestServerWait = try longestServerWait()
         let showProgress = !output.json && Output.stderrIsTerminal
         let report = try await withClient(try credentials.client()) { client in
             let forwarder = Forwarder(store: store, client: client, token: credentials.token, configuration: configuration)
@@ -230,23 +258,74 @@ struct SyncCommand: AsyncParsableCommand {
                 }
                 if showProgress { Output.stderr("\r\u{1B}[2K") }
                 let pull = noPull ? nil : try await forwarder.pull()
-                return Report(upload: upload, pull: pull)
+                return Report(requeued: requeued, upload: upload, pull: pull, deadLetters: try store.deadLetterCount())
             } catch {
                 if showProgress { Output.stderr("\r\u{1B}[2K") }
-                Output.stderr("healthgate: sync with \(credentials.server) did not finish: \(error)\n"
+                Output.stderr("healthgate: sync with \(DisplayText.safe(credentials.server)) did not finish: \(error)\n"
                               + "\(try store.outboxDepth()) record(s) wait in the outbox; nothing was lost.\n")
                 throw ExitCode(1)
             }
         }
-        if output.json { return try Output.printJSON(report) }
         let u = report.upload
-        print("Uploaded to \(credentials.server): \(u.accepted) accepted, \(u.duplicates) already there, \(u.rejected) rejected"
-              + " in \(u.uploads) upload(s)" + (u.retries > 0 ? " after \(u.retries) retr\(u.retries == 1 ? "y" : "ies")" : "")
-              + "; \(u.remaining) left in the outbox.")
-        if let p = report.pull {
-            print("Pulled \(p.received) record(s) from the account's history, \(p.stored) new or newer here.")
+        if output.json {
+            try Output.printJSON(report)
+        } else {
+            if requeued > 0 { print("Put \(requeued) dead letter(s) back in the outbox.") }
+            print("Uploaded to \(DisplayText.safe(credentials.server)): \(u.accepted) accepted, \(u.duplicates) already there, "
+                  + "\(u.rejected) rejected in \(u.uploads) upload(s)"
+                  + (u.retries > 0 ? " after \(u.retries) retr\(u.retries == 1 ? "y" : "ies")" : "")
+                  + "; \(u.remaining) left in the outbox.")
+            if u.unreadable > 0 {
+                print("\(u.unreadable) record(s) could not be read or sent by this version and were set aside as dead letters.")
+            }
+            if u.heldBack > 0 {
+                print("\(u.heldBack) record(s) the server would not take were left in the outbox: \(u.heldBackReason ?? "")")
+            }
+            if let p = report.pull {
+                print("Pulled \(p.received) record(s) from the account's history, \(p.stored) new or newer here"
+                      + (p.restarted ? " (the server renumbered its history: pulled from the start)" : "") + ".")
+                if p.held > 0 || p.stillHeld > 0 {
+                    print("\(p.held) pulled record(s) could not be stored and are held aside (\(p.stillHeld) in all; "
+                          + "`healthgate status` says why); they are tried again at every pull.")
+                }
+                if p.released > 0 { print("\(p.released) record(s) held by earlier pulls were stored now.") }
+            }
+            if u.deadLettered > 0 { print("See `healthgate dead-letters` for the records given up and why.") }
         }
-        if u.rejected > 0 { print("See `healthgate status` for the rejected records and why.") }
+        if u.deadLettered > 0 || u.remaining > 0 { throw ExitCode(1) }
+    }
+}
+
+struct DeadLettersCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dead-letters", abstract: "The records given up on: rejected by the server, or unreadable by this version.",
+        discussion: """
+            Each dead letter is a record version that left the outbox without reaching the \
+            server, with the reason. The records themselves stay in the database. \
+            `healthgate sync --retry-dead-letters` (or --retry here) puts them back in the \
+            outbox once the cause is fixed.
+            """)
+
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var output: OutputOptions
+
+    @Flag(help: "Put every dead letter back in the outbox (the next sync sends them).")
+    var retry = false
+
+    func run() async throws {
+        let store = try database.open()
+        if retry {
+            let moved = try store.retryDeadLetters()
+            if output.json { return try Output.printJSON(["requeued": moved]) }
+            return print("Put \(moved) dead letter(s) back in the outbox; `healthgate sync` sends them.")
+        }
+        let letters = try store.deadLetters(limit: nil)
+        if output.json { return try Output.printJSON(letters) }
+        guard !letters.isEmpty else { return print("No dead letters.") }
+        for d in letters {
+            print("\(d.failedAt)  \(d.type) \(d.id) v\(d.version): \(DisplayText.safe(d.reason))")
+        }
+        print("\(letters.count) dead letter(s); `healthgate dead-letters --retry` queues them again.")
     }
 }
 
@@ -275,13 +354,14 @@ struct StatusCommand: AsyncParsableCommand {
         var lastError: String?
         var lastErrorAt: String?
         var historyCursor: Int64
+        var heldRecords: Int
         var recentDeadLetters: [DeadLetter]
         /// The running daemon's view (nil: no daemon answered).
         var daemon: DaemonState.Snapshot?
         enum CodingKeys: String, CodingKey {
             case server, email, deviceId = "device_id", outbox, deadLetters = "dead_letters", lastSuccessAt = "last_success_at"
             case lastError = "last_error", lastErrorAt = "last_error_at", historyCursor = "history_cursor"
-            case recentDeadLetters = "recent_dead_letters", daemon
+            case heldRecords = "held_records", recentDeadLetters = "recent_dead_letters", daemon
         }
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
@@ -294,6 +374,7 @@ struct StatusCommand: AsyncParsableCommand {
             try c.encode(lastError, forKey: .lastError)
             try c.encode(lastErrorAt, forKey: .lastErrorAt)
             try c.encode(historyCursor, forKey: .historyCursor)
+            try c.encode(heldRecords, forKey: .heldRecords)
             try c.encode(recentDeadLetters, forKey: .recentDeadLetters)
             try c.encode(daemon, forKey: .daemon)
         }
@@ -309,7 +390,7 @@ struct StatusCommand: AsyncParsableCommand {
             outbox: try store.outboxDepth(), deadLetters: try store.deadLetterCount(),
             lastSuccessAt: try store.syncState("last_success_at"), lastError: try store.syncState("last_error"),
             lastErrorAt: try store.syncState("last_error_at"),
-            historyCursor: Int64(try store.syncState("history_cursor") ?? "0") ?? 0,
+            historyCursor: Int64(try store.syncState("history_cursor") ?? "0") ?? 0, heldRecords: try store.heldRecordCount(),
             recentDeadLetters: try store.deadLetters(limit: 10), daemon: daemon)
         if output.json { return try Output.printJSON(status) }
         if let daemon {
@@ -326,13 +407,20 @@ struct StatusCommand: AsyncParsableCommand {
         } else {
             print("daemon        not running (no answer on \(socketPath))")
         }
-        print("server        \(status.server.map { "\($0) as \(status.email ?? "?")" } ?? "not logged in")")
+        print("server        \(status.server.map { "\(DisplayText.safe($0)) as \(DisplayText.safe(status.email ?? "?"))" } ?? "not logged in")")
         print("outbox        \(status.outbox) record(s) waiting")
         print("last success  \(status.lastSuccessAt ?? "never")")
-        if let error = status.lastError { print("last error    \(error) (\(status.lastErrorAt ?? "?"))") }
+        if let error = status.lastError { print("last error    \(DisplayText.safe(error)) (\(status.lastErrorAt ?? "?"))") }
         print("dead letters  \(status.deadLetters)")
         for d in status.recentDeadLetters {
-            print("  \(d.type) \(d.id) v\(d.version): \(d.reason) (\(d.failedAt))")
+            print("  \(d.type) \(d.id) v\(d.version): \(DisplayText.safe(d.reason)) (\(d.failedAt))")
+        }
+        if status.heldRecords > 0 {
+            print("held          \(status.heldRecords) pulled record(s) this version could not store, tried again at every pull:")
+            for h in try store.heldRecords().prefix(10) {
+                print("  \(DisplayText.safe(h.type ?? "?", limit: 40)) \(DisplayText.safe(h.id ?? "?", limit: 60)) "
+                      + "v\(h.version.map(String.init) ?? "?"): \(DisplayText.safe(h.reason))")
+            }
         }
     }
 }

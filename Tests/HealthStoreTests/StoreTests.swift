@@ -36,7 +36,7 @@ func sampleWorkout(start: Double = 1_495_129_762, version: Int = 1, samples: Int
     @Test func migratesByName() throws {
         let t = try TempStore()
         #expect(try t.store.appliedMigrations() == ["v1-import-ledger", "v1-records", "v1-outbox", "v2-live-workouts", "v3-sync",
-                                                    "v4-outbox-sequential"])
+                                                    "v4-outbox-sequential", "v5-held-records"])
         let mode = try t.store.pool.read { try String.fetchOne($0, sql: "PRAGMA journal_mode") }
         #expect(mode == "wal")
     }

@@ -39,10 +39,17 @@ public final class ForwarderService: Service, Sendable {
     public var finalDrain: Duration { .seconds(5) }
 
     public func run() async throws {
-        let interval = Duration.milliseconds(Int64(settings.intervalS * 1000))
+        let interval = Duration.clamped(seconds: settings.intervalS, maximum: .seconds(86_400))
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             doorbell.reset()  // what was stored until now, this cycle takes
-            try? await cancelWhenGracefulShutdown { await self.cycle() }
+            let serverWait = (try? await cancelWhenGracefulShutdown { await self.cycle() }) ?? nil
+            if let serverWait, serverWait > interval {
+                // The server asked for a longer pause than the interval (Retry-After, at most an
+                // hour): keep away until then, whatever gets stored meanwhile.
+                logger.notice("the server asked to wait before the next sync", metadata: ["seconds": "\(Int(serverWait.inSeconds))"])
+                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: serverWait) }
+                continue
+            }
             // Until the interval is over or records were stored, then half a second more so that
             // a burst of stored batches leaves in one drain; a shutdown ends the wait.
             try? await cancelWhenGracefulShutdown {
@@ -59,25 +66,27 @@ public final class ForwarderService: Service, Sendable {
         }
     }
 
-    /// One drain and pull.
-    func cycle() async {
+    /// One drain and pull; answers the wait the server asked for when it asked for more than a
+    /// drain waits on its own.
+    @discardableResult
+    func cycle() async -> Duration? {
         let credentials: SyncCredentials
         do {
             guard let loaded = try SyncCredentials.load(path: credentialsPath) else {
                 await state.synced(forwarded: 0, error: "not logged in: run healthgate login --db \(credentialsDatabase)")
-                return
+                return nil
             }
             credentials = loaded
         } catch {
             await state.synced(forwarded: 0, error: "\(error)")
-            return
+            return nil
         }
         var configuration = SyncClient.Configuration(server: settings.server)
         configuration.pinnedCAFile = settings.caFile ?? credentials.caFile
         let client: SyncClient
         do { client = try SyncClient(configuration: configuration) } catch {
             await state.synced(forwarded: 0, error: "\(error)")
-            return
+            return nil
         }
         var forwarding = Forwarder.Configuration()
         forwarding.maxRecords = settings.batchRecords
@@ -85,26 +94,35 @@ public final class ForwarderService: Service, Sendable {
         forwarding.concurrentUploads = settings.concurrentUploads
         forwarding.maxConsecutiveFailures = 4  // then wait for the next cycle, with the error in the status
         let forwarder = Forwarder(store: store, client: client, token: credentials.token, configuration: forwarding)
+        var serverWait: Duration?
         do {
             let started = ContinuousClock.now
             let report = try await forwarder.drain()
-            if settings.pull { _ = try await forwarder.pull() }
-            await state.synced(forwarded: report.accepted + report.duplicates, error: nil)
+            let pull = settings.pull ? try await forwarder.pull() : nil
+            let problem = report.heldBack > 0 ? "\(report.heldBack) record(s) held back: \(report.heldBackReason ?? "")" : nil
+            await state.synced(forwarded: report.accepted + report.duplicates, error: problem)
             metrics.forwarded.increment(by: Int64(report.accepted + report.duplicates))
             metrics.forwardSeconds.record(ContinuousClock.now - started)
-            if report.uploads > 0 {
+            if report.uploads > 0 || report.deadLettered > 0 {
                 logger.info("forwarded", metadata: ["accepted": "\(report.accepted)", "duplicates": "\(report.duplicates)",
-                                                    "rejected": "\(report.rejected)", "remaining": "\(report.remaining)",
+                                                    "rejected": "\(report.rejected)", "unreadable": "\(report.unreadable)",
+                                                    "held_back": "\(report.heldBack)", "remaining": "\(report.remaining)",
                                                     "seconds": "\((ContinuousClock.now - started).components.seconds)"])
+            }
+            if let pull, pull.held > 0 || pull.released > 0 {
+                logger.warning("pulled records held aside", metadata: ["held": "\(pull.held)", "released": "\(pull.released)",
+                                                                       "still_held": "\(pull.stillHeld)"])
             }
         } catch is CancellationError {
         } catch {
             logger.warning("forwarding failed", metadata: ["error": "\(error)"])
             metrics.error("forward")
             await state.synced(forwarded: 0, error: "\(error)")
+            if let error = error as? SyncError, case .transient(_, let wait?) = error { serverWait = wait }
         }
         await client.shutdown()
         if let depth = try? store.outboxDepth() { metrics.outboxDepth.set(Double(depth)) }
+        return serverWait
     }
 
     private var credentialsPath: String {

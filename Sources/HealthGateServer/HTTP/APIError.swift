@@ -13,6 +13,8 @@ public struct APIError: Error, Sendable, Equatable {
     public var message: String
     /// Extra headers (Retry-After, Allow, WWW-Authenticate).
     public var headers: HTTPFields = [:]
+    /// 413: the largest body accepted, in bytes after decompression.
+    public var maxBytes: Int?
 
     public init(status: HTTPResponse.Status, code: String, message: String, headers: HTTPFields = [:]) {
         self.status = status
@@ -42,8 +44,10 @@ public struct APIError: Error, Sendable, Equatable {
         APIError(status: .conflict, code: "conflict", message: message)
     }
 
-    public static func payloadTooLarge(_ message: String) -> APIError {
-        APIError(status: .contentTooLarge, code: "payload_too_large", message: message)
+    public static func payloadTooLarge(_ message: String, maxBytes: Int? = nil) -> APIError {
+        var error = APIError(status: .contentTooLarge, code: "payload_too_large", message: message)
+        error.maxBytes = maxBytes
+        return error
     }
 
     public static func unsupportedMediaType(_ message: String) -> APIError {
@@ -66,7 +70,7 @@ public struct APIError: Error, Sendable, Equatable {
 
 extension APIError: HTTPResponseError {
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        var response = JSONResponse.make(ErrorResponse(code: code, message: message), status: status)
+        var response = JSONResponse.make(ErrorResponse(code: code, message: message, maxBytes: maxBytes), status: status)
         response.headers.append(contentsOf: headers)
         return response
     }

@@ -114,7 +114,7 @@ enum JSONBody {
     }
 
     private static func tooLarge(_ limit: Int, gzip: Bool) -> APIError {
-        .payloadTooLarge("request body exceeds \(limit) bytes" + (gzip ? " after decompression" : ""))
+        .payloadTooLarge("request body exceeds \(limit) bytes" + (gzip ? " after decompression" : ""), maxBytes: limit)
     }
 
     private static func gzipError(_ failure: GzipInflater.Failure, limit: Int) -> APIError {
