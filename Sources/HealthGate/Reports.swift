@@ -159,15 +159,23 @@ public enum Reports {
     }
 
     /// One CSV line: fields quoted when needed; text that a spreadsheet would run as a formula
-    /// (`=`, `+`, `-`, `@` followed by a non-digit) gets a leading apostrophe.
+    /// gets a leading apostrophe: one that starts with `=`, `+`, `-`, `@` (or their full-width
+    /// forms), a tab or a carriage return, after any leading spaces and line breaks, unless it is
+    /// a plain number.
     static func csvLine(_ fields: [String]) -> String {
         fields.map { field -> String in
             var value = field
-            if let first = value.first, "=+-@".contains(first), Double(value) == nil { value = "'" + value }
+            if isFormula(value) { value = "'" + value }
             if value.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) {
                 return "\"" + value.replacingOccurrences(of: "\"", with: "\"\"") + "\""
             }
             return value
         }.joined(separator: ",")
+    }
+
+    static func isFormula(_ text: String) -> Bool {
+        guard let first = text.unicodeScalars.first(where: { $0 != " " && $0 != "\n" }) else { return false }
+        let triggers: Set<Unicode.Scalar> = ["=", "+", "-", "@", "\t", "\r", "\u{FF1D}", "\u{FF0B}", "\u{FF0D}", "\u{FF20}"]
+        return triggers.contains(first) && Double(text) == nil
     }
 }

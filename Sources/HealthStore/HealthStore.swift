@@ -34,10 +34,8 @@ public final class HealthStore: Sendable {
             // over them, and a page changed by many batches between checkpoints is copied once.
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 8192")
         }
-        let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        }
+        // A new database (and any folder made for it) is its owner's alone: it holds their health.
+        try PrivateFiles.createFile(path)
         self.path = path
         pool = try DatabasePool(path: path, configuration: config)
         try Self.migrate(pool)

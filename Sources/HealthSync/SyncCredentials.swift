@@ -1,4 +1,5 @@
 import Foundation
+import HealthStore
 
 /// What `healthgate login` saves next to the database: the server, the account and this
 /// device's token (the file is readable by its owner only).
@@ -46,19 +47,12 @@ extension SyncCredentials {
     /// file atomically: written to a temporary file created with that mode, then renamed.
     public func save(forDatabase databasePath: String) throws {
         let path = Self.path(forDatabase: databasePath)
-        let temporary = path + ".tmp-\(getpid())"
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        let data = try encoder.encode(self)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw CredentialsError("cannot create \(temporary): \(String(cString: strerror(errno)))") }
-        let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        fchmod(fd, 0o600)
-        fsync(fd)
-        close(fd)
-        guard written == data.count, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw CredentialsError("cannot write \(path): \(String(cString: strerror(errno)))")
+        do {
+            try PrivateFiles.write(try encoder.encode(self), to: path)
+        } catch {
+            throw CredentialsError("cannot write \(path): \(error.localizedDescription)")
         }
     }
 

@@ -32,7 +32,8 @@ struct ControllerOptions: ParsableArguments {
     /// capture; find out now, not after the session, that it cannot).
     func snoopPath() throws -> String? {
         guard let snoop else { return nil }
-        guard FileManager.default.createFile(atPath: snoop, contents: nil) else {
+        // A capture holds the readings: its owner's alone, like the database.
+        guard FileManager.default.createFile(atPath: snoop, contents: nil, attributes: [.posixPermissions: 0o600]) else {
             throw ValidationError("--snoop: cannot create \(snoop)")
         }
         return snoop
@@ -100,11 +101,11 @@ struct ScannedDevice: Encodable {
     }
 }
 
-/// Scans for `seconds`, merging repeated reports of one device.
-func scanDevices(_ runtime: HostRuntime, seconds: Double, stopWhen: (DiscoveredDevice) -> Bool = { _ in false }) async throws -> [DiscoveredDevice] {
+/// Scans for `time`, merging repeated reports of one device.
+func scanDevices(_ runtime: HostRuntime, for time: DurationArgument, stopWhen: (DiscoveredDevice) -> Bool = { _ in false }) async throws -> [DiscoveredDevice] {
     var devices: [DeviceAddress: DiscoveredDevice] = [:]
     var order: [DeviceAddress] = []
-    let stream = try await runtime.scan(duration: .milliseconds(Int(seconds * 1000)))
+    let stream = try await runtime.scan(duration: time.duration)
     for await device in stream {
         if devices[device.address] == nil { order.append(device.address) }
         var merged = device
@@ -125,15 +126,15 @@ struct BLEScanCommand: AsyncParsableCommand {
     @OptionGroup var controller: ControllerOptions
     @OptionGroup var output: OutputOptions
 
-    @Option(name: .customLong("for"), help: ArgumentHelp("How long to scan.", valueName: "SECONDS"))
-    var seconds: Double = 5
+    @Option(name: .customLong("for"), help: ArgumentHelp("How long to scan: 5, 10s, 1m.", valueName: "DURATION"))
+    var time = DurationArgument(seconds: 5)
 
     func run() async throws {
         let devices = try await controller.withController { runtime in
-            try await scanDevices(runtime, seconds: seconds).map(ScannedDevice.init)
+            try await scanDevices(runtime, for: time).map(ScannedDevice.init)
         }
         if output.json { return try Output.printJSON(devices) }
-        guard !devices.isEmpty else { return print("No devices found in \(Int(seconds)) s.") }
+        guard !devices.isEmpty else { return print("No devices found in \(time).") }
         Output.printTable(["ADDRESS", "NAME", "RSSI", "SERVICES"], devices.map { d in
             [d.address, d.name ?? "-", d.rssi.map { "\($0) dBm" } ?? "-",
              d.services.map { s in UInt16(s, radix: 16).flatMap { GATTNames.service($0) }.map { "\($0) (\(s))" } ?? s }
@@ -156,11 +157,12 @@ struct BLEWatchCommand: AsyncParsableCommand {
     @OptionGroup var controller: ControllerOptions
     @OptionGroup var output: OutputOptions
 
-    @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this long (default: until Ctrl-C).", valueName: "SECONDS"))
-    var seconds: Double?
+    @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this long: 90, 10s, 5m (default: until Ctrl-C).",
+                                                         valueName: "DURATION"))
+    var time: DurationArgument?
 
-    @Option(help: ArgumentHelp("How long to look for a device given by name.", valueName: "SECONDS"))
-    var scanFor: Double = 10
+    @Option(help: ArgumentHelp("How long to look for a device given by name.", valueName: "DURATION"))
+    var scanFor = DurationArgument(seconds: 10)
 
     @Argument(help: "The device's address or advertised name.")
     var device: String
@@ -188,9 +190,9 @@ struct BLEWatchCommand: AsyncParsableCommand {
         if let given = DeviceAddress(device, kind: .random) {
             address = given
         } else {
-            let found = try await scanDevices(runtime, seconds: scanFor) { $0.name?.uppercased() == wanted }
+            let found = try await scanDevices(runtime, for: scanFor) { $0.name?.uppercased() == wanted }
             guard let match = found.first(where: { $0.name?.uppercased() == wanted }) else {
-                throw ValidationError("no device named '\(device)' found in \(Int(scanFor)) s (try `healthgate ble scan`)")
+                throw ValidationError("no device named '\(device)' found in \(scanFor) (try `healthgate ble scan`)")
             }
             address = match.address
         }
@@ -211,9 +213,9 @@ struct BLEWatchCommand: AsyncParsableCommand {
         }
         guard subscribed > 0 else { throw ValidationError("\(address) offers no measurement HealthGate reads") }
         if !output.json { Output.stderr("watching \(address) (\(subscribed) characteristics); Ctrl-C to stop\n") }
-        if let seconds {
+        if let time {
             Task {
-                try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                try? await Task.sleep(for: time.duration)
                 continuation.finish()
             }
         }
@@ -236,7 +238,7 @@ struct BLEWatchCommand: AsyncParsableCommand {
             print(String(decoding: try encoder.encode(line), as: UTF8.self))
         } else {
             let values = line.values.sorted { $0.key < $1.key }.map { key, value in
-                "\(key)=\(value == value.rounded() ? String(Int(value)) : Output.number(value, decimals: 3))"
+                "\(key)=\(value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : Output.number(value, decimals: 3))"
             }
             print("\(line.time)  \(line.name)  \(line.error ?? values.joined(separator: " "))")
         }

@@ -22,7 +22,7 @@ struct WorkoutsCommand: ParsableCommand {
             [String(w.id.prefix(8)), Output.shortTime(w.start), w.sport + (w.inProgress ? " (recording)" : ""),
              Output.duration(w.timerS ?? w.elapsedS),
              Output.number(w.distanceM, decimals: 2, scale: 0.001),
-             w.energyKcal.map { (w.energySource == "estimated" ? "~" : "") + String(Int($0.rounded())) } ?? "-",
+             w.energyKcal.map { (w.energySource == "estimated" ? "~" : "") + String(Int(saturating: $0.rounded())) } ?? "-",
              "\(Output.int(w.avgHR))/\(Output.int(w.maxHR))", String(w.laps), String(w.samples),
              [w.source.driver, w.source.device].compactMap { $0 }.joined(separator: " ")]
         })

@@ -63,3 +63,22 @@ struct OutputOptions: ParsableArguments {
     @Flag(help: "Print JSON instead of a table (shapes in docs/cli.md).")
     var json = false
 }
+
+/// A duration on the command line: `90` (seconds), `1.5`, `10s`, `250ms`, `5m`, `1h30m`, `2d`.
+struct DurationArgument: ExpressibleByArgument, Sendable, CustomStringConvertible {
+    var seconds: Double
+
+    init(seconds: Double) { self.seconds = seconds }
+
+    init?(argument: String) {
+        guard let seconds = Durations.seconds(argument) else { return nil }
+        self.seconds = seconds
+    }
+
+    /// As a `Duration`, at most a year (longer is as good as forever for a command).
+    var duration: Duration { .clamped(seconds: seconds, maximum: .seconds(365 * 86_400)) }
+
+    var description: String { Output.duration(seconds) }
+    var defaultValueDescription: String { description }
+}
+

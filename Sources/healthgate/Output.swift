@@ -32,7 +32,7 @@ enum Output {
     /// `1:02:03` or `12:34`.
     static func duration(_ seconds: Double?) -> String {
         guard let seconds, seconds.isFinite else { return "-" }
-        let total = Int(seconds.rounded())
+        let total = Int(saturating: seconds.rounded())
         let h = total / 3600, m = total % 3600 / 60, s = total % 60
         return h > 0 ? String(format: "%d:%02d:%02d", h, m, s) : String(format: "%d:%02d", m, s)
     }

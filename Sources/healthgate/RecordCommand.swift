@@ -34,14 +34,15 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(name: .customLong("device"), help: ArgumentHelp("A device to record (repeatable; default auto).", valueName: "DEVICE"))
     var devices: [String] = []
 
-    @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this long (default: until Ctrl-C).", valueName: "SECONDS"))
-    var seconds: Double?
+    @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this long: 90, 10s, 5m, 1h30m (default: until Ctrl-C).",
+                                                         valueName: "DURATION"))
+    var time: DurationArgument?
 
     @OptionGroup var workouts: WorkoutOptions
 
     func validate() throws {
         for d in devices { _ = try selector(d) }
-        if let seconds, !(seconds > 0) { throw ValidationError("--for must be a positive number of seconds") }
+        if let time, !(time.seconds > 0) { throw ValidationError("--for must be longer than zero") }
     }
 
     private func selector(_ text: String) throws -> DeviceSelector {
@@ -67,7 +68,7 @@ struct RecordCommand: AsyncParsableCommand {
         let started = Date()
         if !output.json {
             Output.stderr("recording \(configuration.devices.map(\.description).joined(separator: ", ")) into \(database.db); "
-                          + (seconds.map { "stopping after \(Output.duration($0))" } ?? "Ctrl-C to stop") + "\n")
+                          + (time.map { "stopping after \($0)" } ?? "Ctrl-C to stop") + "\n")
         }
         let task = Task {
             do { try await recorder.run(into: sink) } catch {
@@ -75,9 +76,9 @@ struct RecordCommand: AsyncParsableCommand {
             }
         }
         let stop = StopSignals { task.cancel() }
-        if let seconds {
+        if let time {
             Task {
-                try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                try? await Task.sleep(for: time.duration)
                 task.cancel()
             }
         }
@@ -109,7 +110,7 @@ struct RecordCommand: AsyncParsableCommand {
                               workouts.map { w in
                 [String(w.id.prefix(8)), Output.shortTime(w.start), w.sport, Output.duration(w.timerS ?? w.elapsedS),
                  Output.number(w.distanceM, decimals: 2, scale: 0.001),
-                 w.energyKcal.map { (w.energySource == "estimated" ? "~" : "") + String(Int($0.rounded())) } ?? "-",
+                 w.energyKcal.map { (w.energySource == "estimated" ? "~" : "") + String(Int(saturating: $0.rounded())) } ?? "-",
                  "\(Output.int(w.avgHR))/\(Output.int(w.maxHR))", String(w.samples), String(w.rrIntervals), w.source.device ?? "-"]
             })
         }
@@ -224,8 +225,8 @@ final class StopSignals {
 
 /// `--gap`, `--sport`, `--wheel`: how live readings become workouts (`record`, `ble replay --record`).
 struct WorkoutOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Silence that ends a workout.", valueName: "SECONDS"))
-    var gap: Double = 120
+    @Option(help: ArgumentHelp("Silence that ends a workout: 120, 2m.", valueName: "DURATION"))
+    var gap = DurationArgument(seconds: 120)
 
     @Option(help: ArgumentHelp("Sport of a workout whose device does not tell (a heart-rate strap alone).", valueName: "SPORT"))
     var sport: String = "other"
@@ -234,7 +235,7 @@ struct WorkoutOptions: ParsableArguments {
     var wheel: Double = 2.096
 
     func validate() throws {
-        guard gap >= 1 else { throw ValidationError("--gap must be at least 1 second") }
+        guard (1...86_400).contains(gap.seconds) else { throw ValidationError("--gap must be from 1 second to a day") }
         guard (0.5...4).contains(wheel) else { throw ValidationError("--wheel must be between 0.5 and 4 metres") }
         if Sport.normalize(sport) == .other, sport.lowercased() != "other" {
             throw ValidationError("--sport '\(sport)' is not a sport HealthGate knows")
@@ -242,6 +243,6 @@ struct WorkoutOptions: ParsableArguments {
     }
 
     var sessionizer: LiveSessionizer.Configuration {
-        LiveSessionizer.Configuration(gap: gap, defaultSport: Sport.normalize(sport), wheelCircumference: wheel)
+        LiveSessionizer.Configuration(gap: gap.seconds, defaultSport: Sport.normalize(sport), wheelCircumference: wheel)
     }
 }

@@ -59,7 +59,7 @@ struct ExportCommand: ParsableCommand {
         }
         if let output {
             do {
-                try text.write(toFile: output, atomically: true, encoding: .utf8)
+                try PrivateFiles.write(Data(text.utf8), to: output)
             } catch {
                 throw ValidationError("cannot write \(output): \(error.localizedDescription)")
             }

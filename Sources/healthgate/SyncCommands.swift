@@ -205,7 +205,7 @@ struct SyncCommand: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("The longest wait a server may ask for (Retry-After) before the sync gives up for now: 90, 10s, 5m.",
                                valueName: "DURATION"))
-    var longestWait = "60s"
+    var longestWait = DurationArgument(seconds: 60)
 
     @Flag(help: "Only upload; do not pull the history.")
     var noPull = false
@@ -221,14 +221,7 @@ struct SyncCommand: AsyncParsableCommand {
             throw ValidationError("--batch-records must be 1...\(SyncAPI.maxRecordsPerUpload)")
         }
         guard maxRetries >= 1 else { throw ValidationError("--max-retries must be 1 or more") }
-        _ = try longestServerWait()
-    }
-
-    func longestServerWait() throws -> Duration {
-        guard let seconds = Durations.seconds(longestWait), seconds <= 86_400 else {
-            throw ValidationError("--longest-wait '\(longestWait)' is not a duration up to a day (90, 10s, 5m, 1h)")
-        }
-        return .clamped(seconds: seconds, maximum: .seconds(86_400))
+        guard longestWait.seconds <= 86_400 else { throw ValidationError("--longest-wait must be a day at most") }
     }
 
     struct Report: Encodable {
@@ -248,7 +241,7 @@ struct SyncCommand: AsyncParsableCommand {
         var configuration = Forwarder.Configuration()
         configuration.maxConsecutiveFailures = maxRetries
         configuration.maxRecords = batchRecords
-        configuration.longestServerWait = try longestServerWait()
+        configuration.longestServerWait = longestWait.duration
         let showProgress = !output.json && Output.stderrIsTerminal
         let report = try await withClient(try credentials.client()) { client in
             let forwarder = Forwarder(store: store, client: client, token: credentials.token, configuration: configuration)

@@ -109,7 +109,8 @@ public actor HostRuntime {
         if !started {
             started = true
             if let path = configuration.snoopPath {
-                _ = FileManager.default.createFile(atPath: path, contents: Data(BTSnoop.Writer().header))
+                _ = FileManager.default.createFile(atPath: path, contents: Data(BTSnoop.Writer().header),
+                                                   attributes: [.posixPermissions: 0o600])
                 snoop = FileHandle(forWritingAtPath: path)
                 _ = try? snoop?.seekToEnd()
             }

@@ -34,7 +34,9 @@ public enum Daemon {
     /// anything when the database is unusable or a driver refuses its table.
     public static func run(_ config: DaemonConfig, options: Options, logger: Logger,
                            notifier: SystemdNotifier = SystemdNotifier()) async throws {
-        try FileManager.default.createDirectory(atPath: options.stateDirectory, withIntermediateDirectories: true)
+        // No state directory is made here: each path the configuration names gets its folder
+        // (0700) from what uses it, so a configuration that names every path leaves no stray
+        // ./healthgate-state behind.
         let store: HealthStore
         do { store = try HealthStore(path: config.database) } catch {
             throw ConfigError(keyPath: "database", reason: "cannot open \(config.database): \(error)")

@@ -1,4 +1,5 @@
 import Foundation
+import HealthStore
 import Logging
 import NIOCore
 import NIOPosix
@@ -20,7 +21,7 @@ public final class StatusServer: Service, Sendable {
 
     public func run() async throws {
         let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+        try? PrivateFiles.createDirectory(directory)
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { channel in
                 channel.eventLoop.makeCompletedFuture {

@@ -1,5 +1,6 @@
 import DriverKit
 import Foundation
+import HealthStore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -45,7 +46,7 @@ struct WatchFolder: Sendable {
 
     func run() async throws {
         let fm = FileManager.default
-        try fm.createDirectory(atPath: settings.path, withIntermediateDirectories: true)
+        try PrivateFiles.createDirectory(settings.path)
         let inotify = try Inotify()
         defer { inotify.close() }
         try inotify.watch(settings.path, mask: UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM
@@ -99,7 +100,7 @@ struct WatchFolder: Sendable {
     /// Moves `path` into `folder`, adding `-1`, `-2` ... before the extension if the name is taken.
     static func move(_ path: String, into folder: String) {
         let fm = FileManager.default
-        try? fm.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try? PrivateFiles.createDirectory(folder)
         let name = (path as NSString).lastPathComponent
         var target = folder + "/" + name
         var n = 1
