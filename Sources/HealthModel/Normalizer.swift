@@ -38,6 +38,13 @@ public struct Normalizer: Sendable {
                 let (clean, dropped) = Self.cleaned(w)
                 record = .workout(clean)
                 outcome.droppedValues += dropped
+            } else if case .sleep(var s) = record, s.start <= s.end {
+                // Stages dated outside their night are dropped the same way.
+                let within = s.start.addingTimeInterval(-PhysicalLimits.childToleranceS)...s.end.addingTimeInterval(PhysicalLimits.childToleranceS)
+                let before = s.stages.count
+                s.stages.removeAll { !within.contains($0.start) || !within.contains($0.end) || $0.end < $0.start }
+                outcome.droppedValues += before - s.stages.count
+                record = .sleep(s)
             }
             do {
                 try validator.validate(record, now: now)
@@ -83,13 +90,19 @@ public struct Normalizer: Sendable {
     }
 
     /// A sensor's glitch should not cost the whole workout: sample channels outside
-    /// ``PhysicalLimits`` (a heart rate of 100,000, a latitude of 1000), samples dated outside the
-    /// workout and RR intervals no heart beats at are dropped, and counted. What remains is
-    /// validated as any record is.
+    /// ``PhysicalLimits`` (a heart rate of 100,000, a latitude of 1000), samples, laps and pool
+    /// lengths dated outside the workout and RR intervals no heart beats at are dropped, and
+    /// counted. What remains is validated as any record is.
     public static func cleaned(_ workout: Workout) -> (workout: Workout, dropped: Int) {
         var w = workout
         var dropped = 0
+        guard w.start <= w.end else { return (w, 0) }  // the validator says what is wrong
         let within = w.start.addingTimeInterval(-PhysicalLimits.childToleranceS)...w.end.addingTimeInterval(PhysicalLimits.childToleranceS)
+        let laps = w.laps.count
+        w.laps.removeAll { !within.contains($0.start) || !within.contains($0.end) }
+        let lengths = w.lengths.count
+        w.lengths.removeAll { !within.contains($0.start) }
+        dropped += laps - w.laps.count + lengths - w.lengths.count
         if w.samples.contains(where: { !within.contains($0.time) || PhysicalLimits.problem(with: $0) != nil }) {
             w.samples = w.samples.compactMap { sample in
                 guard within.contains(sample.time) else {

@@ -72,6 +72,9 @@ public enum PhysicalLimits {
     /// Secondary values of one measurement (`diastolic`, `mean_arterial`, body composition ...).
     public static let extraKeys = 32
     public static let extraKeyCharacters = 1...64
+    /// Secondary values of a blood pressure reading that are pressures (in mmHg, within the
+    /// kind's range); its other values (`pulse_rate`, `user_id`) are plain numbers.
+    public static let pressureKeys: Set<String> = ["diastolic", "mean_arterial"]
     /// Any secondary value's magnitude.
     public static let extraValue: ClosedRange<Double> = -1e9...1e9
 

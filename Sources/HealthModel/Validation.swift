@@ -143,7 +143,7 @@ public struct RecordValidator: Sendable {
         }
         for (key, v) in m.extra.sorted(by: { $0.key < $1.key }) {
             try text("an extra key", key, PhysicalLimits.extraKeyCharacters)
-            if m.kind == .bloodPressure {
+            if m.kind == .bloodPressure, PhysicalLimits.pressureKeys.contains(key) {
                 try value("extra.\(key)", v, PhysicalLimits.range(of: .bloodPressure), "mmHg")
             } else {
                 try value("extra.\(key)", v, PhysicalLimits.extraValue, "")

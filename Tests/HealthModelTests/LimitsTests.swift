@@ -140,6 +140,21 @@ private func problem(_ record: HealthRecord) -> String? {
         guard case .workout(let w)? = outcome.accepted.first else { Issue.record("no workout"); return }
         #expect(w.samples.count == 2 && w.samples[1].heartRate == nil && w.samples[1].latitude == nil && w.samples[1].longitude == 7)
         #expect(w.rrIntervals == [0.8])
+
+        // A lap that ends hours after its workout (a real multisport file has one) and a sleep
+        // stage from another night are dropped too, not the record.
+        let stray = Lap(start: t0.addingTimeInterval(600), end: t0.addingTimeInterval(6 * 3600), elapsedS: 600)
+        let kept = Lap(start: t0, end: t0.addingTimeInterval(600), elapsedS: 600)
+        let laps = Normalizer().normalize([.workout(workout(laps: [kept, stray]))], now: now)
+        #expect(laps.rejected.isEmpty && laps.droppedValues == 1)
+        if case .workout(let w)? = laps.accepted.first { #expect(w.laps == [kept]) }
+        let night = SleepSession(id: RecordID.derive("s", "night"), start: t0, end: t0.addingTimeInterval(8 * 3600),
+                                 stages: [SleepStageSpan(start: t0, end: t0.addingTimeInterval(3600), stage: .light),
+                                          SleepStageSpan(start: t0.addingTimeInterval(-86_400), end: t0.addingTimeInterval(-80_000), stage: .deep)],
+                                 source: source)
+        let sleep = Normalizer().normalize([.sleep(night)], now: now)
+        #expect(sleep.rejected.isEmpty && sleep.droppedValues == 1)
+        if case .sleep(let s)? = sleep.accepted.first { #expect(s.stages.count == 1 && s.stages[0].stage == .light) }
     }
 
     @Test func calendarDaysAreReal() {

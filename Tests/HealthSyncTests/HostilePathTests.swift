@@ -7,14 +7,6 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// A client whose timeout is short, for proxies that hang.
-func quickClient(_ url: URL, timeout: Duration = .seconds(2)) throws -> SyncClient {
-    var configuration = SyncClient.Configuration(server: url)
-    configuration.requestTimeout = timeout
-    configuration.connectTimeout = timeout
-    return try SyncClient(configuration: configuration)
-}
-
 /// Runs `work`, failing the test (instead of hanging the suite) when it takes longer than
 /// `limit`: the old code looped forever on some of these inputs.
 func within<T: Sendable>(_ limit: Duration, _ what: String, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
@@ -47,7 +39,7 @@ func within<T: Sendable>(_ limit: Duration, _ what: String, _ work: @escaping @S
         let a = try Install()
         try await a.importFixtures()
         let depth = try a.store.outboxDepth()
-        let client = try quickClient(proxy.url)
+        let client = try SyncClient(configuration: .init(server: proxy.url))
         defer { Task { await client.shutdown() } }
         do {
             _ = try await fastForwarder(a, client, token: account.token, maxRecords: 4).drain()
@@ -115,7 +107,8 @@ func within<T: Sendable>(_ limit: Duration, _ what: String, _ work: @escaping @S
                                                  extraArguments: ["--header", "Retry-After: \(value)"])
         let a = try Install()
         try await a.importFixtures()
-        let client = try quickClient(proxy.url)
+        // No hang here: the default timeout, so that a loaded machine's slow answer is not a failure.
+        let client = try SyncClient(configuration: .init(server: proxy.url))
         defer { Task { await client.shutdown() } }
         let waits = Mutex<[Duration]>([])
         var configuration = Forwarder.Configuration()
@@ -128,7 +121,7 @@ func within<T: Sendable>(_ limit: Duration, _ what: String, _ work: @escaping @S
         do {
             let report = try await forwarder.drain()
             // Waits the server may ask for: honoured, within the limit.
-            #expect(report.remaining == 0 && report.accepted == depth)
+            #expect(report.remaining == 0 && report.accepted + report.duplicates == depth)
             #expect(!waits.withLock { $0 }.isEmpty)
         } catch let error as SyncError {
             // Longer than the limit (or nonsense counted as the longest): the drain stops at once
@@ -172,7 +165,7 @@ func within<T: Sendable>(_ limit: Duration, _ what: String, _ work: @escaping @S
         let a = try Install()
         try await a.importFixtures()
         let depth = try a.store.outboxDepth()
-        let client = try quickClient(proxy.url)
+        let client = try SyncClient(configuration: .init(server: proxy.url))
         defer { Task { await client.shutdown() } }
         let waits = Mutex<[Duration]>([])
         var configuration = Forwarder.Configuration()
