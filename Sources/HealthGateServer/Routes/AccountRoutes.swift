@@ -144,7 +144,7 @@ struct AccountRoutes {
     /// one is a logout). 204; 404 when the user has no such device logged in.
     @Sendable func revokeDevice(_ request: Request, context: ServerContext) async throws -> Response {
         let principal = try context.requirePrincipal()
-        let id = (context.parameters.get("id") ?? "").lowercased()
+        let id = (context.parameters.get("id")?.removingPercentEncoding ?? "").lowercased()
         guard try await deps.store.revokeDevice(id: id, userId: principal.userId, now: Date()) else {
             throw APIError.notFound("no logged-in device \(id) in this account")
         }

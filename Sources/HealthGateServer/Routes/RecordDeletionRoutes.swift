@@ -18,7 +18,7 @@ struct RecordDeletionRoutes {
     /// no record with this id.
     @Sendable func deleteOne(_ request: Request, context: ServerContext) async throws -> Response {
         let principal = try context.requirePrincipal()
-        let id = (context.parameters.get("id") ?? "").lowercased()
+        let id = (context.parameters.get("id")?.removingPercentEncoding ?? "").lowercased()
         guard try await deps.store.deleteRecord(id: id, userId: principal.userId, deviceId: principal.deviceId, now: Date()) else {
             throw APIError.notFound("no record \(id) in this account")
         }
