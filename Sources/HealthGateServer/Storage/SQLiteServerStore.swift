@@ -134,7 +134,8 @@ public final class SQLiteServerStore: ServerStore {
             try db.execute(sql: "DELETE FROM records WHERE user_id = ?", arguments: [userId])
             let records = db.changesCount
             try db.execute(sql: "DELETE FROM devices WHERE user_id = ?", arguments: [userId])
-            try db.execute(sql: "DELETE FROM email_collisions WHERE user_id = ? OR holder_id = ?", arguments: [userId, userId])
+            // Rows naming this account as the holder stay: the other account still needs settling.
+            try db.execute(sql: "DELETE FROM email_collisions WHERE user_id = ?", arguments: [userId])
             try db.execute(sql: "DELETE FROM users WHERE id = ?", arguments: [userId])
             return records
         }
