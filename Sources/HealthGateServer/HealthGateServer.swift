@@ -12,6 +12,7 @@ public struct ServerOptions: Sendable {
     public var loginPolicy = LoginAttempts.Policy()
     public var registrationPolicy = RegistrationThrottle.defaultPolicy
     public var limits = ServerLimits()
+    public var tokenExpiry = TokenExpiry()
     /// Fault injection for client tests; nil in normal use.
     public var faults: FaultPlan?
 
@@ -27,7 +28,7 @@ public enum HealthGateServer {
         let deps = ServerDependencies(store: store, hasher: PasswordHasher(cost: options.bcryptCost),
                                       throttle: LoginThrottle(policy: options.loginPolicy),
                                       registrations: RegistrationThrottle(policy: options.registrationPolicy), checker: UploadChecker(),
-                                      limits: options.limits)
+                                      limits: options.limits, tokenExpiry: options.tokenExpiry)
         let router = Routes.router(deps, faults: options.faults.map(FaultInjector.init))
         return Application(router: router,
                            // Connections idle (or sending nothing) for a minute are closed.

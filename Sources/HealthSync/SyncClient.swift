@@ -138,6 +138,25 @@ public final class SyncClient: Sendable {
         try await call(.GET, "/records?after=\(cursor)&limit=\(limit)", token: token, body: nil)
     }
 
+    /// Logs one of the account's devices out (`.refused` 404 when it has no such device).
+    public func revokeDevice(id: String, token: String) async throws(SyncError) {
+        let segment = id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? id
+        let _: Empty = try await call(.DELETE, "/devices/\(segment)", token: token, body: nil)
+    }
+
+    /// Sets a new password (`.refused` 403 when `current` is wrong); the account's other devices
+    /// are logged out.
+    public func changePassword(current: String, new: String, token: String) async throws(SyncError) -> PasswordChangeResponse {
+        try await call(.PUT, "/accounts/current/password", token: token,
+                       body: json(PasswordChangeRequest(currentPassword: current, newPassword: new)))
+    }
+
+    /// Deletes the account with its records and devices (`.refused` 403 when `password` is wrong).
+    public func deleteAccount(password: String, token: String) async throws(SyncError) {
+        let _: Empty = try await call(.POST, "/accounts/current/deletion", token: token,
+                                      body: json(AccountDeletionRequest(password: password)))
+    }
+
     // MARK: Plumbing
 
     private struct Empty: Decodable {}

@@ -257,9 +257,9 @@ public struct HistoryPage: Codable, Sendable, Equatable {
     /// The cursor to continue from (the last record's `seq`, or the request's cursor).
     public var next: Int64
     public var more: Bool
-    /// Names the numbering of cursors: when it differs from the epoch a client saved with its
-    /// cursor (the server renumbered its history, or it is another server), the client starts
-    /// again from 0. Absent: the server does not say.
+    /// Names the numbering the cursors belong to (key `epoch`; absent from older servers). It
+    /// changes when the server renumbers its cursors: a client whose saved epoch differs restarts
+    /// from 0.
     public var epoch: String?
     public init(records: [WireRecord], next: Int64, more: Bool, epoch: String? = nil) {
         self.records = records

@@ -53,6 +53,16 @@ struct ServerCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Registrations accepted from one client address per hour (more: 429).", valueName: "n"))
     var registrationsPerHour = RegistrationThrottle.defaultPolicy.limit
 
+    @Option(help: ArgumentHelp("""
+        Failed logins from one client address within 15 minutes before it may try only the emails \
+        it has logged in to (more: 429). Raise it behind a reverse proxy, where every client has \
+        the proxy's address.
+        """, valueName: "n"))
+    var loginFailuresPerAddress = LoginAttempts.Policy().addressFailures
+
+    @Option(help: ArgumentHelp("A device token unused for this many days stops working (0: never).", valueName: "days"))
+    var tokenIdleDays = TokenExpiry.defaultIdleDays
+
     @Option(help: ArgumentHelp("Testing: the fraction (0...1) of uploads (POST /v1/records) that fail on purpose.",
                                valueName: "rate", visibility: .hidden))
     var faultRate: Double = 0
@@ -83,6 +93,10 @@ struct ServerCommand: AsyncParsableCommand {
             throw ValidationError("--max-upload-records must be in 1...\(SyncAPI.maxRecordsPerUpload)")
         }
         guard registrationsPerHour >= 1 else { throw ValidationError("--registrations-per-hour must be 1 or more") }
+        guard loginFailuresPerAddress >= 1 else { throw ValidationError("--login-failures-per-address must be 1 or more") }
+        guard TokenExpiry.idleDaysRange.contains(tokenIdleDays) else {
+            throw ValidationError("--token-idle-days must be in \(TokenExpiry.idleDaysRange.lowerBound)...\(TokenExpiry.idleDaysRange.upperBound) (0: never)")
+        }
         guard (0...1).contains(faultRate) else { throw ValidationError("--fault-rate must be in 0...1") }
         _ = try kinds()
         guard faultStall >= 0, faultStall.isFinite else { throw ValidationError("--fault-stall must be a number of seconds") }
@@ -119,6 +133,8 @@ struct ServerCommand: AsyncParsableCommand {
         options.limits.uploadBodyBytes = maxUploadBytes
         options.limits.recordsPerUpload = maxUploadRecords
         options.registrationPolicy.limit = registrationsPerHour
+        options.tokenExpiry.idleDays = tokenIdleDays
+        options.loginPolicy.addressFailures = loginFailuresPerAddress
         if faultRate > 0 {
             options.faults = FaultPlan(rate: faultRate, seed: faultSeed, kinds: try kinds(),
                                        stall: .milliseconds(Int64(faultStall * 1000)))

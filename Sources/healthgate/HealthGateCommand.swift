@@ -17,6 +17,7 @@ struct HealthGateCommand: AsyncParsableCommand {
             ImportCommand.self, WorkoutsCommand.self, SleepCommand.self, MeasurementsCommand.self,
             ShowCommand.self, StatsCommand.self, ExportCommand.self, InspectCommand.self, RecordCommand.self, BLECommand.self,
             RegisterCommand.self, LoginCommand.self, SyncCommand.self, StatusCommand.self, DeadLettersCommand.self, LogoutCommand.self,
+            DevicesCommand.self, PasswordCommand.self, AccountCommand.self,
             DaemonCommand.self,
         ]
     )

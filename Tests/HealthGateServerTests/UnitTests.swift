@@ -11,39 +11,125 @@ import TestSupport
 @Suite struct UnitTests {
     let t0 = Date(timeIntervalSince1970: 1_780_000_000)
 
-    @Test func loginAttemptsCountPerEmailAndPerClient() {
-        var attempts = LoginAttempts(policy: .init(maxFailures: 3, window: 600))
-        for i in 0..<3 {
-            #expect(attempts.retryAfter(email: "a", client: "1.1.1.1", now: t0) == nil)
-            attempts.recordFailure(email: "a", client: "1.1.1.\(i + 1)", now: t0.addingTimeInterval(Double(i)))
-        }
-        // Three failures for the email from three addresses: the email is blocked everywhere.
-        #expect(attempts.retryAfter(email: "a", client: "9.9.9.9", now: t0.addingTimeInterval(10)) == 590)
-        #expect(attempts.retryAfter(email: "b", client: "1.1.1.1", now: t0.addingTimeInterval(10)) == nil)
-        // ...until the oldest of them is as old as the window.
-        #expect(attempts.retryAfter(email: "a", client: "9.9.9.9", now: t0.addingTimeInterval(599.5)) == 1)
-        #expect(attempts.retryAfter(email: "a", client: "9.9.9.9", now: t0.addingTimeInterval(600)) == nil)
+    /// The owner's addresses stay open whatever others try; guessing stays slow everywhere else.
+    @Test func loginAttemptsCannotLockTheOwnerOut() {
+        let policy = LoginAttempts.Policy(pairFailures: 3, addressFailures: 10, emailFailures: 6, window: 600, knownLifetime: 86_400)
+        var attempts = LoginAttempts(policy: policy)
+        attempts.recordSuccess(email: "ann", client: "home", now: t0)
+        #expect(attempts.isKnown(email: "ann", client: "home", now: t0))
+        #expect(!attempts.isKnown(email: "ann", client: "evil", now: t0) && !attempts.isKnown(email: "bob", client: "home", now: t0))
 
-        // Three failures from one address for three emails: the address is blocked for every email.
-        var byClient = LoginAttempts(policy: .init(maxFailures: 3, window: 600))
-        for email in ["x", "y", "z"] { byClient.recordFailure(email: email, client: "6.6.6.6", now: t0) }
-        #expect(byClient.retryAfter(email: "new", client: "6.6.6.6", now: t0) == 600)
-        #expect(byClient.retryAfter(email: "new", client: "7.7.7.7", now: t0) == nil)
-        // A success clears its email's count, not the address's.
-        byClient.recordSuccess(email: "x")
-        #expect(byClient.retryAfter(email: "x", client: "6.6.6.6", now: t0) == 600)
-        #expect(byClient.retryAfter(email: "x", client: "7.7.7.7", now: t0) == nil)
+        // One address guessing one email: blocked after 3, for that email only.
+        for i in 0..<3 {
+            #expect(attempts.retryAfter(email: "ann", client: "evil", now: t0) == nil)
+            attempts.recordFailure(email: "ann", client: "evil", now: t0.addingTimeInterval(Double(i)))
+        }
+        #expect(attempts.retryAfter(email: "ann", client: "evil", now: t0.addingTimeInterval(10)) == 590)
+        #expect(attempts.retryAfter(email: "bob", client: "evil", now: t0.addingTimeInterval(10)) == nil)
+        #expect(attempts.retryAfter(email: "ann", client: "home", now: t0.addingTimeInterval(10)) == nil)
+
+        // Many addresses guessing one email: after 6 failures from unknown addresses every unknown
+        // address is refused for it, and the owner's known address still is not.
+        for i in 0..<3 { attempts.recordFailure(email: "ann", client: "bot\(i)", now: t0.addingTimeInterval(20)) }
+        #expect(attempts.retryAfter(email: "ann", client: "bot9", now: t0.addingTimeInterval(30)) == 570)
+        #expect(attempts.retryAfter(email: "ann", client: "home", now: t0.addingTimeInterval(30)) == nil)
+        #expect(attempts.retryAfter(email: "bob", client: "bot9", now: t0.addingTimeInterval(30)) == nil)
+        // ...until the oldest of the failures that count is as old as the window.
+        #expect(attempts.retryAfter(email: "ann", client: "bot9", now: t0.addingTimeInterval(599.5)) == 1)
+        #expect(attempts.retryAfter(email: "ann", client: "bot9", now: t0.addingTimeInterval(600)) == nil)
+
+        // The owner's own typing mistakes: held to the pair limit, not counted for the email.
+        var owner = LoginAttempts(policy: policy)
+        owner.recordSuccess(email: "ann", client: "home", now: t0)
+        for _ in 0..<2 { owner.recordFailure(email: "ann", client: "home", now: t0) }
+        owner.recordSuccess(email: "ann", client: "home", now: t0)  // clears the pair's failures
+        for _ in 0..<2 { owner.recordFailure(email: "ann", client: "home", now: t0) }
+        #expect(owner.retryAfter(email: "ann", client: "home", now: t0) == nil)
+        owner.recordFailure(email: "ann", client: "home", now: t0)
+        #expect(owner.retryAfter(email: "ann", client: "home", now: t0) == 600)
+        #expect(owner.retryAfter(email: "ann", client: "elsewhere", now: t0) == nil, "known failures do not add to the email's count")
+
+        // A known address is forgotten after its lifetime: the email's count applies to it again.
+        var stale = LoginAttempts(policy: policy)
+        stale.recordSuccess(email: "ann", client: "home", now: t0)
+        let later = t0.addingTimeInterval(86_400)
+        for i in 0..<6 { stale.recordFailure(email: "ann", client: "bot\(i)", now: later) }
+        #expect(stale.retryAfter(email: "ann", client: "home", now: later.addingTimeInterval(-1)) == nil)
+        #expect(stale.retryAfter(email: "ann", client: "home", now: later) != nil)
+    }
+
+    /// One address guessing many emails: refused for every email it has not logged in to.
+    @Test func loginAttemptsLimitAnAddressAcrossEmails() {
+        var attempts = LoginAttempts(policy: .init(pairFailures: 3, addressFailures: 10, emailFailures: 50, window: 600))
+        attempts.recordSuccess(email: "mallory", client: "evil", now: t0)
+        for i in 0..<10 { attempts.recordFailure(email: "user\(i)", client: "evil", now: t0) }
+        #expect(attempts.retryAfter(email: "new", client: "evil", now: t0) == 600)
+        #expect(attempts.retryAfter(email: "new", client: "other", now: t0) == nil)
+        // Its own account (known there) is held to the pair limit only; a success there resets
+        // nothing of the address's count.
+        #expect(attempts.retryAfter(email: "mallory", client: "evil", now: t0) == nil)
+        attempts.recordSuccess(email: "mallory", client: "evil", now: t0)
+        #expect(attempts.retryAfter(email: "new", client: "evil", now: t0) == 600)
     }
 
     @Test func loginAttemptsStayBounded() {
-        var attempts = LoginAttempts(policy: .init(maxFailures: 2, window: 60, maxKeys: 100))
+        var attempts = LoginAttempts(policy: .init(pairFailures: 2, window: 60, maxKeys: 100))
         for i in 0..<1000 {
             attempts.recordFailure(email: "e\(i)", client: "c\(i)", now: t0.addingTimeInterval(Double(i)))
+            attempts.recordSuccess(email: "e\(i)", client: "k\(i)", now: t0.addingTimeInterval(Double(i)))
         }
-        #expect(attempts.keyCount <= 100)
+        #expect(attempts.keyCount <= 400, "four counts of at most 100 keys")
         // The most recent stay remembered.
         attempts.recordFailure(email: "e999", client: "c999", now: t0.addingTimeInterval(1000))
-        #expect(attempts.retryAfter(email: "e999", client: "other", now: t0.addingTimeInterval(1000)) != nil)
+        #expect(attempts.retryAfter(email: "e999", client: "c999", now: t0.addingTimeInterval(1000)) != nil)
+        #expect(attempts.isKnown(email: "e999", client: "k999", now: t0.addingTimeInterval(1000)))
+    }
+
+    @Test func tokensExpireAfterTheIdleDays() {
+        let expiry = TokenExpiry(idleDays: 30)
+        #expect(!expiry.isExpired(lastSeen: t0, now: t0.addingTimeInterval(30 * 86_400)))
+        #expect(expiry.isExpired(lastSeen: t0, now: t0.addingTimeInterval(30 * 86_400 + 1)))
+        #expect(expiry.cutoff(now: t0) == t0.addingTimeInterval(-30 * 86_400))
+        let never = TokenExpiry(idleDays: 0)
+        #expect(never.cutoff(now: t0) == nil && !never.isExpired(lastSeen: .distantPast, now: t0))
+        #expect(TokenExpiry().idleDays == 90)
+    }
+
+    /// NFKC and case folding: one address, however typed, is one account.
+    @Test func emailsAreNormalisedWithNFKCAndCaseFolding() {
+        let cases = [
+            (" Ann@Example.ORG\n", "ann@example.org"),
+            ("Straße@example.org", "strasse@example.org"),
+            ("STRASSE@example.org", "strasse@example.org"),
+            ("\u{FF21}\u{FF2E}\u{FF2E}@example.org", "ann@example.org"),  // full-width ＡＮＮ
+            ("\u{FB01}sh@example.org", "fish@example.org"),  // the ﬁ ligature
+            ("e\u{301}@example.org", "\u{E9}@example.org"),  // decomposed é
+            ("\u{212A}im@example.org", "kim@example.org"),  // the Kelvin sign
+            ("ΟΔΥΣΣΕΥΣ@example.gr", "οδυσσευσ@example.gr"),
+        ]
+        for (typed, expected) in cases {
+            #expect(EmailAddress.normalize(typed) == expected, "\(typed)")
+            #expect(EmailAddress.normalize(expected) == expected, "idempotent: \(expected)")
+        }
+    }
+
+    @Test func bcryptCostsAreReadFromHashes() async {
+        #expect(PasswordHasher.cost(of: "$2b$12$abcdefghijklmnopqrstuv") == 12)
+        #expect(PasswordHasher.cost(of: "$2a$04$abcdefghijklmnopqrstuv") == 4)
+        #expect(PasswordHasher.cost(of: "plain") == nil && PasswordHasher.cost(of: "$2b$x$y") == nil)
+        let hasher = PasswordHasher(cost: 5)
+        let hash = await hasher.hash("long enough password")
+        #expect(!hasher.needsRehash(hash))
+        #expect(PasswordHasher(cost: 4).needsRehash(hash))
+    }
+
+    @Test func routesWithIdsAnswer405WithTheirMethods() {
+        #expect(Routes.methods(forPath: "/v1/devices/0b7c1c5e-3a55-4a51-9d57-8f2b9c6d0e11") == [.delete])
+        #expect(Routes.methods(forPath: "/v1/records/abc/") == [.delete])
+        #expect(Routes.methods(forPath: "/v1/records") == [.get, .post, .delete])
+        #expect(Routes.methods(forPath: "/v1/devices/current/primary") == [.put])
+        #expect(Routes.methods(forPath: "/v1/devices/a/b") == nil)
+        #expect(Routes.methods(forPath: "/v1/records//") == nil)
     }
 
     @Test func registrationsAreAdmittedPerAddressWithinTheWindow() {
@@ -186,13 +272,25 @@ import TestSupport
     @Test func historyPagesAreHistoryPageJSON() throws {
         let body = try UploadChecker().check(Make.habit("h", time: "2026-03-02T10:00:00Z"), now: Date()).get().body
         let slice = HistorySlice(records: [StoredRecord(id: Make.id("h").description, version: 1, type: "habit", body: body,
-                                                        deviceId: "d", seq: 7)], more: true)
+                                                        deviceId: "d", seq: 7)], more: true, epoch: "e1")
         let page = try SyncAPI.decoder().decode(HistoryPage.self, from: RecordRoutes.historyPage(slice, after: 3))
-        #expect(page.next == 7 && page.more && page.records.count == 1)
+        #expect(page.next == 7 && page.more && page.records.count == 1 && page.epoch == "e1")
         #expect(page.records[0].problem == nil && page.records[0].seq == 7 && page.records[0].deviceId == "d")
         let empty = try SyncAPI.decoder().decode(HistoryPage.self,
-                                                 from: RecordRoutes.historyPage(HistorySlice(records: [], more: false), after: 3))
-        #expect(empty == HistoryPage(records: [], next: 3, more: false))
+                                                 from: RecordRoutes.historyPage(HistorySlice(records: [], more: false, epoch: "e1"), after: 3))
+        #expect(empty == HistoryPage(records: [], next: 3, more: false, epoch: "e1"))
+
+        // A tombstone: deleted, no data (a client that does not know tombstones skips it as a
+        // record without valid data).
+        let tombstone = HistorySlice(records: [StoredRecord(id: Make.id("h").description, version: 2, type: "habit", body: nil,
+                                                            deviceId: "d", seq: 8)], more: false, epoch: "e1")
+        let json = RecordRoutes.historyPage(tombstone, after: 7)
+        let object = try #require(try JSONSerialization.jsonObject(with: json) as? [String: Any])
+        let entry = try #require((object["records"] as? [[String: Any]])?.first)
+        #expect(entry["deleted"] as? Bool == true && entry["data"] == nil && entry["seq"] as? Int == 8 && entry["version"] as? Int == 2)
+        let decoded = try SyncAPI.decoder().decode(HistoryPage.self, from: json)
+        #expect(decoded.records.count == 1 && decoded.records[0].data == nil && decoded.records[0].problem != nil)
+        #expect(String(decoding: json, as: UTF8.self).hasPrefix(#"{"epoch":"e1","more":false,"next":8,"records":[{"deleted":true,"#))
     }
 }
 
@@ -232,5 +330,90 @@ extension Result {
             copied = (try? await queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM records") }) ?? 0  // no table yet: 0
         }
         #expect(copied == 200)
+    }
+
+    /// A database as the first release left it: migrated up to `server-v1-records`, with rows.
+    private func releasedDatabase(_ folder: String, _ fill: (Database) throws -> Void) throws -> String {
+        let path = folder + "/server.sqlite"
+        let queue = try DatabaseQueue(path: path)
+        try SQLiteServerSchema.migrator.migrate(queue, upTo: "server-v1-records")
+        try queue.write(fill)
+        try queue.close()
+        return path
+    }
+
+    /// History cursors become per user: existing rows are renumbered 1, 2, 3 ... per user in
+    /// their old order, the counters continue from there, and the epoch is set.
+    @Test func migrationRenumbersHistoryPerUser() async throws {
+        let folder = NSTemporaryDirectory() + "hg-server-store-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let path = try releasedDatabase(folder) { db in
+            for user in ["a", "b"] {
+                try db.execute(sql: "INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, 'x', '2026-01-01T00:00:00Z')",
+                               arguments: [user, user + "@example.org"])
+                try db.execute(sql: "INSERT INTO devices (id, user_id, name, token_hash, created_at) VALUES (?, ?, 'd', ?, '2026-01-01T00:00:00Z')",
+                               arguments: [user + "-device", user, user + "-token"])
+            }
+            // Interleaved global change numbers, with a gap (a replaced version).
+            for (user, record) in [("a", "r1"), ("b", "r1"), ("a", "r2"), ("b", "r2"), ("a", "gone"), ("a", "r3")] {
+                try db.execute(sql: """
+                    INSERT INTO records (user_id, record_id, version, type, start_time, end_time, body, device_id, received_at)
+                    VALUES (?, ?, 1, 'habit', 1, 1, '{}', ?, '2026-01-01T00:00:00Z')
+                    """, arguments: [user, record, user + "-device"])
+            }
+            try db.execute(sql: "DELETE FROM records WHERE record_id = 'gone'")
+        }
+        let store = try SQLiteServerStore(path: path)
+        #expect(try store.appliedMigrations().suffix(2) == ["server-v2-history-per-user", "server-v2-email-nfkc-casefold"])
+        let a = try await store.history(userId: "a", after: 0, limit: 100, byteBudget: 1 << 20)
+        let b = try await store.history(userId: "b", after: 0, limit: 100, byteBudget: 1 << 20)
+        #expect(a.records.map(\.id) == ["r1", "r2", "r3"] && a.records.map(\.seq) == [1, 2, 3])
+        #expect(b.records.map(\.id) == ["r1", "r2"] && b.records.map(\.seq) == [1, 2])
+        #expect(a.epoch.count == 32 && a.epoch == b.epoch)
+
+        // The user's counter continues after the renumbered rows, whatever the other user does.
+        let checker = UploadChecker()
+        let record = try checker.check(Make.habit("new", time: "2026-03-02T10:00:00Z"), now: Date()).get()
+        #expect(try await store.upsert([record], userId: "b", deviceId: "b-device", now: Date()) == [.accepted(seq: 3)])
+        #expect(try await store.upsert([record], userId: "a", deviceId: "a-device", now: Date()) == [.accepted(seq: 4)])
+
+        // Another database gets another epoch.
+        let other = try SQLiteServerStore(path: folder + "/other.sqlite")
+        #expect(try await other.history(userId: "a", after: 0, limit: 1, byteBudget: 1).epoch != a.epoch)
+    }
+
+    /// Stored emails are normalised; accounts that collide keep their emails and are listed.
+    @Test func migrationNormalisesEmailsAndListsCollisions() async throws {
+        let folder = NSTemporaryDirectory() + "hg-server-store-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let users = [
+            ("u1", "straße@example.org", "2026-01-01T00:00:00Z"),   // the oldest of its group
+            ("u2", "strasse@example.org", "2026-01-02T00:00:00Z"),  // already the normalised form: keeps it
+            ("u3", "\u{FB01}sh@example.org", "2026-01-03T00:00:00Z"),  // alone: normalised
+            ("u4", "ａｎｎ@example.org", "2026-01-04T00:00:00Z"),     // oldest of a group without the normal form
+            ("u5", "ann\u{FF20}example.org", "2026-01-05T00:00:00Z"),  // full-width @: same group, newer
+            ("u6", "bob@example.org", "2026-01-06T00:00:00Z"),      // untouched
+        ]
+        let path = try releasedDatabase(folder) { db in
+            for (id, email, created) in users {
+                try db.execute(sql: "INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, 'x', ?)",
+                               arguments: [id, email, created])
+            }
+        }
+        let store = try SQLiteServerStore(path: path)
+        #expect(try await store.account(email: "strasse@example.org")?.id == "u2")
+        #expect(try await store.account(id: "u1")?.email == "straße@example.org")
+        #expect(try await store.account(email: "fish@example.org")?.id == "u3")
+        #expect(try await store.account(email: "ann@example.org")?.id == "u4")
+        #expect(try await store.account(id: "u5")?.email == "ann\u{FF20}example.org")
+        #expect(try await store.account(email: "bob@example.org")?.id == "u6")
+        let collisions = try await store.pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT user_id, normalized, holder_id FROM email_collisions ORDER BY user_id").map {
+                [$0["user_id"], $0["normalized"], $0["holder_id"]] as [String]
+            }
+        }
+        #expect(collisions == [["u1", "strasse@example.org", "u2"], ["u5", "ann@example.org", "u4"]])
     }
 }

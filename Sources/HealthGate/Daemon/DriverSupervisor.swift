@@ -27,12 +27,16 @@ public actor DriverSupervisor {
     private let logger: Logger
     private let backoff: Backoff
     private let onRestart: @Sendable () -> Void
+    private let sleep: @Sendable (Duration) async throws -> Void
 
-    public init(state: DaemonState, logger: Logger, backoff: Backoff = Backoff(), onRestart: @escaping @Sendable () -> Void = {}) {
+    /// `sleep` waits between a driver's end and its restart (tests pass one that records).
+    public init(state: DaemonState, logger: Logger, backoff: Backoff = Backoff(), onRestart: @escaping @Sendable () -> Void = {},
+                sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }) {
         self.state = state
         self.logger = logger
         self.backoff = backoff
         self.onRestart = onRestart
+        self.sleep = sleep
     }
 
     /// Names of the instances running now.
@@ -68,7 +72,7 @@ public actor DriverSupervisor {
     }
 
     private func start(_ instance: DriverInstance, _ run: @escaping DriverRun) {
-        let (state, logger, backoff, onRestart) = (self.state, self.logger, self.backoff, self.onRestart)
+        let (state, logger, backoff, onRestart, sleep) = (self.state, self.logger, self.backoff, self.onRestart, self.sleep)
         let name = instance.name, type = instance.type.rawValue
         logger.info("starting driver", metadata: ["driver": "\(name)", "type": "\(type)"])
         let task = Task {
@@ -92,7 +96,8 @@ public actor DriverSupervisor {
                                                                       "after_s": "\(delay.components.seconds)"])
                 await state.driver(name, type: type, .restarting, detail: detail)
                 onRestart()
-                do { try await Task.sleep(for: delay) } catch { break }
+                do { try await sleep(delay) } catch { break }
+                if Task.isCancelled { break }
                 delay = min(delay * 2, backoff.maximum)
                 restarted = true
             }

@@ -2,11 +2,13 @@ import Foundation
 import Hummingbird
 
 /// Accepts a request only with `Authorization: Bearer TOKEN` naming a logged-in device (by the
-/// token's hash); sets ``ServerContext/principal`` for the routes behind it. Anything else is
-/// 401 with the same answer whether the token is malformed, unknown or revoked.
+/// token's hash) that has not expired (``TokenExpiry``); sets ``ServerContext/principal`` for the
+/// routes behind it. Anything else is 401 with the same answer whether the token is malformed,
+/// unknown or revoked (an expired token is told so: its holder knew it).
 struct BearerAuthMiddleware: RouterMiddleware {
     typealias Context = ServerContext
     let store: any ServerStore
+    let expiry: TokenExpiry
 
     func handle(_ request: Request, context: ServerContext,
                 next: (Request, ServerContext) async throws -> Response) async throws -> Response {
@@ -16,7 +18,13 @@ struct BearerAuthMiddleware: RouterMiddleware {
         guard let principal = try await store.principal(tokenHash: DeviceToken.hash(token)) else {
             throw APIError.unauthorized("the device token is not valid (wrong, or logged out)")
         }
-        try await store.touchDevice(id: principal.deviceId, now: Date())
+        let now = Date()
+        if expiry.isExpired(lastSeen: principal.lastSeenAt, now: now) {
+            _ = try await store.revokeDevice(id: principal.deviceId, userId: principal.userId, now: now)
+            context.logger.info("device token expired", metadata: ["device": "\(principal.deviceId)"])
+            throw APIError.unauthorized("the device token expired (unused for more than \(expiry.idleDays) days): log in again")
+        }
+        try await store.touchDevice(id: principal.deviceId, now: now)
         var context = context
         context.principal = principal
         return try await next(request, context)

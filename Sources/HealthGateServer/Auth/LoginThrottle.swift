@@ -65,51 +65,95 @@ public struct EventWindow: Sendable {
     }
 }
 
-/// Failed-login bookkeeping for rate limiting, per account email and per client address.
+/// Failed-login bookkeeping for rate limiting. Pure: the caller passes the time.
 ///
-/// After `maxFailures` failed logins within `window` for the same email, or from the same client
-/// address, further logins for that email (or from that address) are refused with 429 until the
-/// oldest of those failures is `window` old. A successful login clears its email's failures (not
-/// its address's: an attacker who owns one account cannot reset the count that way).
+/// Guessing is slowed down by three counts of failed logins within `window`, none of which lets
+/// an attacker lock the owner out from the addresses the owner uses:
+/// - per (email, address): after `pairFailures`, that address may not try that email;
+/// - per address: after `addressFailures` (for any emails), that address may not try any email
+///   it has not logged in to successfully;
+/// - per email: after `emailFailures` from addresses the account has not logged in from, no such
+///   address may try that email.
+///
+/// An address the account logged in from successfully within `knownLifetime` is *known* for
+/// that email: only the first count applies to it, its failures do not add to the email's count,
+/// and its success clears that pair's failures. Everything is kept in memory (a restart forgets
+/// it) and bounded by `maxKeys` per count.
 public struct LoginAttempts: Sendable {
     public struct Policy: Sendable, Equatable {
-        public var maxFailures: Int
+        public var pairFailures: Int
+        public var addressFailures: Int
+        public var emailFailures: Int
         public var window: TimeInterval
+        /// How long a successful login keeps its address known for the email.
+        public var knownLifetime: TimeInterval
         public var maxKeys: Int
 
-        public init(maxFailures: Int = 5, window: TimeInterval = 15 * 60, maxKeys: Int = 100_000) {
-            self.maxFailures = maxFailures
+        public init(pairFailures: Int = 5, addressFailures: Int = 20, emailFailures: Int = 50, window: TimeInterval = 15 * 60,
+                    knownLifetime: TimeInterval = 30 * 86_400, maxKeys: Int = 100_000) {
+            self.pairFailures = pairFailures
+            self.addressFailures = addressFailures
+            self.emailFailures = emailFailures
             self.window = window
+            self.knownLifetime = knownLifetime
             self.maxKeys = maxKeys
         }
     }
 
     public let policy: Policy
-    private var failures: EventWindow
+    private var pairs: EventWindow
+    private var addresses: EventWindow
+    private var emails: EventWindow
+    /// Successful logins: the latest per (email, address), kept for `knownLifetime`.
+    private var known: EventWindow
 
     public init(policy: Policy = Policy()) {
         self.policy = policy
-        failures = EventWindow(policy: .init(limit: policy.maxFailures, window: policy.window, maxKeys: policy.maxKeys))
+        pairs = EventWindow(policy: .init(limit: policy.pairFailures, window: policy.window, maxKeys: policy.maxKeys))
+        addresses = EventWindow(policy: .init(limit: policy.addressFailures, window: policy.window, maxKeys: policy.maxKeys))
+        emails = EventWindow(policy: .init(limit: policy.emailFailures, window: policy.window, maxKeys: policy.maxKeys))
+        known = EventWindow(policy: .init(limit: 1, window: policy.knownLifetime, maxKeys: policy.maxKeys))
     }
 
-    /// Seconds to wait before trying again, or nil when a login may be tried now.
+    /// Seconds to wait before `client` may try `email` again, or nil when it may try now.
     public func retryAfter(email: String, client: String, now: Date) -> Int? {
-        failures.retryAfter([Self.emailKey(email), Self.clientKey(client)], now: now)
+        let pair = Self.pairKey(email, client)
+        let pairWait = pairs.retryAfter([pair], now: now)
+        if isKnown(pair, now: now) { return pairWait }
+        let waits = [pairWait, addresses.retryAfter([client], now: now), emails.retryAfter([email], now: now)]
+        return waits.compactMap { $0 }.max()
     }
 
     public mutating func recordFailure(email: String, client: String, now: Date) {
-        failures.record([Self.emailKey(email), Self.clientKey(client)], now: now)
+        let pair = Self.pairKey(email, client)
+        pairs.record([pair], now: now)
+        addresses.record([client], now: now)
+        if !isKnown(pair, now: now) { emails.record([email], now: now) }
     }
 
-    public mutating func recordSuccess(email: String) {
-        failures.clear(Self.emailKey(email))
+    /// A correct password for `email` from `client`: the address becomes known for the email
+    /// and the pair's failures are forgotten (not the address's, not the email's: an attacker
+    /// who owns one account cannot reset the counts that way).
+    public mutating func recordSuccess(email: String, client: String, now: Date) {
+        let pair = Self.pairKey(email, client)
+        pairs.clear(pair)
+        known.record([pair], now: now)
     }
 
-    /// How many emails and addresses are remembered.
-    public var keyCount: Int { failures.keyCount }
+    /// Whether `client` logged in to `email` successfully within `knownLifetime`.
+    public func isKnown(email: String, client: String, now: Date) -> Bool {
+        isKnown(Self.pairKey(email, client), now: now)
+    }
 
-    private static func emailKey(_ email: String) -> String { "email " + email }
-    private static func clientKey(_ client: String) -> String { "client " + client }
+    /// How many keys are remembered, all counts together.
+    public var keyCount: Int { pairs.keyCount + addresses.keyCount + emails.keyCount + known.keyCount }
+
+    private func isKnown(_ pair: String, now: Date) -> Bool {
+        known.retryAfter([pair], now: now) != nil
+    }
+
+    /// Emails cannot hold a NUL (they are checked for control characters): the pair key is unambiguous.
+    private static func pairKey(_ email: String, _ client: String) -> String { email + "\u{0}" + client }
 }
 
 /// The server's one ``LoginAttempts``, shared by concurrent requests.
@@ -128,8 +172,8 @@ public final class LoginThrottle: Sendable {
         state.withLock { $0.recordFailure(email: email, client: client, now: now) }
     }
 
-    public func recordSuccess(email: String) {
-        state.withLock { $0.recordSuccess(email: email) }
+    public func recordSuccess(email: String, client: String, now: Date = Date()) {
+        state.withLock { $0.recordSuccess(email: email, client: client, now: now) }
     }
 }
 

@@ -8,10 +8,10 @@ import HummingbirdBcrypt
 /// The password goes through SHA-256 (base64) before bcrypt, so that every character of a
 /// long passphrase counts (bcrypt reads 72 bytes at most) and a NUL byte cannot cut it short.
 public struct PasswordHasher: Sendable {
-    /// bcrypt's cost (log2 of the rounds), 4...31.
+    /// bcrypt's cost (log2 of the rounds), 4...31, of new hashes.
     public let cost: UInt8
-    /// A hash of a random password: unknown emails are checked against it, so that a login for
-    /// an unknown account takes as long as one with a wrong password.
+    /// A hash of a random password at `cost`: what an unknown email is checked against while the
+    /// server holds no account (otherwise it is a stored hash, see ``verifyDecoy(_:against:)``).
     private let decoy: String
 
     public static let defaultCost: UInt8 = 12
@@ -32,9 +32,25 @@ public struct PasswordHasher: Sendable {
         await Self.offload { Bcrypt.verify(Self.prehash(password), hash: hash) }
     }
 
-    /// Spends the time of one check without an account (see `decoy`).
-    public func verifyDecoy(_ password: String) async {
-        _ = await verify(password, hash: decoy)
+    /// Spends the time of one check for a login without an account: `password` is checked
+    /// against `storedHash` (a stored hash picked at random, so that an unknown email costs what
+    /// the accounts' hashes cost, whatever cost they were made with) and the answer thrown away;
+    /// against a hash at ``cost`` when the server has no account.
+    public func verifyDecoy(_ password: String, against storedHash: String?) async {
+        _ = await verify(password, hash: storedHash ?? decoy)
+    }
+
+    /// The cost a bcrypt hash was made with (`$2b$12$...` -> 12); nil for anything else.
+    public static func cost(of hash: String) -> UInt8? {
+        let parts = hash.split(separator: "$", omittingEmptySubsequences: false)
+        guard parts.count >= 4, parts[0].isEmpty, parts[1].hasPrefix("2"), parts[2].count == 2 else { return nil }
+        return UInt8(parts[2])
+    }
+
+    /// Whether a hash that just verified should be made again at ``cost`` (the configured cost
+    /// changed since it was made).
+    public func needsRehash(_ hash: String) -> Bool {
+        Self.cost(of: hash) != cost
     }
 
     static func prehash(_ password: String) -> String {

@@ -31,6 +31,10 @@ public struct APIError: Error, Sendable, Equatable {
         APIError(status: .unauthorized, code: "unauthorized", message: message, headers: [.wwwAuthenticate: "Bearer"])
     }
 
+    public static func forbidden(_ message: String) -> APIError {
+        APIError(status: .forbidden, code: "forbidden", message: message)
+    }
+
     public static func notFound(_ message: String) -> APIError {
         APIError(status: .notFound, code: "not_found", message: message)
     }

@@ -62,16 +62,21 @@ struct RecordRoutes {
 
     /// A ``HistoryPage`` as JSON, with each record's stored body put in as it is (it is already
     /// canonical JSON: decoding and re-encoding every page would only cost time). Keys sorted,
-    /// as ``SyncAPI/encoder()`` writes them.
+    /// as ``SyncAPI/encoder()`` writes them. A tombstone (no body) has `"deleted":true` and no `data`.
     static func historyPage(_ slice: HistorySlice, after: Int64) -> Data {
         let next = slice.records.last?.seq ?? after
         var out = Data()
-        out.reserveCapacity(slice.records.reduce(64) { $0 + $1.body.utf8.count + 160 })
-        out.append(contentsOf: #"{"more":\#(slice.more),"next":\#(next),"records":["#.utf8)
+        out.reserveCapacity(slice.records.reduce(96) { $0 + ($1.body?.utf8.count ?? 0) + 160 })
+        // The epoch is 32 hex digits: nothing to escape.
+        out.append(contentsOf: #"{"epoch":"\#(slice.epoch)","more":\#(slice.more),"next":\#(next),"records":["#.utf8)
         for (index, record) in slice.records.enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
-            out.append(contentsOf: #"{"data":"#.utf8)
-            out.append(contentsOf: record.body.utf8)
+            if let body = record.body {
+                out.append(contentsOf: #"{"data":"#.utf8)
+                out.append(contentsOf: body.utf8)
+            } else {
+                out.append(contentsOf: #"{"deleted":true"#.utf8)
+            }
             // Ids are UUIDs and types one of four words: nothing to escape.
             out.append(contentsOf: #","device_id":"\#(record.deviceId)","id":"\#(record.id)","seq":\#(record.seq),"#.utf8)
             out.append(contentsOf: #""type":"\#(record.type)","version":\#(record.version)}"#.utf8)

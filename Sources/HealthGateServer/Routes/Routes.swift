@@ -12,6 +12,7 @@ struct ServerDependencies: Sendable {
     let registrations: RegistrationThrottle
     let checker: UploadChecker
     let limits: ServerLimits
+    var tokenExpiry = TokenExpiry()
 }
 
 /// Request and answer size limits.
@@ -29,21 +30,31 @@ public struct ServerLimits: Sendable, Equatable {
 
 /// The endpoints, in one table (the 405 answers read it) and the router built from it.
 enum Routes {
+    /// `{id}` stands for any one path segment.
     static let table: [(path: String, methods: [HTTPRequest.Method])] = [
         ("/v1/health", [.get]),
         ("/v1/accounts", [.post]),
+        ("/v1/accounts/current/password", [.put]),
+        ("/v1/accounts/current/deletion", [.post]),
         ("/v1/sessions", [.post]),
         ("/v1/sessions/current", [.delete]),
         ("/v1/devices", [.get]),
         ("/v1/devices/current/primary", [.put]),
-        ("/v1/records", [.get, .post]),
+        ("/v1/devices/{id}", [.delete]),
+        ("/v1/records", [.get, .post, .delete]),
+        ("/v1/records/{id}", [.delete]),
         ("/v1/summaries", [.get]),
     ]
 
     /// The methods a known path takes; nil for an unknown path.
     static func methods(forPath path: String) -> [HTTPRequest.Method]? {
         let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
-        return table.first { $0.path == trimmed }?.methods
+        let segments = trimmed.split(separator: "/", omittingEmptySubsequences: false)
+        return table.first { entry in
+            let pattern = entry.path.split(separator: "/", omittingEmptySubsequences: false)
+            return pattern.count == segments.count
+                && zip(pattern, segments).allSatisfy { $0 == "{id}" ? !$1.isEmpty : $0 == $1 }
+        }?.methods
     }
 
     static func router(_ deps: ServerDependencies, faults: FaultInjector?) -> Router<ServerContext> {
@@ -55,9 +66,10 @@ enum Routes {
         open.get("health") { _, _ in JSONResponse.make(HealthResponse(version: ServerVersion.current)) }
         AccountRoutes(deps: deps).addOpen(to: open)
 
-        let authenticated = router.group("v1").add(middleware: BearerAuthMiddleware(store: deps.store))
+        let authenticated = router.group("v1").add(middleware: BearerAuthMiddleware(store: deps.store, expiry: deps.tokenExpiry))
         AccountRoutes(deps: deps).addAuthenticated(to: authenticated)
         RecordRoutes(deps: deps).add(to: authenticated)
+        RecordDeletionRoutes(deps: deps).add(to: authenticated)
         SummaryRoutes(deps: deps).add(to: authenticated)
         return router
     }

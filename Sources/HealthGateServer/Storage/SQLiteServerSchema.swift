@@ -7,6 +7,8 @@ enum SQLiteServerSchema {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("server-v1-accounts", migrate: createAccounts)
         migrator.registerMigration("server-v1-records", migrate: createRecords)
+        migrator.registerMigration("server-v2-history-per-user", migrate: historyPerUser)
+        migrator.registerMigration("server-v2-email-nfkc-casefold", migrate: normalizeEmails)
         return migrator
     }
 
@@ -57,5 +59,93 @@ enum SQLiteServerSchema {
             CREATE INDEX records_by_user_seq ON records(user_id, seq);
             CREATE INDEX records_by_user_start ON records(user_id, start_time);
             """)
+    }
+
+    /// History cursors per user: each user's records are numbered 1, 2, 3 ... by a counter of
+    /// their own (`users.change_seq`, the last number given), so that nobody learns from the
+    /// gaps how much others store. Existing rows are renumbered per user in their old order;
+    /// `server_meta.history_epoch` is set to a new random value, which tells clients holding
+    /// cursors of the old numbering to start over. Deleted records stay as tombstones: `body`
+    /// NULL, no times or figures, the version they had.
+    private static func historyPerUser(_ db: Database) throws {
+        try db.execute(sql: """
+            ALTER TABLE users ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0;  -- the last change number given
+
+            CREATE TABLE records_per_user (
+                user_id TEXT NOT NULL REFERENCES users(id),
+                seq INTEGER NOT NULL,                   -- the user's change number: a new version or a deletion gets a new one
+                record_id TEXT NOT NULL,                -- UUID, lower case
+                version INTEGER NOT NULL CHECK (version >= 1),
+                type TEXT NOT NULL CHECK (type IN ('workout', 'sleep', 'habit', 'measurement')),
+                start_time REAL NOT NULL,               -- Unix epoch seconds (UTC); 0 for a tombstone
+                end_time REAL NOT NULL,
+                body TEXT,                              -- the record as canonical JSON; NULL: deleted (a tombstone)
+                device_id TEXT NOT NULL REFERENCES devices(id),  -- the uploader of this version, or the deleter
+                received_at TEXT NOT NULL,
+                active_s REAL NOT NULL DEFAULT 0,       -- what the record adds to summaries
+                distance_m REAL NOT NULL DEFAULT 0,
+                energy_kcal REAL NOT NULL DEFAULT 0,
+                sleep_s REAL NOT NULL DEFAULT 0,
+                UNIQUE (user_id, record_id)
+            ) STRICT;
+
+            INSERT INTO records_per_user (user_id, seq, record_id, version, type, start_time, end_time, body, device_id,
+                                          received_at, active_s, distance_m, energy_kcal, sleep_s)
+            SELECT user_id, row_number() OVER (PARTITION BY user_id ORDER BY seq), record_id, version, type, start_time,
+                   end_time, body, device_id, received_at, active_s, distance_m, energy_kcal, sleep_s
+            FROM records ORDER BY user_id, seq;
+
+            UPDATE users SET change_seq = coalesce((SELECT max(seq) FROM records_per_user r WHERE r.user_id = users.id), 0);
+
+            DROP TABLE records;
+            ALTER TABLE records_per_user RENAME TO records;
+            CREATE UNIQUE INDEX records_by_user_seq ON records(user_id, seq);
+            CREATE INDEX records_by_user_start ON records(user_id, start_time);
+
+            CREATE TABLE server_meta (
+                key TEXT PRIMARY KEY,
+                value TEXT NOT NULL
+            ) STRICT;
+            INSERT INTO server_meta (key, value) VALUES ('history_epoch', lower(hex(randomblob(16))));
+            """)
+    }
+
+    /// Emails are compared as ``EmailAddress/normalize(_:)`` makes them (NFKC and case folding,
+    /// no longer only lower case), and stored normalised. Accounts whose emails normalise alike
+    /// collide: the one whose email already is the normalised form keeps it, else the oldest gets it;
+    /// every other one keeps its stored email unchanged (its devices keep working, but a login
+    /// by email reaches the holder) and is listed in `email_collisions` for an operator to settle
+    /// with its owner.
+    private static func normalizeEmails(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE email_collisions (
+                user_id TEXT PRIMARY KEY,               -- the account that kept its stored email
+                email TEXT NOT NULL,                    -- that email
+                normalized TEXT NOT NULL,               -- what it normalises to
+                holder_id TEXT NOT NULL                 -- the account that has the normalised email
+            ) STRICT;
+            """)
+        var groups: [String: [(id: String, email: String)]] = [:]
+        var order: [String] = []
+        let rows = try Row.fetchAll(db, sql: "SELECT id, email FROM users ORDER BY created_at, rowid")
+        for row in rows {
+            let email: String = row["email"]
+            let normalized = EmailAddress.normalize(email)
+            if groups[normalized] == nil { order.append(normalized) }
+            groups[normalized, default: []].append((row["id"], email))
+        }
+        for normalized in order {
+            let members = groups[normalized] ?? []
+            // The account already holding the normalised email keeps it; else the oldest gets it.
+            let owner = try String.fetchOne(db, sql: "SELECT id FROM users WHERE email = ?", arguments: [normalized])
+            let holder = owner ?? members[0].id
+            if owner == nil {
+                try db.execute(sql: "UPDATE users SET email = ? WHERE id = ?", arguments: [normalized, holder])
+            }
+            for member in members where member.id != holder {
+                try db.execute(sql: "INSERT INTO email_collisions (user_id, email, normalized, holder_id) VALUES (?, ?, ?, ?)",
+                               arguments: [member.id, member.email, normalized, holder])
+            }
+        }
     }
 }

@@ -89,10 +89,55 @@ public final class SQLiteServerStore: ServerStore {
     public func account(email: String) async throws -> Account? {
         try await pool.read { db in
             try Row.fetchOne(db, sql: "SELECT id, email, password_hash, created_at FROM users WHERE email = ?",
-                             arguments: [email]).map { row in
-                Account(id: row["id"], email: row["email"], passwordHash: row["password_hash"],
-                        createdAt: Self.date(row["created_at"]) ?? Date(timeIntervalSince1970: 0))
-            }
+                             arguments: [email]).map(Self.account)
+        }
+    }
+
+    public func account(id: String) async throws -> Account? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT id, email, password_hash, created_at FROM users WHERE id = ?",
+                             arguments: [id]).map(Self.account)
+        }
+    }
+
+    public func randomPasswordHash() async throws -> String? {
+        try await pool.read { db in
+            // A random point in the rowid range, then the next account: one index lookup.
+            try String.fetchOne(db, sql: """
+                SELECT password_hash FROM users
+                WHERE rowid >= (SELECT min(rowid) + abs(random() % (max(rowid) - min(rowid) + 1)) FROM users)
+                ORDER BY rowid LIMIT 1
+                """)
+        }
+    }
+
+    public func replacePasswordHash(userId: String, old: String, new: String) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?",
+                           arguments: [new, userId, old])
+            return db.changesCount > 0
+        }
+    }
+
+    public func changePassword(userId: String, passwordHash: String, keepDeviceId: String, now: Date) async throws -> Int {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE users SET password_hash = ? WHERE id = ?", arguments: [passwordHash, userId])
+            try db.execute(sql: """
+                UPDATE devices SET revoked_at = ?, is_primary = 0 WHERE user_id = ? AND id <> ? AND revoked_at IS NULL
+                """, arguments: [Self.text(now), userId, keepDeviceId])
+            return db.changesCount
+        }
+    }
+
+    public func deleteAccount(userId: String) async throws -> Int {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM records WHERE user_id = ?", arguments: [userId])
+            let records = db.changesCount
+            try db.execute(sql: "DELETE FROM devices WHERE user_id = ?", arguments: [userId])
+            // Rows naming this account as the holder stay: the other account still needs settling.
+            try db.execute(sql: "DELETE FROM email_collisions WHERE user_id = ?", arguments: [userId])
+            try db.execute(sql: "DELETE FROM users WHERE id = ?", arguments: [userId])
+            return records
         }
     }
 
@@ -112,8 +157,12 @@ public final class SQLiteServerStore: ServerStore {
 
     public func principal(tokenHash: String) async throws -> Principal? {
         try await pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT id, user_id FROM devices WHERE token_hash = ? AND revoked_at IS NULL",
-                             arguments: [tokenHash]).map { Principal(userId: $0["user_id"], deviceId: $0["id"]) }
+            try Row.fetchOne(db, sql: """
+                SELECT id, user_id, coalesce(last_seen_at, created_at) AS seen FROM devices
+                WHERE token_hash = ? AND revoked_at IS NULL
+                """, arguments: [tokenHash]).map {
+                Principal(userId: $0["user_id"], deviceId: $0["id"], lastSeenAt: Self.date($0["seen"]) ?? Date(timeIntervalSince1970: 0))
+            }
         }
     }
 
@@ -131,20 +180,21 @@ public final class SQLiteServerStore: ServerStore {
         }
     }
 
-    public func revokeDevice(id: String, userId: String, now: Date) async throws {
+    public func revokeDevice(id: String, userId: String, now: Date) async throws -> Bool {
         try await pool.write { db in
             try db.execute(sql: """
                 UPDATE devices SET revoked_at = ?, is_primary = 0 WHERE id = ? AND user_id = ? AND revoked_at IS NULL
                 """, arguments: [Self.text(now), id, userId])
+            return db.changesCount > 0
         }
     }
 
-    public func devices(userId: String) async throws -> [Device] {
+    public func devices(userId: String, seenSince: Date?) async throws -> [Device] {
         try await pool.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT id, user_id, name, is_primary, created_at, last_seen_at FROM devices
-                WHERE user_id = ? AND revoked_at IS NULL ORDER BY rowid
-                """, arguments: [userId]).map(Self.device)
+                WHERE user_id = ? AND revoked_at IS NULL AND coalesce(last_seen_at, created_at) >= ? ORDER BY rowid
+                """, arguments: [userId, seenSince.map(Self.text) ?? ""]).map(Self.device)
         }
     }
 
@@ -170,12 +220,17 @@ public final class SQLiteServerStore: ServerStore {
         return try await pool.write { db in
             var outcomes: [UpsertOutcome] = []
             outcomes.reserveCapacity(records.count)
+            var counter = try Self.changeCounter(db, userId: userId)
             let find = try db.cachedStatement(sql: "SELECT version FROM records WHERE user_id = ? AND record_id = ?")
-            let remove = try db.cachedStatement(sql: "DELETE FROM records WHERE user_id = ? AND record_id = ?")
             let insert = try db.cachedStatement(sql: """
-                INSERT INTO records (user_id, record_id, version, type, start_time, end_time, body, device_id, received_at,
+                INSERT INTO records (user_id, seq, record_id, version, type, start_time, end_time, body, device_id, received_at,
                                      active_s, distance_m, energy_kcal, sleep_s)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+            let update = try db.cachedStatement(sql: """
+                UPDATE records SET seq = ?, version = ?, type = ?, start_time = ?, end_time = ?, body = ?, device_id = ?,
+                                   received_at = ?, active_s = ?, distance_m = ?, energy_kcal = ?, sleep_s = ?
+                WHERE user_id = ? AND record_id = ?
                 """)
             for record in records {
                 let stored = try Int.fetchOne(find, arguments: [userId, record.id])
@@ -183,20 +238,72 @@ public final class SQLiteServerStore: ServerStore {
                     outcomes.append(.duplicate)
                     continue
                 }
-                // A newer version replaces the row, so it gets a new change number.
-                if stored != nil { try remove.execute(arguments: [userId, record.id]) }
+                // A new record, or a newer version (of a live record or a tombstone): the next change number.
+                counter += 1
                 let f = record.figures
-                try insert.execute(arguments: [userId, record.id, record.version, record.type.rawValue,
-                                               record.start.timeIntervalSince1970, record.end.timeIntervalSince1970,
-                                               record.body, deviceId, received, f.activeS, f.distanceM, f.energyKcal, f.sleepS])
-                outcomes.append(.accepted(seq: db.lastInsertedRowID))
+                let start = record.start.timeIntervalSince1970, end = record.end.timeIntervalSince1970
+                if stored == nil {
+                    try insert.execute(arguments: [userId, counter, record.id, record.version, record.type.rawValue, start, end,
+                                                   record.body, deviceId, received, f.activeS, f.distanceM, f.energyKcal, f.sleepS])
+                } else {
+                    try update.execute(arguments: [counter, record.version, record.type.rawValue, start, end, record.body, deviceId,
+                                                   received, f.activeS, f.distanceM, f.energyKcal, f.sleepS, userId, record.id])
+                }
+                outcomes.append(.accepted(seq: counter))
             }
+            try Self.saveChangeCounter(db, userId: userId, counter)
             return outcomes
         }
     }
 
+    public func deleteRecord(id: String, userId: String, deviceId: String, now: Date) async throws -> Bool {
+        try await pool.write { db in
+            guard let live = try Bool.fetchOne(db, sql: "SELECT body IS NOT NULL FROM records WHERE user_id = ? AND record_id = ?",
+                                               arguments: [userId, id]) else { return false }
+            guard live else { return true }
+            let counter = try Self.changeCounter(db, userId: userId) + 1
+            try Self.tombstone(db, userId: userId, recordId: id, seq: counter, deviceId: deviceId, now: now)
+            try Self.saveChangeCounter(db, userId: userId, counter)
+            return true
+        }
+    }
+
+    public func deleteAllRecords(userId: String, deviceId: String, now: Date) async throws -> Int {
+        try await pool.write { db in
+            var counter = try Self.changeCounter(db, userId: userId)
+            let ids = try String.fetchAll(db, sql: "SELECT record_id FROM records WHERE user_id = ? AND body IS NOT NULL ORDER BY seq",
+                                          arguments: [userId])
+            for id in ids {
+                counter += 1
+                try Self.tombstone(db, userId: userId, recordId: id, seq: counter, deviceId: deviceId, now: now)
+            }
+            try Self.saveChangeCounter(db, userId: userId, counter)
+            return ids.count
+        }
+    }
+
+    /// Makes a record a tombstone: its data, times and figures go; id, type and version stay.
+    private static func tombstone(_ db: Database, userId: String, recordId: String, seq: Int64, deviceId: String, now: Date) throws {
+        try db.cachedStatement(sql: """
+            UPDATE records SET seq = ?, body = NULL, start_time = 0, end_time = 0, device_id = ?, received_at = ?,
+                               active_s = 0, distance_m = 0, energy_kcal = 0, sleep_s = 0
+            WHERE user_id = ? AND record_id = ?
+            """).execute(arguments: [seq, deviceId, text(now), userId, recordId])
+    }
+
+    /// The last change number given to the user's records.
+    private static func changeCounter(_ db: Database, userId: String) throws -> Int64 {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT change_seq FROM users WHERE id = ?"), arguments: [userId]) ?? 0
+    }
+
+    private static func saveChangeCounter(_ db: Database, userId: String, _ counter: Int64) throws {
+        try db.cachedStatement(sql: "UPDATE users SET change_seq = ? WHERE id = ? AND change_seq <> ?")
+            .execute(arguments: [counter, userId, counter])
+    }
+
     public func history(userId: String, after: Int64, limit: Int, byteBudget: Int) async throws -> HistorySlice {
         try await pool.read { db in
+            let epoch = try String.fetchOne(db, sql: "SELECT value FROM server_meta WHERE key = 'history_epoch'") ?? ""
             let rows = try Row.fetchCursor(db, sql: """
                 SELECT seq, record_id, version, type, body, device_id FROM records
                 WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?
@@ -204,15 +311,16 @@ public final class SQLiteServerStore: ServerStore {
             var records: [StoredRecord] = []
             var bytes = 0
             while let row = try rows.next() {
-                let body: String = row["body"]
-                if records.count == limit || (!records.isEmpty && bytes + body.utf8.count > byteBudget) {
-                    return HistorySlice(records: records, more: true)
+                let body: String? = row["body"]
+                let size = body?.utf8.count ?? 0
+                if records.count == limit || (!records.isEmpty && bytes + size > byteBudget) {
+                    return HistorySlice(records: records, more: true, epoch: epoch)
                 }
-                bytes += body.utf8.count
+                bytes += size
                 records.append(StoredRecord(id: row["record_id"], version: row["version"], type: row["type"], body: body,
                                             deviceId: row["device_id"], seq: row["seq"]))
             }
-            return HistorySlice(records: records, more: false)
+            return HistorySlice(records: records, more: false, epoch: epoch)
         }
     }
 
@@ -231,7 +339,7 @@ public final class SQLiteServerStore: ServerStore {
                        SUM(energy_kcal) AS energy_kcal, SUM(sleep_s) AS sleep_s,
                        SUM(type = 'habit') AS habit_events, SUM(type = 'measurement') AS measurements
                 FROM records
-                WHERE user_id = ? AND start_time >= ? AND start_time < ?
+                WHERE user_id = ? AND start_time >= ? AND start_time < ? AND body IS NOT NULL
                 GROUP BY bucket ORDER BY bucket
                 """, arguments: [userId, since?.start.timeIntervalSince1970 ?? -Double.greatestFiniteMagnitude,
                                  until?.end.timeIntervalSince1970 ?? Double.greatestFiniteMagnitude]).map { row in
@@ -248,6 +356,11 @@ public final class SQLiteServerStore: ServerStore {
         Device(id: row["id"], userId: row["user_id"], name: row["name"], primary: row["is_primary"] as Int64 == 1,
                createdAt: date(row["created_at"]) ?? Date(timeIntervalSince1970: 0),
                lastSeenAt: (row["last_seen_at"] as String?).flatMap(ISO8601.parse))
+    }
+
+    private static func account(_ row: Row) -> Account {
+        Account(id: row["id"], email: row["email"], passwordHash: row["password_hash"],
+                createdAt: date(row["created_at"]) ?? Date(timeIntervalSince1970: 0))
     }
 
     private static func date(_ text: String?) -> Date? { text.flatMap(ISO8601.parse) }

@@ -7,15 +7,31 @@ import SyncProtocol
 /// database (PostgreSQL) implements the same protocol.
 ///
 /// Rules every implementation keeps:
-/// - every record operation is scoped to one user id: the same record id under two users is
-///   two unrelated rows;
-/// - ``upsert(_:userId:deviceId:now:)`` applies a whole batch in one transaction;
+/// - every record and device operation is scoped to one user id: the same record id under two
+///   users is two unrelated rows, and another user's device or record is "not found";
+/// - ``upsert(_:userId:deviceId:now:)`` applies a whole batch in one transaction, and every
+///   change (a stored version, a deletion) takes the next number of the user's own change
+///   counter, in the same transaction;
 /// - only hashes of passwords and tokens reach storage (callers never pass plain text).
 public protocol ServerStore: Sendable {
     /// Creates an account. Throws ``StoreError/emailTaken`` when the (normalized) email exists.
     func createAccount(email: String, passwordHash: String, now: Date) async throws -> Account
     /// The account with this (normalized) email, if any.
     func account(email: String) async throws -> Account?
+    /// The account with this id, if any.
+    func account(id: String) async throws -> Account?
+    /// The password hash of an account picked at random, nil without accounts (what a login
+    /// for an unknown email is checked against, see ``PasswordHasher/verifyDecoy(_:against:)``).
+    func randomPasswordHash() async throws -> String?
+    /// Replaces the password hash if it still is `old` (a rehash at login must not undo a
+    /// password change made meanwhile). Answers whether it did.
+    func replacePasswordHash(userId: String, old: String, new: String) async throws -> Bool
+    /// Sets a new password hash and revokes every device of the user but `keepDeviceId`, in one
+    /// transaction. Answers how many devices it revoked.
+    func changePassword(userId: String, passwordHash: String, keepDeviceId: String, now: Date) async throws -> Int
+    /// Deletes the user's records, devices and account, in one transaction. Answers how many
+    /// records (tombstones included) it deleted.
+    func deleteAccount(userId: String) async throws -> Int
 
     /// Adds a logged-in device holding the token whose SHA-256 is `tokenHash`.
     func createDevice(userId: String, name: String, tokenHash: String, now: Date) async throws -> Device
@@ -23,22 +39,31 @@ public protocol ServerStore: Sendable {
     func principal(tokenHash: String) async throws -> Principal?
     /// Records that the device was seen (at most one write a minute per device).
     func touchDevice(id: String, now: Date) async throws
-    /// Revokes the device's token (logout); it stops being primary.
-    func revokeDevice(id: String, userId: String, now: Date) async throws
-    /// The user's devices that are logged in, oldest first.
-    func devices(userId: String) async throws -> [Device]
+    /// Revokes the user's device's token (logout, or from another device); it stops being
+    /// primary. Answers false when the user has no such device logged in.
+    func revokeDevice(id: String, userId: String, now: Date) async throws -> Bool
+    /// The user's devices that are logged in (and seen at or after `seenSince`, when given),
+    /// oldest first.
+    func devices(userId: String, seenSince: Date?) async throws -> [Device]
     /// Makes `deviceId` the user's only primary device and answers it.
     func markPrimary(deviceId: String, userId: String) async throws -> Device
 
-    /// Stores valid records for one user in one transaction: a new id or a higher version is
-    /// stored (with a new change sequence number), anything else changes nothing. Answers one
-    /// outcome per record, in order.
+    /// Stores valid records for one user in one transaction: a new id or a higher version than
+    /// the one held (a tombstone holds the version the record had) is stored with the next
+    /// change number, anything else changes nothing. Answers one outcome per record, in order.
     func upsert(_ records: [IncomingRecord], userId: String, deviceId: String, now: Date) async throws -> [UpsertOutcome]
+    /// Deletes one of the user's records: it becomes a tombstone (id, type and version kept,
+    /// its data gone) with the next change number, so other devices learn of it from history.
+    /// Answers false when the user has no such record; true for a tombstone already (unchanged).
+    func deleteRecord(id: String, userId: String, deviceId: String, now: Date) async throws -> Bool
+    /// Deletes every record of the user (see ``deleteRecord(id:userId:deviceId:now:)``), in one
+    /// transaction. Answers how many records became tombstones.
+    func deleteAllRecords(userId: String, deviceId: String, now: Date) async throws -> Int
     /// The user's records changed after `after`, oldest change first: at most `limit` records,
     /// and stopping early once the bodies reach `byteBudget` bytes (always at least one).
     func history(userId: String, after: Int64, limit: Int, byteBudget: Int) async throws -> HistorySlice
     /// Totals per period of the user's records starting in `[since, until]` (UTC days, both
-    /// optional), periods without records left out, oldest first.
+    /// optional), periods without records left out, oldest first. Tombstones count for nothing.
     func summaries(userId: String, period: SummaryPeriod, since: Day?, until: Day?) async throws -> [SummaryResponse.Bucket]
 }
 
@@ -53,7 +78,7 @@ public enum StoreError: Error, Equatable, Sendable {
 /// An account.
 public struct Account: Sendable, Equatable {
     public var id: String
-    /// Normalized: trimmed and lower-cased.
+    /// Normalized (``EmailAddress/normalize(_:)``).
     public var email: String
     /// bcrypt hash (see ``PasswordHasher``).
     public var passwordHash: String
@@ -79,6 +104,8 @@ public struct Device: Sendable, Equatable {
 public struct Principal: Sendable, Equatable {
     public var userId: String
     public var deviceId: String
+    /// When the device was last seen (its creation when never): what token expiry reads.
+    public var lastSeenAt: Date
 }
 
 /// A valid uploaded record, ready to store.
@@ -125,20 +152,22 @@ public struct RecordFigures: Sendable, Equatable {
 
 /// What ``ServerStore/upsert(_:userId:deviceId:now:)`` did with one record.
 public enum UpsertOutcome: Sendable, Equatable {
-    /// Stored (new id, or a higher version than the one held) under this change number.
+    /// Stored (new id, or a higher version than the one held) under this change number of the user.
     case accepted(seq: Int64)
     /// The store holds this version or a newer one: nothing changed.
     case duplicate
 }
 
-/// One stored record version, as history returns it.
+/// One stored record version, or a tombstone, as history returns it.
 public struct StoredRecord: Sendable, Equatable {
     public var id: String
     public var version: Int
     public var type: String
-    /// Canonical JSON of the record.
-    public var body: String
+    /// Canonical JSON of the record; nil for a deleted record (a tombstone).
+    public var body: String?
+    /// The device that uploaded this version, or deleted the record.
     public var deviceId: String
+    /// The user's change number.
     public var seq: Int64
 }
 
@@ -147,6 +176,8 @@ public struct HistorySlice: Sendable, Equatable {
     public var records: [StoredRecord]
     /// More records changed after the last one returned.
     public var more: Bool
+    /// Names the numbering the change numbers belong to: it changes when they are renumbered.
+    public var epoch: String
 }
 
 /// Summary periods (UTC; weeks start on Monday).

@@ -1,0 +1,80 @@
+import DriverKit
+import Foundation
+@testable import HealthGate
+import Logging
+import Synchronization
+import Testing
+
+/// The supervisor restarts a driver that fails or ends, after delays that double from the
+/// initial one up to the maximum, starting over after a healthy run; the other drivers keep
+/// running; a stop ends the waiting at once.
+@Suite struct DriverSupervisorTests {
+    struct Failure: Error {}
+
+    /// What the driver runs did, and the waits the supervisor asked for, in order.
+    final class Journal: Sendable {
+        let runs = Mutex(0)
+        let waits = Mutex<[Duration]>([])
+        let all = AsyncStream<Void>.makeStream()
+    }
+
+    @Test func restartsWithDoublingDelaysCappedAndResetAfterAHealthyRun() async throws {
+        let state = DaemonState(database: "test", server: nil)
+        let journal = Journal()
+        var backoff = DriverSupervisor.Backoff()
+        backoff.initial = .seconds(1)
+        backoff.maximum = .seconds(8)
+        backoff.healthyAfter = .milliseconds(50)
+        let restarts = Mutex(0)
+        let supervisor = DriverSupervisor(state: state, logger: Logger(label: "test"), backoff: backoff,
+                                          onRestart: { restarts.withLock { $0 += 1 } },
+                                          sleep: { d in journal.waits.withLock { $0.append(d) } })
+        let instance = DriverInstance(name: "flaky", type: .exec, config: DriverConfig())
+        try await supervisor.apply(["flaky": instance]) { _ in
+            return {
+                let run = journal.runs.withLock { $0 += 1; return $0 }
+                // Runs 1-5 fail at once; run 6 stays up past `healthyAfter`, then fails; run 7 fails
+                // at once; run 8 stays until stopped.
+                switch run {
+                case 6:
+                    try await Task.sleep(for: .milliseconds(200))
+                    throw Failure()
+                case 8:
+                    journal.all.continuation.yield()
+                    try await Task.sleep(for: .seconds(3600))
+                default:
+                    throw Failure()
+                }
+            }
+        }
+        var iterator = journal.all.stream.makeAsyncIterator()
+        _ = await iterator.next()
+        #expect(journal.waits.withLock { $0 } == [.seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(8),
+                                                  .seconds(1), .seconds(2)])
+        #expect(restarts.withLock { $0 } == 7)
+        let status = await state.current().drivers.first { $0.name == "flaky" }
+        #expect(status?.restarts == 7 && status?.state == .running)
+        await supervisor.stopAll()
+        #expect(await state.current().drivers.first { $0.name == "flaky" }?.state == .stopped)
+    }
+
+    /// A driver that ends without an error is restarted too; one stopped while it waits to
+    /// restart is not started again.
+    @Test func aStopDuringTheWaitEndsIt() async throws {
+        let state = DaemonState(database: "test", server: nil)
+        let runs = Mutex(0)
+        let waiting = AsyncStream<Void>.makeStream()
+        let supervisor = DriverSupervisor(state: state, logger: Logger(label: "test"), sleep: { d in
+            waiting.continuation.yield()
+            try await Task.sleep(for: .seconds(3600))
+        })
+        try await supervisor.apply(["quits": DriverInstance(name: "quits", type: .exec, config: DriverConfig())]) { _ in
+            return { runs.withLock { $0 += 1 } }
+        }
+        var iterator = waiting.stream.makeAsyncIterator()
+        _ = await iterator.next()
+        await supervisor.stopAll()
+        #expect(runs.withLock { $0 } == 1)
+        #expect(await state.current().drivers.first?.state == .stopped)
+    }
+}
