@@ -131,14 +131,14 @@ private func fileSize(_ path: String) -> Int64 {
 }
 
 /// A flag set once, read from any thread.
-final class Flag: Sendable {
+private final class Flag: Sendable {
     private let value = Mutex(false)
     var isSet: Bool { value.withLock { $0 } }
     func set() { value.withLock { $0 = true } }
 }
 
 /// 0, 1, 2... to any thread that asks.
-final class Counter: Sendable {
+private final class Counter: Sendable {
     private let value = Mutex(0)
 
     func next() -> Int {
@@ -150,7 +150,7 @@ final class Counter: Sendable {
 }
 
 /// A logger whose lines are kept for the test to read.
-final class LogLines: Sendable {
+private final class LogLines: Sendable {
     private let kept = Mutex<[String]>([])
 
     var lines: [String] { kept.withLock { $0 } }
