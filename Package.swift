@@ -84,7 +84,7 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
         ], path: "Sources/HealthGateServer"),
         .executableTarget(name: "healthgate-server", dependencies: [
-            "HealthGateServer", "SyncProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "HealthGateServer", "HealthModel", "SyncProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], path: "Sources/healthgate-server"),
 
         // Runtime: driver registry, the import pipeline (drivers -> normalizer -> store) and the

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 
@@ -13,6 +14,8 @@ public struct ServerOptions: Sendable {
     public var registrationPolicy = RegistrationThrottle.defaultPolicy
     public var limits = ServerLimits()
     public var tokenExpiry = TokenExpiry()
+    /// Connection caps and timeouts (defaults fit under the process's open-file limit).
+    public var connections = ConnectionLimits()
     /// Fault injection for client tests; nil in normal use.
     public var faults: FaultPlan?
 
@@ -30,12 +33,22 @@ public enum HealthGateServer {
                                       registrations: RegistrationThrottle(policy: options.registrationPolicy), checker: UploadChecker(),
                                       limits: options.limits, tokenExpiry: options.tokenExpiry)
         let router = Routes.router(deps, faults: options.faults.map(FaultInjector.init))
+        let guards = ConnectionGuardSettings(registry: ConnectionRegistry(limits: options.connections), logger: logger)
+        let http = HTTP1Channel.Configuration(additionalChannelHandlers: [RequestEndObserver()],
+                                              idleTimeout: TimeAmount(options.connections.idleTimeout))
         return Application(router: router,
-                           // Connections idle (or sending nothing) for a minute are closed.
-                           server: .http1(configuration: .init(idleTimeout: .seconds(60))),
+                           // HTTP/1 with the connection caps and the request timeout (ConnectionGuard.swift).
+                           server: HTTPServerBuilder { responder in
+                               GuardedHTTP1Channel(http: HTTP1Channel(responder: responder, configuration: http), settings: guards)
+                           },
                            configuration: .init(address: .hostname(options.host, port: options.port),
                                                 serverName: "healthgate-server/\(ServerVersion.current)"),
                            onServerRunning: { channel in
+                               // On the listening socket before the address is announced.
+                               _ = try? await channel.eventLoop.submit {
+                                   try channel.pipeline.syncOperations.addHandler(AcceptBackoffHandler(settings: guards),
+                                                                                  position: .first)
+                               }.get()
                                let address = channel.localAddress
                                let host = address?.ipAddress ?? options.host
                                let port = address?.port ?? options.port

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HealthGateServer
+import HealthModel
 import SyncProtocol
 import Hummingbird
 import Logging
@@ -63,6 +64,31 @@ struct ServerCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A device token unused for this many days stops working (0: never).", valueName: "days"))
     var tokenIdleDays = TokenExpiry.defaultIdleDays
 
+    @Option(help: ArgumentHelp("""
+        Connections open at once; more are answered 503 with Retry-After and closed. Default: as \
+        many as the open-file limit allows (raised to its hard limit at start), less a reserve for \
+        the database and for answering refusals.
+        """, valueName: "n"))
+    var maxConnections: Int?
+
+    @Option(help: ArgumentHelp("""
+        Connections open at once from one client address (more: 503). Behind a reverse proxy every \
+        client has the proxy's address: raise it there.
+        """, valueName: "n"))
+    var maxConnectionsPerAddress = ConnectionLimits().maxConnectionsPerAddress
+
+    @Option(help: ArgumentHelp("""
+        Seconds allowed to receive a request, head and body, from its first byte; a connection \
+        still sending after that is closed.
+        """, valueName: "seconds"))
+    var requestTimeout = Self.seconds(ConnectionLimits().requestTimeout)
+
+    @Option(help: ArgumentHelp("""
+        Seconds a connection may wait for its next request before it is closed (longer than the \
+        daemon's 60 s sync interval, so a kept connection is not closed just as it is used).
+        """, valueName: "seconds"))
+    var idleTimeout = Self.seconds(ConnectionLimits().idleTimeout)
+
     @Option(help: ArgumentHelp("Testing: the fraction (0...1) of uploads (POST /v1/records) that fail on purpose.",
                                valueName: "rate", visibility: .hidden))
     var faultRate: Double = 0
@@ -97,6 +123,14 @@ struct ServerCommand: AsyncParsableCommand {
         guard TokenExpiry.idleDaysRange.contains(tokenIdleDays) else {
             throw ValidationError("--token-idle-days must be in \(TokenExpiry.idleDaysRange.lowerBound)...\(TokenExpiry.idleDaysRange.upperBound) (0: never)")
         }
+        if let maxConnections, maxConnections < 1 { throw ValidationError("--max-connections must be 1 or more") }
+        guard maxConnectionsPerAddress >= 1 else { throw ValidationError("--max-connections-per-address must be 1 or more") }
+        guard requestTimeout > 0, requestTimeout <= 3600 else {
+            throw ValidationError("--request-timeout must be a number of seconds in (0, 3600]")
+        }
+        guard idleTimeout > 0, idleTimeout <= 86400 else {
+            throw ValidationError("--idle-timeout must be a number of seconds in (0, 86400]")
+        }
         guard (0...1).contains(faultRate) else { throw ValidationError("--fault-rate must be in 0...1") }
         _ = try kinds()
         guard faultStall >= 0, faultStall.isFinite else { throw ValidationError("--fault-stall must be a number of seconds") }
@@ -111,7 +145,30 @@ struct ServerCommand: AsyncParsableCommand {
         }
     }
 
+    private static func seconds(_ duration: Duration) -> Double { duration.inSeconds }
+
+    /// The connection caps for the open-file limit in force, `--max-connections` checked against it.
+    private func connectionLimits(openFileLimit: Int) throws -> ConnectionLimits {
+        var limits = ConnectionLimits(openFileLimit: openFileLimit)
+        if let maxConnections {
+            guard maxConnections <= limits.maxConnections else {
+                throw ValidationError("""
+                    --max-connections \(maxConnections) does not fit under the open-file limit (\(openFileLimit)): \
+                    at most \(limits.maxConnections); raise the limit (ulimit -n, or LimitNOFILE= in a systemd unit)
+                    """)
+            }
+            limits.maxConnections = maxConnections
+        }
+        limits.maxConnectionsPerAddress = maxConnectionsPerAddress
+        limits.requestTimeout = .clamped(seconds: requestTimeout, maximum: .seconds(3600))
+        limits.idleTimeout = .clamped(seconds: idleTimeout, maximum: .seconds(86_400))
+        return limits
+    }
+
     func run() async throws {
+        // Every connection is a descriptor: take all the process may have, then size the caps to it.
+        let openFileLimit = OpenFileLimit.raise()
+        let connections = try connectionLimits(openFileLimit: openFileLimit)
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -135,12 +192,17 @@ struct ServerCommand: AsyncParsableCommand {
         options.registrationPolicy.limit = registrationsPerHour
         options.tokenExpiry.idleDays = tokenIdleDays
         options.loginPolicy.addressFailures = loginFailuresPerAddress
+        options.connections = connections
         if faultRate > 0 {
             options.faults = FaultPlan(rate: faultRate, seed: faultSeed, kinds: try kinds(),
-                                       stall: .milliseconds(Int64(faultStall * 1000)))
+                                       stall: .clamped(seconds: faultStall, maximum: .seconds(86_400)))
             logger.warning("fault injection is on: \(faultRate) of uploads fail (\(faultKinds)), seed \(faultSeed)")
         }
         logger.info("database \(store.path)")
+        logger.info("""
+            open-file limit \(openFileLimit): up to \(connections.maxConnections) connections, \
+            \(connections.maxConnectionsPerAddress) per client address
+            """)
         let app = HealthGateServer.application(options: options, store: store, logger: logger) { url in
             // Unbuffered: a test or supervisor reading the pipe sees the line at once.
             FileHandle.standardOutput.write(Data("healthgate-server listening on \(url)\n".utf8))

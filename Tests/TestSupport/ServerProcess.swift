@@ -5,6 +5,8 @@ import Foundation
 public final class ServerProcess: @unchecked Sendable {
     public let databasePath: String
     public let extraArguments: [String]
+    /// A program the server is started through, with its arguments (e.g. `prlimit --nofile=N:N`).
+    public let launcher: [String]
     public private(set) var url: URL = URL(string: "http://127.0.0.1:1")!
     public private(set) var process = Process()
     private let stderrPath: String
@@ -20,18 +22,22 @@ public final class ServerProcess: @unchecked Sendable {
 
     /// Starts the server on `databasePath` (a new temporary file by default) and waits for the
     /// line that says where it listens. `port` 0 picks a free port.
-    public init(databasePath: String? = nil, port: Int = 0, extraArguments: [String] = []) throws {
+    public init(databasePath: String? = nil, port: Int = 0, extraArguments: [String] = [], launcher: [String] = []) throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hg-server-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         self.databasePath = databasePath ?? folder + "/server.sqlite"
         self.extraArguments = extraArguments
+        self.launcher = launcher
         stderrPath = folder + "/stderr.log"
         try start(port: port)
     }
 
     /// Starts the server (see `init`), waiting for its first line off the shared concurrency pool.
-    public static func start(databasePath: String? = nil, port: Int = 0, extraArguments: [String] = []) async throws -> ServerProcess {
-        try await onOwnThread { try ServerProcess(databasePath: databasePath, port: port, extraArguments: extraArguments) }
+    public static func start(databasePath: String? = nil, port: Int = 0, extraArguments: [String] = [],
+                             launcher: [String] = []) async throws -> ServerProcess {
+        try await onOwnThread {
+            try ServerProcess(databasePath: databasePath, port: port, extraArguments: extraArguments, launcher: launcher)
+        }
     }
 
     /// The server's log so far.
@@ -39,9 +45,16 @@ public final class ServerProcess: @unchecked Sendable {
 
     private func start(port: Int) throws {
         process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executable)
-        process.arguments = ["--db", databasePath, "--host", "127.0.0.1", "--port", String(port), "--bcrypt-cost", "4"]
+        let arguments = ["--db", databasePath, "--host", "127.0.0.1", "--port", String(port), "--bcrypt-cost", "4"]
             + extraArguments
+        if let program = launcher.first {
+            // The launcher runs the server in its place (exec), so the process id stays the server's.
+            process.executableURL = URL(fileURLWithPath: program)
+            process.arguments = Array(launcher.dropFirst()) + [Self.executable] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: Self.executable)
+            process.arguments = arguments
+        }
         let out = Pipe()
         process.standardOutput = out
         FileManager.default.createFile(atPath: stderrPath, contents: nil)

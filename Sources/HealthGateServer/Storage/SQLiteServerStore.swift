@@ -1,7 +1,19 @@
 import Foundation
 import GRDB
 import HealthModel
+import Logging
 import SyncProtocol
+
+/// When ``SQLiteServerStore`` copies its write-ahead log back into the database file.
+public struct CheckpointPolicy: Sendable, Equatable {
+    /// How often a passive checkpoint runs.
+    public var interval: Duration = .milliseconds(500)
+    /// Past this size of the `-wal` file, the checkpoint waits for readers and truncates the log
+    /// (and a log reset by a writer is cut back to this size).
+    public var walLimitBytes: Int64 = 64 << 20
+
+    public init() {}
+}
 
 /// The default ``ServerStore``: one SQLite file (WAL), opened through a GRDB pool that owns every
 /// connection; opening runs the migrations.
@@ -14,7 +26,8 @@ public final class SQLiteServerStore: ServerStore {
     private let checkpointer: Task<Void, Never>
 
     /// Opens (creating if needed, with its folder) the database at `path` and migrates it.
-    public init(path: String) throws {
+    public init(path: String, checkpoints: CheckpointPolicy = CheckpointPolicy(),
+                logger: Logger = Logger(label: "healthgate-server.store")) throws {
         var config = Configuration()
         config.busyMode = .timeout(10)
         config.prepareDatabase { db in
@@ -27,6 +40,8 @@ public final class SQLiteServerStore: ServerStore {
             // background (uploads touch index pages at random, so a checkpoint after every few
             // uploads, with its fsyncs, took longer than the uploads themselves).
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
+            // When a writer starts the log over, the file is cut back to the limit.
+            try db.execute(sql: "PRAGMA journal_size_limit = \(checkpoints.walLimitBytes)")
         }
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
@@ -42,27 +57,67 @@ public final class SQLiteServerStore: ServerStore {
         self.path = path
         pool = try DatabasePool(path: path, configuration: config)
         try SQLiteServerSchema.migrator.migrate(pool)
-        checkpointer = try Self.startCheckpointer(path: path)
+        checkpointer = try Self.startCheckpointer(pool: pool, path: path, policy: checkpoints, log: RateLimitedLog(logger: logger))
     }
 
     deinit { checkpointer.cancel() }
 
-    /// Every half second, a passive checkpoint on a connection of its own: it never waits for
-    /// or blocks a writer, and once it has caught up the next write starts the log over, so the
-    /// log stays about as large as half a second of uploads.
-    private static func startCheckpointer(path: String) throws -> Task<Void, Never> {
+    /// Every `interval`, a checkpoint.
+    ///
+    /// Normally passive, on a connection of its own: it never waits for or blocks a writer, and
+    /// once it has caught up the next write starts the log over. But it can only copy the frames
+    /// that no reader still needs, and a writer can only start the log over when no reader is
+    /// reading from it; under load, with some read always open (every request looks its token up)
+    /// and uploads always coming, neither happens and the log grows without end. So once the
+    /// `-wal` file passes `walLimitBytes`, the checkpoint is TRUNCATE, run by the pool's writer
+    /// between two uploads (on a connection of its own it would wait for a gap between uploads
+    /// that never comes): it waits (up to the busy timeout) for the readers of the log to finish,
+    /// new readers reading the database file meanwhile, copies everything and empties the file.
+    /// Uploads wait for it in the writer's queue, then go on.
+    private static func startCheckpointer(pool: DatabasePool, path: String, policy: CheckpointPolicy,
+                                          log: RateLimitedLog) throws -> Task<Void, Never> {
         var config = Configuration()
         config.busyMode = .timeout(10)
         let connection = try DatabaseQueue(path: path, configuration: config)
-        return Task.detached(priority: .utility) {
+        let walPath = path + "-wal"
+        return Task.detached(priority: .utility) { [weak pool] in
             while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(500))
-                _ = try? connection.writeWithoutTransaction { db in
-                    try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(PASSIVE)")
+                try? await Task.sleep(for: policy.interval)
+                let size = walSize(walPath)
+                guard size > policy.walLimitBytes, let pool else {
+                    _ = try? await connection.writeWithoutTransaction { db in
+                        try db.execute(sql: "PRAGMA wal_checkpoint(PASSIVE)")
+                    }
+                    continue
+                }
+                let started = ContinuousClock.now
+                // The answer's first column, busy: 0 when the log was copied and emptied.
+                let busy = try? await pool.writeWithoutTransaction { db in
+                    try Int.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                }
+                let mib = String(format: "%.1f", Double(size) / 1_048_576)
+                let limit = policy.walLimitBytes >> 20
+                if busy == 0 {
+                    let waited = Int((ContinuousClock.now - started) / .milliseconds(1))
+                    log.log(.notice, kind: "checkpoint", """
+                        write-ahead log at \(mib) MiB, over its \(limit) MiB limit (readers kept passive \
+                        checkpoints from finishing): waited for them and emptied it in \(waited) ms
+                        """)
+                } else {
+                    log.log(.warning, kind: "checkpoint-busy", """
+                        write-ahead log at \(mib) MiB, over its \(limit) MiB limit: could not empty it (a reader \
+                        held on past the busy timeout); trying again
+                        """)
                 }
             }
             try? connection.close()
         }
+    }
+
+    /// The size of the `-wal` file (0 when there is none).
+    private static func walSize(_ walPath: String) -> Int64 {
+        var info = stat()
+        return stat(walPath, &info) == 0 ? Int64(info.st_size) : 0
     }
 
     /// Names of the migrations applied, in order.

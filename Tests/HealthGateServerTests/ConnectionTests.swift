@@ -1,0 +1,366 @@
+import Foundation
+import HealthGateServer
+import Testing
+import TestSupport
+
+/// The server's connections under hostile or heavy load: slow clients, too many connections,
+/// the open-file limit, idle connections. Real server processes, real sockets, byte by byte.
+@Suite struct ConnectionTests {
+    /// A body (or a head) sent a byte at a time, each byte well within the idle timeout, used to
+    /// hold its connection for as long as the client liked. The request timeout cuts it off.
+    @Test func slowRequestsAreCutOffAtTheRequestTimeout() async throws {
+        let server = try await ServerProcess.start(extraArguments: ["--request-timeout", "2"])
+        let port = server.url.port!
+        let slowBody = try await onOwnThread {
+            let connection = try RawConnection(port: port)
+            guard connection.send("POST /v1/accounts HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n")
+            else { return -1 }
+            return connection.trickle(200, every: 200)
+        }
+        #expect(slowBody >= 0 && slowBody < 200, "the server waited for a whole body sent a byte every 0.2 s")
+        let slowHead = try await onOwnThread {
+            let connection = try RawConnection(port: port, from: "127.0.0.2")
+            guard connection.send("GET /v1/health HTTP/1.1\r\nHost: test\r\nX-Slow: ") else { return -1 }
+            return connection.trickle(200, every: 200)
+        }
+        #expect(slowHead >= 0 && slowHead < 200, "the server waited for a whole head sent a byte every 0.2 s")
+        #expect(server.log.contains("its request did not arrive whole within 2.0 seconds (--request-timeout)"))
+
+        // The timeout runs only while a request comes in: a kept connection may wait between
+        // requests (up to the idle timeout), and a quick request on it is answered.
+        let answers = try await onOwnThread {
+            let connection = try RawConnection(port: port, from: "127.0.0.3")
+            let first = connection.request("GET /v1/health HTTP/1.1\r\nHost: test\r\n\r\n")
+            Thread.sleep(forTimeInterval: 3)
+            let second = connection.request("GET /v1/health HTTP/1.1\r\nHost: test\r\n\r\n")
+            return [first.status, second.status]
+        }
+        #expect(answers == [200, 200])
+    }
+
+    /// Past a cap a connection is answered 503 with Retry-After and closed; the log says why.
+    @Test func connectionsOverTheCapsAreAnswered503AndClosed() async throws {
+        let server = try await ServerProcess.start(extraArguments: ["--max-connections", "3", "--max-connections-per-address", "2"])
+        let port = server.url.port!
+        let held = try await onOwnThread { try (0..<3).map { _ in try RawConnection(port: port) } }
+        // Which of the three is refused depends on which event loop sets it up first.
+        let answers = try await onOwnThread { held.map { $0.request("GET /v1/health HTTP/1.1\r\nHost: test\r\n\r\n") } }
+        #expect(answers.map(\.status).sorted() == [200, 200, 503])
+        let refused = try #require(answers.firstIndex { $0.status == 503 })
+        #expect(answers[refused].head.contains("Retry-After: 5\r\n"))
+        #expect(answers[refused].head.contains("Connection: close\r\n"))
+        #expect(answers[refused].body.contains(#""code":"unavailable""#))
+        #expect(try await onOwnThread { held[refused].read(timeout: 10_000) } == .closed)
+
+        // Another address still gets in (the third connection), then the total cap is reached.
+        let other = try await onOwnThread { try RawConnection(port: port, from: "127.0.0.2") }
+        #expect(try await onOwnThread { other.request("GET /v1/health HTTP/1.1\r\nHost: test\r\n\r\n").status } == 200)
+        let third = try await onOwnThread {
+            try RawConnection(port: port, from: "127.0.0.3").request("GET /v1/health HTTP/1.1\r\nHost: test\r\n\r\n")
+        }
+        #expect(third.status == 503)
+        #expect(server.log.contains("refused a connection from 127.0.0.1 with 503: 2 connections open from this address, the most allowed (--max-connections-per-address)"))
+        #expect(server.log.contains("refused a connection from 127.0.0.3 with 503: 3 connections open, the most allowed (--max-connections)"))
+
+        // Once a connection closes, its place is free again.
+        held[(refused + 1) % 3].close()
+        #expect(try await onOwnThread { Self.answeredOK(port: port, from: "127.0.0.1") })
+    }
+
+    /// At the open-file limit the server used to accept nothing more (accept failed with EMFILE),
+    /// new clients got a TCP connection and never an answer, nothing was logged, and a network
+    /// thread spun a core retrying. Now the total cap keeps it below the limit: past it a client
+    /// gets a 503 or a clean close, the log says why, and the waiting costs no CPU.
+    @Test func atTheOpenFileLimitClientsGetAnAnswerAndNothingSpins() async throws {
+        // No new options here, so that the same test runs against a server without the caps.
+        let server = try await ServerProcess.start(launcher: ["/usr/bin/env", "prlimit", "--nofile=256:256"])
+        let port = server.url.port!
+        // 300 connections (more than the 256 descriptors), 30 from each of 10 addresses (each
+        // under the per-address cap), all left open.
+        let held = try await onOwnThread {
+            try (0..<300).map { i in try RawConnection(port: port, from: "127.0.0.\(1 + i % 10)") }
+        }
+        let ticks = try await onOwnThread { () -> Int in
+            Thread.sleep(forTimeInterval: 1)
+            let before = try cpuTicks(server.process.processIdentifier)
+            Thread.sleep(forTimeInterval: 5)
+            return try cpuTicks(server.process.processIdentifier) - before
+        }
+        // A core spinning for 5 s is about 500 ticks (less on a busy machine); an idle server, none.
+        #expect(ticks < 30, "the server used \(ticks) ticks of CPU in 5 s while its connections waited")
+        let answer = try await onOwnThread {
+            try RawConnection(port: port, from: "127.0.0.11").request("GET /v1/health HTTP/1.1\r\nHost: test\r\n\r\n")
+        }
+        #expect(answer.status == 503 || answer.ending == .closed, "a new client got \(answer)")
+        #expect(server.log.contains("the most allowed (--max-connections)"))
+
+        for connection in held { connection.close() }
+        #expect(try await onOwnThread { Self.answeredOK(port: port, from: "127.0.0.12") })
+    }
+
+    /// Descriptors can also run out under the caps (taken by something else; here the limit is
+    /// lowered under the running server): accepting fails, which is logged, and the server rests
+    /// instead of retrying in a busy loop; it accepts again once descriptors are free.
+    @Test func acceptFailuresAreLoggedAndDoNotSpin() async throws {
+        let server = try await ServerProcess.start()
+        let port = server.url.port!
+        let pid = server.process.processIdentifier
+        let lowered = try await Tool.run("/usr/bin/env", ["prlimit", "--pid", String(pid), "--nofile=128:128"])
+        #expect(lowered.status == 0, "\(lowered.stderr)")
+        let held = try await onOwnThread {
+            try (0..<200).map { i in try RawConnection(port: port, from: "127.0.0.\(1 + i % 4)") }
+        }
+        let ticks = try await onOwnThread { () -> Int in
+            Thread.sleep(forTimeInterval: 1)
+            let before = try cpuTicks(pid)
+            Thread.sleep(forTimeInterval: 5)
+            return try cpuTicks(pid) - before
+        }
+        #expect(ticks < 30, "the server used \(ticks) ticks of CPU in 5 s while it could not accept")
+        #expect(server.log.contains("cannot accept connections: Too many open files"))
+
+        for connection in held { connection.close() }
+        #expect(try await onOwnThread { Self.answeredOK(port: port, from: "127.0.0.5") })
+    }
+
+    /// The daemon syncs every 60 s by default. With the server's idle timeout at 60 s too, a
+    /// connection kept for the next sync was closed just as the client sent on it. An idle
+    /// connection now outlives a sync interval; `--idle-timeout` sets it.
+    @Test func aConnectionIdleForASyncIntervalIsStillOpen() async throws {
+        let server = try await ServerProcess.start()
+        let port = server.url.port!
+        let statuses = try await onOwnThread {
+            let connection = try RawConnection(port: port)
+            let first = connection.request("GET /v1/health HTTP/1.1\r\nHost: test\r\n\r\n")
+            Thread.sleep(forTimeInterval: 65)
+            let second = connection.request("GET /v1/health HTTP/1.1\r\nHost: test\r\n\r\n")
+            return [first.status, second.status]
+        }
+        #expect(statuses == [200, 200])
+
+        let short = try await ServerProcess.start(extraArguments: ["--idle-timeout", "1"])
+        let (status, ending) = try await onOwnThread {
+            let connection = try RawConnection(port: short.url.port!)
+            let status = connection.request("GET /v1/health HTTP/1.1\r\nHost: test\r\n\r\n").status
+            return (status, connection.read(timeout: 30_000))
+        }
+        #expect(status == 200 && ending == .closed)
+    }
+
+    @Test func theOptionsAreDocumentedAndChecked() async throws {
+        let help = try await Tool.run(ServerProcess.executable, ["--help"])
+        for option in ["--max-connections", "--max-connections-per-address", "--request-timeout", "--idle-timeout"] {
+            #expect(help.stdout.contains(option), "\(option)")
+        }
+        for bad in [["--max-connections", "0"], ["--max-connections-per-address", "0"], ["--request-timeout", "0"],
+                    ["--request-timeout", "nan"], ["--idle-timeout", "-1"]] {
+            let result = try await Tool.run(ServerProcess.executable, bad)
+            #expect(result.status != 0, "\(bad)")
+            #expect(result.stderr.contains(bad[0]), "\(bad): \(result.stderr)")
+        }
+        let scratch = try Scratch()
+        let tooMany = try await Tool.run("/usr/bin/env", ["prlimit", "--nofile=256:256", ServerProcess.executable, "--db", scratch.dbPath,
+                                                                "--port", "0", "--max-connections", "1000"])
+        #expect(tooMany.status != 0)
+        #expect(tooMany.stderr.contains("--max-connections 1000 does not fit under the open-file limit (256): at most 166"))
+    }
+
+    /// A fresh connection from `source` answered 200, trying for up to 20 s (a closed
+    /// connection's place is freed when the server has seen the close).
+    static func answeredOK(port: Int, from source: String) -> Bool {
+        for _ in 0..<40 {
+            if let connection = try? RawConnection(port: port, from: source),
+               connection.request("GET /v1/health HTTP/1.1\r\nHost: test\r\n\r\n").status == 200 {
+                return true
+            }
+            Thread.sleep(forTimeInterval: 0.5)
+        }
+        return false
+    }
+}
+
+/// The pure parts: admission counts, log windows, the descriptor budget.
+@Suite struct ConnectionLimitTests {
+    @Test func admissionCountsPerAddressAndInTotal() {
+        var limits = ConnectionLimits(openFileLimit: 1000)
+        limits.maxConnections = 3
+        limits.maxConnectionsPerAddress = 2
+        limits.maxRefusing = 1
+        var counts = ConnectionCounts(limits: limits)
+        #expect(counts.admit(address: "a") == .admitted)
+        #expect(counts.admit(address: "a") == .admitted)
+        #expect(counts.admit(address: "a") == .refused(.perAddress))
+        // One refusal in progress is the most: the next is closed without an answer.
+        #expect(counts.admit(address: "a") == .dropped(.perAddress))
+        counts.release(.refused(.perAddress), address: "a")
+        #expect(counts.admit(address: "b") == .admitted)
+        #expect(counts.admit(address: "c") == .refused(.total))
+        counts.release(.refused(.total), address: "c")
+        counts.release(.admitted, address: "a")
+        #expect(counts.open == 2 && counts.open(from: "a") == 1 && counts.refusing == 0)
+        #expect(counts.admit(address: "c") == .admitted)
+    }
+
+    @Test func aLogWindowLetsOneLineThroughPerInterval() {
+        var window = LogWindow(interval: .seconds(10))
+        let start = ContinuousClock.now
+        #expect(window.admit(now: start) == 0)
+        #expect(window.admit(now: start + .seconds(1)) == nil)
+        #expect(window.admit(now: start + .seconds(9)) == nil)
+        #expect(window.admit(now: start + .seconds(10)) == 2)
+        #expect(window.admit(now: start + .seconds(25)) == 0)
+    }
+
+    @Test func theCapsFitUnderTheOpenFileLimit() {
+        for limit in [64, 256, 1024, 20_000, 1_048_576] {
+            let budget = OpenFileLimit.budget(openFileLimit: limit)
+            #expect(budget.connections >= 1 && budget.refusing >= 1)
+            if limit > 200 {
+                #expect(budget.connections + budget.refusing + OpenFileLimit.reserved() == limit)
+            }
+        }
+        #expect(OpenFileLimit.current() >= 1)
+    }
+}
+
+/// The server process's CPU time so far, in clock ticks (user + system, /proc/PID/stat).
+func cpuTicks(_ pid: Int32) throws -> Int {
+    let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+    // After the command name in parentheses: state is field 3, utime 14 and stime 15.
+    guard let close = stat.lastIndex(of: ")") else { throw ServerFailure("unreadable /proc/\(pid)/stat") }
+    let fields = stat[stat.index(after: close)...].split(separator: " ")
+    guard fields.count > 12, let user = Int(fields[11]), let system = Int(fields[12]) else {
+        throw ServerFailure("unreadable /proc/\(pid)/stat")
+    }
+    return user + system
+}
+
+/// A plain TCP connection to the server on loopback from a chosen local address (any of
+/// 127.0.0.0/8), blocking, for tests that talk byte by byte. Use it from a thread of its own.
+final class RawConnection: @unchecked Sendable {
+    private let fd: Int32
+    private var isOpen = true
+
+    /// How a read ended.
+    enum Ending: Equatable {
+        case data
+        /// The server closed the connection (end of stream).
+        case closed
+        /// The server reset it.
+        case reset
+        /// Nothing came in time.
+        case timedOut
+    }
+
+    /// An HTTP answer as read off the socket (status 0 when none came).
+    struct Answer: CustomStringConvertible {
+        var status = 0
+        var head = ""
+        var body = ""
+        var ending = Ending.data
+        var description: String { status == 0 ? "no answer (\(ending))" : "\(status) \(body)" }
+    }
+
+    init(port: Int, from source: String = "127.0.0.1") throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ServerFailure("socket: \(String(cString: strerror(errno)))") }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        do {
+            try Self.withAddress(source, port: 0) { bind(fd, $0, $1) }
+            try Self.withAddress("127.0.0.1", port: port) { connect(fd, $0, $1) }
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+    }
+
+    private static func withAddress(_ host: String, port: Int, _ call: (UnsafePointer<sockaddr>, socklen_t) -> Int32) throws {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        inet_pton(AF_INET, host, &address.sin_addr)
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { call($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else { throw ServerFailure("\(host):\(port): \(String(cString: strerror(errno)))") }
+    }
+
+    /// Sends all of `text`; false when the server has closed or reset the connection.
+    @discardableResult
+    func send(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return false }
+            sent += n
+        }
+        return true
+    }
+
+    /// Waits up to `timeout` milliseconds for bytes: `.data` when some came (appended to
+    /// `into`), else how the wait ended.
+    func read(timeout: Int32, into bytes: inout [UInt8]) -> Ending {
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, timeout) > 0 else { return .timedOut }
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let n = recv(fd, &buffer, buffer.count, 0)
+        if n > 0 {
+            bytes.append(contentsOf: buffer[..<n])
+            return .data
+        }
+        return n == 0 ? .closed : .reset
+    }
+
+    func read(timeout: Int32) -> Ending {
+        var ignored: [UInt8] = []
+        return read(timeout: timeout, into: &ignored)
+    }
+
+    /// Sends `request` and reads one answer (head and `Content-Length` body), 20 s at most.
+    func request(_ request: String) -> Answer {
+        var answer = Answer()
+        guard send(request) else {
+            answer.ending = .reset
+            return answer
+        }
+        var bytes: [UInt8] = []
+        while true {
+            let text = String(decoding: bytes, as: UTF8.self)
+            if let end = text.range(of: "\r\n\r\n") {
+                let head = String(text[..<end.upperBound])
+                let length = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                    .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+                let body = String(text[end.upperBound...])
+                if body.utf8.count >= length {
+                    answer.head = head
+                    answer.body = body
+                    answer.status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
+                    return answer
+                }
+            }
+            answer.ending = read(timeout: 20_000, into: &bytes)
+            if answer.ending != .data { return answer }
+        }
+    }
+
+    /// Sends `count` bytes one at a time, `every` milliseconds apart, and answers how many were
+    /// sent before the server closed the connection (`count`: it never did).
+    func trickle(_ count: Int, every milliseconds: Int32) -> Int {
+        for sent in 0..<count {
+            // Waiting for the server to say something (it closes) paces the bytes.
+            if read(timeout: milliseconds) != .timedOut { return sent }
+            if !send("a") { return sent }
+        }
+        return count
+    }
+
+    func close() {
+        guard isOpen else { return }
+        isOpen = false
+        Glibc.close(fd)
+    }
+
+    deinit { close() }
+}
