@@ -32,6 +32,18 @@ public enum OutboxContent: Sendable, Equatable {
     }
 }
 
+/// A record deleted on the server (a tombstone in the history).
+public struct PulledDeletion: Sendable, Equatable {
+    public var type: RecordType
+    public var id: String
+    public var version: Int
+    public init(type: RecordType, id: String, version: Int) {
+        self.type = type
+        self.id = id
+        self.version = version
+    }
+}
+
 /// A record pulled from the server that could not be stored (see ``HealthStore/holdPulled``).
 public struct HeldRecord: Sendable, Equatable, Encodable {
     /// The row's own number.
@@ -175,10 +187,23 @@ extension HealthStore {
     /// records that could not be stored are held (``heldRecords()``), older held versions of
     /// what was stored are dropped, and the history cursor (and the server's cursor epoch) saved,
     /// so a crash never skips or repeats a page and nothing the cursor moved past is lost.
+    /// Tombstones (records deleted on another device or on request) mark the record deleted here
+    /// when the version held here is not newer.
     @discardableResult
-    public func writePulled(_ records: [HealthRecord], held: [HeldRecord] = [], cursor: Int64, epoch: String? = nil) throws -> WriteResult {
+    public func writePulled(_ records: [HealthRecord], deletions: [PulledDeletion] = [], held: [HeldRecord] = [], cursor: Int64,
+                            epoch: String? = nil) throws -> WriteResult {
         try pool.write { db in
-            let result = try RecordWriter(db: db).write(records, importHash: nil, enqueue: false)
+            var result = try RecordWriter(db: db).write(records, importHash: nil, enqueue: false)
+            let now = ISO8601.string(Date())
+            for deletion in deletions {
+                try db.execute(sql: """
+                    UPDATE \(RecordWriter.table(of: deletion.type)) SET deleted = 1, version = ?, updated_at = ?
+                    WHERE id = ? AND version <= ? AND deleted = 0
+                    """, arguments: [deletion.version, now, deletion.id, deletion.version])
+                result.updated += db.changesCount
+                try db.execute(sql: "DELETE FROM held_records WHERE record_id = ? AND version <= ?",
+                               arguments: [deletion.id, deletion.version])
+            }
             try Self.insertHeld(db, held)
             try Self.dropSupersededHeld(db, by: records)
             try Self.setState(db, "history_cursor", String(cursor))

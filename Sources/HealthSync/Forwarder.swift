@@ -93,13 +93,15 @@ public final class Forwarder: Sendable {
         public var held = 0
         /// Records held by earlier pulls that could be stored now.
         public var released = 0
+        /// Records deleted on the server (tombstones) applied here.
+        public var deleted = 0
         /// Records held in all, after this pull.
         public var stillHeld = 0
         /// The server's cursor numbering changed: the pull started again from 0.
         public var restarted = false
         public var cursor: Int64 = 0
         enum CodingKeys: String, CodingKey {
-            case pages, received, stored, held, released, stillHeld = "still_held", restarted, cursor
+            case pages, received, stored, deleted, held, released, stillHeld = "still_held", restarted, cursor
         }
     }
 
@@ -409,18 +411,21 @@ public final class Forwarder: Sendable {
                 throw SyncError.invalidResponse("the history did not advance past cursor \(cursor) although it says there is more")
             }
             var records: [HealthRecord] = []
+            var deletions: [PulledDeletion] = []
             var held: [HeldRecord] = []
             for raw in page.records {
                 switch admit(raw.bytes) {
                 case .store(let record): records.append(record)
+                case .delete(let deletion): deletions.append(deletion)
                 case .hold(let hold): held.append(hold)
                 }
             }
-            let written = try store.writePulled(records, held: held, cursor: page.next, epoch: epoch)
+            let written = try store.writePulled(records, deletions: deletions, held: held, cursor: page.next, epoch: epoch)
             report.pages += 1
             report.received += page.records.count
             report.stored += written.stored
             report.held += held.count
+            report.deleted += deletions.count
             cursor = page.next
             if !page.more { break }
         }
@@ -439,6 +444,8 @@ public final class Forwarder: Sendable {
             switch admit(Array(h.body.utf8)) {
             case .store(let record): ready.append((h.number, record))
             case .hold(let again): still.append((h.number, again.reason))
+            // Only a tombstone of an unknown type is held: still unknown, or this would not be held.
+            case .delete: still.append((h.number, h.reason))
             }
         }
         try store.releaseHeld(ready, stillHeld: still)
@@ -448,6 +455,7 @@ public final class Forwarder: Sendable {
     /// What becomes of a pulled record.
     enum Admission {
         case store(HealthRecord)
+        case delete(PulledDeletion)
         case hold(HeldRecord)
     }
 
@@ -466,6 +474,13 @@ public final class Forwarder: Sendable {
         func hold(_ reason: String) -> Admission {
             .hold(HeldRecord(id: wire.id.lowercased(), version: wire.version, type: wire.type, serverSeq: wire.seq, body: body,
                                 reason: reason))
+        }
+        if wire.deleted {
+            guard let type = RecordType(rawValue: wire.type), RecordID(string: wire.id.lowercased()) != nil,
+                  PhysicalLimits.versions.contains(wire.version) else {
+                return hold("a deletion of a record this version cannot read (type '\(wire.type)')")
+            }
+            return .delete(PulledDeletion(type: type, id: wire.id.lowercased(), version: wire.version))
         }
         let record: HealthRecord
         do { record = try wire.record() } catch { return hold(error.description) }

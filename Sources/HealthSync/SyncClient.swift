@@ -151,6 +151,14 @@ public final class SyncClient: Sendable {
                        body: json(PasswordChangeRequest(currentPassword: current, newPassword: new)))
     }
 
+    /// Deletes one of the account's records on the server (`.refused` 404 when it has none with
+    /// this id); the account's other devices learn of it from the history (a tombstone).
+    public func deleteRecord(id: String, token: String) async throws(SyncError) {
+        let segment = id.lowercased().addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/")))
+            ?? id
+        let _: Empty = try await call(.DELETE, "/records/\(segment)", token: token, body: nil)
+    }
+
     /// Deletes the account with its records and devices (`.refused` 403 when `password` is wrong).
     public func deleteAccount(password: String, token: String) async throws(SyncError) {
         let _: Empty = try await call(.POST, "/accounts/current/deletion", token: token,

@@ -154,6 +154,8 @@ public struct WireRecord: Codable, Sendable, Equatable {
     public var deviceId: String?
     /// In pulled history: the server's change sequence number of this version.
     public var seq: Int64?
+    /// In pulled history: the record was deleted (a tombstone: id, type and version, no data).
+    public var deleted: Bool
 
     public init(_ record: HealthRecord, deviceId: String? = nil, seq: Int64? = nil) {
         id = record.id.description
@@ -162,9 +164,10 @@ public struct WireRecord: Codable, Sendable, Equatable {
         data = record
         self.deviceId = deviceId
         self.seq = seq
+        deleted = false
     }
 
-    enum CodingKeys: String, CodingKey { case id, version, type, data, deviceId = "device_id", seq }
+    enum CodingKeys: String, CodingKey { case id, version, type, data, deviceId = "device_id", seq, deleted }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -173,6 +176,8 @@ public struct WireRecord: Codable, Sendable, Equatable {
         type = try c.decode(String.self, forKey: .type)
         deviceId = try c.decodeIfPresent(String.self, forKey: .deviceId)
         seq = try c.decodeIfPresent(Int64.self, forKey: .seq)
+        deleted = try c.decodeIfPresent(Bool.self, forKey: .deleted) ?? false
+        if deleted { return }
         do {
             switch type {
             case "workout": data = .workout(try c.decode(Workout.self, forKey: .data))
@@ -193,6 +198,10 @@ public struct WireRecord: Codable, Sendable, Equatable {
         try c.encode(type, forKey: .type)
         try c.encodeIfPresent(deviceId, forKey: .deviceId)
         try c.encodeIfPresent(seq, forKey: .seq)
+        if deleted {
+            try c.encode(true, forKey: .deleted)
+            return
+        }
         switch data {
         case .workout(let w): try c.encode(w, forKey: .data)
         case .sleep(let s): try c.encode(s, forKey: .data)

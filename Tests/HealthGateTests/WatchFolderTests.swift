@@ -47,7 +47,12 @@ import TestSupport
         handle.write(Data("first".utf8))
         handle.write(Data("second".utf8))
         try handle.close()
-        try "x".write(toFile: NSTemporaryDirectory() + "hg-moved-\(getpid()).fit", atomically: false, encoding: .utf8)
+        // The file moved in is written through O_CLOEXEC too (Foundation's write does not set it:
+        // a process started meanwhile kept it open and its exit reported a close of b.fit).
+        let moved = open(NSTemporaryDirectory() + "hg-moved-\(getpid()).fit", O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o644)
+        try #require(moved >= 0)
+        #expect(write(moved, "x", 1) == 1)
+        close(moved)
         try FileManager.default.moveItem(atPath: NSTemporaryDirectory() + "hg-moved-\(getpid()).fit", toPath: folder + "/b.fit")
         var seen: [String] = []
         for await event in inotify.events {

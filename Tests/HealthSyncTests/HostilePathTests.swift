@@ -343,6 +343,34 @@ func within<T: Sendable>(_ limit: Duration, _ what: String, _ work: @escaping @S
         #expect(proxy.requests().count == 1)
     }
 
+    /// A record deleted on the server (on request, from another device) reaches the other
+    /// installs as a tombstone: marked deleted there, not held aside as unreadable; a newer local
+    /// version is kept.
+    @Test func deletionsOnTheServerReachOtherInstalls() async throws {
+        let server = try await ServerProcess.start()
+        let account = try await Account.create(on: server)
+        let a = try Install()
+        try await a.importFixtures()
+        let client = try SyncClient(configuration: .init(server: server.url))
+        defer { Task { await client.shutdown() } }
+        _ = try await fastForwarder(a, client, token: account.token).drain()
+        let b = try Install()
+        let second = try await account.login(on: server)
+        _ = try await fastForwarder(b, client, token: second.token).pull()
+        let victims = Array(try b.store.measurements().prefix(2))
+        try #require(victims.count == 2)
+        for victim in victims { try await client.deleteRecord(id: victim.id.description, token: account.token) }
+        // A newer version of the second one, edited here before the deletion arrives.
+        var edited = victims[1]
+        edited.version = 2
+        try b.store.write([.measurement(edited)])
+        let report = try await fastForwarder(b, client, token: second.token).pull()
+        #expect(report.deleted == 2 && report.held == 0 && report.stillHeld == 0, "\(report)")
+        let left = Set(try b.store.measurements().map(\.id))
+        #expect(!left.contains(victims[0].id) && left.contains(victims[1].id))
+        #expect(try b.store.measurements().first { $0.id == victims[1].id }?.version == 2)
+    }
+
     /// A history whose epoch changes (the server renumbered its cursors) is pulled again from
     /// the start, once: nothing is missed, nothing stored twice.
     @Test func aNewHistoryEpochStartsThePullAgain() async throws {
