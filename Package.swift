@@ -82,6 +82,7 @@ let package = Package(
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
             .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
         ], path: "Sources/HealthGateServer"),
         .executableTarget(name: "healthgate-server", dependencies: [
             "HealthGateServer", "HealthModel", "SyncProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),

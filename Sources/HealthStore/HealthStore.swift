@@ -33,6 +33,9 @@ public final class HealthStore: Sendable {
             // records' indexes are keyed by random ids, so a batch of writes touches pages all
             // over them, and a page changed by many batches between checkpoints is copied once.
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 8192")
+            // Deleted and replaced records leave no readable bytes behind (Debian's SQLite is
+            // built with this on; other builds are not).
+            try db.execute(sql: "PRAGMA secure_delete = ON")
         }
         // A new database (and any folder made for it) is its owner's alone: it holds their health.
         try PrivateFiles.createFile(path)

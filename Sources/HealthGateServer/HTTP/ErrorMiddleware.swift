@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import NIOHTTP1
 
 /// The outermost middleware: turns every failure into `ErrorResponse` JSON (unknown routes
 /// included: 404, or 405 with `Allow` for a known path) and logs one line per request (method,
@@ -33,6 +34,11 @@ struct ErrorMiddleware: RouterMiddleware {
                                message: error.body ?? error.status.reasonPhrase.lowercased())
             api.headers = error.headers
             return api
+        case let error as HTTPParserError:
+            // The client's side of the request, not the server's: a body cut short (the client
+            // went away, or the request timeout closed it) or bytes that are not HTTP.
+            context.logger.notice("request ended early on \(request.method.rawValue) \(request.uri.path): \(error)")
+            return .badRequest("the request was cut short or is not valid HTTP")
         default:
             context.logger.error("internal error on \(request.method.rawValue) \(request.uri.path): \(error)")
             return .internalError

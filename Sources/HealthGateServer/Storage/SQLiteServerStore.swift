@@ -42,10 +42,14 @@ public final class SQLiteServerStore: ServerStore {
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
             // When a writer starts the log over, the file is cut back to the limit.
             try db.execute(sql: "PRAGMA journal_size_limit = \(checkpoints.walLimitBytes)")
+            // Deleted records and accounts (and replaced versions) leave no readable bytes in the
+            // pages they were on. Debian's SQLite is built with this on; other builds are not.
+            try db.execute(sql: "PRAGMA secure_delete = ON")
         }
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
         }
         // A new database is readable by its owner only (it holds password hashes); SQLite gives
         // its -wal and -shm files the same permissions.
