@@ -141,6 +141,28 @@ func within<T: Sendable>(_ limit: Duration, _ what: String, _ work: @escaping @S
         #expect(run.status == 0, "\(value): \(run.stderr)")
     }
 
+    /// A connection that breaks before any answer (a server closing an idle connection just as
+    /// the next upload goes out on it, a reset) costs no failure: uploads are idempotent, so the
+    /// client sends it again at once on a new connection.
+    @Test(arguments: ["reset", "hang"])
+    func aConnectionBrokenBeforeTheAnswerIsSentAgainAtOnce(_ fault: String) async throws {
+        let server = try await ServerProcess.start()
+        let account = try await Account.create(on: server)
+        let proxy = try await HostileProxy.start(upstream: server.url, faults: [fault], extraArguments: ["--hang", "1"])
+        let a = try Install()
+        try await a.importFixtures()
+        let depth = try a.store.outboxDepth()
+        let client = try SyncClient(configuration: .init(server: proxy.url))
+        defer { Task { await client.shutdown() } }
+        var configuration = Forwarder.Configuration()
+        configuration.maxConsecutiveFailures = 1
+        configuration.concurrentUploads = 1
+        let report = try await Forwarder(store: a.store, client: client, token: account.token, configuration: configuration).drain()
+        #expect(report.accepted == depth && report.retries == 0 && report.remaining == 0)
+        #expect(proxy.playedFaults() == [fault])
+        #expect(proxy.requests().filter { $0["method"] == "POST" }.count == 2)
+    }
+
     @Test func retryAfterParsing() {
         #expect(SyncClient.retryAfter("3") == .seconds(3))
         #expect(SyncClient.retryAfter(" 1.5 ") == .milliseconds(1500))
