@@ -24,6 +24,20 @@ func within<T: Sendable>(_ limit: Duration, _ what: String, _ work: @escaping @S
     }
 }
 
+/// A real server, an account on it, and an install whose fixture records were all sent.
+enum SyncedAccount {
+    static func make() async throws -> (server: ServerProcess, account: Account, install: Install, client: SyncClient) {
+        let server = try await ServerProcess.start()
+        let account = try await Account.create(on: server)
+        let install = try Install()
+        try await install.importFixtures()
+        let client = try SyncClient(configuration: .init(server: server.url))
+        let report = try await fastForwarder(install, client, token: account.token).drain()
+        #expect(report.remaining == 0)
+        return (server, account, install, client)
+    }
+}
+
 /// The path to the server is hostile or broken (`Tests/peers/hostile_proxy.py` in front of a real
 /// server): whatever it answers, no record is given up because of it, none is stored twice, and
 /// nothing crashes.
@@ -273,14 +287,9 @@ func within<T: Sendable>(_ limit: Duration, _ what: String, _ work: @escaping @S
     /// cursor moves past them; an upgrade (here: a validator that accepts them) stores them at the
     /// next pull.
     @Test func pulledRecordsThatCannotBeStoredAreHeldNotLost() async throws {
-        let server = try await ServerProcess.start()
-        let account = try await Account.create(on: server)
-        let a = try Install()
-        try await a.importFixtures()
-        let local = try a.allRecords()
-        let client = try SyncClient(configuration: .init(server: server.url))
+        let (server, account, a, client) = try await SyncedAccount.make()
         defer { Task { await client.shutdown() } }
-        _ = try await fastForwarder(a, client, token: account.token).drain()
+        let local = try a.allRecords()
 
         let t = ISO8601.string(Date(timeIntervalSince1970: 1_763_800_000))
         func measurement(_ id: String, kind: String, value: String, time: String = t) -> String {
@@ -339,13 +348,8 @@ func within<T: Sendable>(_ limit: Duration, _ what: String, _ work: @escaping @S
     /// A server whose history pages never advance (more: true, next: the same cursor) is an
     /// error, not an endless loop.
     @Test func historyThatNeverAdvancesIsAnError() async throws {
-        let server = try await ServerProcess.start()
-        let account = try await Account.create(on: server)
-        let a = try Install()
-        try await a.importFixtures()
-        let client = try SyncClient(configuration: .init(server: server.url))
+        let (server, account, _, client) = try await SyncedAccount.make()
         defer { Task { await client.shutdown() } }
-        _ = try await fastForwarder(a, client, token: account.token).drain()
         let proxy = try await HostileProxy.start(upstream: server.url, extraArguments: ["--stuck-history"])
         let b = try Install()
         let proxied = try SyncClient(configuration: .init(server: proxy.url))
@@ -369,13 +373,8 @@ func within<T: Sendable>(_ limit: Duration, _ what: String, _ work: @escaping @S
     /// installs as a tombstone: marked deleted there, not held aside as unreadable; a newer local
     /// version is kept.
     @Test func deletionsOnTheServerReachOtherInstalls() async throws {
-        let server = try await ServerProcess.start()
-        let account = try await Account.create(on: server)
-        let a = try Install()
-        try await a.importFixtures()
-        let client = try SyncClient(configuration: .init(server: server.url))
+        let (server, account, _, client) = try await SyncedAccount.make()
         defer { Task { await client.shutdown() } }
-        _ = try await fastForwarder(a, client, token: account.token).drain()
         let b = try Install()
         let second = try await account.login(on: server)
         _ = try await fastForwarder(b, client, token: second.token).pull()
@@ -396,14 +395,9 @@ func within<T: Sendable>(_ limit: Duration, _ what: String, _ work: @escaping @S
     /// A history whose epoch changes (the server renumbered its cursors) is pulled again from
     /// the start, once: nothing is missed, nothing stored twice.
     @Test func aNewHistoryEpochStartsThePullAgain() async throws {
-        let server = try await ServerProcess.start()
-        let account = try await Account.create(on: server)
-        let a = try Install()
-        try await a.importFixtures()
-        let local = try a.allRecords()
-        let client = try SyncClient(configuration: .init(server: server.url))
+        let (server, account, a, client) = try await SyncedAccount.make()
         defer { Task { await client.shutdown() } }
-        _ = try await fastForwarder(a, client, token: account.token).drain()
+        let local = try a.allRecords()
         let b = try Install()
         let second = try await account.login(on: server)
         // A cursor saved under another numbering, far beyond what this server has.
