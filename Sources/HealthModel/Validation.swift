@@ -34,8 +34,8 @@ public struct RecordValidator: Sendable {
     public func validate(_ record: HealthRecord, now: Date = Date()) throws {
         do {
             try check(record, now: now)
-        } catch let problem as Problem {
-            throw ValidationError(recordID: record.id, reason: problem.text)
+        } catch {
+            throw ValidationError(recordID: record.id, reason: error.text)
         }
     }
 

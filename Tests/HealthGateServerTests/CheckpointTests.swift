@@ -169,9 +169,8 @@ private final class LogLines: Sendable {
             set { metadata[key] = newValue }
         }
 
-        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String,
-                 function: String, line: UInt) {
-            sink.kept.withLock { $0.append(message.description) }
+        func log(event: LogEvent) {
+            sink.kept.withLock { $0.append(event.message.description) }
         }
     }
 }

@@ -57,7 +57,7 @@ public final class ServerProcess: @unchecked Sendable {
         }
         let out = Pipe()
         process.standardOutput = out
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         let err = FileHandle(forWritingAtPath: stderrPath)!
         err.seekToEndOfFile()
         process.standardError = err

@@ -42,7 +42,7 @@ public final class ForwarderService: Service, Sendable {
         let interval = Duration.clamped(seconds: settings.intervalS, maximum: .seconds(86_400))
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             doorbell.reset()  // what was stored until now, this cycle takes
-            let serverWait = (try? await cancelWhenGracefulShutdown { await self.cycle() }) ?? nil
+            let serverWait = await cancelWhenGracefulShutdown { await self.cycle() }
             if let serverWait, serverWait > interval {
                 // The server asked for a longer pause than the interval (Retry-After, at most an
                 // hour): keep away until then, whatever gets stored meanwhile.
