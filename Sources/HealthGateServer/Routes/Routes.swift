@@ -12,6 +12,8 @@ struct ServerDependencies: Sendable {
     let registrations: RegistrationThrottle
     let checker: UploadChecker
     let limits: ServerLimits
+    /// The threads that do the CPU work of uploads, in turns between accounts.
+    var uploads = UploadWorkers()
 }
 
 /// Request and answer size limits.
