@@ -131,8 +131,11 @@ final class UploadWorkers: @unchecked Sendable {
     var admittedCounts: [String: Int] { locked { schedule.admitted } }
 
     private func startThread(_ index: Int) {
-        let thread = Thread { [self] in loop() }
-        thread.name = "upload-worker-\(index)"
+        let thread = Thread { [self] in
+            // A new thread would keep its creator's name (seen in top, gdb and /proc).
+            Thread.current.name = "hg-upload-\(index)"
+            loop()
+        }
         thread.stackSize = Self.stackSize
         thread.start()
     }

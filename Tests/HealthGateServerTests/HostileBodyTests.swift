@@ -1,0 +1,264 @@
+import Foundation
+import Glibc
+import HealthModel
+import SyncProtocol
+import Testing
+import TestSupport
+@testable import HealthGateServer
+
+/// One account sending hostile upload bodies must not take the server from everyone else:
+/// bounded CPU and memory per body, and the work done in turns between accounts.
+@Suite struct HostileBodyTests {
+    /// One gzip upload of a measurement whose `extra` has `keys` members.
+    static func extraUpload(keys: Int) throws -> Data {
+        let extra = Dictionary(uniqueKeysWithValues: (0..<keys).map { ("k\($0)", Double($0)) })
+        let m = HealthModel.Measurement(id: Make.id("extra-\(keys)"), kind: .weight, time: Make.date("2026-03-02T07:00:00Z"),
+                                        value: 70, extra: extra, source: Source(driver: "ble", device: "scale"))
+        return gzip(Data(try SyncJSONEncoder().encode(UploadRequest(records: [WireRecord(.measurement(m))]))))
+    }
+
+    /// A measurement `extra` of many keys used to cost a scan of the object per key (40,000 keys:
+    /// 13 s of CPU in a release build). Under the per-object cap it now decodes in linear time;
+    /// over it the parser refuses it at once.
+    @Test func largeObjectsCostLinearTime() async throws {
+        let server = try await ServerProcess.start()
+        let (api, _) = try await APIClient(server).account("keys@example.org")
+        let pid = server.process.processIdentifier
+
+        let under = try Self.extraUpload(keys: SyncJSONDecoder.maximumMembers - 1)
+        var cpu = processCPUSeconds(pid)
+        let reply = try await api.send(.POST, "/v1/records", body: under, headers: [("Content-Encoding", "gzip")], timeout: .seconds(300))
+        // Decoded: accepted, or rejected by the model's own rules, either way one result.
+        #expect(reply.status == 200, "\(reply.text)")
+        #expect(try reply.decode(UploadResponse.self).results.count == 1)
+        // Generous: about 0.2 s in a debug build; the scan per key took over 10 s.
+        #expect(processCPUSeconds(pid) - cpu < 3, "CPU for \(SyncJSONDecoder.maximumMembers - 1) keys")
+
+        let over = try Self.extraUpload(keys: 40_000)
+        #expect(over.count < 200_000)
+        cpu = processCPUSeconds(pid)
+        let refused = try await api.send(.POST, "/v1/records", body: over, headers: [("Content-Encoding", "gzip")], timeout: .seconds(300))
+        #expect(refused.status == 400)
+        let message = try refused.error().message
+        #expect(message.hasPrefix("request body is not a valid UploadRequest: not valid JSON (more than 10000 members in an object at byte "),
+                "\(message)")
+        #expect(processCPUSeconds(pid) - cpu < 3, "CPU for 40,000 keys")
+        #expect(try await api.send(.GET, "/v1/health").status == 200)
+    }
+
+    /// 32 MiB of `0,` inflated from a 33 KB gzip body made the server allocate about 430 MB
+    /// (a copy of the body and 20 bytes per value) before any check. The index may not
+    /// outgrow the body now: refused with 413 halfway, and the peak resident memory grows by
+    /// about the body and its index.
+    @Test func aGzipBombOfNumbersIsRefusedWithinItsSize() async throws {
+        let server = try await ServerProcess.start()
+        let (api, _) = try await APIClient(server).account("bomb@example.org")
+        let pid = server.process.processIdentifier
+        // Warm up: one normal upload and history.
+        #expect(try await api.uploadStatuses([Make.measurement("warm", time: "2026-03-02T06:00:00Z")]) == [.accepted])
+        #expect(try await api.allHistory().count == 1)
+
+        let head = Array(#"{"records":["#.utf8), tail = Array("0]}".utf8)
+        let zeros = (SyncAPI.maxBodyBytes - head.count - tail.count) / 2
+        var text = head
+        text.reserveCapacity(SyncAPI.maxBodyBytes)
+        for _ in 0..<zeros { text.append(contentsOf: [UInt8(ascii: "0"), UInt8(ascii: ",")]) }
+        text += tail
+        #expect(text.count <= SyncAPI.maxBodyBytes && text.count > SyncAPI.maxBodyBytes - 4)
+        let bomb = gzip(Data(text), level: 9)
+        text = []
+        #expect(bomb.count < 40_000)
+
+        let before = peakResidentKB(pid)
+        let reply = try await api.send(.POST, "/v1/records", body: bomb, headers: [("Content-Encoding", "gzip")], timeout: .seconds(300))
+        let after = peakResidentKB(pid)
+        #expect(reply.status == 413)
+        #expect(try reply.error().code == "payload_too_large")
+        #expect(try reply.error().message.hasPrefix("request body holds more values than a body of its size can: more values than"))
+        // The body (32 MiB) and at most as much index: 64 MiB here. It was 384 MiB.
+        #expect(before > 0 && after - before < 128 * 1024, "peak RSS grew by \((after - before) / 1024) MiB")
+
+        // And it goes on serving.
+        #expect(try await api.send(.GET, "/v1/health").status == 200)
+        #expect(try await api.uploadStatuses([Make.measurement("after", time: "2026-03-02T06:01:00Z")]) == [.accepted])
+    }
+
+    /// An account may have at most 8 uploads in progress; the next is answered 429 with
+    /// Retry-After at once, other accounts are not affected, and the slots come back when the
+    /// uploads end (here: their connections close in the middle of their bodies).
+    @Test func anAccountsUploadsInProgressAreLimited() async throws {
+        let server = try await ServerProcess.start()
+        let (flooder, login) = try await APIClient(server).account("flood@example.org")
+        let (other, _) = try await APIClient(server).account("other@example.org")
+        let port = try #require(server.url.port)
+
+        // Eight uploads whose bodies never finish arriving: each holds a slot.
+        let request = "POST /v1/records HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(login.token)\r\n"
+            + "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"records\":["
+        let stalled = try (0..<UploadWorkers.defaultInProgressPerAccount).map { _ in
+            let connection = try RawConnection(port: port)
+            try connection.send(Data(request.utf8))
+            return connection
+        }
+        let small = [Make.habit("one", time: "2026-03-02T10:00:00Z")]
+        // Once the server has taken the eight in, one more is refused at once.
+        let refused = try await poll { () -> Reply? in
+            let reply = try await flooder.upload(small)
+            return reply.status == 429 ? reply : nil
+        }
+        #expect(refused.headers.first(name: "Retry-After") == "1")
+        #expect(try refused.error().code == "too_many_requests")
+        #expect(try refused.error().message == "this account already has 8 uploads in progress: wait for their answers")
+        // Another account uploads as usual.
+        #expect(try await other.uploadStatuses(small) == [.accepted])
+
+        // The stalled uploads end with their connections: the account uploads again.
+        for connection in stalled { connection.close() }
+        let accepted = try await poll { () -> Reply? in
+            let reply = try await flooder.upload(small)
+            return reply.status == 200 ? reply : nil
+        }
+        // (An attempt before the eight were in may have stored it already.)
+        #expect(try [[.accepted], [.duplicate]].contains(accepted.decode(UploadResponse.self).results.map(\.status)))
+    }
+
+    // MARK: The schedule and the workers
+
+    @Test func theScheduleAdmitsAndTakesTurnsPerAccount() {
+        var schedule = UploadSchedule<String>(inProgressPerAccount: 2)
+        let admissions = [schedule.admit("a"), schedule.admit("a"), schedule.admit("a"), schedule.admit("b")]
+        #expect(admissions == [true, true, false, true])
+        schedule.release("a")
+        let again = schedule.admit("a")
+        #expect(again && schedule.admitted == ["a": 2, "b": 1])
+
+        // a floods, b and c send one each: a's jobs run one at a time, between the others'.
+        for job in ["a1", "a2", "a3"] { schedule.submit(job, for: "a") }
+        schedule.submit("b1", for: "b")
+        schedule.submit("c1", for: "c")
+        var order: [String] = []
+        // Two workers: each takes a job, and a finished job lets its account's next one queue again.
+        let first = schedule.take()!, second = schedule.take()!
+        order += [first.job, second.job]
+        #expect(order == ["a1", "b1"])
+        #expect(schedule.running == ["a", "b"])
+        schedule.finished("a")
+        order.append(schedule.take()!.job)  // c was in line before a came back
+        schedule.finished("b")
+        order.append(schedule.take()!.job)
+        var none = schedule.take()
+        #expect(none == nil)  // a runs, c runs: nothing else may start
+        schedule.finished("c")
+        none = schedule.take()
+        #expect(none == nil)
+        schedule.finished("a")
+        order.append(schedule.take()!.job)
+        schedule.finished("a")
+        #expect(order == ["a1", "b1", "c1", "a2", "a3"])
+        none = schedule.take()
+        #expect(none == nil && schedule.waitingCount == 0 && schedule.running.isEmpty)
+    }
+
+    /// Real threads: while one account's job holds a worker, that account's next job waits and
+    /// another account's job runs on the other worker, though it was queued later.
+    @Test func aBusyAccountDoesNotHoldBackOthers() async throws {
+        let workers = UploadWorkers(threads: 2)
+        let gate = DispatchSemaphore(value: 0)
+        let started = DispatchSemaphore(value: 0)
+        let log = Log()
+        async let a1: Void = workers.run(for: "a") {
+            started.signal()
+            gate.wait()
+            log.add("a1")
+        }
+        try await onOwnThread { started.wait() }
+        async let a2: Void = workers.run(for: "a") { log.add("a2") }
+        // Give a2 every chance to be queued first.
+        try await Task.sleep(for: .milliseconds(200))
+        let b1Thread = try await workers.run(for: "b") { () -> String in
+            log.add("b1")
+            return Thread.current.name ?? ""
+        }
+        #expect(b1Thread.hasPrefix("hg-upload-"))
+        #expect(log.entries == ["b1"])
+        gate.signal()
+        _ = try await (a1, a2)
+        #expect(log.entries == ["b1", "a1", "a2"])
+    }
+
+    @Test func workersPassErrorsBack() async throws {
+        struct Oops: Error {}
+        let workers = UploadWorkers(threads: 1)
+        await #expect(throws: Oops.self) { try await workers.run(for: "a") { () throws -> Int in throw Oops() } }
+        #expect(try await workers.run(for: "a") { 42 } == 42)
+        #expect(workers.admittedCounts.isEmpty)
+    }
+}
+
+/// Appends from any thread.
+private final class Log: @unchecked Sendable {
+    private let lock = NSLock()
+    private var list: [String] = []
+    func add(_ entry: String) { lock.withLock { list.append(entry) } }
+    var entries: [String] { lock.withLock { list } }
+}
+
+/// Retries `attempt` (every 50 ms) until it answers a value; fails after a minute (a guard
+/// against hangs, not a timing).
+private func poll<T>(_ attempt: () async throws -> T?) async throws -> T {
+    let deadline = ContinuousClock.now + .seconds(60)
+    while ContinuousClock.now < deadline {
+        if let value = try await attempt() { return value }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    throw ServerFailure("no answer as expected within a minute")
+}
+
+/// A plain TCP connection to the server on loopback, for requests no HTTP client would send.
+private final class RawConnection: @unchecked Sendable {
+    private var fd: Int32
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ServerFailure("socket: errno \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else {
+            Glibc.close(fd)
+            throw ServerFailure("connect: errno \(errno)")
+        }
+    }
+
+    func send(_ data: Data) throws {
+        let sent = data.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard sent == data.count else { throw ServerFailure("send: errno \(errno)") }
+    }
+
+    func close() {
+        if fd >= 0 { Glibc.close(fd) }
+        fd = -1
+    }
+
+    deinit { close() }
+}
+
+/// The peak resident set of `pid` (VmHWM in /proc/PID/status), in KiB; 0 if unreadable.
+func peakResidentKB(_ pid: Int32) -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return 0 }
+    return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+}
+
+/// User + system CPU seconds of `pid` so far (/proc/PID/stat, fields 14 and 15, in clock ticks).
+func processCPUSeconds(_ pid: Int32) -> Double {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+          let close = stat.lastIndex(of: ")") else { return 0 }
+    let fields = stat[stat.index(after: close)...].split(separator: " ")
+    guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
