@@ -95,16 +95,28 @@ import TestSupport
         // Eight uploads whose bodies never finish arriving: each holds a slot.
         let request = "POST /v1/records HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(login.token)\r\n"
             + "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"records\":["
-        let stalled = try (0..<UploadWorkers.defaultInProgressPerAccount).map { _ in
+        func stall() throws -> RawConnection {
             let connection = try RawConnection(port: port)
             try connection.send(Data(request.utf8))
             return connection
         }
+        var stalled = try (0..<UploadWorkers.defaultInProgressPerAccount).map { _ in try stall() }
         let small = [Make.habit("one", time: "2026-03-02T10:00:00Z")]
-        // Once the server has taken the eight in, one more is refused at once.
-        let refused = try await poll { () -> Reply? in
-            let reply = try await flooder.upload(small)
-            return reply.status == 429 ? reply : nil
+        // Once the server has taken the eight in, one more is refused at once. (A stalled upload
+        // that arrived while a probe held a slot was refused itself: it is replaced.)
+        let refused: Reply
+        do {
+            refused = try await poll("a 429 once eight uploads are in") { () -> Reply? in
+                for index in stalled.indices where stalled[index].wasAnswered {
+                    stalled[index].close()
+                    stalled[index] = try stall()
+                }
+                let reply = try await flooder.upload(small)
+                return reply.status == 429 ? reply : nil
+            }
+        } catch {
+            Issue.record("\(error): \(server.log.suffix(6000))")
+            return
         }
         #expect(refused.headers.first(name: "Retry-After") == "1")
         #expect(try refused.error().code == "too_many_requests")
@@ -114,7 +126,7 @@ import TestSupport
 
         // The stalled uploads end with their connections: the account uploads again.
         for connection in stalled { connection.close() }
-        let accepted = try await poll { () -> Reply? in
+        let accepted = try await poll("a 200 once the eight are gone") { () -> Reply? in
             let reply = try await flooder.upload(small)
             return reply.status == 200 ? reply : nil
         }
@@ -133,30 +145,56 @@ import TestSupport
         #expect(again && schedule.admitted == ["a": 2, "b": 1])
 
         // a floods, b and c send one each: a's jobs run one at a time, between the others'.
-        for job in ["a1", "a2", "a3"] { schedule.submit(job, for: "a") }
-        schedule.submit("b1", for: "b")
-        schedule.submit("c1", for: "c")
+        for job in ["a1", "a2", "a3"] { schedule.submit(job, for: "a", large: false, now: 0) }
+        schedule.submit("b1", for: "b", large: false, now: 0)
+        schedule.submit("c1", for: "c", large: false, now: 0)
         var order: [String] = []
         // Two workers: each takes a job, and a finished job lets its account's next one queue again.
-        let first = schedule.take()!, second = schedule.take()!
+        let first = schedule.take(.normal)!, second = schedule.take(.normal)!
         order += [first.job, second.job]
         #expect(order == ["a1", "b1"])
         #expect(schedule.running == ["a", "b"])
-        schedule.finished("a")
-        order.append(schedule.take()!.job)  // c was in line before a came back
-        schedule.finished("b")
-        order.append(schedule.take()!.job)
-        var none = schedule.take()
+        schedule.finished("a", cpuSeconds: 0.01, now: 1)
+        order.append(schedule.take(.normal)!.job)  // c was in line before a came back
+        schedule.finished("b", cpuSeconds: 0.01, now: 1)
+        order.append(schedule.take(.normal)!.job)
+        var none = schedule.take(.normal)
         #expect(none == nil)  // a runs, c runs: nothing else may start
-        schedule.finished("c")
-        none = schedule.take()
+        schedule.finished("c", cpuSeconds: 0.01, now: 1)
+        none = schedule.take(.normal)
         #expect(none == nil)
-        schedule.finished("a")
-        order.append(schedule.take()!.job)
-        schedule.finished("a")
+        schedule.finished("a", cpuSeconds: 0.01, now: 1)
+        order.append(schedule.take(.normal)!.job)
+        schedule.finished("a", cpuSeconds: 0.01, now: 1)
         #expect(order == ["a1", "b1", "c1", "a2", "a3"])
-        none = schedule.take()
+        none = schedule.take(.normal) ?? schedule.take(.bulk)
         #expect(none == nil && schedule.waitingCount == 0 && schedule.running.isEmpty)
+    }
+
+    /// Large bodies run in the bulk lane; so does every job of an account that used more than
+    /// 2 s of CPU lately, until its use decays (by e every 10 s).
+    @Test func largeBodiesAndHeavyAccountsRunInTheBulkLane() {
+        var schedule = UploadSchedule<String>(inProgressPerAccount: 8)
+        #expect(schedule.submit("big", for: "a", large: true, now: 0) == .bulk)
+        #expect(schedule.submit("small", for: "a", large: false, now: 0) == .normal)
+        var none = schedule.take(.normal)
+        #expect(none == nil)  // a's next job is in the bulk lane
+        #expect(schedule.take(.bulk)?.job == "big")
+        none = schedule.take(.normal)
+        #expect(none == nil)  // a has a job running
+        schedule.finished("a", cpuSeconds: 3, now: 0)
+        #expect(schedule.take(.normal)?.job == "small")  // queued in the normal lane, it stays there
+        schedule.finished("a", cpuSeconds: 0, now: 0)
+
+        #expect(schedule.isHeavy("a", now: 1))
+        #expect(schedule.submit("next", for: "a", large: false, now: 1) == .bulk)
+        #expect(schedule.submit("other", for: "b", large: false, now: 1) == .normal)
+        #expect(schedule.take(.normal)?.job == "other")
+        #expect(schedule.take(.bulk)?.job == "next")
+        // 3 s decays below 2 s after 10 * ln(1.5) = 4.05 s.
+        #expect(abs(schedule.recentCPU("a", now: 10) - 3 * exp(-1.0)) < 1e-9)
+        #expect(schedule.isHeavy("a", now: 4) && !schedule.isHeavy("a", now: 4.1))
+        #expect(!schedule.isHeavy("b", now: 1))
     }
 
     /// Real threads: while one account's job holds a worker, that account's next job waits and
@@ -177,13 +215,22 @@ import TestSupport
         try await Task.sleep(for: .milliseconds(200))
         let b1Thread = try await workers.run(for: "b") { () -> String in
             log.add("b1")
-            return Thread.current.name ?? ""
+            return threadStat().name
         }
         #expect(b1Thread.hasPrefix("hg-upload-"))
         #expect(log.entries == ["b1"])
         gate.signal()
         _ = try await (a1, a2)
         #expect(log.entries == ["b1", "a1", "a2"])
+    }
+
+    /// Bulk jobs run on threads of lower CPU priority (nice 10).
+    @Test func bulkJobsRunWithLowerPriority() async throws {
+        let workers = UploadWorkers(threads: 1)
+        let normal = try await workers.run(for: "a") { threadStat() }
+        let bulk = try await workers.run(for: "a", large: true) { threadStat() }
+        #expect(normal.name == "hg-upload-0" && normal.nice == 0, "\(normal)")
+        #expect(bulk.name == "hg-bulk-0" && bulk.nice == UploadWorkers.bulkNice, "\(bulk)")
     }
 
     @Test func workersPassErrorsBack() async throws {
@@ -205,13 +252,13 @@ private final class Log: @unchecked Sendable {
 
 /// Retries `attempt` (every 50 ms) until it answers a value; fails after a minute (a guard
 /// against hangs, not a timing).
-private func poll<T>(_ attempt: () async throws -> T?) async throws -> T {
+private func poll<T>(_ what: String, _ attempt: () async throws -> T?) async throws -> T {
     let deadline = ContinuousClock.now + .seconds(60)
     while ContinuousClock.now < deadline {
         if let value = try await attempt() { return value }
         try await Task.sleep(for: .milliseconds(50))
     }
-    throw ServerFailure("no answer as expected within a minute")
+    throw ServerFailure("no \(what) within a minute")
 }
 
 /// A plain TCP connection to the server on loopback, for requests no HTTP client would send.
@@ -219,7 +266,8 @@ private final class RawConnection: @unchecked Sendable {
     private var fd: Int32
 
     init(port: Int) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // Close-on-exec: a server another test starts meanwhile must not inherit it.
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw ServerFailure("socket: errno \(errno)") }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -239,12 +287,30 @@ private final class RawConnection: @unchecked Sendable {
         guard sent == data.count else { throw ServerFailure("send: errno \(errno)") }
     }
 
+    /// Whether the server has answered (or closed) the connection.
+    var wasAnswered: Bool {
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) >= 0
+    }
+
+    /// Ends the connection (shutdown first: it ends it even if another process holds the descriptor).
     func close() {
-        if fd >= 0 { Glibc.close(fd) }
+        guard fd >= 0 else { return }
+        shutdown(fd, Int32(SHUT_RDWR))
+        Glibc.close(fd)
         fd = -1
     }
 
     deinit { close() }
+}
+
+/// The calling thread's name and nice value (/proc/thread-self).
+private func threadStat() -> (name: String, nice: Int32) {
+    let name = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+    let stat = (try? String(contentsOfFile: "/proc/thread-self/stat", encoding: .utf8)) ?? ""
+    // After the name in parentheses: state is field 3, nice field 19.
+    let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
+    return (name.trimmingCharacters(in: .whitespacesAndNewlines), fields.count > 16 ? Int32(fields[16]) ?? -99 : -99)
 }
 
 /// The peak resident set of `pid` (VmHWM in /proc/PID/status), in KiB; 0 if unreadable.

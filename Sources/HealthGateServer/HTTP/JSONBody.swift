@@ -40,19 +40,19 @@ struct RawBody: Sendable {
 ///   else 413;
 /// - a body that is not valid JSON for the expected type is 400 with where it went wrong.
 ///
-/// Reading (``read(_:limit:)``) waits on the network; decoding (``decode(_:from:limit:)`` on a
-/// ``RawBody``) is CPU work, which uploads do on ``UploadWorkers``.
+/// Reading (``read(_:limit:)``) waits on the network; inflating and decoding (``inflate(_:limit:within:)``,
+/// ``decode(_:text:)``) are CPU work, which uploads do on ``UploadWorkers``.
 enum JSONBody {
     /// Reads and decodes a small body (register, login) where it is.
     static func decode<T: Decodable>(_ type: T.Type, from request: Request, limit: Int) async throws -> T {
-        try decode(type, from: try await read(request, limit: limit), limit: limit)
+        let raw = try await read(request, limit: limit)
+        return try decode(type, text: try inflate(raw, limit: limit)!)
     }
 
-    /// Inflates (if gzip) and decodes a body read by ``read(_:limit:)``.
-    static func decode<T: Decodable>(_ type: T.Type, from raw: RawBody, limit: Int) throws -> T {
-        let data = try inflate(raw, limit: limit)
+    /// Parses and decodes the JSON text of a body.
+    static func decode<T: Decodable>(_ type: T.Type, text: Data) throws -> T {
         do {
-            return try SyncJSONDecoder(indexLimit: indexLimit(forBodyBytes: data.count)).decode(type, from: data)
+            return try SyncJSONDecoder(indexLimit: indexLimit(forBodyBytes: text.count)).decode(type, from: text)
         } catch let error as DecodingError {
             if case .dataCorrupted(let context) = error, let exceeded = context.underlyingError as? SyncJSONDecoder.IndexLimitExceeded {
                 throw APIError.payloadTooLarge("request body holds more values than a body of its size can: \(exceeded)")
@@ -91,12 +91,14 @@ enum JSONBody {
         return RawBody(bytes: raw, gzip: gzip)
     }
 
-    /// The body's JSON text: inflated within `limit` when it is gzip.
-    static func inflate(_ raw: RawBody, limit: Int) throws -> Data {
-        guard raw.gzip else { return raw.bytes }
+    /// The body's JSON text: inflated within `limit` when it is gzip (longer: 413). With a
+    /// `bound` below the limit, nil when the text is longer than that.
+    static func inflate(_ raw: RawBody, limit: Int, within bound: Int? = nil) throws -> Data? {
+        let bound = min(bound ?? limit, limit)
+        guard raw.gzip else { return raw.bytes.count <= bound ? raw.bytes : nil }
         let result = raw.bytes.withUnsafeBytes { bytes -> Result<Data, GzipInflater.Failure> in
             do throws(GzipInflater.Failure) {
-                let inflater = try GzipInflater(limit: limit)
+                let inflater = try GzipInflater(limit: bound)
                 try inflater.feed(bytes)
                 return .success(try inflater.finish())
             } catch {
@@ -105,6 +107,7 @@ enum JSONBody {
         }
         switch result {
         case .success(let data): return data
+        case .failure(.tooLarge) where bound < limit: return nil
         case .failure(let failure): throw gzipError(failure, limit: limit)
         }
     }

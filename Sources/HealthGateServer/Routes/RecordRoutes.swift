@@ -19,7 +19,8 @@ struct RecordRoutes {
     /// 415, 429 (the account has too many uploads in progress).
     ///
     /// Reading the body and storing wait here; inflating, decoding, checking and encoding run
-    /// on ``UploadWorkers``, in turns between accounts.
+    /// on ``UploadWorkers``, in turns between accounts, bodies over
+    /// ``UploadWorkers/bulkBodyBytes`` in the bulk lane.
     @Sendable func upload(_ request: Request, context: ServerContext) async throws -> Response {
         let principal = try context.requirePrincipal()
         let account = principal.userId
@@ -27,7 +28,15 @@ struct RecordRoutes {
         return try await deps.uploads.admitted(account) {
             let raw = try await JSONBody.read(request, limit: deps.limits.uploadBodyBytes)
             let now = Date()
-            let checked = try await deps.uploads.run(for: account) { try Self.check(raw, deps: deps, now: now) }
+            let large = raw.bytes.count > UploadWorkers.bulkBodyBytes
+            var checked = try await deps.uploads.run(for: account, large: large) {
+                try Self.check(raw, deps: deps, now: now, within: large ? nil : UploadWorkers.bulkBodyBytes)
+            }
+            if checked == nil {
+                // Small as sent, large once inflated.
+                checked = try await deps.uploads.run(for: account, large: true) { try Self.check(raw, deps: deps, now: now) }
+            }
+            guard let checked else { throw APIError.internalError }
             let outcomes = try await deps.store.upsert(checked.valid, userId: principal.userId, deviceId: principal.deviceId,
                                                        now: now)
             let (response, counts) = try await deps.uploads.run(for: account) { Self.answer(checked, outcomes: outcomes) }
@@ -44,9 +53,11 @@ struct RecordRoutes {
         var valid: [IncomingRecord] { verdicts.compactMap { try? $0.get() } }
     }
 
-    /// Decodes and checks an upload body (CPU work: run on a worker).
-    static func check(_ raw: RawBody, deps: ServerDependencies, now: Date) throws -> CheckedUpload {
-        let body = try JSONBody.decode(UploadRequest.self, from: raw, limit: deps.limits.uploadBodyBytes)
+    /// Decodes and checks an upload body (CPU work: run on a worker); nil when its JSON text is
+    /// longer than `bound`.
+    static func check(_ raw: RawBody, deps: ServerDependencies, now: Date, within bound: Int? = nil) throws -> CheckedUpload? {
+        guard let text = try JSONBody.inflate(raw, limit: deps.limits.uploadBodyBytes, within: bound) else { return nil }
+        let body = try JSONBody.decode(UploadRequest.self, text: text)
         guard body.records.count <= deps.limits.recordsPerUpload else {
             throw APIError.payloadTooLarge("\(body.records.count) records in one upload: at most \(deps.limits.recordsPerUpload)")
         }
