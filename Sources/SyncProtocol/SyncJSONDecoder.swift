@@ -77,7 +77,7 @@ struct JSONSyntaxError: Error, CustomStringConvertible {
 final class JSONDocument {
     let data: Data
     let tape: [UInt32]
-    /// Key comparisons made so far (the tests check that lookups stay linear).
+    /// Key comparisons made so far, in debug builds (the tests check that lookups stay linear).
     var keyComparisons = 0
 
     static let escapedBit: UInt32 = 1 << 31
@@ -162,29 +162,43 @@ final class JSONDocument {
         withStringBytes(index) { raw, escaped in escaped ? Self.unescape(raw) : String(decoding: raw, as: UTF8.self) }
     }
 
-    /// Whether the string `index` holds exactly `key`. `plain`: `key` has no quote or backslash
-    /// (true of every coding key), so that a string without escapes can be compared byte for
-    /// byte, without finding its end first.
-    func string(_ index: Int, equals key: String, plain: Bool) -> Bool {
-        keyComparisons &+= 1
-        let word = tape[index]
-        guard word & Self.escapedBit == 0 else { return string(index) == key }
-        // A string without escapes holds neither quotes nor backslashes.
-        guard plain else { return false }
-        let start = Int(word) + 1
+    /// The value of the first member of `object` whose key is `key`, or nil: a scan of the
+    /// keys, for small objects. Keys without escapes (the usual case) are compared byte for
+    /// byte, without finding their end first.
+    func scan(_ object: Int, for key: String) -> Int? {
         var key = key
-        return key.withUTF8 { utf8 in
+        return key.withUTF8 { key in
             data.withUnsafeBytes { raw in
-                // The closing quote is in the text, so a match shorter than the text stops there.
-                guard start + utf8.count < raw.count, raw[start + utf8.count] == UInt8(ascii: "\"") else { return false }
-                return utf8.isEmpty || memcmp(raw.baseAddress! + start, utf8.baseAddress!, utf8.count) == 0
+                tape.withUnsafeBufferPointer { tape in
+                    let base = raw.baseAddress!
+                    var index = object + 3
+                    for _ in 0..<Int(tape[object + 2]) {
+                        #if DEBUG
+                        keyComparisons += 1
+                        #endif
+                        let word = tape[index]
+                        if word & Self.escapedBit != 0 {
+                            if string(index) == String(decoding: key, as: UTF8.self) { return index + 1 }
+                        } else {
+                            // A string without escapes holds no quote: when the key's bytes are
+                            // followed by one, and hold none, they are the whole string.
+                            let start = Int(word) + 1
+                            if start + key.count < raw.count, raw[start + key.count] == UInt8(ascii: "\""),
+                               key.isEmpty || memcmp(base + start, key.baseAddress!, key.count) == 0,
+                               key.isEmpty || memchr(base + start, Int32(UInt8(ascii: "\"")), key.count) == nil {
+                                return index + 1
+                            }
+                        }
+                        let value = index + 1
+                        switch raw[Int(tape[value] & Self.offsetMask)] {
+                        case UInt8(ascii: "{"), UInt8(ascii: "["): index = Int(tape[value + 1])
+                        default: index = value + 1
+                        }
+                    }
+                    return nil
+                }
             }
         }
-    }
-
-    /// Whether a key can be compared byte for byte (see ``string(_:equals:plain:)``).
-    static func isPlain(_ key: String) -> Bool {
-        !key.utf8.contains { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
     }
 
     /// The first byte of a value.
@@ -648,7 +662,9 @@ struct JSONKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
         table.reserveCapacity(count)
         var index = document.firstChild(decoder.node)
         for _ in 0..<count {
-            document.keyComparisons &+= 1
+            #if DEBUG
+            document.keyComparisons += 1
+            #endif
             let key = document.string(index)
             if table[key] == nil { table[key] = index + 1 }
             index = document.next(index + 1)
@@ -658,18 +674,11 @@ struct JSONKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     /// The value node of `key` (the first one if the key appears twice), or nil.
     private func find(_ key: String) -> Int? {
-        if let table {
-            document.keyComparisons &+= 1
-            return table[key]
-        }
-        let plain = JSONDocument.isPlain(key)
-        var index = document.firstChild(decoder.node)
-        for _ in 0..<document.count(decoder.node) {
-            let value = index + 1
-            if document.string(index, equals: key, plain: plain) { return value }
-            index = document.next(value)
-        }
-        return nil
+        guard let table else { return decoder.document.scan(decoder.node, for: key) }
+        #if DEBUG
+        decoder.document.keyComparisons += 1
+        #endif
+        return table[key]
     }
 
     private func value(_ key: Key) throws -> JSONNodeDecoder {

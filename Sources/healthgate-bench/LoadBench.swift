@@ -26,7 +26,12 @@ func serverLoadBenchmarks(seconds: Int = 20, accounts: Int = 4, interval: Double
     let server = try await ServerProcess.start(databasePath: folder + "/server.sqlite")
     defer { server.stop() }
     let pid = server.process.processIdentifier
-    let http = HTTPClient(eventLoopGroupProvider: .singleton)
+    // A connection per request in flight (the pool's default of 8 would make requests wait
+    // for each other in the client).
+    var configuration = HTTPClient.Configuration()
+    configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
+    configuration.timeout = .init(connect: .seconds(30), read: .seconds(300))
+    let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     let url = server.url.absoluteString
 
     // Bodies, encoded and gzipped before anything is timed.
@@ -47,7 +52,7 @@ func serverLoadBenchmarks(seconds: Int = 20, accounts: Int = 4, interval: Double
     }
 
     // Warm up: one batch per account.
-    for a in 0..<accounts { _ = try await timedUpload(normal[a][0], url: url, token: tokens[a], http: http) }
+    for a in 0..<accounts { _ = await timedUpload(normal[a][0], url: url, token: tokens[a], http: http) }
 
     var next = Array(repeating: 1, count: accounts)
     func phase(attacked: Bool) async throws -> PhaseResult {
@@ -63,7 +68,7 @@ func serverLoadBenchmarks(seconds: Int = 20, accounts: Int = 4, interval: Double
                     while due < stop, index < bodies.count {
                         let wait = due - now()
                         if wait > 0 { try await Task.sleep(for: .milliseconds(Int(wait * 1000))) }
-                        let (status, seconds) = try await timedUpload(bodies[index], url: url, token: token, http: http)
+                        let (status, seconds) = await timedUpload(bodies[index], url: url, token: token, http: http)
                         result.add(normal: seconds, status: status)
                         index += 1
                         due = max(due + interval, now())
@@ -74,8 +79,8 @@ func serverLoadBenchmarks(seconds: Int = 20, accounts: Int = 4, interval: Double
             group.addTask {
                 while now() < stop {
                     let t0 = now()
-                    let response = try await http.execute(HTTPClientRequest(url: url + "/v1/health"), timeout: .seconds(300))
-                    _ = try await response.body.collect(upTo: 1 << 20)
+                    let response = try? await http.execute(HTTPClientRequest(url: url + "/v1/health"), timeout: .seconds(300))
+                    _ = try? await response?.body.collect(upTo: 1 << 20)
                     result.add(health: now() - t0)
                     try await Task.sleep(for: .milliseconds(100))
                 }
@@ -86,7 +91,7 @@ func serverLoadBenchmarks(seconds: Int = 20, accounts: Int = 4, interval: Double
                         var turn = lane
                         while now() < stop {
                             let body = hostile[turn % hostile.count]
-                            let (status, seconds) = try await timedUpload(body.bytes, url: url, token: attackerToken, http: http)
+                            let (status, seconds) = await timedUpload(body.bytes, url: url, token: attackerToken, http: http)
                             result.add(attack: body.name, status: status, seconds: seconds)
                             turn += 1
                         }
@@ -102,6 +107,7 @@ func serverLoadBenchmarks(seconds: Int = 20, accounts: Int = 4, interval: Double
 
     let quiet = try await phase(attacked: false)
     print(quiet.line("without attacker"))
+    print(String(format: "  server peak RSS (VmHWM) so far: %.0f MB", Double(residentKB(pid, field: "VmHWM:")) / 1024))
     let attacked = try await phase(attacked: true)
     print(attacked.line("with attacker   "))
     for name in hostile.map(\.name) {
@@ -127,9 +133,11 @@ private final class PhaseResult: @unchecked Sendable {
     private(set) var next: [Int: Int] = [:]
     var cpuSeconds = 0.0
 
+    /// One normal upload: its time until the answer (or the failure, status 0) counts whatever the answer.
     func add(normal seconds: Double, status: Int) {
         lock.withLock {
-            if status == 200 { normal.append(seconds) } else { failures[status, default: 0] += 1 }
+            normal.append(seconds)
+            if status != 200 { failures[status, default: 0] += 1 }
         }
     }
 
@@ -142,15 +150,17 @@ private final class PhaseResult: @unchecked Sendable {
     func setNext(_ account: Int, _ index: Int) { lock.withLock { next[account] = index } }
 
     func line(_ title: String) -> String {
-        let failed = failures.isEmpty ? "" : " (not 200: " + failures.map { "\($0.value) x \($0.key)" }.joined(separator: ", ") + ")"
+        let failed = failures.isEmpty ? "" : " (not 200: " + failures.map { "\($0.value) x \($0.key == 0 ? "no answer" : String($0.key))" }
+            .joined(separator: ", ") + ")"
         return String(format: "  %@: %4d uploads%@, p50 %6.1f ms, p99 %6.1f ms, max %6.1f ms; server CPU %.1f s",
                       title, normal.count, failed, percentile(normal, 0.5) * 1000, percentile(normal, 0.99) * 1000,
                       (normal.max() ?? .nan) * 1000, cpuSeconds)
     }
 }
 
-/// Posts one gzip upload body; answers the status and the seconds until the whole answer.
-private func timedUpload(_ body: ByteBuffer, url: String, token: String, http: HTTPClient) async throws -> (Int, Double) {
+/// Posts one gzip upload body; answers the status (0: no answer) and the seconds until the whole
+/// answer (or the failure).
+private func timedUpload(_ body: ByteBuffer, url: String, token: String, http: HTTPClient) async -> (Int, Double) {
     var request = HTTPClientRequest(url: url + "/v1/records")
     request.method = .POST
     request.headers.add(name: "Authorization", value: "Bearer \(token)")
@@ -158,9 +168,13 @@ private func timedUpload(_ body: ByteBuffer, url: String, token: String, http: H
     request.headers.add(name: "Content-Encoding", value: "gzip")
     request.body = .bytes(body)
     let t0 = now()
-    let response = try await http.execute(request, timeout: .seconds(300))
-    _ = try await response.body.collect(upTo: 64 << 20)
-    return (Int(response.status.code), now() - t0)
+    do {
+        let response = try await http.execute(request, timeout: .seconds(300))
+        _ = try await response.body.collect(upTo: 64 << 20)
+        return (Int(response.status.code), now() - t0)
+    } catch {
+        return (0, now() - t0)
+    }
 }
 
 private func gzipped(_ upload: UploadRequest) throws -> ByteBuffer {

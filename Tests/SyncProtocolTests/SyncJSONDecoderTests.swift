@@ -176,6 +176,13 @@ import TestSupport
             var quote: Int?
             enum CodingKeys: String, CodingKey { case a, quote = "q\"\\" }
         }
+        // A key holding a quote must not match text that runs past a shorter key's end.
+        struct Tricky: Codable, Equatable {
+            var t: String?
+            enum CodingKeys: String, CodingKey { case t = #"a":"b"# }
+        }
+        #expect(expectAgreement(Tricky.self, Array(#"{"a":"b"}"#.utf8)) == Tricky(t: nil))
+        #expect(expectAgreement(Tricky.self, Array(#"{"a\":\"b":"c"}"#.utf8)) == Tricky(t: "c"))
         for padding in [0, 40] {
             let pad = (0..<padding).map { #""p\#($0)":0,"# }.joined()
             for text in [#"{\#(pad)"\u0061":1,"a":2}"#, #"{\#(pad)"a":1,"\u0061":2,"q\"\\":3}"#,
