@@ -211,8 +211,8 @@ import TestSupport
         }
         try await onOwnThread { started.wait() }
         async let a2: Void = workers.run(for: "a") { log.add("a2") }
-        // Give a2 every chance to be queued first.
-        try await Task.sleep(for: .milliseconds(200))
+        // a2 is queued (behind a1) before b1.
+        _ = try await poll("a2 waiting") { workers.waitingJobs == 1 ? true : nil }
         let b1Thread = try await workers.run(for: "b") { () -> String in
             log.add("b1")
             return threadStat().name

@@ -46,6 +46,7 @@ enum JSONBody {
     /// Reads and decodes a small body (register, login) where it is.
     static func decode<T: Decodable>(_ type: T.Type, from request: Request, limit: Int) async throws -> T {
         let raw = try await read(request, limit: limit)
+        // Without a bound below the limit there is always a text (or a 413).
         return try decode(type, text: try inflate(raw, limit: limit)!)
     }
 

@@ -170,6 +170,9 @@ final class UploadWorkers: @unchecked Sendable {
     /// Admitted uploads per account now (for tests).
     var admittedCounts: [String: Int] { locked { schedule.admitted } }
 
+    /// Jobs waiting to start (for tests).
+    var waitingJobs: Int { locked { schedule.waitingCount } }
+
     private func startThread(_ lane: Lane, _ index: Int) {
         let thread = Thread { [self] in
             // A new thread keeps its creator's name (seen in top, gdb and /proc); Foundation's
