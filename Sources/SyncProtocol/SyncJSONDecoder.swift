@@ -3,40 +3,64 @@ import HealthModel
 
 /// Decodes JSON into values as ``SyncAPI/decoder()`` does (dates as ISO 8601 text through
 /// ``ISO8601/parse(_:)``, data as base64), several times faster: the text is parsed once into a
-/// flat list of nodes, and containers look their keys up in it directly.
+/// compact index, and containers look their keys up in it directly.
 ///
 /// Strict RFC 8259: no comments, trailing commas, leading zeros, unescaped control characters or
-/// invalid UTF-8; nesting deeper than 512 is refused rather than risking the stack. Syntax errors
-/// say at which byte the text goes wrong. When a key appears twice in an object the first one
-/// counts, as with `JSONDecoder`.
+/// invalid UTF-8. Refused as well, rather than risking the stack or the time: nesting deeper than
+/// ``maximumDepth``, objects with more than ``maximumMembers`` members. Syntax errors say at which
+/// byte the text goes wrong. When a key appears twice in an object the first one counts, as with
+/// `JSONDecoder`.
+///
+/// Cost: linear in the text. The index takes 4 bytes per string, number or literal and 12 per
+/// array or object; ``indexLimit`` caps it (a server sets it from the body's size). Objects of
+/// more than a few members get a hash table of their keys when they are decoded (Swift's hashing
+/// is seeded per process, so chosen keys cannot make it slow).
 public struct SyncJSONDecoder: Sendable {
-    public init() {}
+    /// Nesting deeper than this is refused.
+    public static let maximumDepth = 512
+    /// Objects with more members than this are refused. No message of the protocol comes near it:
+    /// its objects have fixed keys, and a measurement's `extra` a handful.
+    public static let maximumMembers = 10_000
+    /// The text may not be longer than this (the index holds 31-bit offsets).
+    public static let maximumLength = Int(Int32.max)
+
+    /// The most bytes the parsed index may take; nil: no limit beyond the text's length.
+    /// Past it the text is refused with ``IndexLimitExceeded`` as the underlying error.
+    public var indexLimit: Int?
+
+    public init(indexLimit: Int? = nil) {
+        self.indexLimit = indexLimit
+    }
+
+    /// The underlying error (of a `DecodingError.dataCorrupted`) when the text holds more values
+    /// than ``indexLimit`` allows.
+    public struct IndexLimitExceeded: Error, Sendable, CustomStringConvertible {
+        /// The limit, in bytes of index.
+        public var limit: Int
+        /// Where in the text the value that went past it starts.
+        public var offset: Int
+        public var description: String {
+            "more values than \(limit) bytes of index hold (4 per string, number or literal, 12 per array or object) at byte \(offset)"
+        }
+    }
 
     public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
-        let document = try JSONDocument(bytes: [UInt8](data))
-        return try JSONNodeDecoder(document: document, node: 0, parent: [], key: nil).decodeValue(type)
+        try decode(type, document: try JSONDocument(data: data, indexLimit: indexLimit))
     }
 
     public func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
-        let document = try JSONDocument(bytes: bytes)
-        return try JSONNodeDecoder(document: document, node: 0, parent: [], key: nil).decodeValue(type)
+        try decode(type, document: try JSONDocument(data: Data(bytes), indexLimit: indexLimit))
+    }
+
+    func decode<T: Decodable>(_ type: T.Type, document: JSONDocument) throws -> T {
+        try JSONNodeDecoder(document: document, node: 0, parent: [], key: nil).decodeValue(type)
     }
 }
 
 // MARK: - Parsing
 
-/// One value in the parsed text. Containers are followed by their contents (objects as key,
-/// value, key, value...); `next` is the index just past the value and everything inside it.
-struct JSONNode {
-    enum Kind: UInt8 { case null, bool, number, string, array, object }
-    var kind: Kind
-    /// Strings: the text between the quotes; numbers, booleans: the token; containers: unused.
-    var start: Int32
-    var end: Int32
-    var next: Int32
-    /// Containers: their members (objects) or elements (arrays). Strings: 1 if escaped.
-    var count: Int32
-}
+/// What a value in the index is, told by its first byte.
+enum JSONKind: UInt8 { case null, bool, number, string, array, object }
 
 struct JSONSyntaxError: Error, CustomStringConvertible {
     var message: String
@@ -44,69 +68,190 @@ struct JSONSyntaxError: Error, CustomStringConvertible {
     var description: String { "\(message) at byte \(offset)" }
 }
 
-/// Parsed JSON text: the bytes and the nodes that point into them.
+/// Parsed JSON text: the bytes and an index into them, a flat list of 32-bit words in text
+/// order (a tape). Every value starts with the offset of its first byte, which tells its kind;
+/// a string's top bit says it has escapes. Arrays and objects take two more words: the index
+/// just past their contents, and how many elements or members they hold. Object contents are
+/// key, value, key, value... Strings, numbers and literals end where their text ends: they are
+/// scanned again when read (each is read once or twice).
 final class JSONDocument {
-    let bytes: [UInt8]
-    let nodes: [JSONNode]
-    static let maximumDepth = 512
+    let data: Data
+    let tape: [UInt32]
+    /// Key comparisons made so far, in debug builds (the tests check that lookups stay linear).
+    var keyComparisons = 0
 
-    init(bytes: [UInt8]) throws {
-        self.bytes = bytes
-        var nodes: [JSONNode] = []
-        nodes.reserveCapacity(bytes.count / 8)
+    static let escapedBit: UInt32 = 1 << 31
+    static let offsetMask: UInt32 = ~escapedBit
+    /// Objects with more members than this get a hash table of their keys.
+    static let indexedMembers = 16
+
+    init(data: Data, indexLimit: Int?) throws {
+        self.data = data
+        var tape: [UInt32] = []
+        let limitWords = indexLimit.map { max(0, $0) / 4 } ?? Int.max
         do {
-            try bytes.withUnsafeBufferPointer { buffer in
-                var parser = Parser(bytes: buffer)
+            guard data.count <= SyncJSONDecoder.maximumLength else {
+                throw JSONSyntaxError(message: "text longer than \(SyncJSONDecoder.maximumLength) bytes", offset: 0)
+            }
+            // Room for the usual density (1 word per 8 bytes) without touching it: unused
+            // capacity of a large allocation costs no memory.
+            tape.reserveCapacity(min(limitWords, data.count / 8 + 16))
+            try data.withUnsafeBytes { raw in
+                var parser = Parser(bytes: raw.bindMemory(to: UInt8.self), limitWords: limitWords)
                 parser.skipSpace()
-                try parser.parseValue(into: &nodes, depth: 0)
+                try parser.parseValue(into: &tape, depth: 0)
                 parser.skipSpace()
-                guard parser.position == buffer.count else { throw parser.error("unexpected text after the JSON value") }
+                guard parser.position == parser.bytes.count else { throw parser.error("unexpected text after the JSON value") }
             }
         } catch let error as JSONSyntaxError {
             throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: error.description, underlyingError: error))
+        } catch let error as SyncJSONDecoder.IndexLimitExceeded {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: error.description, underlyingError: error))
         }
-        self.nodes = nodes
+        self.tape = tape
     }
 
-    func node(_ index: Int) -> JSONNode { nodes[index] }
+    /// The offset of the value's first byte.
+    func offset(_ index: Int) -> Int { Int(tape[index] & Self.offsetMask) }
 
-    /// The string node's value, unescaped.
+    func kind(_ index: Int) -> JSONKind {
+        switch firstByte(index) {
+        case UInt8(ascii: "{"): return .object
+        case UInt8(ascii: "["): return .array
+        case UInt8(ascii: "\""): return .string
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): return .bool
+        case UInt8(ascii: "n"): return .null
+        default: return .number
+        }
+    }
+
+    /// Arrays and objects: how many elements or members.
+    func count(_ index: Int) -> Int { Int(tape[index + 2]) }
+
+    /// The index just past the value and everything inside it.
+    func next(_ index: Int) -> Int {
+        switch kind(index) {
+        case .array, .object: Int(tape[index + 1])
+        default: index + 1
+        }
+    }
+
+    /// The first element or member of an array or object.
+    func firstChild(_ index: Int) -> Int { index + 3 }
+
+    /// The string's bytes between the quotes (the parser has checked them), and whether it has escapes.
+    private func withStringBytes<R>(_ index: Int, _ body: (UnsafeBufferPointer<UInt8>, Bool) -> R) -> R {
+        let word = tape[index]
+        let start = Int(word & Self.offsetMask) + 1
+        let escaped = word & Self.escapedBit != 0
+        return data.withUnsafeBytes { raw in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            var end = start
+            if escaped {
+                while bytes[end] != UInt8(ascii: "\"") { end += bytes[end] == UInt8(ascii: "\\") ? 2 : 1 }
+            } else {
+                let found = memchr(bytes.baseAddress! + start, Int32(UInt8(ascii: "\"")), bytes.count - start)!
+                end = bytes.baseAddress!.distance(to: found.assumingMemoryBound(to: UInt8.self))
+            }
+            return body(UnsafeBufferPointer(rebasing: bytes[start..<end]), escaped)
+        }
+    }
+
+    /// The string value, unescaped.
     func string(_ index: Int) -> String {
-        let node = nodes[index]
-        return bytes.withUnsafeBufferPointer { buffer in
-            let raw = UnsafeBufferPointer(rebasing: buffer[Int(node.start)..<Int(node.end)])
-            // The parser has checked the UTF-8 and the escapes.
-            return node.count == 0 ? String(decoding: raw, as: UTF8.self) : Self.unescape(raw)
-        }
+        withStringBytes(index) { raw, escaped in escaped ? Self.unescape(raw) : String(decoding: raw, as: UTF8.self) }
     }
 
-    /// Whether the string node `index` holds exactly `key` (compared without unescaping when it
-    /// has no escapes, the usual case for keys).
-    func string(_ index: Int, equals key: String) -> Bool {
-        let node = nodes[index]
-        guard node.count == 0 else { return string(index) == key }
+    /// The value of the first member of `object` whose key is `key`, or nil: a scan of the
+    /// keys, for small objects. Keys without escapes (the usual case) are compared byte for
+    /// byte, without finding their end first.
+    func scan(_ object: Int, for key: String) -> Int? {
         var key = key
-        return key.withUTF8 { utf8 in
-            guard utf8.count == Int(node.end - node.start) else { return false }
-            return bytes.withUnsafeBufferPointer { buffer in
-                memcmp(buffer.baseAddress! + Int(node.start), utf8.baseAddress!, utf8.count) == 0
+        return key.withUTF8 { key in
+            data.withUnsafeBytes { raw in
+                tape.withUnsafeBufferPointer { tape in
+                    let base = raw.baseAddress!
+                    var index = object + 3
+                    for _ in 0..<Int(tape[object + 2]) {
+                        #if DEBUG
+                        keyComparisons += 1
+                        #endif
+                        let word = tape[index]
+                        if word & Self.escapedBit != 0 {
+                            if string(index) == String(decoding: key, as: UTF8.self) { return index + 1 }
+                        } else {
+                            // A string without escapes holds no quote: when the key's bytes are
+                            // followed by one, and hold none, they are the whole string.
+                            let start = Int(word) + 1
+                            if start + key.count < raw.count, raw[start + key.count] == UInt8(ascii: "\""),
+                               key.isEmpty || memcmp(base + start, key.baseAddress!, key.count) == 0,
+                               key.isEmpty || memchr(base + start, Int32(UInt8(ascii: "\"")), key.count) == nil {
+                                return index + 1
+                            }
+                        }
+                        let value = index + 1
+                        switch raw[Int(tape[value] & Self.offsetMask)] {
+                        case UInt8(ascii: "{"), UInt8(ascii: "["): index = Int(tape[value + 1])
+                        default: index = value + 1
+                        }
+                    }
+                    return nil
+                }
             }
         }
     }
 
-    /// The exact text of node `index`'s value, quotes and brackets included.
+    /// The exact text of value `index`, quotes and brackets included (for ``RawJSON``). The
+    /// tape keeps only where values start: the end is found by scanning the text, which the
+    /// parser has checked.
     func raw(_ index: Int) -> [UInt8] {
-        let node = nodes[index]
-        switch node.kind {
-        case .string: return Array(bytes[Int(node.start) - 1..<Int(node.end) + 1])
-        default: return Array(bytes[Int(node.start)..<Int(node.end)])
+        let start = offset(index)
+        return data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> [UInt8] in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            var i = start
+            var depth = 0
+            repeat {
+                switch bytes[i] {
+                case UInt8(ascii: "\""):
+                    i += 1
+                    while bytes[i] != UInt8(ascii: "\"") { i += bytes[i] == UInt8(ascii: "\\") ? 2 : 1 }
+                    i += 1
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
+                    depth += 1
+                    i += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    depth -= 1
+                    i += 1
+                default:
+                    // A number or literal (at depth 0: up to the next delimiter), or anything
+                    // between the values of a container.
+                    if depth == 0 {
+                        while i < bytes.count, Parser.isNumberByte(bytes[i]) || (bytes[i] >= UInt8(ascii: "a") && bytes[i] <= UInt8(ascii: "z")) {
+                            i += 1
+                        }
+                    } else {
+                        i += 1
+                    }
+                }
+            } while depth > 0
+            return Array(bytes[start..<i])
         }
     }
 
-    /// The token text of a number or boolean node.
+    /// The first byte of a value.
+    func firstByte(_ index: Int) -> UInt8 {
+        let offset = offset(index)
+        return data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in raw[offset] }
+    }
+
+    /// The token text of a number.
     func token(_ index: Int) -> Substring {
-        let node = nodes[index]
-        return Substring(String(decoding: bytes[Int(node.start)..<Int(node.end)], as: UTF8.self))
+        let start = offset(index)
+        return data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+            var end = start
+            while end < raw.count, Parser.isNumberByte(raw[end]) { end += 1 }
+            return Substring(String(decoding: UnsafeRawBufferPointer(rebasing: raw[start..<end]), as: UTF8.self))
+        }
     }
 
     private static func unescape(_ raw: UnsafeBufferPointer<UInt8>) -> String {
@@ -151,9 +296,19 @@ final class JSONDocument {
 
     struct Parser {
         let bytes: UnsafeBufferPointer<UInt8>
+        /// The most words the tape may hold.
+        let limitWords: Int
         var position = 0
 
         func error(_ message: String) -> JSONSyntaxError { JSONSyntaxError(message: message, offset: position) }
+
+        /// Throws when `words` more words would take the tape past the limit (`offset`: where
+        /// the value that needs them starts).
+        func room(_ words: Int, at offset: Int, used: Int) throws {
+            guard used + words <= limitWords else {
+                throw SyncJSONDecoder.IndexLimitExceeded(limit: limitWords * 4, offset: offset)
+            }
+        }
 
         mutating func skipSpace() {
             while position < bytes.count {
@@ -164,40 +319,52 @@ final class JSONDocument {
             }
         }
 
-        mutating func parseValue(into nodes: inout [JSONNode], depth: Int) throws {
+        mutating func parseValue(into tape: inout [UInt32], depth: Int) throws {
             guard position < bytes.count else { throw error("unexpected end of the text") }
             switch bytes[position] {
-            case UInt8(ascii: "{"): try parseObject(into: &nodes, depth: depth + 1)
-            case UInt8(ascii: "["): try parseArray(into: &nodes, depth: depth + 1)
-            case UInt8(ascii: "\""): try parseString(into: &nodes)
-            case UInt8(ascii: "t"): try literal("true", .bool, into: &nodes)
-            case UInt8(ascii: "f"): try literal("false", .bool, into: &nodes)
-            case UInt8(ascii: "n"): try literal("null", .null, into: &nodes)
-            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try parseNumber(into: &nodes)
+            case UInt8(ascii: "{"): try parseObject(into: &tape, depth: depth + 1)
+            case UInt8(ascii: "["): try parseArray(into: &tape, depth: depth + 1)
+            case UInt8(ascii: "\""): try parseString(into: &tape)
+            case UInt8(ascii: "t"): try literal("true", into: &tape)
+            case UInt8(ascii: "f"): try literal("false", into: &tape)
+            case UInt8(ascii: "n"): try literal("null", into: &tape)
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try parseNumber(into: &tape)
             default: throw error("unexpected character '\(Self.show(bytes[position]))'")
             }
         }
 
-        mutating func parseObject(into nodes: inout [JSONNode], depth: Int) throws {
-            guard depth <= JSONDocument.maximumDepth else { throw error("nested deeper than \(JSONDocument.maximumDepth)") }
-            let index = nodes.count
-            nodes.append(JSONNode(kind: .object, start: Int32(position), end: 0, next: 0, count: 0))
+        /// Sets the words of the container at `index` once its contents are parsed.
+        func close(_ index: Int, count: Int, in tape: inout [UInt32]) {
+            tape[index + 1] = UInt32(tape.count)
+            tape[index + 2] = UInt32(count)
+        }
+
+        mutating func parseObject(into tape: inout [UInt32], depth: Int) throws {
+            guard depth <= SyncJSONDecoder.maximumDepth else { throw error("nested deeper than \(SyncJSONDecoder.maximumDepth)") }
+            let index = tape.count
+            try room(3, at: position, used: tape.count)
+            tape.append(UInt32(position))
+            tape.append(0)
+            tape.append(0)
             position += 1
             skipSpace()
-            var members: Int32 = 0
+            var members = 0
             if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
                 position += 1
             } else {
                 while true {
+                    guard members < SyncJSONDecoder.maximumMembers else {
+                        throw error("more than \(SyncJSONDecoder.maximumMembers) members in an object")
+                    }
                     guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else {
                         throw error("expected a key in quotes")
                     }
-                    try parseString(into: &nodes)
+                    try parseString(into: &tape)
                     skipSpace()
                     guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw error("expected ':' after a key") }
                     position += 1
                     skipSpace()
-                    try parseValue(into: &nodes, depth: depth)
+                    try parseValue(into: &tape, depth: depth)
                     members += 1
                     skipSpace()
                     guard position < bytes.count else { throw error("unexpected end of the text in an object") }
@@ -212,23 +379,24 @@ final class JSONDocument {
                     }
                 }
             }
-            nodes[index].end = Int32(position)
-            nodes[index].next = Int32(nodes.count)
-            nodes[index].count = members
+            close(index, count: members, in: &tape)
         }
 
-        mutating func parseArray(into nodes: inout [JSONNode], depth: Int) throws {
-            guard depth <= JSONDocument.maximumDepth else { throw error("nested deeper than \(JSONDocument.maximumDepth)") }
-            let index = nodes.count
-            nodes.append(JSONNode(kind: .array, start: Int32(position), end: 0, next: 0, count: 0))
+        mutating func parseArray(into tape: inout [UInt32], depth: Int) throws {
+            guard depth <= SyncJSONDecoder.maximumDepth else { throw error("nested deeper than \(SyncJSONDecoder.maximumDepth)") }
+            let index = tape.count
+            try room(3, at: position, used: tape.count)
+            tape.append(UInt32(position))
+            tape.append(0)
+            tape.append(0)
             position += 1
             skipSpace()
-            var elements: Int32 = 0
+            var elements = 0
             if position < bytes.count, bytes[position] == UInt8(ascii: "]") {
                 position += 1
             } else {
                 while true {
-                    try parseValue(into: &nodes, depth: depth)
+                    try parseValue(into: &tape, depth: depth)
                     elements += 1
                     skipSpace()
                     guard position < bytes.count else { throw error("unexpected end of the text in an array") }
@@ -243,12 +411,11 @@ final class JSONDocument {
                     }
                 }
             }
-            nodes[index].end = Int32(position)
-            nodes[index].next = Int32(nodes.count)
-            nodes[index].count = elements
+            close(index, count: elements, in: &tape)
         }
 
-        mutating func parseString(into nodes: inout [JSONNode]) throws {
+        mutating func parseString(into tape: inout [UInt32]) throws {
+            let opening = position
             position += 1  // the opening quote
             let start = position
             var escaped = false
@@ -290,8 +457,8 @@ final class JSONDocument {
             if !ascii, String(validating: UnsafeBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self) == nil {
                 throw JSONSyntaxError(message: "invalid UTF-8 in a string", offset: start)
             }
-            nodes.append(JSONNode(kind: .string, start: Int32(start), end: Int32(position), next: Int32(nodes.count + 1),
-                                  count: escaped ? 1 : 0))
+            try room(1, at: opening, used: tape.count)
+            tape.append(UInt32(opening) | (escaped ? JSONDocument.escapedBit : 0))
             position += 1  // the closing quote
         }
 
@@ -316,19 +483,28 @@ final class JSONDocument {
             }
         }
 
-        mutating func literal(_ word: StaticString, _ kind: JSONNode.Kind, into nodes: inout [JSONNode]) throws {
-            let start = position
+        /// A byte that can be part of a number's text.
+        static func isNumberByte(_ c: UInt8) -> Bool {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."),
+                 UInt8(ascii: "e"), UInt8(ascii: "E"): true
+            default: false
+            }
+        }
+
+        mutating func literal(_ word: StaticString, into tape: inout [UInt32]) throws {
             let count = word.utf8CodeUnitCount
             guard position + count <= bytes.count,
                   memcmp(bytes.baseAddress! + position, word.utf8Start, count) == 0 else {
                 throw error("unexpected character '\(Self.show(bytes[position]))'")
             }
+            try room(1, at: position, used: tape.count)
+            tape.append(UInt32(position))
             position += count
-            nodes.append(JSONNode(kind: kind, start: Int32(start), end: Int32(position), next: Int32(nodes.count + 1), count: 0))
         }
 
         /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`
-        mutating func parseNumber(into nodes: inout [JSONNode]) throws {
+        mutating func parseNumber(into tape: inout [UInt32]) throws {
             let start = position
             func digits() -> Int {
                 let from = position
@@ -358,7 +534,8 @@ final class JSONDocument {
                 }
                 guard digits() > 0 else { throw error("expected a digit in the exponent") }
             }
-            nodes.append(JSONNode(kind: .number, start: Int32(start), end: Int32(position), next: Int32(nodes.count + 1), count: 0))
+            try room(1, at: start, used: tape.count)
+            tape.append(UInt32(start))
         }
 
         static func show(_ c: UInt8) -> String {
@@ -387,12 +564,12 @@ struct JSONNodeDecoder: Decoder {
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        guard document.node(node).kind == .object else { throw mismatch([String: Any].self) }
+        guard document.kind(node) == .object else { throw mismatch([String: Any].self) }
         return KeyedDecodingContainer(JSONKeyedDecoding<Key>(decoder: self))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        guard document.node(node).kind == .array else { throw mismatch([Any].self) }
+        guard document.kind(node) == .array else { throw mismatch([Any].self) }
         return JSONUnkeyedDecoding(decoder: self)
     }
 
@@ -403,10 +580,10 @@ struct JSONNodeDecoder: Decoder {
         JSONNodeDecoder(document: document, node: node, parent: path, key: key)
     }
 
-    var isNull: Bool { document.node(node).kind == .null }
+    var isNull: Bool { document.kind(node) == .null }
 
     func mismatch(_ type: Any.Type) -> DecodingError {
-        let kind = document.node(node).kind
+        let kind = document.kind(node)
         if kind == .null {
             return .valueNotFound(type, .init(codingPath: codingPath, debugDescription: "Expected \(type) value but found null instead."))
         }
@@ -473,17 +650,17 @@ struct JSONNodeDecoder: Decoder {
     }
 
     func string() throws -> String {
-        guard document.node(node).kind == .string else { throw mismatch(String.self) }
+        guard document.kind(node) == .string else { throw mismatch(String.self) }
         return document.string(node)
     }
 
     func bool() throws -> Bool {
-        guard document.node(node).kind == .bool else { throw mismatch(Bool.self) }
-        return document.bytes[Int(document.node(node).start)] == UInt8(ascii: "t")
+        guard document.kind(node) == .bool else { throw mismatch(Bool.self) }
+        return document.firstByte(node) == UInt8(ascii: "t")
     }
 
     func double() throws -> Double {
-        guard document.node(node).kind == .number else { throw mismatch(Double.self) }
+        guard document.kind(node) == .number else { throw mismatch(Double.self) }
         let text = document.token(node)
         // Too large (infinite) or too small (a nonzero mantissa read as 0): not representable.
         guard let value = Double(text), value.isFinite,
@@ -496,7 +673,7 @@ struct JSONNodeDecoder: Decoder {
     /// An integer: digits only, or a number with a fraction or exponent whose value is a whole
     /// number that fits (`1.0`, `1e3`), as `JSONDecoder` reads them.
     func integer<I: FixedWidthInteger>(_ type: I.Type) throws -> I {
-        guard document.node(node).kind == .number else { throw mismatch(I.self) }
+        guard document.kind(node) == .number else { throw mismatch(I.self) }
         let text = document.token(node)
         if let value = I(text) { return value }
         if let double = Double(text), double.rounded() == double, let value = I(exactly: double) { return value }
@@ -507,23 +684,41 @@ struct JSONNodeDecoder: Decoder {
 struct JSONKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let decoder: JSONNodeDecoder
     let codingPath: [any CodingKey]
+    /// Objects of more than `JSONDocument.indexedMembers` members: the value node of each key
+    /// (the first when a key repeats). Smaller objects are scanned: cheaper than hashing.
+    private let table: [String: Int]?
     private var document: JSONDocument { decoder.document }
 
     init(decoder: JSONNodeDecoder) {
         self.decoder = decoder
         codingPath = decoder.codingPath
+        let document = decoder.document
+        let count = document.count(decoder.node)
+        guard count > JSONDocument.indexedMembers else {
+            table = nil
+            return
+        }
+        var table: [String: Int] = [:]
+        table.reserveCapacity(count)
+        var index = document.firstChild(decoder.node)
+        for _ in 0..<count {
+            #if DEBUG
+            document.keyComparisons += 1
+            #endif
+            let key = document.string(index)
+            if table[key] == nil { table[key] = index + 1 }
+            index = document.next(index + 1)
+        }
+        self.table = table
     }
 
     /// The value node of `key` (the first one if the key appears twice), or nil.
     private func find(_ key: String) -> Int? {
-        let object = document.node(decoder.node)
-        var index = decoder.node + 1
-        for _ in 0..<object.count {
-            let value = index + 1
-            if document.string(index, equals: key) { return value }
-            index = Int(document.node(value).next)
-        }
-        return nil
+        guard let table else { return decoder.document.scan(decoder.node, for: key) }
+        #if DEBUG
+        decoder.document.keyComparisons += 1
+        #endif
+        return table[key]
     }
 
     private func value(_ key: Key) throws -> JSONNodeDecoder {
@@ -535,12 +730,11 @@ struct JSONKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     var allKeys: [Key] {
-        let object = document.node(decoder.node)
-        var index = decoder.node + 1
+        var index = document.firstChild(decoder.node)
         var keys: [Key] = []
-        for _ in 0..<object.count {
+        for _ in 0..<document.count(decoder.node) {
             if let key = Key(stringValue: document.string(index)) { keys.append(key) }
-            index = Int(document.node(index + 1).next)
+            index = document.next(index + 1)
         }
         return keys
     }
@@ -582,13 +776,13 @@ struct JSONUnkeyedDecoding: UnkeyedDecodingContainer {
     private(set) var currentIndex = 0
     /// The node of the element at `currentIndex`.
     private var cursor: Int
-    var count: Int? { Int(decoder.document.node(decoder.node).count) }
+    var count: Int? { decoder.document.count(decoder.node) }
     var isAtEnd: Bool { currentIndex >= count! }
 
     init(decoder: JSONNodeDecoder) {
         self.decoder = decoder
         codingPath = decoder.codingPath
-        cursor = decoder.node + 1
+        cursor = decoder.document.firstChild(decoder.node)
     }
 
     struct IndexKey: CodingKey {
@@ -609,13 +803,13 @@ struct JSONUnkeyedDecoding: UnkeyedDecodingContainer {
                                                           debugDescription: "Unkeyed container is at end."))
         }
         let element = decoder.child(cursor, key: IndexKey(index: currentIndex), path: codingPath)
-        cursor = Int(decoder.document.node(cursor).next)
+        cursor = decoder.document.next(cursor)
         currentIndex += 1
         return element
     }
 
     mutating func decodeNil() throws -> Bool {
-        guard !isAtEnd, decoder.document.node(cursor).kind == .null else { return false }
+        guard !isAtEnd, decoder.document.kind(cursor) == .null else { return false }
         cursor += 1
         currentIndex += 1
         return true

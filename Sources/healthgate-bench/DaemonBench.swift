@@ -65,15 +65,15 @@ func daemonBenchmarks(seconds: Int = 60) async throws {
                 throw PeerError("the daemon did not log its start-up trim: \(log)")
             }
             trimLine = String(trim)
-            let cpu0 = processCPUSeconds(process.processIdentifier), w0 = now()
-            let runs0 = scheduledRuns(process.processIdentifier)
+            let cpu0 = ProcessStats.cpuSeconds(process.processIdentifier), w0 = now()
+            let runs0 = ProcessStats.scheduledRuns(process.processIdentifier)
             for _ in 0..<seconds {
                 try await Task.sleep(for: .seconds(1))
-                rssKB.append(residentKB(process.processIdentifier))
+                rssKB.append(ProcessStats.statusKB(process.processIdentifier))
             }
-            cpuShare = (processCPUSeconds(process.processIdentifier) - cpu0) / (now() - w0)
-            wakeUps = scheduledRuns(process.processIdentifier) - runs0
-            anonymousKB = residentKB(process.processIdentifier, field: "RssAnon:")
+            cpuShare = (ProcessStats.cpuSeconds(process.processIdentifier) - cpu0) / (now() - w0)
+            wakeUps = ProcessStats.scheduledRuns(process.processIdentifier) - runs0
+            anonymousKB = ProcessStats.statusKB(process.processIdentifier, field: "RssAnon:")
         }
         kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()
@@ -88,32 +88,3 @@ func daemonBenchmarks(seconds: Int = 60) async throws {
     print("  start-up trim: RSS \(field("rss_before_mb")) MB before it, \(field("rss_after_mb")) MB after (the daemon's own log)")
 }
 
-/// A resident-memory field of /proc/PID/status (`VmRSS:`, `RssAnon:`) in kB (0 if unreadable).
-func residentKB(_ pid: Int32, field: String = "VmRSS:") -> Int {
-    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) }) else { return 0 }
-    return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
-}
-
-/// How many times the threads of `pid` were put on a CPU (the third field of each thread's
-/// /proc/PID/task/TID/schedstat): each is a wake-up of an otherwise sleeping daemon. Threads
-/// that ended meanwhile are not counted.
-func scheduledRuns(_ pid: Int32) -> Int {
-    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-    return tasks.reduce(0) { runs, task in
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/schedstat", encoding: .utf8) else { return runs }
-        let fields = text.split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-        return runs + (fields.count == 3 ? fields[2] : 0)
-    }
-}
-
-/// User + system CPU seconds of `pid`, threads that ended included (from /proc/PID/stat, in
-/// clock ticks).
-func processCPUSeconds(_ pid: Int32) -> Double {
-    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-          let close = stat.lastIndex(of: ")") else { return 0 }
-    // Fields after the command name: state is field 3; utime and stime are fields 14 and 15.
-    let fields = stat[stat.index(after: close)...].split(separator: " ")
-    guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-}

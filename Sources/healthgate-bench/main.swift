@@ -2,19 +2,24 @@
 // same run on the same machine (these machines are noisy, so only the ratios mean much). Not a
 // test: it asserts nothing and never runs in CI.
 //
-//     healthgate-bench [all|files|ble|sync|daemon] [--records N] [--backlog N] [--idle S] [FIXTURES]
+//     healthgate-bench [all|files|ble|sync|daemon|server-load] [--records N] [--backlog N] [--idle S]
+//                      [--seconds S] [--accounts N] [FIXTURES]
 import Foundation
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.contains(where: { ["-h", "--help", "help"].contains($0) }) {
     print("""
-        USAGE: healthgate-bench [all|files|ble|sync|daemon] [--records N] [--backlog N] [--idle S] [FIXTURES]
+        USAGE: healthgate-bench [all|files|ble|sync|daemon|server-load] [--records N] [--backlog N] [--idle S]
+                                [--seconds S] [--accounts N] [FIXTURES]
 
         Speed and footprint figures of the release build, each next to a baseline measured in the same run.
           files    import the sample files (FIXTURES, default ./Fixtures) vs reading them
           ble      live heart-rate straps through the emulated peer (needs Bumble)
           sync     forward --records N (default 100000) and drain a --backlog N (default 1000000)
           daemon   the idle daemon: start to READY, then RSS and CPU over --idle S seconds (default 60)
+          server-load  --accounts N (default 4) normal accounts uploading 100-record batches for --seconds S
+                   (default 20), then as long again with one account sending hostile bodies: the p99 latencies
+                   of the normal uploads and their ratio (the server next to this executable)
           all      everything (the default)
         """)
     exit(0)
@@ -29,11 +34,17 @@ func option(_ name: String, _ fallback: Int, in arguments: inout [String]) -> In
 let syncRecords = option("--records", 100_000, in: &arguments)
 let syncBacklog = option("--backlog", 1_000_000, in: &arguments)
 let idleSeconds = option("--idle", 60, in: &arguments)
-let modes = ["all", "files", "ble", "sync", "daemon"]
+let loadSeconds = option("--seconds", 20, in: &arguments)
+let loadAccounts = option("--accounts", 4, in: &arguments)
+let modes = ["all", "files", "ble", "sync", "daemon", "server-load"]
 let mode = arguments.first.flatMap { modes.contains($0) ? $0 : nil } ?? "all"
 let fixtures = arguments.first { !modes.contains($0) } ?? "Fixtures"
 if let unknown = arguments.first(where: { $0.hasPrefix("-") }) {
     FileHandle.standardError.write(Data("healthgate-bench: unknown option \(unknown) (see --help)\n".utf8))
+    exit(64)
+}
+guard loadSeconds >= 1, loadAccounts >= 1 else {
+    FileHandle.standardError.write(Data("healthgate-bench: --seconds and --accounts must be 1 or more\n".utf8))
     exit(64)
 }
 guard mode != "all" && mode != "files" || FileManager.default.fileExists(atPath: fixtures) else {
@@ -53,6 +64,9 @@ if mode == "all" || mode == "sync" {
 }
 if mode == "all" || mode == "daemon" {
     try await daemonBenchmarks(seconds: idleSeconds)
+}
+if mode == "all" || mode == "server-load" {
+    try await serverLoadBenchmarks(seconds: loadSeconds, accounts: loadAccounts)
 }
 
 var usage = rusage()

@@ -183,14 +183,6 @@ import TestSupport
         #expect(stored == ["ann@example.org", "strasse@example.org"])
     }
 
-    /// CPU time (utime + stime, in clock ticks) the process has used so far.
-    func cpuTicks(_ server: ServerProcess) throws -> Int {
-        let stat = try String(contentsOfFile: "/proc/\(server.process.processIdentifier)/stat", encoding: .utf8)
-        // The fields after the command name (which is in parentheses): state is field 3, utime 14, stime 15.
-        let fields = stat[stat.index(after: stat.lastIndex(of: ")")!)...].split(separator: " ")
-        return Int(fields[11])! + Int(fields[12])!
-    }
-
     /// A login for an unknown email costs what a stored hash costs, not what the configured cost
     /// would (the accounts here were made at cost 4; the server now runs at cost 14, where one
     /// bcrypt takes about a second of CPU: the old decoy spent that on every unknown email).
@@ -204,12 +196,12 @@ import TestSupport
 
         server = try await ServerProcess.start(databasePath: scratch.dbPath, extraArguments: ["--bcrypt-cost", "14"])
         let api = APIClient(server)
-        let before = try cpuTicks(server)
+        let before = try ProcessStats.cpuTicks(server.process.processIdentifier)
         for i in 0..<4 {
             #expect(try await api.login("nobody\(i)@example.org", "long enough password").status == 401)
             #expect(try await api.login("ann@example.org", "wrong password \(i)").status == 401)
         }
-        let spent = try cpuTicks(server) - before
+        let spent = try ProcessStats.cpuTicks(server.process.processIdentifier) - before
         let ticksPerSecond = Int(sysconf(Int32(_SC_CLK_TCK)))
         // Eight checks at cost 4 take milliseconds; four at cost 14 would take seconds.
         #expect(spent < ticksPerSecond, "\(spent) ticks for 8 failed logins")

@@ -22,25 +22,57 @@ enum JSONResponse {
     }
 }
 
+/// A request body as it was sent: its bytes (compressed when `gzip`), not yet inflated or parsed.
+struct RawBody: Sendable {
+    var bytes: Data
+    var gzip: Bool
+}
+
 /// Reads JSON request bodies within limits.
 ///
 /// - the content type must be JSON (`application/json` or `application/*+json`), else 415;
-/// - `Content-Encoding` may be `gzip` (inflated as it streams in) or `identity`, else 415;
+/// - `Content-Encoding` may be `gzip` or `identity`, else 415;
 /// - the body may not exceed `limit` bytes as sent nor after decompression, else 413: a
-///   declared `Content-Length` over the limit is refused before keeping any of it, and keeping
-///   stops at the limit (so a gzip bomb costs at most `limit` bytes of memory);
+///   declared `Content-Length` over the limit is refused before keeping any of it, keeping
+///   stops at the limit, and inflating stops there too (so a gzip bomb costs at most `limit`
+///   bytes of memory);
+/// - parsing may not build more index than the body's size (``indexLimit(forBodyBytes:)``),
+///   else 413;
 /// - a body that is not valid JSON for the expected type is 400 with where it went wrong.
+///
+/// Reading (``read(_:limit:)``) waits on the network; inflating and decoding (``inflate(_:limit:within:)``,
+/// ``decode(_:text:)``) are CPU work, which uploads do on ``UploadWorkers``.
 enum JSONBody {
+    /// Reads and decodes a small body (register, login) where it is.
     static func decode<T: Decodable>(_ type: T.Type, from request: Request, limit: Int) async throws -> T {
-        let data = try await read(request, limit: limit)
+        let raw = try await read(request, limit: limit)
+        // Without a bound below the limit there is always a text (or a 413).
+        return try decode(type, text: try inflate(raw, limit: limit)!)
+    }
+
+    /// Parses and decodes the JSON text of a body.
+    static func decode<T: Decodable>(_ type: T.Type, text: Data) throws -> T {
         do {
-            return try SyncJSONDecoder().decode(type, from: data)
+            return try SyncJSONDecoder(indexLimit: indexLimit(forBodyBytes: text.count)).decode(type, from: text)
         } catch let error as DecodingError {
+            if case .dataCorrupted(let context) = error, let exceeded = context.underlyingError as? SyncJSONDecoder.IndexLimitExceeded {
+                throw APIError.payloadTooLarge("request body holds more values than a body of its size can: \(exceeded)")
+            }
             throw APIError.badRequest("request body is not a valid \(name(of: type)): " + SyncAPI.describe(error))
         }
     }
 
-    static func read(_ request: Request, limit: Int) async throws -> Data {
+    /// How much parsed index a body of `bytes` bytes may build: as much as its own size (and a
+    /// little for tiny bodies). The index takes 4 bytes per string, number or literal and 12
+    /// per array or object; real uploads need about half their size (measurements, the
+    /// densest records, ~0.5; workout samples and rr intervals less), so they all fit, and
+    /// parsing costs at most twice the body (the body and its index). A body of bare small
+    /// numbers (`[0,0,0,...]`, two bytes per value: what a gzip bomb inflates to) would need
+    /// twice its size and is refused halfway, before most of that memory is touched.
+    static func indexLimit(forBodyBytes bytes: Int) -> Int { bytes + 4096 }
+
+    /// The body as sent, within `limit` (checks the content type and encoding first).
+    static func read(_ request: Request, limit: Int) async throws -> RawBody {
         try checkContentType(request)
         let gzip = try isGzip(request)
         var body = request.body.makeAsyncIterator()
@@ -49,31 +81,35 @@ enum JSONBody {
             throw tooLarge(limit, gzip: false)
         }
         var raw = Data()
-        var received = 0
-        let inflater = gzip ? try GzipInflater(limit: limit) : nil
         while let buffer = try await body.next() {
             // The size as sent is bounded too (compressed, it cannot usefully exceed the inflated limit).
-            received += buffer.readableBytes
-            guard received <= limit else {
-                try await discard(&body, received: received, limit: limit)
+            guard raw.count + buffer.readableBytes <= limit else {
+                try await discard(&body, received: raw.count + buffer.readableBytes, limit: limit)
                 throw tooLarge(limit, gzip: false)
             }
-            if let inflater {
-                do {
-                    try buffer.withUnsafeReadableBytes { bytes throws(GzipInflater.Failure) in try inflater.feed(bytes) }
-                } catch {
-                    if error == .tooLarge { try await discard(&body, received: received, limit: limit) }
-                    throw gzipError(error, limit: limit)
-                }
-            } else {
-                raw.append(contentsOf: buffer.readableBytesView)
+            raw.append(contentsOf: buffer.readableBytesView)
+        }
+        return RawBody(bytes: raw, gzip: gzip)
+    }
+
+    /// The body's JSON text: inflated within `limit` when it is gzip (longer: 413). With a
+    /// `bound` below the limit, nil when the text is longer than that.
+    static func inflate(_ raw: RawBody, limit: Int, within bound: Int? = nil) throws -> Data? {
+        let bound = min(bound ?? limit, limit)
+        guard raw.gzip else { return raw.bytes.count <= bound ? raw.bytes : nil }
+        let result = raw.bytes.withUnsafeBytes { bytes -> Result<Data, GzipInflater.Failure> in
+            do throws(GzipInflater.Failure) {
+                let inflater = try GzipInflater(limit: bound)
+                try inflater.feed(bytes)
+                return .success(try inflater.finish())
+            } catch {
+                return .failure(error)
             }
         }
-        guard let inflater else { return raw }
-        do {
-            return try inflater.finish()
-        } catch {
-            throw gzipError(error, limit: limit)
+        switch result {
+        case .success(let data): return data
+        case .failure(.tooLarge) where bound < limit: return nil
+        case .failure(let failure): throw gzipError(failure, limit: limit)
         }
     }
 

@@ -15,38 +15,78 @@ struct RecordRoutes {
     }
 
     /// `POST /v1/records`: one result per record, in order; the valid ones stored in one
-    /// transaction. 400 (not an UploadRequest), 413 (too large, too many records), 415.
+    /// transaction. 400 (not an UploadRequest), 413 (too large, too many records or values),
+    /// 415, 429 (the account has too many uploads in progress).
+    ///
+    /// Reading the body and storing wait here; inflating, decoding, checking and encoding run
+    /// on ``UploadWorkers``, in turns between accounts, bodies over
+    /// ``UploadWorkers/bulkBodyBytes`` in the bulk lane.
     @Sendable func upload(_ request: Request, context: ServerContext) async throws -> Response {
         let principal = try context.requirePrincipal()
-        let body = try await JSONBody.decode(UploadRequest.self, from: request, limit: deps.limits.uploadBodyBytes)
+        let account = principal.userId
+        let deps = deps
+        return try await deps.uploads.admitted(account) {
+            let raw = try await JSONBody.read(request, limit: deps.limits.uploadBodyBytes)
+            let now = Date()
+            let large = raw.bytes.count > UploadWorkers.bulkBodyBytes
+            var checked = try await deps.uploads.run(for: account, large: large) {
+                try Self.check(raw, deps: deps, now: now, within: large ? nil : UploadWorkers.bulkBodyBytes)
+            }
+            if checked == nil {
+                // Small as sent, large once inflated.
+                checked = try await deps.uploads.run(for: account, large: true) { try Self.check(raw, deps: deps, now: now) }
+            }
+            guard let checked else { throw APIError.internalError }
+            let outcomes = try await deps.store.upsert(checked.valid, userId: principal.userId, deviceId: principal.deviceId,
+                                                       now: now)
+            let (response, counts) = try await deps.uploads.run(for: account) { Self.answer(checked, outcomes: outcomes) }
+            context.logger.info("upload", metadata: ["device": "\(principal.deviceId)", "accepted": "\(counts.accepted)",
+                                                     "duplicate": "\(counts.duplicate)", "rejected": "\(counts.rejected)"])
+            return response
+        }
+    }
+
+    /// An upload decoded and checked: each record's envelope and verdict, in order.
+    struct CheckedUpload: Sendable {
+        var envelopes: [(id: String, version: Int)]
+        var verdicts: [Result<IncomingRecord, UploadRejection>]
+        var valid: [IncomingRecord] { verdicts.compactMap { try? $0.get() } }
+    }
+
+    /// Decodes and checks an upload body (CPU work: run on a worker); nil when its JSON text is
+    /// longer than `bound`.
+    static func check(_ raw: RawBody, deps: ServerDependencies, now: Date, within bound: Int? = nil) throws -> CheckedUpload? {
+        guard let text = try JSONBody.inflate(raw, limit: deps.limits.uploadBodyBytes, within: bound) else { return nil }
+        let body = try JSONBody.decode(UploadRequest.self, text: text)
         guard body.records.count <= deps.limits.recordsPerUpload else {
             throw APIError.payloadTooLarge("\(body.records.count) records in one upload: at most \(deps.limits.recordsPerUpload)")
         }
-        let now = Date()
-        let checked = body.records.map { deps.checker.check($0, now: now) }
-        let valid = checked.compactMap { try? $0.get() }
-        let outcomes = try await deps.store.upsert(valid, userId: principal.userId, deviceId: principal.deviceId, now: now)
+        return CheckedUpload(envelopes: body.records.map { ($0.id, $0.version) },
+                             verdicts: body.records.map { deps.checker.check($0, now: now) })
+    }
+
+    /// The answer to a checked upload once the store has taken its valid records, and its counts.
+    static func answer(_ upload: CheckedUpload, outcomes: [UpsertOutcome])
+        -> (Response, counts: (accepted: Int, duplicate: Int, rejected: Int)) {
         var stored = outcomes.makeIterator()
         var counts = (accepted: 0, duplicate: 0, rejected: 0)
-        let results = zip(body.records, checked).map { wire, check -> UploadResult in
-            switch check {
+        let results = zip(upload.envelopes, upload.verdicts).map { envelope, verdict -> UploadResult in
+            switch verdict {
             case .failure(let rejection):
                 counts.rejected += 1
-                return UploadResult(id: wire.id, version: wire.version, status: .rejected, reason: rejection.reason)
+                return UploadResult(id: envelope.id, version: envelope.version, status: .rejected, reason: rejection.reason)
             case .success:
                 switch stored.next() {
                 case .accepted?:
                     counts.accepted += 1
-                    return UploadResult(id: wire.id, version: wire.version, status: .accepted)
+                    return UploadResult(id: envelope.id, version: envelope.version, status: .accepted)
                 case .duplicate?, nil:
                     counts.duplicate += 1
-                    return UploadResult(id: wire.id, version: wire.version, status: .duplicate)
+                    return UploadResult(id: envelope.id, version: envelope.version, status: .duplicate)
                 }
             }
         }
-        context.logger.info("upload", metadata: ["device": "\(principal.deviceId)", "accepted": "\(counts.accepted)",
-                                                 "duplicate": "\(counts.duplicate)", "rejected": "\(counts.rejected)"])
-        return JSONResponse.make(UploadResponse(results: results))
+        return (JSONResponse.make(UploadResponse(results: results)), counts)
     }
 
     /// `GET /v1/records?after=CURSOR&limit=N`: the user's records changed after the cursor.

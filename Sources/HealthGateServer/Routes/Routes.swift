@@ -13,6 +13,8 @@ struct ServerDependencies: Sendable {
     let checker: UploadChecker
     let limits: ServerLimits
     var tokenExpiry = TokenExpiry()
+    /// The threads that do the CPU work of uploads, in turns between accounts.
+    var uploads = UploadWorkers()
 }
 
 /// Request and answer size limits.
