@@ -240,7 +240,7 @@ struct BLEWatchCommand: AsyncParsableCommand {
             let values = line.values.sorted { $0.key < $1.key }.map { key, value in
                 "\(key)=\(value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : Output.number(value, decimals: 3))"
             }
-            print("\(line.time)  \(line.name)  \(line.error ?? values.joined(separator: " "))")
+            print(DisplayText.safe("\(line.time)  \(line.name)  \(line.error ?? values.joined(separator: " "))", limit: 1000))
         }
     }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HealthModel
 import HealthGate
 import HealthStore
 
@@ -83,9 +84,10 @@ struct ImportCommand: AsyncParsableCommand {
         case .wouldImport: "would import"
         case .skipped: "skipped"
         }
-        var text = "\(status.padding(toLength: 16, withPad: " ", startingAt: 0)) \(r.path)\(counts)"
-        if let error = r.error { text += "\n                 \(error)" }
-        for reason in r.rejected.prefix(5) { text += "\n                 rejected: \(reason)" }
+        // A file's name and what its content made the decoder say are outside text.
+        var text = "\(status.padding(toLength: 16, withPad: " ", startingAt: 0)) \(DisplayText.safe(r.path))\(counts)"
+        if let error = r.error { text += "\n                 \(DisplayText.safe(error))" }
+        for reason in r.rejected.prefix(5) { text += "\n                 rejected: \(DisplayText.safe(reason))" }
         if r.rejected.count > 5 { text += "\n                 ... and \(r.rejected.count - 5) more rejected" }
         return text
     }

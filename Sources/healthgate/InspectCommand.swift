@@ -2,6 +2,7 @@ import ArgumentParser
 import DriverKit
 import FITDriver
 import Foundation
+import HealthModel
 
 struct InspectCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -42,7 +43,8 @@ struct InspectCommand: ParsableCommand {
             }
         } else {
             do {
-                try FITInspector.writeCSV(data) { print($0) }
+                // String fields of a file (names, developer fields) are outside text.
+                try FITInspector.writeCSV(data) { print(DisplayText.safe($0, limit: .max)) }
             } catch let error as DecodeError {
                 failure = error
             }

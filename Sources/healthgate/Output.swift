@@ -18,6 +18,8 @@ enum Output {
 
     /// Prints rows as left-aligned columns under a header.
     static func printTable(_ header: [String], _ rows: [[String]]) {
+        // Cells hold text from files and devices (names, notes): shown, not obeyed.
+        let rows = rows.map { $0.map { DisplayText.safe($0, limit: 200) } }
         var widths = header.map(\.count)
         for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
         func line(_ cells: [String]) -> String {

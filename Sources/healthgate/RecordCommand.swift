@@ -198,7 +198,7 @@ final class RecordingLog: Sendable {
             state.withLock { $0.statistics = statistics }
             line = nil
         }
-        if let line, !quiet { Output.stderr(line + "\n") }
+        if let line, !quiet { Output.stderr(DisplayText.safe(line, limit: 1000) + "\n") }
     }
 }
 

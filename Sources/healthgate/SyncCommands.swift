@@ -390,13 +390,14 @@ struct StatusCommand: AsyncParsableCommand {
             print("daemon        running (pid \(daemon.pid), since \(daemon.startedAt))")
             for d in daemon.drivers {
                 let restarts = d.restarts > 0 ? ", \(d.restarts) restart(s)" : ""
-                print("  driver \(d.name) (\(d.type)): \(d.state.rawValue) since \(d.since)\(restarts)\(d.detail.map { ": \($0)" } ?? "")")
-                if !d.devices.isEmpty { print("    connected: \(d.devices.joined(separator: ", "))") }
+                print("  driver \(d.name) (\(d.type)): \(d.state.rawValue) since \(d.since)\(restarts)"
+                      + (d.detail.map { ": \(DisplayText.safe($0))" } ?? ""))
+                if !d.devices.isEmpty { print("    connected: \(DisplayText.safe(d.devices.joined(separator: ", ")))") }
             }
             if let last = daemon.lastImport {
-                print("last import   \(last.path): \(last.status), \(last.records) record(s) (\(last.at), \(last.driver))")
+                print("last import   \(DisplayText.safe(last.path)): \(last.status), \(last.records) record(s) (\(last.at), \(last.driver))")
             }
-            if let error = daemon.lastSyncError { print("sync          failing: \(error)") }
+            if let error = daemon.lastSyncError { print("sync          failing: \(DisplayText.safe(error))") }
         } else {
             print("daemon        not running (no answer on \(socketPath))")
         }
