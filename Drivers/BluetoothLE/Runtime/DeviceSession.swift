@@ -139,15 +139,22 @@ public actor DeviceSession {
 public func dispatchSleep(_ duration: Duration) async throws {
     final class Slot: Sendable {
         let continuation = Mutex<CheckedContinuation<Void, any Error>?>(nil)
+        /// Resumes the waiter once. The continuation is taken out under the lock and resumed
+        /// outside it: resuming takes the task's own lock, which a cancellation handler already
+        /// holds when it calls in here, so resuming under this lock could deadlock with it (a CI
+        /// run hung in `DeviceSession.stop` that way).
         func resume(_ result: Result<Void, any Error>) {
-            continuation.withLock { c in
-                c?.resume(with: result)
-                c = nil
+            let waiter = continuation.withLock { c -> CheckedContinuation<Void, any Error>? in
+                defer { c = nil }
+                return c
             }
+            waiter?.resume(with: result)
         }
     }
     let slot = Slot()
-    let ns = max(0, duration.components.seconds) * 1_000_000_000 + max(0, duration.components.attoseconds) / 1_000_000_000
+    // At most a day (backoffs are minutes): nanoseconds of anything longer would overflow.
+    let capped = min(duration, .seconds(86_400))
+    let ns = max(0, capped.components.seconds) * 1_000_000_000 + max(0, capped.components.attoseconds) / 1_000_000_000
     try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
             slot.continuation.withLock { $0 = c }
