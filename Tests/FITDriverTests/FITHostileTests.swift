@@ -205,7 +205,17 @@ import Testing
                 workouts += 1
                 if w.end < w.start { backwards.append("run \(run): \(w.start)...\(w.end), elapsed \(w.elapsedS)") }
             }
-            if rng.next() % 4 == 0 { _ = try? FITInspector.writeCSV(data, to: { _ in }) }
+            // The inspector reads the same bytes: it stops at the same damage, or at none.
+            if rng.next() % 4 == 0 {
+                var lines = 0
+                do {
+                    try FITInspector.writeCSV(data, to: { _ in lines += 1 })
+                    if let error { problems.append("run \(run): the inspector read what the importer refused (\(error))") }
+                } catch let inspected as DecodeError {
+                    if inspected.position != error?.position { problems.append("run \(run): inspector \(inspected), importer \(String(describing: error))") }
+                }
+                if lines == 0, error == nil { problems.append("run \(run): the inspector printed nothing") }
+            }
         }
         #expect(problems.isEmpty, "\(problems.prefix(10))")
         // Known defect (FITNormalizer, not changed here): a file without a session gets one
