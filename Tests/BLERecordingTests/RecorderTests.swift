@@ -48,6 +48,11 @@ final class Recording: Sendable {
         events.lazy.compactMap { if case .finished(let s) = $0 { s } else { nil } }.first
     }
 
+    /// Samples stored for `address` (live writes reach the database while recording).
+    func storedSamples(_ address: DeviceAddress) throws -> Int {
+        try count("SELECT count(*) FROM samples s JOIN workouts w ON w.id = s.workout_id WHERE w.source_device = ?", [address.text])
+    }
+
     func connections(_ address: DeviceAddress) -> Int {
         events.filter { if case .connected(let a, _) = $0 { a.value == address.value } else { false } }.count
     }
@@ -58,8 +63,9 @@ final class Recording: Sendable {
         try await task.value
     }
 
-    /// Polls until `condition` holds (counted in polls, so a busy machine only waits longer).
-    func wait(_ what: String, polls: Int = 500, until condition: () throws -> Bool) async throws {
+    /// Polls until `condition` holds (counted in polls, so a busy machine only waits longer; the
+    /// default is a minute or more).
+    func wait(_ what: String, polls: Int = 3000, until condition: () throws -> Bool) async throws {
         for _ in 0..<polls {
             if try condition() { return }
             try await Task.sleep(for: .milliseconds(20))
@@ -112,7 +118,10 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         try await r.wait("both disconnections seen") {
             r.events.filter { if case .disconnected = $0 { true } else { false } }.count >= 2
         }
-        try await Task.sleep(for: .milliseconds(300))
+        // Every value the peer sent reaches the database before the recorder stops.
+        try await r.wait("every value stored") {
+            try r.storedSamples(hr) == sent(peer, "hr").count && r.storedSamples(csc) == sent(peer, "csc").count
+        }
         try await r.stop()
 
         #expect(try r.count("SELECT count(*) FROM workouts WHERE in_progress = 0") == 2)
@@ -167,7 +176,7 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         // flow before that, and a link lost during set-up is a failed attempt, not a connection.
         try await r.wait("first samples") { try r.count("SELECT count(*) FROM samples") >= 10 && r.connections(hr) >= 1 }
         try peer.control("stop hr")
-        try await Task.sleep(for: .milliseconds(500))
+        try await r.wait("the link dropped") { r.events.contains { if case .disconnected = $0 { true } else { false } } }
         try peer.control("start hr")
         try await r.wait("reconnected") { r.connections(hr) >= 2 }
         let before = try r.count("SELECT count(*) FROM samples")
@@ -199,7 +208,9 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         let reply = try peer.control("malformed csc")
         let malformed = (reply["sent"] as? [Any])?.count ?? 0
         #expect(malformed >= 2)
-        try await Task.sleep(for: .milliseconds(500))
+        try await r.wait("the malformed values counted") {
+            r.events.filter { if case .malformed(let a, _, _) = $0 { a.value == csc.value } else { false } }.count >= malformed
+        }
         try peer.control("stop hr")
         try peer.control("stop csc")
         try await r.wait("both disconnected") {
@@ -243,10 +254,6 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         try await r.wait("all disconnected") {
             r.events.filter { if case .disconnected = $0 { true } else { false } }.count >= kinds.count
         }
-        try await Task.sleep(for: .milliseconds(300))
-        try await r.stop()
-        #expect(r.statistics?.malformed == 0)
-
         func close(_ a: [Double], _ b: [Double], _ tolerance: Double = 1e-9) -> Bool {
             a.count == b.count && zip(a.sorted(), b.sorted()).allSatisfy { abs($0 - $1) <= tolerance }
         }
@@ -254,6 +261,16 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         func logged(_ kind: String, _ field: String) -> [Double] {
             sent(peer, kind).compactMap { (fields($0)[field] as? NSNumber)?.doubleValue }
         }
+        let rscAddress = try #require(peer.peripherals["rsc"]).address, powerAddress = try #require(peer.peripherals["power"]).address
+        // Every value the peer sent reaches the database before the recorder stops.
+        try await r.wait("every value stored") {
+            try values(.weight).count == logged("scale", "weight_kg").count && values(.bloodPressure).count == logged("bp", "systolic").count
+                && values(.temperature).count == logged("thermometer", "temperature_c").count && values(.spo2).count == logged("plx", "spo2_pct").count
+                && r.storedSamples(rscAddress) == sent(peer, "rsc").count && r.storedSamples(powerAddress) == sent(peer, "power").count
+        }
+        try await r.stop()
+        #expect(r.statistics?.malformed == 0)
+
         #expect(close(try values(.weight), logged("scale", "weight_kg")))
         #expect(close(try values(.bmi), logged("scale", "bmi")))
         #expect(close(try values(.bloodPressure), logged("bp", "systolic")))

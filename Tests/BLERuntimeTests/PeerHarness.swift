@@ -27,7 +27,7 @@ final class Collector<T: Sendable>: Sendable {
     /// of polls: counted in polls rather than wall-clock time, so that a test process whose task
     /// pool is busy with other tests does not fail early (it only waits longer).
     @discardableResult
-    func wait(_ what: String, timeout: Duration = .seconds(5), until condition: ([T]) -> Bool) async throws -> [T] {
+    func wait(_ what: String, timeout: Duration = .seconds(60), until condition: ([T]) -> Bool) async throws -> [T] {
         let polls = max(1, Int(timeout / .milliseconds(20)))
         for _ in 0..<polls {
             let v = values

@@ -54,7 +54,7 @@ extension BluetoothUUID {
         guard case .unix = peer.h4 else { Issue.record("peer not on a Unix socket: \(peer.h4)"); return }
         let address = try #require(peer.peripherals["hr"]?.address)
         try await withHost(peer) { host in
-            let client = try await host.connect(to: address, timeout: .seconds(3))
+            let client = try await host.connect(to: address, timeout: .seconds(30))
             try await client.discover()
             #expect(try await client.read(.batteryLevel) == [87])
             let values = Collector(try await client.subscribe(.heartRateMeasurement))
@@ -69,7 +69,7 @@ extension BluetoothUUID {
         let address = try #require(peer.peripherals["hr"]?.address)
         let snoopPath = peer.sentLogPath + ".btsnoop"
         try await withHost(peer, snoopPath: snoopPath) { host in
-            let client = try await host.connect(to: address, timeout: .seconds(3))
+            let client = try await host.connect(to: address, timeout: .seconds(30))
             let db = try await client.discover()
             let services = Set(db.services.map(\.uuid))
             #expect(services.isSuperset(of: [.heartRateService, .batteryService, .deviceInformation]))
@@ -78,7 +78,7 @@ extension BluetoothUUID {
             #expect(await client.mtu ?? 0 > 23)
 
             let received = Collector(try await client.subscribe(.heartRateMeasurement))
-            let values = try await received.wait("10 notifications", timeout: .seconds(6)) { $0.count >= 10 }
+            let values = try await received.wait("10 notifications", timeout: .seconds(60)) { $0.count >= 10 }
             let sent = peer.sentSamples("hr")
             for (seq, n) in values.prefix(10).enumerated() {
                 let entry = try #require(sent[seq], "seq \(seq) in the sent log")
@@ -112,15 +112,15 @@ extension BluetoothUUID {
         let hrAddress = try #require(peer.peripherals["hr"]?.address)
         let cscAddress = try #require(peer.peripherals["csc"]?.address)
         try await withHost(peer) { host in
-            let hr = try await host.connect(to: hrAddress, timeout: .seconds(3))
-            let csc = try await host.connect(to: cscAddress, timeout: .seconds(3))
+            let hr = try await host.connect(to: hrAddress, timeout: .seconds(30))
+            let csc = try await host.connect(to: cscAddress, timeout: .seconds(30))
             #expect(hr.handle != csc.handle)
             try await hr.discover()
             try await csc.discover()
             let hrValues = Collector(try await hr.subscribe(.heartRateMeasurement))
             let cscValues = Collector(try await csc.subscribe(.cscMeasurement))
-            try await hrValues.wait("hr notifications", timeout: .seconds(6)) { $0.count >= 8 }
-            let cscList = try await cscValues.wait("csc notifications", timeout: .seconds(6)) { $0.count >= 8 }
+            try await hrValues.wait("hr notifications", timeout: .seconds(60)) { $0.count >= 8 }
+            let cscList = try await cscValues.wait("csc notifications", timeout: .seconds(60)) { $0.count >= 8 }
             let sent = peer.sentSamples("csc")
             for (seq, n) in cscList.prefix(8).enumerated() {
                 #expect(hexString(n.value) == sent[seq]?["hex"] as? String, "csc seq \(seq)")
@@ -139,13 +139,13 @@ extension BluetoothUUID {
         let address = try #require(peer.peripherals["hr"]?.address)
         try await withHost(peer) { host in
             var configuration = DeviceSession.Configuration(address: address, subscriptions: [.heartRateMeasurement])
-            configuration.connectTimeout = .seconds(1)
+            configuration.connectTimeout = .seconds(3)
             configuration.backoff = ReconnectBackoff(initial: .milliseconds(200), maximum: .seconds(1))
             let session = DeviceSession(runtime: host, configuration: configuration)
             let events = Collector(session.events)
             let values = Collector(session.notifications)
             await session.start()
-            try await events.wait("first connection", timeout: .seconds(8)) { $0.contains(.ready(connection: 1)) }
+            try await events.wait("first connection", timeout: .seconds(60)) { $0.contains(.ready(connection: 1)) }
             try await values.wait("notifications before stop") { $0.count >= 3 }
 
             let reply = try peer.control("stop hr")
@@ -153,11 +153,11 @@ extension BluetoothUUID {
             let list = try await events.wait("disconnected") { $0.contains { if case .disconnected = $0 { true } else { false } } }
             #expect(list.contains(.disconnected(reason: .remoteUserTerminated)))
             // Stopped: attempts fail (connect timeouts) and back off.
-            try await events.wait("a failed attempt while stopped", timeout: .seconds(6)) { $0.contains { if case .attemptFailed = $0 { true } else { false } } }
+            try await events.wait("a failed attempt while stopped", timeout: .seconds(60)) { $0.contains { if case .attemptFailed = $0 { true } else { false } } }
             let before = values.values.count
 
             try peer.control("start hr")
-            try await events.wait("reconnected", timeout: .seconds(10)) { $0.contains(.ready(connection: 2)) }
+            try await events.wait("reconnected", timeout: .seconds(60)) { $0.contains(.ready(connection: 2)) }
             let after = try await values.wait("notifications after reconnect") { $0.count >= before + 3 }
             // The samples continue: seq goes on from where it stopped, byte for byte.
             let sent = peer.sentSamples("hr")
@@ -173,7 +173,7 @@ extension BluetoothUUID {
         defer { peer.stop() }
         let address = try #require(peer.peripherals["hr"]?.address)
         try await withHost(peer) { host in
-            let client = try await host.connect(to: address, timeout: .seconds(3))
+            let client = try await host.connect(to: address, timeout: .seconds(30))
             try await client.discover()
             let values = Collector(try await client.subscribe(.heartRateMeasurement))
             try await values.wait("notifications") { $0.count >= 2 }
@@ -207,8 +207,8 @@ extension BluetoothUUID {
         let hrAddress = try #require(peer.peripherals["hr"]?.address)
         let cscAddress = try #require(peer.peripherals["csc"]?.address)
         try await withHost(peer) { host in
-            let hr = try await host.connect(to: hrAddress, timeout: .seconds(3))
-            let csc = try await host.connect(to: cscAddress, timeout: .seconds(3))
+            let hr = try await host.connect(to: hrAddress, timeout: .seconds(30))
+            let csc = try await host.connect(to: cscAddress, timeout: .seconds(30))
             try await hr.discover()
             try await csc.discover()
             let hrValues = Collector(try await hr.subscribe(.heartRateMeasurement))
@@ -251,20 +251,20 @@ extension BluetoothUUID {
         defer { peer.stop() }
         let address = try #require(peer.peripherals["hr"]?.address)
         try await withHost(peer) { host in
-            let first = try await host.connect(to: address, timeout: .seconds(3))
+            let first = try await host.connect(to: address, timeout: .seconds(30))
             try peer.control("disconnect-during-discovery hr")
             do throws(BLERuntimeError) {
-                try await first.discover(timeout: .seconds(5))
+                try await first.discover(timeout: .seconds(30))
                 Issue.record("discovery should fail")
             } catch {
                 #expect(error == .disconnected(.remoteUserTerminated))
             }
-            #expect(try await first.disconnected(timeout: .seconds(1)) == .remoteUserTerminated)
+            #expect(try await first.disconnected(timeout: .seconds(30)) == .remoteUserTerminated)
             await #expect(throws: BLERuntimeError.disconnected(.remoteUserTerminated)) {
                 _ = try await first.read(.batteryLevel)
             }
 
-            let second = try await host.connect(to: address, timeout: .seconds(3))
+            let second = try await host.connect(to: address, timeout: .seconds(30))
             try await second.discover()
             let values = Collector(try await second.subscribe(.heartRateMeasurement))
             try await values.wait("notifications on the new link") { $0.count >= 2 }

@@ -118,24 +118,29 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
     @Test func legacyReportsAreMergedAndDeduplicated() async throws {
         let controller = ScriptedController()
         let host = makeHost(controller)
+        let peer = self.peer
         try await withTimeout(.seconds(60)) {
             try await host.start()
             // Long enough that a loaded machine never ends the scan before the reports are read.
             let devices = Collector(try await host.scan(duration: .seconds(120)))
             let adv: [UInt8] = [0x02, 0x01, 0x06, 0x07, 0x09] + Array("Legacy".utf8)
-            let report: (UInt8, [UInt8]) -> [UInt8] = { type, data in
-                let body: [UInt8] = [0x02, 1, type, 0x01] + self.peer.littleEndianBytes + [UInt8(data.count)] + data + [0xC4]
+            let report: (UInt8, [UInt8], DeviceAddress) -> [UInt8] = { type, data, address in
+                let body: [UInt8] = [0x02, 1, type, 0x01] + address.littleEndianBytes + [UInt8(data.count)] + data + [0xC4]
                 return [0x04, 0x3E, UInt8(body.count)] + body
             }
-            controller.inject(report(0x00, adv))
-            controller.inject(report(0x00, adv))  // the same again: nothing new
-            controller.inject(report(0x04, [0x03, 0x03, 0x0D, 0x18]))  // scan response adds a UUID
+            controller.inject(report(0x00, adv, peer))
+            controller.inject(report(0x00, adv, peer))  // the same again: nothing new
+            controller.inject(report(0x04, [0x03, 0x03, 0x0D, 0x18], peer))  // scan response adds a UUID
             let list = try await devices.wait("two yields") { $0.count >= 2 }
             #expect(list[0].name == "Legacy" && list[0].serviceUUIDs.isEmpty && !list[0].fromExtendedReport)
             #expect(list[0].rssi == -60 && list[0].isConnectable)
             #expect(list[1].serviceUUIDs == [BluetoothUUID(0x180D)] && list[1].name == "Legacy")
-            try await Task.sleep(for: .milliseconds(100))
-            #expect(devices.values.count == 2)
+            // Reports are handled in order: once a later device is in, the duplicate has been
+            // handled too, and it yielded nothing.
+            let other = DeviceAddress(0xC1_22_33_44_55_77, kind: .random)
+            controller.inject(report(0x00, adv, other))
+            let all = try await devices.wait("the device reported last") { $0.count >= 3 }
+            #expect(all.count == 3 && all[2].address == other)
         }
         await host.close()
     }
@@ -167,7 +172,7 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
 
             // The peer drops the link: waiters get the reason, later calls fail with it.
             controller.inject([0x04, 0x05, 4, 0x00, 0x40, 0x00, 0x13])
-            #expect(try await client.disconnected(timeout: .seconds(1)) == .remoteUserTerminated)
+            #expect(try await client.disconnected(timeout: .seconds(60)) == .remoteUserTerminated)
             await #expect(throws: BLERuntimeError.disconnected(.remoteUserTerminated)) { try await client.discover() }
         }
         await host.close()
@@ -206,7 +211,7 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
                 let client = try await host.connect(to: peer, timeout: .seconds(30))
                 #expect(client.handle == 0x0042)
                 controller.inject([0x04, 0x05, 4, 0x00, 0x42, 0x00, 0x13])  // and down again
-                _ = try await client.disconnected(timeout: .seconds(5))
+                _ = try await client.disconnected(timeout: .seconds(60))
             }
         }
         await host.close()
@@ -281,10 +286,10 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
     }
 }
 
-/// Polls `condition` every 5 ms, at most 1000 times (about 5 s; counted in polls rather than
-/// wall-clock time, so a test process whose task pool is busy elsewhere does not fail early).
+/// Polls `condition` every 5 ms, at most 12,000 times (a minute or more; counted in polls rather
+/// than wall-clock time, so a test process whose task pool is busy elsewhere does not fail early).
 func waitUntil(_ what: String = "condition", _ condition: @Sendable () async -> Bool) async throws {
-    for _ in 0..<1000 {
+    for _ in 0..<12_000 {
         if await condition() { return }
         try await Task.sleep(for: .milliseconds(5))
     }

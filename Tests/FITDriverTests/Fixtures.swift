@@ -16,6 +16,18 @@ enum Fixtures {
         try FileManager.default.contentsOfDirectory(atPath: fit.path).filter { $0.hasSuffix(".fit") }.sorted()
     }
 
+    /// `fitFiles()` for parameterised tests. A folder that cannot be read or holds no fixture
+    /// gives one name that names the problem, so that each such test fails on it (an empty list
+    /// would run zero cases and pass).
+    static func fitFileNames() -> [String] {
+        do {
+            let names = try fitFiles()
+            return names.isEmpty ? ["no .fit file in \(fit.path).fit"] : names
+        } catch {
+            return ["cannot list \(fit.path): \(error).fit"]
+        }
+    }
+
     static func workoutsOf(_ records: [HealthRecord]) -> [Workout] {
         records.compactMap { if case .workout(let w) = $0 { w } else { nil } }
     }

@@ -322,7 +322,7 @@ extension Result {
 
         // Poll a copy of the main file (no -wal beside it) until it holds every record.
         var copied = 0
-        for attempt in 0..<100 where copied < 200 {
+        for attempt in 0..<600 where copied < 200 {
             if attempt > 0 { try await Task.sleep(for: .milliseconds(100)) }
             let copy = folder + "/copy-\(attempt).sqlite"
             try FileManager.default.copyItem(atPath: folder + "/server.sqlite", toPath: copy)

@@ -24,7 +24,8 @@ import Testing
         var backoff = DriverSupervisor.Backoff()
         backoff.initial = .seconds(1)
         backoff.maximum = .seconds(8)
-        backoff.healthyAfter = .milliseconds(50)
+        // Generous: a run that fails at once must end before this even on a loaded machine.
+        backoff.healthyAfter = .seconds(3)
         let restarts = Mutex(0)
         let supervisor = DriverSupervisor(state: state, logger: Logger(label: "test"), backoff: backoff,
                                           onRestart: { restarts.withLock { $0 += 1 } },
@@ -37,7 +38,7 @@ import Testing
                 // at once; run 8 stays until stopped.
                 switch run {
                 case 6:
-                    try await Task.sleep(for: .milliseconds(200))
+                    try await Task.sleep(for: .milliseconds(3500))
                     throw Failure()
                 case 8:
                     journal.all.continuation.yield()

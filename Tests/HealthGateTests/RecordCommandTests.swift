@@ -67,7 +67,7 @@ import TestSupport
         try process.run()
         // Wait until samples are on disk (live writes), then interrupt as Ctrl-C does.
         var samples = 0
-        for _ in 0..<300 where samples < 10 {
+        for _ in 0..<1200 where samples < 10 {
             try await Task.sleep(for: .milliseconds(50))
             samples = (try? await HealthStore(path: db).pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM samples") ?? 0 }) ?? 0
         }

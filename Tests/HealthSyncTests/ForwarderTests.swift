@@ -337,10 +337,10 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
         try process.run()
         let start = try a.store.outboxDepth()
         let store = a.store
-        // A tight watch (on a thread of its own: the drain takes a few seconds at most).
+        // A tight watch (on a thread of its own: the drain takes a few seconds, a minute at most).
         try await onOwnThread {
             var depth = start
-            for _ in 0..<2000 where depth > start / 2 {
+            for _ in 0..<12_000 where depth > start / 2 {
                 usleep(5_000)
                 depth = try store.outboxDepth()
             }

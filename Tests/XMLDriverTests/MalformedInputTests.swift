@@ -101,16 +101,26 @@ struct MalformedInputTests {
     }
 
     /// A deterministic mutation loop: truncations and byte flips of every TCX and GPX fixture.
-    /// Each run must either decode or throw a DecodeError at a line and column; never crash.
+    /// A cut document must fail exactly at its end (line and column counted here); any failure
+    /// must point at a line and column inside the input; a flipped byte that still decodes cannot
+    /// have added or removed a workout or a sample (one byte cannot open and close an element).
     @Test func seededMutationsDecodeOrFailCleanly() async throws {
         let fixtures = ["tcx/garmin-forerunner410-run.tcx", "tcx/garmin-vivoactivehr-sup.tcx",
                         "tcx/mapmyride-biking-no-hr.tcx", "gpx/apple-health-workout-route.gpx",
                         "gpx/garmin-connect-9266323613-hr.gpx", "gpx/runkeeper-garmin-trackpointext-hr.gpx",
                         "gpx/edge-cases/garmin-hr0-empty-atemp-nonstandard-alt.gpx"]
         var rng = SeededGenerator(seed: 2024)
-        var decoded = 0, failed = 0
+        var decoded = 0, failed = 0, cutAtTheEnd = 0
+        var problems: [String] = []
         for path in fixtures {
             let original = try fixtureBytes(path)
+            func decode(_ bytes: [UInt8]) -> Result<[Workout], DecodeError> {
+                path.hasPrefix("tcx") ? Result { () throws(DecodeError) in try TCXImporter.decode(bytes, path: path) }
+                    : Result { () throws(DecodeError) in try GPXImporter.decode(bytes, path: path) }
+            }
+            let reference = try decode(original).get()
+            // Where the root element ends: a cut after it removes only trailing whitespace.
+            let rootEnd = try #require(original.lastIndex(of: UInt8(ascii: ">"))) + 1
             // The 880 KB file is slow in debug builds: fewer runs, same kinds of damage.
             let runs = original.count > 500_000 ? 40 : 600
             for run in 0..<runs {
@@ -130,22 +140,57 @@ struct MalformedInputTests {
                     let index = Int.random(in: 0..<bytes.count, using: &rng)
                     bytes[index] = [0x3C, 0x3E, 0x22, 0x26, 0x2F, 0x30, 0x00, 0xFF].randomElement(using: &rng)!
                 }
-                let result: Result<[Workout], DecodeError>
-                if path.hasPrefix("tcx") {
-                    result = Result { () throws(DecodeError) in try TCXImporter.decode(bytes, path: path) }
-                } else {
-                    result = Result { () throws(DecodeError) in try GPXImporter.decode(bytes, path: path) }
-                }
-                switch result {
-                case .success: decoded += 1
+                let what = "\(path) run \(run)"
+                switch decode(bytes) {
+                case .success(let workouts):
+                    decoded += 1
+                    if run % 3 == 0, bytes.count < rootEnd { problems.append("\(what): a document cut at byte \(bytes.count) decoded") }
+                    if workouts.count != reference.count || zip(workouts, reference).contains(where: { $0.samples.count != $1.samples.count }) {
+                        problems.append("\(what): \(workouts.map(\.samples.count)) samples, the fixture has \(reference.map(\.samples.count))")
+                    }
+                    if bytes == original, workouts != reference { problems.append("\(what): unchanged bytes decode differently") }
                 case .failure(let error):
                     failed += 1
-                    #expect(isLine(error.position) || error.position == .file, "\(path) run \(run): \(error)")
-                    #expect(!error.reason.isEmpty)
+                    if let p = Self.positionProblem(error, bytes) { problems.append("\(what): \(p)") }
+                    if error.reason.isEmpty { problems.append("\(what): no reason") }
+                    if run % 3 == 0 {
+                        // Cut: the reader runs out of input, so the error is at the very end.
+                        if error.position == Self.endPosition(bytes) { cutAtTheEnd += 1 } else { problems.append("\(what): cut at \(bytes.count) but \(error)") }
+                    }
                 }
             }
         }
+        #expect(problems.isEmpty, "\(problems.prefix(10))")
         #expect(decoded + failed == 5 * 600 + 40 + 600)
-        #expect(failed > 1000 && decoded > 100, "decoded \(decoded), failed \(failed)")
+        #expect(failed > 1000 && decoded > 100 && cutAtTheEnd > 500, "decoded \(decoded), failed \(failed), cut \(cutAtTheEnd)")
+    }
+
+    /// Where each line of `bytes` starts (memchr: the fixtures are large and the tests run unoptimized).
+    static func lineStarts(_ bytes: [UInt8]) -> [Int] {
+        var starts = [0]
+        bytes.withUnsafeBytes { raw in
+            guard let base = raw.baseAddress else { return }
+            var at = 0
+            while at < raw.count, let hit = memchr(base + at, 0x0A, raw.count - at) {
+                at = base.distance(to: UnsafeRawPointer(hit)) + 1
+                starts.append(at)
+            }
+        }
+        return starts
+    }
+
+    /// The line and column just past the last byte of `bytes` (columns count bytes, from 1).
+    static func endPosition(_ bytes: [UInt8]) -> InputPosition {
+        let starts = lineStarts(bytes)
+        return .line(starts.count, column: bytes.count - starts[starts.count - 1] + 1)
+    }
+
+    /// nil when `error` names a line and column inside `bytes` (or just past its last byte).
+    static func positionProblem(_ error: DecodeError, _ bytes: [UInt8]) -> String? {
+        guard case .line(let line, let column) = error.position else { return "\(error) names no line" }
+        let starts = lineStarts(bytes)
+        guard (1...starts.count).contains(line), column >= 1 else { return "\(error): the input has \(starts.count) lines" }
+        let lineLength = (line < starts.count ? starts[line] - 1 : bytes.count) - starts[line - 1]
+        return column <= lineLength + 1 ? nil : "\(error): line \(line) has \(lineLength) bytes"
     }
 }

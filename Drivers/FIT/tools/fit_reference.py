@@ -5,6 +5,11 @@ decoder (the PyPI package fitdecode) by the normalization rules of Drivers/FIT/R
 Writes Fixtures/fit/expected/<name>.json. The Swift tests (FITReferenceTests) compare the
 driver's records with these files field by field.
 
+Per workout: laps and pool lengths in full; samples and RR intervals as a digest that keeps the
+files small but fails on any wrong scale, offset or unit: per channel the number of present
+values, their sum, min and max, plus some samples in full (the first three, the last three and
+seven evenly spaced ones, each with its index). Sample times are seconds after the workout's start.
+
 Usage: python3 Drivers/FIT/tools/fit_reference.py [repo root]
 """
 import datetime
@@ -109,7 +114,7 @@ def read(path):
             elif name == "lap":
                 cur().laps.append(fs)
             elif name == "record" and ts is not None:
-                cur().records.append((ts, first_value(fs, "heart_rate"), first_value(fs, "distance")))
+                cur().records.append((ts, record_values(fs)))
             elif name == "hrv":
                 raw = first_value(fs, "time")
                 vals = raw if isinstance(raw, tuple) else (raw,)
@@ -118,7 +123,7 @@ def read(path):
                     cur().hrv.append((last_ts, vals))
             elif name == "length":
                 if first_raw(fs, "start_time") is not None and first_value(fs, "total_elapsed_time") is not None:
-                    cur().lengths.append(first_raw(fs, "start_time"))
+                    cur().lengths.append(fs)
             elif name == "hr":
                 anchor, acc = heart_beats(cur(), fs, anchor, acc)
             elif name == "sport":
@@ -142,6 +147,78 @@ def read(path):
             elif name == "weight_scale" and ts is not None:
                 cur().weights.append(fs)
     return groups, counts
+
+
+SAMPLE_FIELDS = ["time", "heart_rate", "cadence", "power_w", "speed_mps", "distance_m", "latitude", "longitude",
+                 "altitude_m", "temperature_c"]
+SEMICIRCLE_DEGREES = 180 / 2 ** 31
+
+
+def record_values(fs):
+    """A record's sample channels by the README's rules, from fitdecode's scaled values (fitdecode
+    expands components itself: enhanced_speed, enhanced_altitude, compressed_speed_distance)."""
+    cadence = first_value(fs, "cadence")
+    if cadence is not None:
+        cadence = cadence + (first_value(fs, "fractional_cadence") or 0)
+    lat, lon = first_raw(fs, "position_lat"), first_raw(fs, "position_long")
+    has_position = lat is not None and lon is not None
+    speed = first_value(fs, "enhanced_speed")
+    altitude = first_value(fs, "enhanced_altitude")
+    return {
+        "heart_rate": first_value(fs, "heart_rate"),
+        "cadence": cadence,
+        "power_w": first_value(fs, "power"),
+        "speed_mps": speed if speed is not None else first_value(fs, "speed"),
+        "distance_m": first_value(fs, "distance"),
+        "latitude": lat * SEMICIRCLE_DEGREES if has_position else None,
+        "longitude": lon * SEMICIRCLE_DEGREES if has_position else None,
+        "altitude_m": altitude if altitude is not None else first_value(fs, "altitude"),
+        "temperature_c": first_value(fs, "temperature"),
+    }
+
+
+def probe_indices(n):
+    """The first three, the last three and seven evenly spaced indices of a series of n."""
+    return sorted(set(range(min(3, n))) | set(range(max(0, n - 3), n)) | {i * n // 8 for i in range(1, 8) if n})
+
+
+def digest(values):
+    """Count of present values, their sum, min and max (None when none is present)."""
+    present = [v for v in values if v is not None]
+    return dict(present=len(present), sum=sum(present) if present else None,
+                min=min(present) if present else None, max=max(present) if present else None)
+
+
+def sample_digest(samples, start):
+    """samples: (FIT time, channel dict) in workout order; times become seconds after start."""
+    rows = [[t - start] + [values.get(f) for f in SAMPLE_FIELDS[1:]] for t, values in samples]
+    channels = {f: digest([r[i] for r in rows]) for i, f in enumerate(SAMPLE_FIELDS)}
+    return dict(count=len(rows), fields=SAMPLE_FIELDS, channels=channels,
+                probes=[[i] + rows[i] for i in probe_indices(len(rows))])
+
+
+def rr_digest(intervals):
+    return dict(count=len(intervals), **{k: v for k, v in digest(intervals).items() if k != "present"},
+                probes=[[i, intervals[i]] for i in probe_indices(len(intervals))])
+
+
+def lap_values(fs):
+    start = first_raw(fs, "start_time")
+    elapsed = first_value(fs, "total_elapsed_time")
+    if elapsed is None:
+        stamp = first_raw(fs, "timestamp")
+        elapsed = max(0, stamp - start) if stamp is not None else 0
+    return dict(start=FIT_EPOCH + start, end=FIT_EPOCH + start + elapsed, elapsed_s=elapsed,
+                timer_s=first_value(fs, "total_timer_time"), distance_m=first_value(fs, "total_distance"),
+                energy_kcal=first_value(fs, "total_calories"), avg_hr=first_value(fs, "avg_heart_rate"),
+                max_hr=first_value(fs, "max_heart_rate"))
+
+
+def length_values(fs):
+    kind = enum_name(fs, "length_type")
+    return dict(start=FIT_EPOCH + first_raw(fs, "start_time"), elapsed_s=first_value(fs, "total_elapsed_time"),
+                kind=kind if kind is not None else "active", strokes=first_value(fs, "total_strokes"),
+                stroke=enum_name(fs, "swim_stroke"))
 
 
 def heart_beats(group, fs, anchor, acc):
@@ -177,13 +254,13 @@ def heart_beats(group, fs, anchor, acc):
         anchor = (ts + frac, events[-1] / 1024)
     if anchor is None:
         return anchor, acc
-    previous = group.beats[-1] if group.beats else float("-inf")
+    previous = group.beats[-1][0] if group.beats else float("-inf")
     for e, b in zip(events, bpms):
         if b is None or b == 0xFF:
             continue
         t = anchor[0] + e / 1024 - anchor[1]
         if t > previous:
-            group.beats.append(t)
+            group.beats.append((t, b))
             previous = t
     return anchor, acc
 
@@ -232,8 +309,8 @@ def workouts(group):
     from_records = False
     if not sessions and group.records:
         first, last = group.records[0][0], group.records[-1][0]
-        hrs = [r[1] for r in group.records if r[1] is not None]
-        dists = [r[2] for r in group.records if r[2] is not None]
+        hrs = [r[1]["heart_rate"] for r in group.records if r[1]["heart_rate"] is not None]
+        dists = [r[1]["distance_m"] for r in group.records if r[1]["distance_m"] is not None]
         sport = group.sport or (None, None)
         sessions.append(dict(fs=None, start=first, end=last, sport_raw=sport[0], sub_raw=sport[1],
                              avg_hr=round(sum(hrs) / len(hrs)) if hrs else None, max_hr=max(hrs) if hrs else None,
@@ -244,9 +321,13 @@ def workouts(group):
         fs = s["fs"]
         start, end = s["start"], s["end"]
         inside = lambda t: t is not None and start <= t <= end
-        samples = sum(1 for r in group.records if inside(r[0])) + sum(1 for b in group.beats if inside(b))
-        rr = sum(len(v) for after, v in group.hrv if (inside(after) if after is not None else i == 0))
-        lengths = sum(1 for t in group.lengths if inside(t))
+        # Records in file order, then stored beats (heart rate only), merged in time order.
+        samples = [r for r in group.records if inside(r[0])]
+        beats = [(t, {"heart_rate": bpm}) for t, bpm in group.beats if inside(t)]
+        if beats:
+            samples = sorted(samples + beats, key=lambda s: s[0])
+        rr = [x for after, v in group.hrv if (inside(after) if after is not None else i == 0) for x in v]
+        lengths = [length_values(l) for l in group.lengths if inside(first_raw(l, "start_time"))]
         if fs is not None:
             fl, nl = first_raw(fs, "first_lap_index"), first_raw(fs, "num_laps")
             if fl is not None and nl is not None and nl > 0 and 0 <= fl < len(group.laps):
@@ -261,17 +342,29 @@ def workouts(group):
                      timer_s=first_value(fs, "total_timer_time"), distance_m=first_value(fs, "total_distance"),
                      energy_kcal=first_value(fs, "total_calories"), avg_hr=first_value(fs, "avg_heart_rate"),
                      max_hr=first_value(fs, "max_heart_rate"), ascent_m=first_value(fs, "total_ascent"),
-                     descent_m=first_value(fs, "total_descent"), laps=len(laps))
+                     descent_m=first_value(fs, "total_descent"), laps=[lap_values(l) for l in laps])
         else:
             sport_names = fitdecode.profile.FIELD_TYPES["sport"].enum
             sub_names = fitdecode.profile.FIELD_TYPES["sub_sport"].enum
             w = dict(fit_sport=sport_names.get(s["sport_raw"]) if s["sport_raw"] is not None else None,
                      sub_sport=sub_names.get(s["sub_raw"]) if s["sub_raw"] not in (None, 0) else None,
                      timer_s=None, distance_m=s["distance"], energy_kcal=None, avg_hr=s["avg_hr"],
-                     max_hr=s["max_hr"], ascent_m=None, descent_m=None, laps=0)
-        out.append(dict(w, start=iso(start), end=iso(end), elapsed_s=end - start, samples=samples, rr=rr,
-                        lengths=lengths, multisport=len(sessions) > 1))
+                     max_hr=s["max_hr"], ascent_m=None, descent_m=None, laps=[])
+        out.append(dict(w, start=iso(start), end=iso(end), elapsed_s=end - start, samples=sample_digest(samples, start),
+                        rr=rr_digest(rr), lengths=lengths, multisport=len(sessions) > 1))
     return out
+
+
+def dump(value, depth=0):
+    """Indented JSON (sorted keys) with every list of plain values on one line, so that a
+    sample row reads as one line in a diff."""
+    pad = " " * (depth + 1)
+    if isinstance(value, dict) and value:
+        items = [pad + json.dumps(k) + ": " + dump(value[k], depth + 1) for k in sorted(value)]
+        return "{\n" + ",\n".join(items) + "\n" + " " * depth + "}"
+    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        return "[\n" + ",\n".join(pad + dump(v, depth + 1) for v in value) + "\n" + " " * depth + "]"
+    return json.dumps(value)
 
 
 def main():
@@ -288,8 +381,7 @@ def main():
             groups=[group_summary(g) for g in groups],
         )
         with open(os.path.join(fixtures, "expected", name + ".json"), "w") as out:
-            json.dump(result, out, indent=1, sort_keys=True)
-            out.write("\n")
+            out.write(dump(result) + "\n")
         print(name, [len(g["workouts"]) for g in result["groups"]])
 
 

@@ -25,7 +25,6 @@ import argparse
 import json
 import math
 import os
-import sys
 from importlib.metadata import version
 
 import gpxpy
@@ -151,7 +150,7 @@ def main():
         workouts = [w for w in (workout(t, creator) for t in gpx.tracks) if w is not None]
         document = {
             "reference": {
-                "tool": "gpxpy", "version": version("gpxpy"), "python": sys.version.split()[0],
+                "tool": "gpxpy", "version": version("gpxpy"),
                 "script": "Drivers/GPX/tools/gpx_reference.py",
                 "note": "points, times, duration and extensions parsed by gpxpy; distance is gpxpy's haversine "
                         "scaled to a 6371 km sphere; gpxpy_length_2d_m is gpxpy's own length for the cross-check",

@@ -24,7 +24,6 @@ import datetime as dt
 import json
 import math
 import os
-import sys
 import xml.etree.ElementTree as ET
 from importlib.metadata import version
 
@@ -182,7 +181,7 @@ def main():
         name = os.path.splitext(os.path.basename(path))[0]
         document = {
             "reference": {
-                "tool": "tcxreader", "version": version("tcxreader"), "python": sys.version.split()[0],
+                "tool": "tcxreader", "version": version("tcxreader"),
                 "script": "Drivers/TCX/tools/tcx_reference.py",
                 "note": "trackpoints, lap calories/distance, ascent and trackpoint HR from tcxreader; Id, "
                         "StartTime, TotalTimeSeconds, lap HR and Creator via xml.etree; HealthGate rules on top",
