@@ -82,12 +82,15 @@ public enum FITNormalizer {
         let deviceKey = source.device ?? "unknown"
         var sessions = group.sessions.compactMap { s in span(s).map { (s, $0) } }
         var fromRecords = false
-        if sessions.isEmpty, let first = group.samples.first, let last = group.samples.last {
-            // No session message: one workout over the records' span.
+        if sessions.isEmpty, let first = group.samples.min(by: { $0.time < $1.time }),
+           let last = group.samples.max(by: { $0.time < $1.time }) {
+            // No session message: one workout over the records' span, from the earliest record to
+            // the latest (records out of time order gave a workout that ended before it started).
             let hrs = group.samples.compactMap(\.values.heartRate)
+            let distance = group.samples.filter { $0.values.distance != nil }.max(by: { $0.time < $1.time })?.values.distance
             let session = FITContent.Session(
                 start: first.time, timestamp: last.time, sport: group.sport, subSport: group.subSport,
-                elapsedS: Double(last.time) - Double(first.time), distanceM: group.samples.last(where: { $0.values.distance != nil })?.values.distance,
+                elapsedS: Double(last.time) - Double(first.time), distanceM: distance,
                 avgHeartRate: hrs.isEmpty ? nil : Int((Double(hrs.reduce(0, +)) / Double(hrs.count)).rounded()),
                 maxHeartRate: hrs.max())
             sessions = [(session, (Double(first.time), Double(last.time)))]

@@ -308,9 +308,10 @@ def workouts(group):
         sessions.append(dict(fs=fs, start=start, end=max(end, start)))
     from_records = False
     if not sessions and group.records:
-        first, last = group.records[0][0], group.records[-1][0]
+        # From the earliest record to the latest (records need not be in time order).
+        first, last = min(r[0] for r in group.records), max(r[0] for r in group.records)
         hrs = [r[1]["heart_rate"] for r in group.records if r[1]["heart_rate"] is not None]
-        dists = [r[1]["distance_m"] for r in group.records if r[1]["distance_m"] is not None]
+        dists = [r[1]["distance_m"] for r in sorted(group.records, key=lambda r: r[0]) if r[1]["distance_m"] is not None]
         sport = group.sport or (None, None)
         sessions.append(dict(fs=None, start=first, end=last, sport_raw=sport[0], sub_raw=sport[1],
                              avg_hr=round(sum(hrs) / len(hrs)) if hrs else None, max_hr=max(hrs) if hrs else None,
