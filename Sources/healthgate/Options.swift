@@ -35,7 +35,8 @@ struct DatabaseOptions: ParsableArguments {
 
 /// `--since` / `--until`.
 struct RangeOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Only records starting at or after this date or time.", valueName: "DATE"))
+    @Option(help: ArgumentHelp("Only records starting at or after this date or time (local unless it says Z or an offset).",
+                               valueName: "DATE"))
     var since: String?
 
     @Option(help: ArgumentHelp("Only records starting before this time; a bare date includes that day.", valueName: "DATE"))
@@ -43,18 +44,34 @@ struct RangeOptions: ParsableArguments {
 
     func validate() throws { _ = try range() }
 
-    func range() throws -> DateRange {
+    func range(timeZone: TimeZone = .current) throws -> DateRange {
         func parse(_ text: String, option: String) throws -> Date {
-            guard let date = ISO8601.parse(text) else {
-                throw ValidationError("\(option) '\(text)' is not a date (use YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ)")
+            guard let date = Self.localDate(text, timeZone: timeZone) else {
+                throw ValidationError("\(option) '\(text)' is not a date (use YYYY-MM-DD, YYYY-MM-DDTHH:MM or YYYY-MM-DDTHH:MM:SSZ)")
             }
             return date
         }
         let since = try since.map { try parse($0, option: "--since") }
         var until = try until.map { try parse($0, option: "--until") }
-        if let text = self.until, text.count == 10, let day = until { until = day.addingTimeInterval(86400) }
+        if let text = self.until, text.count == 10, let day = until {
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = timeZone
+            until = calendar.date(byAdding: .day, value: 1, to: day)
+        }
         if let since, let until, until <= since { throw ValidationError("--until must be after --since") }
         return DateRange(since: since, until: until)
+    }
+
+    /// `text` as ISO 8601; a date or time without `Z` or an offset is a wall-clock time in
+    /// `timeZone` (the machine's, as the day and week buckets of `stats` are).
+    static func localDate(_ text: String, timeZone: TimeZone) -> Date? {
+        guard let asUTC = ISO8601.parse(text) else { return nil }
+        let time = text.dropFirst(10)
+        let hasZone = time.hasSuffix("Z") || time.hasSuffix("z") || time.contains("+") || time.contains("-")
+        guard !hasZone else { return asUTC }
+        // The offset in force at that wall-clock time (checked once more across a DST change).
+        let guess = asUTC.addingTimeInterval(-Double(timeZone.secondsFromGMT(for: asUTC)))
+        return asUTC.addingTimeInterval(-Double(timeZone.secondsFromGMT(for: guess)))
     }
 }
 

@@ -115,4 +115,23 @@ import TestSupport
             }
         }
     }
+
+    /// `--since` and `--until` dates are local days too, like the buckets (before, a bare date was
+    /// a UTC day: `stats --since` cut a local day in two). Los Angeles' Monday 2024-02-12 holds
+    /// records 7 (08:05Z) but not 6 (07:55Z, still Sunday there); in UTC it holds 5, 6 and 7.
+    @Test("--since and --until are local days", arguments: [("UTC", [5, 6, 7]), ("America/Los_Angeles", [7]),
+                                                            ("Pacific/Kiritimati", [4, 5, 6, 7])])
+    func dateRangesAreLocalDays(zone: String, members: [Int]) async throws {
+        let scratch = try Self.database()
+        let result = try await Tool.run("/usr/bin/env", ["TZ=" + zone, CLI.executable, "workouts", "--json", "--db", scratch.dbPath,
+                                                        "--since", "2024-02-12", "--until", "2024-02-12"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let workouts = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
+        #expect(Set(workouts.compactMap { $0["start"] as? String }) == Set(members.map { Self.instants[$0] }), "\(zone)")
+        // With an explicit zone the range means what it says, whatever TZ is.
+        let utc = try await Tool.run("/usr/bin/env", ["TZ=" + zone, CLI.executable, "workouts", "--json", "--db", scratch.dbPath,
+                                                     "--since", "2024-02-12T00:00:00Z", "--until", "2024-02-13T00:00:00Z"])
+        let utcWorkouts = try #require(try JSONSerialization.jsonObject(with: Data(utc.stdout.utf8)) as? [[String: Any]])
+        #expect(utcWorkouts.count == 3, "\(zone)")
+    }
 }
