@@ -59,6 +59,27 @@ final class DaemonProcess {
     }
 }
 
+/// A TCP port on 127.0.0.1 that nothing listens on now, below the kernel's ephemeral range
+/// (32768 and up), where the many client connections of concurrent tests take their ports: a
+/// random port there collided once, and the daemon's metrics endpoint could not bind.
+func unusedPort() throws -> Int {
+    for _ in 0..<100 {
+        let port = Int.random(in: 20_000...32_000)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { continue }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        if bound == 0 { return port }
+    }
+    throw PeerError("no unused port in 20000...32000")
+}
+
 func temporaryFolder(_ tag: String) throws -> String {
     let folder = NSTemporaryDirectory() + "hg-\(tag)-" + UUID().uuidString.prefix(8)
     try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -158,7 +179,7 @@ func temporaryFolder(_ tag: String) throws -> String {
         defer { for f in [first, second] { try? FileManager.default.removeItem(atPath: f) } }
         guard case .tcp(let host, let port) = peer.h4 else { throw PeerError("peer without TCP transport") }
         let config = first + "/healthgate.toml"
-        let metricsPort = Int.random(in: 20_000...60_000)
+        let metricsPort = try unusedPort()
         try """
             [api]
             metrics = "127.0.0.1:\(metricsPort)"
@@ -177,7 +198,13 @@ func temporaryFolder(_ tag: String) throws -> String {
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline, peer.sentSamples("hr").count < 30 { try await Task.sleep(for: .milliseconds(200)) }
         // Prometheus metrics while it records: one device connected, the battery reading stored.
-        let (data, response) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(metricsPort)/metrics")!)
+        let (data, response): (Data, URLResponse)
+        do {
+            (data, response) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(metricsPort)/metrics")!)
+        } catch {
+            Issue.record("metrics: \(error); daemon log: \(daemon.log)")
+            return
+        }
         #expect((response as? HTTPURLResponse)?.statusCode == 200)
         let exposition = String(decoding: data, as: UTF8.self)
         #expect(exposition.contains("healthgate_ble_connections{driver=\"strap\"} 1"), "\(exposition)")
