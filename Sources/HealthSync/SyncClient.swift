@@ -147,8 +147,10 @@ public final class SyncClient: Sendable {
     /// Sets a new password (`.refused` 403 when `current` is wrong); the account's other devices
     /// are logged out.
     public func changePassword(current: String, new: String, token: String) async throws(SyncError) -> PasswordChangeResponse {
+        // Not sent again on a broken connection: a change that went through would then be refused
+        // (the current password is no longer current) and look like a failure.
         try await call(.PUT, "/accounts/current/password", token: token,
-                       body: json(PasswordChangeRequest(currentPassword: current, newPassword: new)))
+                       body: json(PasswordChangeRequest(currentPassword: current, newPassword: new)), idempotent: false)
     }
 
     /// Deletes one of the account's records on the server (`.refused` 404 when it has none with
