@@ -333,13 +333,9 @@ final class JSONDocument {
             }
         }
 
-        /// Sets the words of the container at `index` once its contents are parsed.
-        func close(_ index: Int, count: Int, in tape: inout [UInt32]) {
-            tape[index + 1] = UInt32(tape.count)
-            tape[index + 2] = UInt32(count)
-        }
-
-        mutating func parseObject(into tape: inout [UInt32], depth: Int) throws {
+        /// Starts the array or object at `position`: its three words (offset, then the end and the
+        /// count that ``close(_:count:in:)`` sets), past its bracket. Answers its index.
+        mutating func open(into tape: inout [UInt32], depth: Int) throws -> Int {
             guard depth <= SyncJSONDecoder.maximumDepth else { throw error("nested deeper than \(SyncJSONDecoder.maximumDepth)") }
             let index = tape.count
             try room(3, at: position, used: tape.count)
@@ -348,6 +344,17 @@ final class JSONDocument {
             tape.append(0)
             position += 1
             skipSpace()
+            return index
+        }
+
+        /// Sets the words of the container at `index` once its contents are parsed.
+        func close(_ index: Int, count: Int, in tape: inout [UInt32]) {
+            tape[index + 1] = UInt32(tape.count)
+            tape[index + 2] = UInt32(count)
+        }
+
+        mutating func parseObject(into tape: inout [UInt32], depth: Int) throws {
+            let index = try open(into: &tape, depth: depth)
             var members = 0
             if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
                 position += 1
@@ -383,14 +390,7 @@ final class JSONDocument {
         }
 
         mutating func parseArray(into tape: inout [UInt32], depth: Int) throws {
-            guard depth <= SyncJSONDecoder.maximumDepth else { throw error("nested deeper than \(SyncJSONDecoder.maximumDepth)") }
-            let index = tape.count
-            try room(3, at: position, used: tape.count)
-            tape.append(UInt32(position))
-            tape.append(0)
-            tape.append(0)
-            position += 1
-            skipSpace()
+            let index = try open(into: &tape, depth: depth)
             var elements = 0
             if position < bytes.count, bytes[position] == UInt8(ascii: "]") {
                 position += 1
