@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
     ],
     targets: [
         // Normalized records, identity and validation. No I/O.
@@ -81,6 +82,7 @@ let package = Package(
             "HealthModel", "SyncProtocol", "Gzip",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+            .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
         ], path: "Sources/HealthGateServer"),
@@ -100,6 +102,7 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "Crypto", package: "swift-crypto"),
         ], path: "Sources/HealthGate"),
         .executableTarget(name: "healthgate", dependencies: [
             "HealthGate", "HealthModel", "HealthStore", "HealthSync", "SyncProtocol", "FITDriver", "BLEHost", "BLERuntime",

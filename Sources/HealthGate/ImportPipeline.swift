@@ -1,3 +1,4 @@
+import Crypto
 import DriverKit
 import Foundation
 import HealthModel
@@ -165,7 +166,7 @@ public struct ImportPipeline: Sendable {
                               error: explicit ? "\(path): no driver reads this kind of file" : nil)
         }
         let driverID = type(of: importer).id
-        let hash = source.data.withUnsafeBytes { SHA256.hex($0) }
+        let hash = Hex.lowercase(SHA256.hash(data: source.data))
 
         do {
             if let store, let entry = try store.ledgerEntry(contentHash: hash), entry.isComplete {

@@ -68,6 +68,22 @@ func validFixtures() throws -> [String] {
         #expect(try store.tableCounts() == counts)
     }
 
+    /// The ledger's content hash is SHA-256 of the file's bytes as hex, as before swift-crypto
+    /// replaced the hand-written one (a re-import into an existing database must still find the
+    /// file); the digests here are `sha256sum`'s.
+    @Test func contentHashesAreTheFilesSHA256() async throws {
+        let scratch = try Scratch()
+        let store = try scratch.store()
+        let pipeline = ImportPipeline(store: store)
+        let files = ["fit/fitsdk-Settings.fit": "dcf0cc53deddc77925052529dc1bbfc529dec41600833568473af98e986bfdbe",
+                     "gpx/garmin-connect-9266323613-hr.gpx": "9383cd5f65e2dc7f0f59410c5b791cc8e6723edd6bf18f75eebf751829fa008d"]
+        for (file, digest) in files {
+            let report = await pipeline.importFile(fixtures + "/" + file)
+            #expect(report.status == .imported, "\(file): \(report.error ?? "")")
+            #expect(try store.ledgerEntry(contentHash: digest)?.path == fixtures + "/" + file)
+        }
+    }
+
     @Test func folderImportSkipsUnknownFilesAndWalksSubfolders() async throws {
         let scratch = try Scratch()
         let pipeline = ImportPipeline(store: try scratch.store())

@@ -13,16 +13,10 @@ import Testing
         #expect(long == "84983e441c3bd26ebaae4aa1f95129e5e54670f1")
     }
 
-    @Test func sha256MatchesKnownVectors() {
-        func hex(_ s: String) -> String { Array(s.utf8).withUnsafeBytes { SHA256.hex($0) } }
-        #expect(hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
-        #expect(hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")
-                == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
-        // Lengths around the padding boundary (55, 56, 64 bytes) against Python's hashlib.
-        #expect(hex(String(repeating: "a", count: 55)) == "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318")
-        #expect(hex(String(repeating: "a", count: 56)) == "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a")
-        #expect(hex(String(repeating: "a", count: 64)) == "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb")
+    @Test func hexIsTwoLowerCaseDigitsPerByte() {
+        #expect(Hex.lowercase([0x00, 0x0f, 0xab, 0xff, 0x10]) == "000fabff10")
+        #expect(Hex.lowercase([UInt8]()) == "")
+        #expect(Hex.lowercase((0...255).map { UInt8($0) }).count == 512)
     }
 
     @Test func derivedIDsAreStableVersion5UUIDs() {

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HealthModel
 
@@ -20,6 +21,6 @@ public enum DeviceToken {
 
     /// SHA-256 of the token's UTF-8 bytes, lower-case hex: what storage keeps and looks up.
     public static func hash(_ token: String) -> String {
-        Array(token.utf8).withUnsafeBytes { SHA256.hex($0) }
+        Hex.lowercase(SHA256.hash(data: Array(token.utf8)))
     }
 }

@@ -1,3 +1,4 @@
+import Crypto
 import Dispatch
 import Foundation
 import HealthModel
@@ -54,7 +55,7 @@ public struct PasswordHasher: Sendable {
     }
 
     static func prehash(_ password: String) -> String {
-        Data(Array(password.utf8).withUnsafeBytes { SHA256.digest($0) }).base64EncodedString()
+        Data(SHA256.hash(data: Array(password.utf8))).base64EncodedString()
     }
 
     /// bcrypt is slow on purpose: it runs on its own queue, not on the concurrency pool.
