@@ -2,7 +2,7 @@ import Foundation
 
 /// Where a record came from: the driver that produced it, the device that measured it and,
 /// for imports, the file it was read from.
-public struct Source: Hashable, Codable, Sendable {
+public struct Source: Hashable, Sendable {
     /// Stable driver identifier, e.g. `fit`, `tcx`, `gpx`, `ble`. Stored: never renamed.
     public var driver: String
     /// Device identity, e.g. `garmin/fenix5/3921234567`; nil when the input does not say.
@@ -26,7 +26,7 @@ public enum EnergySource: String, Codable, Sendable {
 }
 
 /// One point of a workout's sample series. Every channel is optional: a sensor fills what it has.
-public struct Sample: Hashable, Codable, Sendable {
+public struct Sample: Hashable, Sendable {
     public var time: Date
     public var heartRate: Int?
     /// Cadence in rpm (cycling) or steps per minute (running).
@@ -57,7 +57,7 @@ public struct Sample: Hashable, Codable, Sendable {
 }
 
 /// A lap (or split) of a workout.
-public struct Lap: Hashable, Codable, Sendable {
+public struct Lap: Hashable, Sendable {
     public var start: Date
     public var end: Date
     public var elapsedS: Double
@@ -81,7 +81,7 @@ public struct Lap: Hashable, Codable, Sendable {
 }
 
 /// One pool length of a swim workout.
-public struct SwimLength: Hashable, Codable, Sendable {
+public struct SwimLength: Hashable, Sendable {
     public var start: Date
     public var elapsedS: Double
     /// `active` or `idle` (rest).
@@ -102,7 +102,7 @@ public struct SwimLength: Hashable, Codable, Sendable {
 /// A workout: one sport over one time span, with its laps and sample series.
 ///
 /// A multisport activity becomes several workouts sharing one `multisportID`.
-public struct Workout: Hashable, Codable, Sendable {
+public struct Workout: Hashable, Sendable {
     public var id: RecordID
     public var version: Int
     /// Normalized sport name, see ``Sport``.
@@ -167,7 +167,7 @@ public enum SleepStage: String, Codable, Sendable, CaseIterable {
 }
 
 /// One stretch of a sleep session spent in one stage.
-public struct SleepStageSpan: Hashable, Codable, Sendable {
+public struct SleepStageSpan: Hashable, Sendable {
     public var start: Date
     public var end: Date
     public var stage: SleepStage
@@ -180,7 +180,7 @@ public struct SleepStageSpan: Hashable, Codable, Sendable {
 }
 
 /// A night (or nap) of sleep with its stages.
-public struct SleepSession: Hashable, Codable, Sendable {
+public struct SleepSession: Hashable, Sendable {
     public var id: RecordID
     public var version: Int
     public var start: Date
@@ -206,7 +206,7 @@ public struct SleepSession: Hashable, Codable, Sendable {
 }
 
 /// A habit or journal event: a drink, a vaping session, a habit check-in, a meal.
-public struct HabitEvent: Hashable, Codable, Sendable {
+public struct HabitEvent: Hashable, Sendable {
     public var id: RecordID
     public var version: Int
     /// Which habit: `hydration`, `vaping`, `meal`, or a user habit's name.
@@ -274,7 +274,7 @@ public enum MeasurementKind: String, Codable, Sendable, CaseIterable {
 }
 
 /// A single reading at a point in time (or over an interval ending at `end`).
-public struct Measurement: Hashable, Codable, Sendable {
+public struct Measurement: Hashable, Sendable {
     public var id: RecordID
     public var version: Int
     public var kind: MeasurementKind
@@ -302,8 +302,10 @@ public struct Measurement: Hashable, Codable, Sendable {
     }
 }
 
-/// Any normalized record: what drivers emit and the store keeps.
-public enum HealthRecord: Hashable, Codable, Sendable {
+/// Any normalized record: what drivers emit and the store keeps. The model holds values only:
+/// how records are spelled in JSON is the sync protocol's (`Sources/SyncProtocol/RecordCoding.swift`),
+/// and the store has its own columns.
+public enum HealthRecord: Hashable, Sendable {
     case workout(Workout)
     case sleep(SleepSession)
     case habit(HabitEvent)
@@ -370,37 +372,4 @@ public enum HealthRecord: Hashable, Codable, Sendable {
 /// The four record types, spelled as stored and sent to the server.
 public enum RecordType: String, Codable, Sendable, CaseIterable {
     case workout, sleep, habit, measurement
-}
-
-// MARK: - JSON keys
-// Records travel as JSON (the sync protocol) with snake_case keys, spelled out here rather than
-// left to an encoder strategy (which would also rewrite the keys of `Measurement.extra`).
-
-extension Sample {
-    enum CodingKeys: String, CodingKey {
-        case time, heartRate = "heart_rate", cadence, powerW = "power_w", speedMps = "speed_mps", distanceM = "distance_m"
-        case latitude, longitude, altitudeM = "altitude_m", temperatureC = "temperature_c"
-    }
-}
-
-extension Lap {
-    enum CodingKeys: String, CodingKey {
-        case start, end, elapsedS = "elapsed_s", timerS = "timer_s", distanceM = "distance_m", energyKcal = "energy_kcal"
-        case avgHeartRate = "avg_heart_rate", maxHeartRate = "max_heart_rate"
-    }
-}
-
-extension SwimLength {
-    enum CodingKeys: String, CodingKey {
-        case start, elapsedS = "elapsed_s", kind, strokes, stroke
-    }
-}
-
-extension Workout {
-    enum CodingKeys: String, CodingKey {
-        case id, version, sport, subSport = "sub_sport", start, end, elapsedS = "elapsed_s", timerS = "timer_s"
-        case distanceM = "distance_m", energyKcal = "energy_kcal", energySource = "energy_source"
-        case avgHeartRate = "avg_heart_rate", maxHeartRate = "max_heart_rate", ascentM = "ascent_m", descentM = "descent_m"
-        case multisportID = "multisport_id", laps, samples, rrIntervals = "rr_intervals", lengths, source
-    }
 }
