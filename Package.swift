@@ -29,8 +29,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
     ],
     targets: [
-        // Normalized records, identity and validation. No I/O.
-        .target(name: "HealthModel", path: "Sources/HealthModel"),
+        // Time primitives: duration conversions, the backoff, the one-shot wake-up. No dependencies.
+        .target(name: "Timing", path: "Sources/Timing"),
+        // Normalized records, identity and validation. No I/O. Re-exports Timing's conversions.
+        .target(name: "HealthModel", dependencies: ["Timing"], path: "Sources/HealthModel"),
         // The driver contract: drivers, sinks, import sources and decode errors.
         .target(name: "DriverKit", dependencies: ["HealthModel"], path: "Sources/DriverKit"),
         // A small streaming XML reader without DTD or entity expansion (TCX, GPX, Apple Health).
@@ -44,7 +46,7 @@ let package = Package(
         .target(name: "GPXDriver", dependencies: ["HealthModel", "DriverKit", "XMLStream"], path: "Drivers/GPX",
                 exclude: ["README.md", "sample.toml", "tools"]),
         // Bluetooth LE: pure decoders of the standard GATT health and fitness profiles.
-        .target(name: "ExecDriver", dependencies: ["HealthModel", "DriverKit"], path: "Drivers/Exec",
+        .target(name: "ExecDriver", dependencies: ["HealthModel", "DriverKit", "Timing"], path: "Drivers/Exec",
                 exclude: ["README.md", "sample.toml"]),
         .target(name: "GATTProfiles", dependencies: ["HealthModel"], path: "Drivers/BluetoothLE/Profiles"),
         // Bluetooth LE host stack: H4/HCI, ACL, L2CAP, ATT, GATT client, transports.
@@ -55,7 +57,7 @@ let package = Package(
                 path: "Drivers/BluetoothLE/Driver"),
         // Bluetooth LE I/O edge: transports, the host runtime (one actor owning the protocol
         // state), scanner, GATT client and reconnecting device sessions.
-        .target(name: "BLERuntime", dependencies: ["BLEHost"], path: "Drivers/BluetoothLE/Runtime"),
+        .target(name: "BLERuntime", dependencies: ["BLEHost", "Timing"], path: "Drivers/BluetoothLE/Runtime"),
 
         // The sync protocol's message types, shared by the forwarder and the reference server.
         .target(name: "SyncProtocol", dependencies: ["HealthModel"], path: "Sources/SyncProtocol"),
@@ -66,7 +68,7 @@ let package = Package(
                 path: "Sources/HealthStore"),
         // The forwarder: drains the outbox to the tracking server and pulls the merged history.
         .target(name: "HealthSync", dependencies: [
-            "HealthModel", "HealthStore", "SyncProtocol",
+            "HealthModel", "HealthStore", "SyncProtocol", "Timing",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -79,7 +81,7 @@ let package = Package(
         // The reference tracking server (`healthgate-server`): accounts, device tokens, record
         // upserts, history, summaries; storage behind a protocol, SQLite by default.
         .target(name: "HealthGateServer", dependencies: [
-            "HealthModel", "SyncProtocol", "Gzip",
+            "HealthModel", "SyncProtocol", "Gzip", "Timing",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
             .product(name: "Crypto", package: "swift-crypto"),
@@ -94,6 +96,7 @@ let package = Package(
         // daemon (configuration, services, systemd notify, status socket).
         .target(name: "HealthGate", dependencies: [
             "HealthModel", "DriverKit", "HealthStore", "HealthSync", "FITDriver", "TCXDriver", "GPXDriver", "BLEDriver", "ExecDriver",
+            "Timing",
             .product(name: "TOMLKit", package: "TOMLKit"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -124,6 +127,7 @@ let package = Package(
         // Helpers shared by the test targets (seeded generator for fuzz loops, the BLE peer harness).
         .target(name: "TestSupport", dependencies: ["BLEHost"], path: "Tests/TestSupport"),
         .testTarget(name: "HealthModelTests", dependencies: ["HealthModel"]),
+        .testTarget(name: "TimingTests", dependencies: ["Timing"]),
         .testTarget(name: "FITDriverTests", dependencies: ["TestSupport", "FITDriver", "HealthModel", "DriverKit"]),
         .testTarget(name: "XMLDriverTests", dependencies: ["TestSupport", "XMLStream", "TCXDriver", "GPXDriver", "HealthModel", "DriverKit"]),
         .testTarget(name: "GATTProfilesTests", dependencies: ["TestSupport", "GATTProfiles"]),

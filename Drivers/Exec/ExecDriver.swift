@@ -82,7 +82,7 @@ public struct ExecDriver: DeviceDriver {
             guard let value = Double(text), range.contains(value) else {
                 throw ConfigurationError(description: "exec: \(key) = \(text) is not a number in \(range.lowerBound)...\(range.upperBound)")
             }
-            return .milliseconds(Int64(value * 1000))
+            return .clamped(seconds: value)
         }
         if let delay = try seconds("restart_delay_s", 0.01...3600) { c.restartDelay = delay }
         if let delay = try seconds("max_restart_delay_s", 0.01...86_400) { c.maximumRestartDelay = delay }

@@ -1,8 +1,11 @@
 import Foundation
+// The one Duration <-> seconds conversion (`inSeconds`, `clamped(seconds:maximum:)`, ...) is
+// Timing's; every module that uses the model has it.
+@_exported import Timing
 
 /// Conversions of numbers that come from outside (files, devices, servers, configuration) into
-/// integers and durations. Swift's `Int(_: Double)` and `Duration.seconds(_: Double)` stop the
-/// process on NaN, infinity or a value out of range; these never do.
+/// integers. Swift's `Int(_: Double)` stops the process on NaN, infinity or a value out of
+/// range; this never does.
 
 extension FixedWidthInteger {
     /// `value` rounded toward zero and clamped to this type's range; NaN gives 0.
@@ -17,21 +20,6 @@ extension FixedWidthInteger {
         } else {
             self = Self(value.rounded(.towardZero))
         }
-    }
-}
-
-extension Duration {
-    /// The duration in seconds.
-    public var inSeconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) * 1e-18
-    }
-
-    /// `seconds` as a duration, clamped to `0...maximum`: NaN and negative values give zero,
-    /// infinite and huge ones `maximum`. Millisecond resolution.
-    public static func clamped(seconds: Double, maximum: Duration) -> Duration {
-        guard seconds.isFinite || seconds == .infinity, seconds > 0 else { return .zero }
-        guard seconds < maximum.inSeconds else { return maximum }
-        return .milliseconds(Int64(saturating: (seconds * 1000).rounded()))
     }
 }
 

@@ -182,7 +182,7 @@ final class RecordingLog: Sendable {
         case .disconnected(let address, let reason): line = "\(address.text): disconnected (\(reason))"
         case .retrying(let address, let after, let reason):
             line = reason.map { "\(address.text): \($0)" }
-                ?? "\(address.text): reconnecting in \(Output.number(Double(after.components.seconds) + Double(after.components.attoseconds) / 1e18)) s"
+                ?? "\(address.text): reconnecting in \(Output.number(after.inSeconds)) s"
         case .malformed(let address, let characteristic, let error):
             let count = state.withLock { s in
                 s.malformed[address.text, default: 0] += 1

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import BLEHost
+import Timing
 
 /// Keeps one configured device connected: connect, discover, subscribe; when the link drops or an
 /// attempt fails, wait (exponential backoff with jitter) and start again, subscribing anew.
@@ -154,7 +155,7 @@ public func dispatchSleep(_ duration: Duration) async throws {
     let slot = Slot()
     // At most a day (backoffs are minutes): nanoseconds of anything longer would overflow.
     let capped = min(duration, .seconds(86_400))
-    let ns = max(0, capped.components.seconds) * 1_000_000_000 + max(0, capped.components.attoseconds) / 1_000_000_000
+    let ns = max(0, capped.inNanoseconds)
     try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
             slot.continuation.withLock { $0 = c }

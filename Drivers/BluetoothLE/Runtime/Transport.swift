@@ -7,6 +7,7 @@ import Dispatch
 import Synchronization
 import Foundation
 import BLEHost
+import Timing
 
 /// A byte stream to an HCI controller: H4 over TCP, a Unix socket or a serial line, or the Linux
 /// HCI user channel (whose packets carry the same packet type indicator, so the H4 framer reads
@@ -132,7 +133,7 @@ public enum HCITransports {
         defer { freeaddrinfo(list) }
         var lastError: TransportError = TransportError(.notFound, "\(name): no address")
         var cursor: UnsafeMutablePointer<addrinfo>? = first
-        let ms = Int32(max(1, timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000))
+        let ms = Int32(clamping: max(1, timeout.inMilliseconds))
         while let ai = cursor {
             cursor = ai.pointee.ai_next
             let fd = socket(ai.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)

@@ -1,5 +1,6 @@
 import Foundation
 import BLEHost
+import Timing
 
 /// Errors of the runtime's API. Every wait on the controller or the peer is bounded: a missing
 /// answer becomes one of these, and the runtime carries on.
@@ -120,13 +121,9 @@ public struct ReconnectBackoff: Equatable, Sendable {
     /// The delay before reconnect attempt `attempt` (1 = the first retry); `random` in 0...1
     /// (0.5 = no jitter).
     public func delay(attempt: Int, random: Double) -> Duration {
-        let seconds = Self.seconds(initial) * pow(multiplier, Double(max(0, attempt - 1)))
-        let base = min(seconds, Self.seconds(maximum))
+        let seconds = initial.inSeconds * pow(multiplier, Double(max(0, attempt - 1)))
+        let base = min(seconds, maximum.inSeconds)
         let factor = 1 + jitter * (2 * min(max(random, 0), 1) - 1)
         return .nanoseconds(Int64((base * factor * 1e9).rounded()))
-    }
-
-    static func seconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 }

@@ -1,6 +1,7 @@
 import DriverKit
 import Foundation
 import TOMLKit
+import Timing
 
 /// What `healthgate daemon` runs: read from a TOML file (`--config`, sample and reference in
 /// `systemd/healthgate.toml`) or the embedded default for a state directory (`--state-dir`).
@@ -273,7 +274,7 @@ extension DriverConfig {
             throw ConfigError(keyPath: keyPath + "." + key,
                               reason: "'\(text)' is not a number of seconds in \(range.lowerBound)...\(range.upperBound)")
         }
-        return .milliseconds(Int64(seconds * 1000))
+        return .clamped(seconds: seconds)
     }
 
     /// Fails on the first key not in `known`: a misspelt key is an error, not a silent default.

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import Timing
 
 /// The local status API: a Unix socket that answers every connection with the daemon's
 /// ``DaemonState/Snapshot`` as one line of JSON and closes it (`healthgate status` reads it).
@@ -53,7 +54,7 @@ public final class StatusServer: Service, Sendable {
     public static func query(path: String, timeout: Duration = .seconds(2)) async -> DaemonState.Snapshot? {
         do {
             let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .connectTimeout(.milliseconds(Int64(timeout.components.seconds * 1000)))
+                .connectTimeout(.milliseconds(timeout.inMilliseconds))
                 .connect(unixDomainSocketPath: path) { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NIOHTTP1
+import Timing
 
 /// The outermost middleware: turns every failure into `ErrorResponse` JSON (unknown routes
 /// included: 404, or 405 with `Allow` for a known path) and logs one line per request (method,
@@ -18,7 +19,7 @@ struct ErrorMiddleware: RouterMiddleware {
             response = try Self.apiError(for: error, request: request, context: context).response(from: request, context: context)
         }
         let elapsed = ContinuousClock.now - started
-        let ms = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        let ms = elapsed.inSeconds * 1000
         context.logger.info("\(request.method.rawValue) \(request.uri.path) \(response.status.code) \(String(format: "%.1f", ms)) ms")
         return response
     }
