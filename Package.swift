@@ -133,7 +133,7 @@ let package = Package(
         .testTarget(name: "GATTProfilesTests", dependencies: ["TestSupport", "GATTProfiles"]),
         .testTarget(name: "BLEHostTests", dependencies: ["TestSupport", "BLEHost"]),
         .testTarget(name: "BLEDriverTests", dependencies: ["BLEDriver", "BLEHost", "BLERuntime", "DriverKit", "GATTProfiles", "HealthModel"]),
-        .testTarget(name: "BLERuntimeTests", dependencies: ["TestSupport", "BLERuntime", "BLEHost", "GATTProfiles"]),
+        .testTarget(name: "BLERuntimeTests", dependencies: ["TestSupport", "BLERuntime", "BLEHost", "GATTProfiles", "Timing"]),
         .testTarget(name: "BLERecordingTests", dependencies: [
             "TestSupport", "BLEDriver", "BLERuntime", "BLEHost", "HealthGate", "HealthStore", "HealthModel",
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -145,7 +145,7 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
-        .testTarget(name: "HealthGateTests", dependencies: ["TestSupport", "HealthGate", "HealthStore", "HealthModel"]),
+        .testTarget(name: "HealthGateTests", dependencies: ["TestSupport", "HealthGate", "HealthStore", "HealthModel", "Timing"]),
         // Runs the built `healthgate-server` on loopback with real SQLite files.
         .testTarget(name: "HealthGateServerTests", dependencies: [
             "TestSupport", "HealthGateServer", "SyncProtocol", "HealthModel", "Gzip",

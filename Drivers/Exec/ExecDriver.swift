@@ -1,6 +1,7 @@
 import DriverKit
 import Foundation
 import HealthModel
+import Timing
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -93,17 +94,19 @@ public struct ExecDriver: DeviceDriver {
     }
 
     public func run(into sink: some RecordSink) async throws {
-        var delay = configuration.restartDelay
+        let backoff = Backoff(initial: configuration.restartDelay, multiplier: 2, maximum: configuration.maximumRestartDelay)
+        var attempt = 1
         let clock = ContinuousClock()
         while !Task.isCancelled {
             let started = clock.now
             try await runOnce(into: sink)
             if Task.isCancelled { break }
-            if clock.now - started >= .seconds(60) { delay = configuration.restartDelay }
+            if clock.now - started >= .seconds(60) { attempt = 1 }
+            let delay = backoff.delay(attempt: attempt, random: 0.5)
             configuration.onEvent?(.restarting(after: delay))
             // Cancelled while waiting: a graceful stop, not an error.
             do { try await Task.sleep(for: delay) } catch { return }
-            delay = min(delay * 2, configuration.maximumRestartDelay)
+            attempt += 1
         }
     }
 

@@ -3,6 +3,7 @@ import HealthModel
 import HealthStore
 import NIOCore
 import SyncProtocol
+import Timing
 
 /// Drains the outbox to the tracking server and pulls the user's merged history.
 ///
@@ -24,10 +25,8 @@ public final class Forwarder: Sendable {
         public var maxBytes = 8 << 20
         /// Records per history page.
         public var historyPage = 1000
-        /// Retry delays: `initial` doubling up to `maximum`, each moved by up to ±`jitter`.
-        public var initialDelay: Duration = .milliseconds(500)
-        public var maximumDelay: Duration = .seconds(300)
-        public var jitter = 0.2
+        /// Retry delays: from half a second doubling up to 5 minutes, each moved by up to ±20 %.
+        public var backoff = Backoff(initial: .milliseconds(500), multiplier: 2, maximum: .seconds(300), jitter: 0.2)
         /// The longest a drain or pull waits because a server asked to (`Retry-After`); a server
         /// asking for longer ends it with a transient error that carries the wait.
         public var longestServerWait: Duration = .seconds(300)
@@ -38,14 +37,6 @@ public final class Forwarder: Sendable {
         public var maxConsecutiveFailures: Int? = 8
 
         public init() {}
-
-        /// The delay before retry `attempt` (from 1); `random` in 0...1.
-        public func delay(attempt: Int, random: Double) -> Duration {
-            let exponent = Double(min(max(0, attempt - 1), 60))
-            let base = min(maximumDelay.inSeconds, initialDelay.inSeconds * pow(2, exponent))
-            let factor = 1 + jitter * (2 * min(max(random, 0), 1) - 1)
-            return .clamped(seconds: base * factor, maximum: maximumDelay * 2)
-        }
     }
 
     /// What a drain did.
@@ -211,7 +202,7 @@ public final class Forwarder: Sendable {
                     if let limit = configuration.maxConsecutiveFailures, failures >= limit { throw error }
                     let serverWait = Self.serverWait(error)
                     if serverWait > configuration.longestServerWait { throw error }
-                    let backoff = max(configuration.delay(attempt: failures, random: random()), serverWait)
+                    let backoff = max(configuration.backoff.delay(attempt: failures, random: random()), serverWait)
                     retryAfter = max(retryAfter ?? .zero, backoff)
                 }
             }
@@ -387,7 +378,7 @@ public final class Forwarder: Sendable {
                 if let limit = configuration.maxConsecutiveFailures, failures >= limit { throw error }
                 let serverWait = Self.serverWait(error)
                 if serverWait > configuration.longestServerWait { throw error }
-                try await sleep(max(configuration.delay(attempt: failures, random: random()), serverWait))
+                try await sleep(max(configuration.backoff.delay(attempt: failures, random: random()), serverWait))
                 continue
             }
             if page.epoch != epoch {

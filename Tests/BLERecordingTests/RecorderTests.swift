@@ -33,7 +33,7 @@ final class Recording: Sendable {
         c.flushInterval = .milliseconds(100)
         c.scanWindow = .seconds(2)
         c.scanPause = .milliseconds(500)
-        c.backoff = ReconnectBackoff(initial: .milliseconds(200), maximum: .seconds(1))
+        c.backoff = Backoff(initial: .milliseconds(200), maximum: .seconds(1), jitter: 0.2)
         let log = log
         c.onEvent = { event in log.events.withLock { $0.append(event) } }
         configure(&c)

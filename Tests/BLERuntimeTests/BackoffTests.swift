@@ -2,29 +2,17 @@ import Dispatch
 import Testing
 import Synchronization
 @testable import BLERuntime
+import Timing
 
 @Suite struct BackoffTests {
-    @Test func scheduleWithoutJitterDoublesUpToTheMaximum() {
-        let b = ReconnectBackoff(initial: .milliseconds(500), multiplier: 2, maximum: .seconds(30), jitter: 0.2)
-        let delays = (1...10).map { b.delay(attempt: $0, random: 0.5) }
-        #expect(delays == [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(16),
-                           .seconds(30), .seconds(30), .seconds(30), .seconds(30)])
-    }
-
-    @Test func jitterStaysWithinItsFraction() {
-        let b = ReconnectBackoff(initial: .seconds(1), multiplier: 2, maximum: .seconds(10), jitter: 0.2)
-        #expect(b.delay(attempt: 1, random: 0) == .milliseconds(800))
-        #expect(b.delay(attempt: 1, random: 1) == .milliseconds(1200))
-        #expect(b.delay(attempt: 3, random: 0.25) == .milliseconds(3600))
-        #expect(b.delay(attempt: 9, random: 1) == .seconds(12))
-        // Out-of-range inputs are clamped; attempt 0 counts as the first.
-        #expect(b.delay(attempt: 0, random: 7) == .milliseconds(1200))
-        #expect(b.delay(attempt: 2, random: -1) == .milliseconds(1600))
-    }
-
-    @Test func configurationIsClamped() {
-        let b = ReconnectBackoff(initial: .seconds(2), multiplier: 0.5, maximum: .seconds(1), jitter: 3)
-        #expect(b.multiplier == 1 && b.maximum == .seconds(2) && b.jitter == 1)
+    /// A session's reconnect delays: Timing's one backoff (tested there) with BLE's values.
+    @Test func reconnectDelaysAreHalfASecondDoublingTo30SecondsWithJitter() {
+        let b = Backoff.reconnect
+        #expect(b == Backoff(initial: .milliseconds(500), multiplier: 2, maximum: .seconds(30), jitter: 0.2))
+        #expect((1...8).map { b.delay(attempt: $0, random: 0.5) } == [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4),
+                                                                      .seconds(8), .seconds(16), .seconds(30), .seconds(30)])
+        #expect(b.delay(attempt: 1, random: 0) == .milliseconds(400) && b.delay(attempt: 99, random: 1) == .seconds(36))
+        #expect(DeviceSession.Configuration(address: .init(0xC0_4E_47_00_00_01, kind: .random), subscriptions: []).backoff == b)
     }
 
     /// Against a closed runtime an attempt fails with `closed`, which is final: no retry.

@@ -2,6 +2,7 @@ import TestSupport
 import Foundation
 import Testing
 import BLEHost
+import Timing
 import GATTProfiles
 @testable import BLERuntime
 
@@ -140,7 +141,7 @@ extension BluetoothUUID {
         try await withHost(peer) { host in
             var configuration = DeviceSession.Configuration(address: address, subscriptions: [.heartRateMeasurement])
             configuration.connectTimeout = .seconds(3)
-            configuration.backoff = ReconnectBackoff(initial: .milliseconds(200), maximum: .seconds(1))
+            configuration.backoff = Backoff(initial: .milliseconds(200), maximum: .seconds(1), jitter: 0.2)
             let session = DeviceSession(runtime: host, configuration: configuration)
             let events = Collector(session.events)
             let values = Collector(session.notifications)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import BLEHost
+import Timing
 @testable import BLERuntime
 
 /// A controller scripted in the test: answers every command (Command Complete with canned return
@@ -254,7 +255,7 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
             let slept = Collector<Duration>.Sink()
             var configuration = DeviceSession.Configuration(address: self.peer, subscriptions: [BluetoothUUID(0x2A37)])
             configuration.connectTimeout = .milliseconds(50)
-            configuration.backoff = ReconnectBackoff(initial: .milliseconds(100), multiplier: 2, maximum: .milliseconds(400), jitter: 0.5)
+            configuration.backoff = Backoff(initial: .milliseconds(100), multiplier: 2, maximum: .milliseconds(400), jitter: 0.5)
             let session = DeviceSession(runtime: host, configuration: configuration,
                                         sleep: { slept.append($0) }, random: { 1.0 })
             let events = Collector(session.events)

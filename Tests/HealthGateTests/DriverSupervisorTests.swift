@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
+import Timing
 
 /// The supervisor restarts a driver that fails or ends, after delays that double from the
 /// initial one up to the maximum, starting over after a healthy run; the other drivers keep
@@ -18,16 +19,22 @@ import Testing
         let all = AsyncStream<Void>.makeStream()
     }
 
+    /// The daemon's restart delays: Timing's one backoff (tested there) from 1 s doubling to
+    /// 5 minutes, without jitter.
+    @Test func restartDelaysAreOneSecondDoublingToFiveMinutes() {
+        let b = DriverSupervisor.restartBackoff
+        #expect(b == Backoff(initial: .seconds(1), multiplier: 2, maximum: .seconds(300), jitter: 0))
+        #expect((1...11).map { b.delay(attempt: $0, random: 0.9) }
+                == [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300].map { Duration.seconds($0) })
+    }
+
     @Test func restartsWithDoublingDelaysCappedAndResetAfterAHealthyRun() async throws {
         let state = DaemonState(database: "test", server: nil)
         let journal = Journal()
-        var backoff = DriverSupervisor.Backoff()
-        backoff.initial = .seconds(1)
-        backoff.maximum = .seconds(8)
-        // Generous: a run that fails at once must end before this even on a loaded machine.
-        backoff.healthyAfter = .seconds(3)
+        let backoff = Backoff(initial: .seconds(1), multiplier: 2, maximum: .seconds(8))
         let restarts = Mutex(0)
-        let supervisor = DriverSupervisor(state: state, logger: Logger(label: "test"), backoff: backoff,
+        // Generous `healthyAfter`: a run that fails at once must end before it even on a loaded machine.
+        let supervisor = DriverSupervisor(state: state, logger: Logger(label: "test"), backoff: backoff, healthyAfter: .seconds(3),
                                           onRestart: { restarts.withLock { $0 += 1 } },
                                           sleep: { d in journal.waits.withLock { $0.append(d) } })
         let instance = DriverInstance(name: "flaky", type: .exec, config: DriverConfig())

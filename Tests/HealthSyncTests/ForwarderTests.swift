@@ -110,8 +110,7 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
                    failures: Int? = 50) -> Forwarder {
     var c = Forwarder.Configuration()
     c.maxRecords = maxRecords
-    c.initialDelay = .milliseconds(50)
-    c.maximumDelay = .milliseconds(400)
+    c.backoff = Backoff(initial: .milliseconds(50), maximum: .milliseconds(400), jitter: 0.2)
     c.maxConsecutiveFailures = failures
     return Forwarder(store: install.store, client: client, token: token, configuration: c)
 }

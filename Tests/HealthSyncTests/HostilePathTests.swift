@@ -126,8 +126,7 @@ enum SyncedAccount {
         defer { Task { await client.shutdown() } }
         let waits = Mutex<[Duration]>([])
         var configuration = Forwarder.Configuration()
-        configuration.initialDelay = .milliseconds(10)
-        configuration.maximumDelay = .milliseconds(50)
+        configuration.backoff = Backoff(initial: .milliseconds(10), maximum: .milliseconds(50), jitter: 0.2)
         configuration.longestServerWait = .seconds(60)
         let forwarder = Forwarder(store: a.store, client: client, token: account.token, configuration: configuration,
                                   sleep: { d in waits.withLock { $0.append(d) } })
@@ -205,9 +204,7 @@ enum SyncedAccount {
         defer { Task { await client.shutdown() } }
         let waits = Mutex<[Duration]>([])
         var configuration = Forwarder.Configuration()
-        configuration.initialDelay = .seconds(1)
-        configuration.maximumDelay = .seconds(8)
-        configuration.jitter = 0.2
+        configuration.backoff = Backoff(initial: .seconds(1), maximum: .seconds(8), jitter: 0.2)
         configuration.maxConsecutiveFailures = 5
         configuration.concurrentUploads = 1
         let forwarder = Forwarder(store: a.store, client: client, token: account.token, configuration: configuration,
@@ -218,12 +215,12 @@ enum SyncedAccount {
         #expect(proxy.playedFaults().count == 5)
         #expect(try a.store.outboxDepth() == depth && a.store.deadLetterCount() == 0)
 
-        // The delays alone: doubling, capped, jitter within bounds, never trapping on huge attempts.
-        #expect(configuration.delay(attempt: 1, random: 0.5) == .seconds(1))
-        #expect(configuration.delay(attempt: 3, random: 0.5) == .seconds(4))
-        #expect(configuration.delay(attempt: 10, random: 0.5) == .seconds(8))
-        #expect(configuration.delay(attempt: 1, random: 0) == .milliseconds(800))
-        #expect(configuration.delay(attempt: Int.max, random: 1) == .milliseconds(9600))
+        // The delays alone (Timing's Backoff, tested there): doubling, capped, jitter within bounds,
+        // never trapping on huge attempts; the forwarder's own: 0.5 s doubling to 5 min, ±20 %.
+        #expect(configuration.backoff.delay(attempt: 1, random: 0.5) == .seconds(1))
+        #expect(configuration.backoff.delay(attempt: 10, random: 0.5) == .seconds(8))
+        #expect(configuration.backoff.delay(attempt: Int.max, random: 1) == .milliseconds(9600))
+        #expect(Forwarder.Configuration().backoff == Backoff(initial: .milliseconds(500), multiplier: 2, maximum: .seconds(300), jitter: 0.2))
 
         // The rest of the faults, then success: the next drain sends everything.
         let report = try await forwarder.drain()

@@ -26,7 +26,7 @@ public struct BLERecorder: DeviceDriver {
         /// While devices are still to be found: scan this long, then pause this long.
         public var scanWindow: Duration = .seconds(5)
         public var scanPause: Duration = .seconds(15)
-        public var backoff = ReconnectBackoff()
+        public var backoff = Backoff.reconnect
         /// Write a btsnoop capture of the controller link here.
         public var snoopPath: String?
         /// Called (on the recorder's loop) for every event worth telling a user or a log.

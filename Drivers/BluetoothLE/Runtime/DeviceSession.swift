@@ -21,7 +21,7 @@ public actor DeviceSession {
         public var reads: [BluetoothUUID] = []
         public var connectTimeout: Duration = .seconds(5)
         public var operationTimeout: Duration = .seconds(10)
-        public var backoff = ReconnectBackoff()
+        public var backoff = Backoff.reconnect
         public init(address: DeviceAddress, subscriptions: [BluetoothUUID]) {
             self.address = address
             self.subscriptions = subscriptions

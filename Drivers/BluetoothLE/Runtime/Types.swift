@@ -103,27 +103,8 @@ public struct GATTNotification: Equatable, Sendable {
     public var receivedAt: Date
 }
 
-/// Reconnect delays: exponential from `initial` by `multiplier` up to `maximum`, then each
-/// delay moved by up to ±`jitter` (a fraction) so that many sessions do not retry in step.
-public struct ReconnectBackoff: Equatable, Sendable {
-    public var initial: Duration
-    public var multiplier: Double
-    public var maximum: Duration
-    public var jitter: Double
-
-    public init(initial: Duration = .milliseconds(500), multiplier: Double = 2, maximum: Duration = .seconds(30), jitter: Double = 0.2) {
-        self.initial = initial
-        self.multiplier = max(1, multiplier)
-        self.maximum = max(initial, maximum)
-        self.jitter = min(max(0, jitter), 1)
-    }
-
-    /// The delay before reconnect attempt `attempt` (1 = the first retry); `random` in 0...1
-    /// (0.5 = no jitter).
-    public func delay(attempt: Int, random: Double) -> Duration {
-        let seconds = initial.inSeconds * pow(multiplier, Double(max(0, attempt - 1)))
-        let base = min(seconds, maximum.inSeconds)
-        let factor = 1 + jitter * (2 * min(max(random, 0), 1) - 1)
-        return .nanoseconds(Int64((base * factor * 1e9).rounded()))
-    }
+extension Backoff {
+    /// Reconnect delays of a device session: from half a second doubling up to 30 s, each moved
+    /// by up to ±20 % so that many sessions do not retry in step.
+    public static let reconnect = Backoff(initial: .milliseconds(500), multiplier: 2, maximum: .seconds(30), jitter: 0.2)
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Timing
 
 /// A driver instance ready to run: runs until cancelled (then stops in order, storing what it
 /// has) or until it fails.
@@ -9,13 +10,8 @@ public typealias DriverRun = @Sendable () async throws -> Void
 /// or ends with exponential backoff while the others keep running; applies a new configuration
 /// by stopping removed and changed instances and starting new and changed ones.
 public actor DriverSupervisor {
-    public struct Backoff: Sendable {
-        public var initial: Duration = .seconds(1)
-        public var maximum: Duration = .seconds(300)
-        /// A run at least this long resets the delay to `initial`.
-        public var healthyAfter: Duration = .seconds(60)
-        public init() {}
-    }
+    /// Restart delays: from 1 s doubling up to 5 minutes, without jitter.
+    public static let restartBackoff = Backoff(initial: .seconds(1), multiplier: 2, maximum: .seconds(300))
 
     private struct Running {
         var instance: DriverInstance
@@ -26,15 +22,19 @@ public actor DriverSupervisor {
     private let state: DaemonState
     private let logger: Logger
     private let backoff: Backoff
+    /// A run at least this long starts the delays over.
+    private let healthyAfter: Duration
     private let onRestart: @Sendable () -> Void
     private let sleep: @Sendable (Duration) async throws -> Void
 
     /// `sleep` waits between a driver's end and its restart (tests pass one that records).
-    public init(state: DaemonState, logger: Logger, backoff: Backoff = Backoff(), onRestart: @escaping @Sendable () -> Void = {},
+    public init(state: DaemonState, logger: Logger, backoff: Backoff = DriverSupervisor.restartBackoff,
+                healthyAfter: Duration = .seconds(60), onRestart: @escaping @Sendable () -> Void = {},
                 sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }) {
         self.state = state
         self.logger = logger
         self.backoff = backoff
+        self.healthyAfter = healthyAfter
         self.onRestart = onRestart
         self.sleep = sleep
     }
@@ -72,11 +72,12 @@ public actor DriverSupervisor {
     }
 
     private func start(_ instance: DriverInstance, _ run: @escaping DriverRun) {
-        let (state, logger, backoff, onRestart, sleep) = (self.state, self.logger, self.backoff, self.onRestart, self.sleep)
+        let (state, logger, backoff, healthyAfter, onRestart, sleep) = (self.state, self.logger, self.backoff, self.healthyAfter,
+                                                                        self.onRestart, self.sleep)
         let name = instance.name, type = instance.type.rawValue
         logger.info("starting driver", metadata: ["driver": "\(name)", "type": "\(type)"])
         let task = Task {
-            var delay = backoff.initial
+            var attempt = 1
             var restarted = false
             while !Task.isCancelled {
                 await state.driver(name, type: type, .running, restarted: restarted)
@@ -91,14 +92,15 @@ public actor DriverSupervisor {
                     detail = "\(error)"
                 }
                 if Task.isCancelled { break }
-                if clock.now - started >= backoff.healthyAfter { delay = backoff.initial }
+                if clock.now - started >= healthyAfter { attempt = 1 }
+                let delay = backoff.delay(attempt: attempt, random: 0.5)
                 logger.error("driver stopped; restarting", metadata: ["driver": "\(name)", "error": "\(detail)",
                                                                       "after_s": "\(delay.components.seconds)"])
                 await state.driver(name, type: type, .restarting, detail: detail)
                 onRestart()
                 do { try await sleep(delay) } catch { break }
                 if Task.isCancelled { break }
-                delay = min(delay * 2, backoff.maximum)
+                attempt += 1
                 restarted = true
             }
             await state.driver(name, type: type, .stopped)
