@@ -132,9 +132,9 @@ public struct ExecDriver: DeviceDriver {
             credits.take()  // on the reading thread: waits while the driver is behind
             input.yield(.line($0))
         }, onEnd: { input.finish() })
-        let stderrDone = AsyncStream<Void>.makeStream()
+        let stderrDone = Doorbell()
         LineReader.read(child.stderr, limit: 64 * 1024, onLine: { onEvent?(.stderr($0.text)) },
-                        onEnd: { stderrDone.continuation.finish() })
+                        onEnd: { stderrDone.ring() })
         let parser = ExecLineParser(instance: configuration.instance)
         let interval = configuration.batchInterval
         var batch: [HealthRecord] = []
@@ -178,7 +178,7 @@ public struct ExecDriver: DeviceDriver {
         }
         credits.release()  // nobody takes lines any more: the reader must not wait for them
         timer?.cancel()
-        for await _ in stderrDone.stream {}
+        _ = await stderrDone.wait()  // standard error read to its end (or cancelled)
         let status = await child.exitStatus()
         configuration.onEvent?(.exited(status: status))
         if let failure { throw failure }

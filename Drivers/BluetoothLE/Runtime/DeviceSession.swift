@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 import BLEHost
 import Timing
 
@@ -136,33 +135,14 @@ public actor DeviceSession {
 }
 
 /// Sleeps on a dispatch timer (not on the cooperative pool's clock); throws `CancellationError`
-/// when the task is cancelled.
+/// when the task is cancelled. The timer rings a ``Doorbell``: Timing's one wake-up, which never
+/// resumes a waiter under its own lock (resuming under a lock that a cancellation handler waits
+/// for deadlocked a CI run in `DeviceSession.stop`).
 public func dispatchSleep(_ duration: Duration) async throws {
-    final class Slot: Sendable {
-        let continuation = Mutex<CheckedContinuation<Void, any Error>?>(nil)
-        /// Resumes the waiter once. The continuation is taken out under the lock and resumed
-        /// outside it: resuming takes the task's own lock, which a cancellation handler already
-        /// holds when it calls in here, so resuming under this lock could deadlock with it (a CI
-        /// run hung in `DeviceSession.stop` that way).
-        func resume(_ result: Result<Void, any Error>) {
-            let waiter = continuation.withLock { c -> CheckedContinuation<Void, any Error>? in
-                defer { c = nil }
-                return c
-            }
-            waiter?.resume(with: result)
-        }
-    }
-    let slot = Slot()
-    // At most a day (backoffs are minutes): nanoseconds of anything longer would overflow.
+    if Task.isCancelled { throw CancellationError() }
+    // At most a day (backoffs are minutes).
     let capped = min(duration, .seconds(86_400))
-    let ns = max(0, capped.inNanoseconds)
-    try await withTaskCancellationHandler {
-        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
-            slot.continuation.withLock { $0 = c }
-            if Task.isCancelled { return slot.resume(.failure(CancellationError())) }
-            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(ns))) { slot.resume(.success(())) }
-        }
-    } onCancel: {
-        slot.resume(.failure(CancellationError()))
-    }
+    let bell = Doorbell()
+    DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(max(0, capped.inNanoseconds)))) { bell.ring() }
+    guard await bell.wait() else { throw CancellationError() }
 }

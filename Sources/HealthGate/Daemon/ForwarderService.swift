@@ -3,7 +3,7 @@ import HealthStore
 import HealthSync
 import Logging
 import ServiceLifecycle
-import Synchronization
+import Timing
 
 /// Forwards the outbox to the tracking server and pulls the other devices' history: at start,
 /// soon after records are stored (``wake()``), and every `intervalS` otherwise. Not logged in
@@ -127,69 +127,5 @@ public final class ForwarderService: Service, Sendable {
 
     private var credentialsPath: String {
         settings.credentials ?? SyncCredentials.path(forDatabase: credentialsDatabase)
-    }
-}
-
-/// A wake-up that can be awaited with a time limit: ``ring()`` from anywhere; ``wait(upTo:)``
-/// returns at once if it rang since the last ``reset()`` or wait, else when it rings, when the
-/// time is up or when the task is cancelled. Nothing polls.
-final class Doorbell: Sendable {
-    private struct State {
-        var rung = false
-        var waiter: CheckedContinuation<Void, Never>?
-    }
-
-    private let state = Mutex(State())
-
-    func ring() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard let waiter = state.waiter else {
-                state.rung = true
-                return nil
-            }
-            state.waiter = nil
-            return waiter
-        }
-        waiter?.resume()
-    }
-
-    func reset() { state.withLock { $0.rung = false } }
-
-    /// Whether it rang (false: the time was up, or cancelled).
-    func wait(upTo limit: Duration) async -> Bool {
-        await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                try? await Task.sleep(for: limit)
-                return false
-            }
-            group.addTask { await self.untilRung() }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first && !Task.isCancelled
-        }
-    }
-
-    /// Returns when rung (true) or cancelled (false).
-    private func untilRung() async -> Bool {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let now = state.withLock { state -> Bool in
-                    if state.rung || Task.isCancelled {
-                        state.rung = false
-                        return true
-                    }
-                    state.waiter = continuation
-                    return false
-                }
-                if now { continuation.resume() }
-            }
-            return !Task.isCancelled
-        } onCancel: {
-            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-                defer { state.waiter = nil }
-                return state.waiter
-            }
-            waiter?.resume()
-        }
     }
 }

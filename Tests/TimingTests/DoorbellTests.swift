@@ -1,0 +1,106 @@
+import Synchronization
+import Testing
+import Timing
+
+/// The one wake-up: a ring before the wait, during it, none (the time runs out), a cancelled
+/// wait, many rings as one wake-up, and every waiter woken. No wall-clock assertion: time limits
+/// only keep a broken doorbell from hanging the run.
+@Suite(.timeLimit(.minutes(2))) struct DoorbellTests {
+    @Test func aRingBeforeTheWaitIsKept() async {
+        let bell = Doorbell()
+        bell.ring()
+        #expect(await bell.wait())
+        // Taken: the next wait has none left.
+        #expect(await bell.wait(upTo: .milliseconds(20)) == false)
+    }
+
+    @Test func aRingDuringTheWaitEndsIt() async {
+        let bell = Doorbell()
+        let answer = Box<Bool?>(nil)
+        let waiting = Task { let rang = await bell.wait(upTo: .seconds(3600)); answer.value.withLock { $0 = rang } }
+        try? await Task.sleep(for: .milliseconds(20))  // most likely waiting by now; either way it must end rung
+        while answer.value.withLock({ $0 }) == nil {
+            bell.ring()
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        await waiting.value
+        #expect(answer.value.withLock { $0 } == true)
+    }
+
+    @Test func theTimeRunsOutWithoutARing() async {
+        let bell = Doorbell()
+        #expect(await bell.wait(upTo: .milliseconds(10)) == false)
+        #expect(await bell.wait(upTo: .zero) == false)
+        // And a ring after that is still kept for the next wait.
+        bell.ring()
+        #expect(await bell.wait(upTo: .seconds(3600)))
+    }
+
+    @Test func cancellationEndsTheWait() async {
+        let bell = Doorbell()
+        let waiting = Task { await bell.wait() }
+        let timed = Task { await bell.wait(upTo: .seconds(3600)) }
+        try? await Task.sleep(for: .milliseconds(10))
+        waiting.cancel()
+        timed.cancel()
+        #expect(await waiting.value == false)
+        #expect(await timed.value == false)
+        // Already cancelled before it waits: at once.
+        let early = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await bell.wait()
+        }
+        #expect(await early.value == false)
+        // A ring nobody took is still there after the cancelled waits.
+        bell.ring()
+        #expect(await bell.wait())
+    }
+
+    @Test func manyRingsAreOneWakeUp() async {
+        let bell = Doorbell()
+        for _ in 0..<1000 { bell.ring() }
+        #expect(await bell.wait())
+        #expect(await bell.wait(upTo: .milliseconds(20)) == false)
+        bell.ring()
+        bell.reset()
+        #expect(await bell.wait(upTo: .milliseconds(20)) == false)
+    }
+
+    @Test func aRingWakesEveryWaiter() async {
+        let bell = Doorbell()
+        let woken = Box(0)
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask { if await bell.wait(upTo: .seconds(3600)) { woken.value.withLock { $0 += 1 } } }
+            }
+            // Ring until all eight are woken (some may start waiting after a ring).
+            while woken.value.withLock({ $0 }) < 8 {
+                bell.ring()
+                try? await Task.sleep(for: .milliseconds(1))
+            }
+        }
+        #expect(woken.value.withLock { $0 } == 8)
+    }
+
+    /// Rings and cancellations racing waits, many times over: every wait ends, with true only
+    /// when it was rung.
+    @Test func racesAlwaysEnd() async {
+        let bell = Doorbell()
+        var ended = 0
+        for round in 0..<5000 {
+            let waiting = Task { await bell.wait() }
+            if round % 3 != 0 { await Task.yield() }
+            if round % 2 == 0 { bell.ring() } else { waiting.cancel() }
+            _ = await waiting.value
+            ended += 1
+            bell.reset()
+        }
+        #expect(ended == 5000)
+    }
+}
+
+/// A value shared with other tasks.
+final class Box<T: Sendable>: Sendable {
+    let value: Mutex<T>
+    init(_ value: T) { self.value = Mutex(value) }
+}
