@@ -15,8 +15,8 @@ public struct GPXImporter: FileImporter {
     /// Mean Earth radius used for distances (IUGG mean radius R1, in metres).
     public static let earthRadiusM = 6_371_000.0
 
-    /// File drivers take no configuration keys.
-    public init(config: DriverConfig = DriverConfig()) throws {}
+    /// Takes no keys of its own (`[importers.gpx]` may hold `enabled` only).
+    public init(settings: NoSettings = NoSettings(), context: DriverContext = .standalone("gpx")) {}
 
     /// A `.gpx` file, or any file whose head shows a `gpx` root.
     public static func canImport(_ probe: FileProbe) -> Bool {
@@ -275,4 +275,10 @@ private struct GPXParser {
 
 extension String {
     var trimmed: String { trimmingCharacters(in: .whitespacesAndNewlines) }
+}
+
+extension GPXImporter {
+    /// The registry's entry.
+    public static let descriptor = DriverDescriptor.importer(
+        GPXImporter.self, summary: "GPX 1.0/1.1 tracks with timestamps: each track becomes a workout with its points as samples", sample: PackageResources.sample_toml)
 }

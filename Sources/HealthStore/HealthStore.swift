@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import HealthModel
+import LinuxAdapters
 
 /// The SQLite database: owns the connection pool, the schema and every transaction.
 ///

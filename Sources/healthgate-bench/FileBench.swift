@@ -163,7 +163,7 @@ func fileBenchmarks(fixtures: String, rounds: Int) async throws {
             let dbPath = tempPath("import")
             removeDatabase(dbPath)
             let store = try HealthStore(path: dbPath)
-            let pipeline = ImportPipeline(store: store)
+            let pipeline = ImportPipeline(store: store, importers: [FITImporter()])
             let t0 = now()
             let report = await pipeline.importFile(path)
             seconds += now() - t0

@@ -1,5 +1,8 @@
 import ArgumentParser
+import DriverKit
+import DriverRegistry
 import Foundation
+import LinuxAdapters
 import HealthGate
 import Logging
 
@@ -28,7 +31,7 @@ struct DaemonCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The state directory (database, inbox, socket).", valueName: "DIR"))
     var stateDir: String?
 
-    @Flag(help: "Check the configuration and exit.")
+    @Flag(help: "Check the configuration (every driver checks its own table, opening nothing) and exit.")
     var check = false
 
     func run() async throws {
@@ -36,7 +39,7 @@ struct DaemonCommand: AsyncParsableCommand {
         // systemd may list several directories (colon-separated): the first is ours.
         let stateDirectory = stateDir ?? environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init)
             ?? "./healthgate-state"
-        let options = Daemon.Options(configPath: config, stateDirectory: stateDirectory)
+        let options = Daemon.Options(configPath: config, stateDirectory: stateDirectory, drivers: Registry.catalog)
         let loaded: DaemonConfig
         do { loaded = try options.load() } catch {
             throw ValidationError("\(error)")

@@ -18,7 +18,7 @@ struct HealthGateCommand: AsyncParsableCommand {
             ShowCommand.self, StatsCommand.self, ExportCommand.self, InspectCommand.self, RecordCommand.self, BLECommand.self,
             RegisterCommand.self, LoginCommand.self, SyncCommand.self, StatusCommand.self, DeadLettersCommand.self, LogoutCommand.self,
             DevicesCommand.self, PasswordCommand.self, AccountCommand.self,
-            DaemonCommand.self,
+            DaemonCommand.self, DriversCommand.self,
         ]
     )
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HealthGate
 import HealthStore
+import LinuxAdapters
 
 struct StatsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -80,12 +80,6 @@ func unusedPort() throws -> Int {
     throw PeerError("no unused port in 20000...32000")
 }
 
-func temporaryFolder(_ tag: String) throws -> String {
-    let folder = NSTemporaryDirectory() + "hg-\(tag)-" + UUID().uuidString.prefix(8)
-    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-    return folder
-}
-
 @Suite(.serialized) struct DaemonTests {
     /// READY after start, the status socket answers, SIGHUP reloads (a bad file keeps the running
     /// configuration), SIGTERM stops it in order with STOPPING and exit status 0.
@@ -165,7 +159,7 @@ func temporaryFolder(_ tag: String) throws -> String {
         try "[drivers.strap]\ntype = \"ble\"\n".write(toFile: config, atomically: true, encoding: .utf8)
         let daemon = try DaemonProcess(folder: folder, arguments: ["--config", config])
         #expect(await daemon.waitForExit() == 78)
-        #expect(daemon.log.contains("drivers.strap: ble: `hci` is required"), "\(daemon.log)")
+        #expect(daemon.log.contains("drivers.strap.hci: is required"), "\(daemon.log)")
     }
 
     /// The daemon records a heart-rate strap (the emulated peer) and forwards the workout to a
@@ -207,7 +201,7 @@ func temporaryFolder(_ tag: String) throws -> String {
         }
         #expect((response as? HTTPURLResponse)?.statusCode == 200)
         let exposition = String(decoding: data, as: UTF8.self)
-        #expect(exposition.contains("healthgate_ble_connections{driver=\"strap\"} 1"), "\(exposition)")
+        #expect(exposition.contains("healthgate_devices_connected{driver=\"strap\"} 1"), "\(exposition)")
         #expect(exposition.contains("healthgate_outbox_records"), "\(exposition)")
         // The status socket lists the connected strap.
         let view = try #require(try await CLI.json(["status", "--state-dir", first, "--json"]) as? [String: Any])

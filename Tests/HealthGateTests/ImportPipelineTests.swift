@@ -1,3 +1,5 @@
+import DriverKit
+import DriverRegistry
 import Foundation
 import Testing
 import HealthModel
@@ -43,7 +45,7 @@ func validFixtures() throws -> [String] {
     @Test func importsEveryFixtureThenReimportAddsNothing() async throws {
         let scratch = try Scratch()
         let store = try scratch.store()
-        let pipeline = ImportPipeline(store: store)
+        let pipeline = ImportPipeline(store: store, importers: Registry.fileImporters())
         let files = try validFixtures()
         #expect(files.count == 29)  // 22 FIT, 3 TCX, 4 GPX
 
@@ -70,7 +72,7 @@ func validFixtures() throws -> [String] {
 
     @Test func folderImportSkipsUnknownFilesAndWalksSubfolders() async throws {
         let scratch = try Scratch()
-        let pipeline = ImportPipeline(store: try scratch.store())
+        let pipeline = ImportPipeline(store: try scratch.store(), importers: Registry.fileImporters())
         var reports: [FileReport] = []
         let totals = try await pipeline.run([fixtures + "/gpx"], done: { reports.append($0) })
         #expect(reports.contains { $0.path.hasSuffix("edge-cases/garmin-hr0-empty-atemp-nonstandard-alt.gpx") })
@@ -82,7 +84,7 @@ func validFixtures() throws -> [String] {
     @Test func namedFileWithoutDriverFails() async throws {
         let scratch = try Scratch()
         let path = try scratch.file("notes.txt", Array("hello".utf8))
-        let report = await ImportPipeline(store: try scratch.store()).importFile(path)
+        let report = await ImportPipeline(store: try scratch.store(), importers: Registry.fileImporters()).importFile(path)
         #expect(report.status == .failed)
         #expect(report.error?.contains("notes.txt") == true)
     }
@@ -110,7 +112,7 @@ func validFixtures() throws -> [String] {
             try scratch.file("xxe.tcx", Array(xxe.utf8)),
         ]
         var reports: [FileReport] = []
-        let totals = try await ImportPipeline(store: store).run(hostile + [good], done: { reports.append($0) })
+        let totals = try await ImportPipeline(store: store, importers: Registry.fileImporters()).run(hostile + [good], done: { reports.append($0) })
         #expect(totals.failed == hostile.count)
         #expect(totals.imported == 1)
         for report in reports where report.path != good {
@@ -130,7 +132,7 @@ func validFixtures() throws -> [String] {
     @Test func damagedFitKeepsWhatPrecedesTheDamage() async throws {
         let scratch = try Scratch()
         let store = try scratch.store()
-        let report = await ImportPipeline(store: store).importFile(fixtures + "/fit/corrupt/activity-unexpected-eof.fit")
+        let report = await ImportPipeline(store: store, importers: Registry.fileImporters()).importFile(fixtures + "/fit/corrupt/activity-unexpected-eof.fit")
         #expect(report.status == .partial)
         #expect(report.error?.contains("activity-unexpected-eof.fit") == true)
         #expect(report.error?.contains("byte") == true)
@@ -139,14 +141,14 @@ func validFixtures() throws -> [String] {
         #expect(workouts.first?.samples == 14)
         #expect(try store.ledger().first?.status == .partial)
         // Reported as already imported the second time, not retried.
-        #expect(await ImportPipeline(store: store).importFile(fixtures + "/fit/corrupt/activity-unexpected-eof.fit").status == .alreadyImported)
+        #expect(await ImportPipeline(store: store, importers: Registry.fileImporters()).importFile(fixtures + "/fit/corrupt/activity-unexpected-eof.fit").status == .alreadyImported)
     }
 
     @Test func dryRunWritesNothing() async throws {
         let scratch = try Scratch()
         let store = try scratch.store()
         let before = try store.tableCounts()
-        let pipeline = ImportPipeline(store: store, options: ImportOptions(dryRun: true))
+        let pipeline = ImportPipeline(store: store, importers: Registry.fileImporters(), options: ImportOptions(dryRun: true))
         let report = await pipeline.importFile(fixtures + "/fit/garmin-fenix5-run.fit")
         #expect(report.status == .wouldImport)
         #expect(report.records == 1)
@@ -160,12 +162,12 @@ func validFixtures() throws -> [String] {
         let all = try await {
             let s = try Scratch()
             let st = try s.store()
-            _ = await ImportPipeline(store: st).importFile(fixtures + "/fit/garmin-fenix2-multisport.fit")
+            _ = await ImportPipeline(store: st, importers: Registry.fileImporters()).importFile(fixtures + "/fit/garmin-fenix2-multisport.fit")
             return try st.workouts()
         }()
         #expect(all.count >= 3)
         let cut = try #require(ISO8601.parse(all[1].start))
-        let pipeline = ImportPipeline(store: store, options: ImportOptions(range: DateRange(since: cut)))
+        let pipeline = ImportPipeline(store: store, importers: Registry.fileImporters(), options: ImportOptions(range: DateRange(since: cut)))
         let report = await pipeline.importFile(fixtures + "/fit/garmin-fenix2-multisport.fit")
         #expect(report.status == .imported)
         #expect(report.outOfRange == 1)
@@ -173,12 +175,12 @@ func validFixtures() throws -> [String] {
         #expect(try store.ledger().first?.status == .filtered)
 
         // Imported again without the range: the rest is stored, then the file is complete.
-        let rest = await ImportPipeline(store: store).importFile(fixtures + "/fit/garmin-fenix2-multisport.fit")
+        let rest = await ImportPipeline(store: store, importers: Registry.fileImporters()).importFile(fixtures + "/fit/garmin-fenix2-multisport.fit")
         #expect(rest.status == .imported)
         #expect(rest.records == 1 && rest.unchanged == all.count - 1)
         #expect(try store.workouts().count == all.count)
         #expect(try store.ledger().first?.status == .imported)
         #expect(try store.ledger().first?.records == all.count)
-        #expect(await ImportPipeline(store: store).importFile(fixtures + "/fit/garmin-fenix2-multisport.fit").status == .alreadyImported)
+        #expect(await ImportPipeline(store: store, importers: Registry.fileImporters()).importFile(fixtures + "/fit/garmin-fenix2-multisport.fit").status == .alreadyImported)
     }
 }

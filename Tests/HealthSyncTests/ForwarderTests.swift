@@ -1,3 +1,4 @@
+import DriverRegistry
 import Foundation
 import GRDB
 import HealthGate
@@ -35,7 +36,7 @@ final class Install: Sendable {
     /// Imports real fixture files and adds habit events (no importer for them yet), so every
     /// record type is there.
     func importFixtures() async throws {
-        let pipeline = ImportPipeline(store: store)
+        let pipeline = ImportPipeline(store: store, importers: Registry.fileImporters())
         for file in ["fit/garmin-fenix5-run.fit", "fit/fitsdk-MonitoringFile.fit", "fit/fitsdk-WeightScaleMultiUser.fit",
                      "fit/garmin-fr735xt-poolswim-hr-chained.fit", "tcx/" + (try firstFile("tcx")), "gpx/" + (try firstFile("gpx"))] {
             let report = await pipeline.importFile(packageRoot + "/Fixtures/" + file)

@@ -27,7 +27,7 @@ func isLine(_ position: InputPosition?) -> Bool {
 
 @Suite("TCX and GPX drivers: malformed and hostile input")
 struct MalformedInputTests {
-    static let importers: [any FileImporter] = [try! TCXImporter(config: DriverConfig()), try! GPXImporter(config: DriverConfig())]
+    static let importers: [any FileImporter] = [TCXImporter(), GPXImporter()]
 
     /// Named hostile inputs with the line and column each must fail at.
     static func cases() throws -> [(String, [UInt8], Int, Int)] {
@@ -69,7 +69,7 @@ struct MalformedInputTests {
 
     @Test func messagesNameTheProblem() async throws {
         let cases = Dictionary(uniqueKeysWithValues: try Self.cases().map { ($0.0, $0.1) })
-        let tcx = try TCXImporter(config: DriverConfig())
+        let tcx = TCXImporter()
         func reason(_ name: String) async -> String { await attempt(tcx, cases[name]!).0?.reason ?? "" }
         #expect(await reason("billion laughs").contains("entity expansion is disabled"))
         #expect(await reason("XXE").contains("reference to entity '&xxe;': entity expansion is disabled"))

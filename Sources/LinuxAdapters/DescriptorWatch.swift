@@ -7,9 +7,9 @@ import Glibc
 /// `onReady` called on that thread each time they come (it answers whether to go on). ``close()``
 /// wakes the thread at once through a pipe; the thread then closes the descriptor. Nothing polls
 /// on a timer, so an idle watch costs no wake-ups.
-final class DescriptorWatch: @unchecked Sendable {
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+public final class DescriptorWatch: @unchecked Sendable {
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
     }
 
     private let fd: Int32
@@ -19,7 +19,7 @@ final class DescriptorWatch: @unchecked Sendable {
     private var closed = false
 
     /// Takes over `fd` (closed when the watch ends, or at once if this fails).
-    init(fd: Int32, events: Int16, name: String, onReady: @escaping @Sendable (Int32) -> Bool,
+    public init(fd: Int32, events: Int16, name: String, onReady: @escaping @Sendable (Int32) -> Bool,
          onEnd: @escaping @Sendable () -> Void) throws(Failure) {
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else {
@@ -47,13 +47,13 @@ final class DescriptorWatch: @unchecked Sendable {
 
     /// Runs `body` with the descriptor while the watch is open (after ``close()`` the thread owns
     /// it and may have closed it); nil when closed.
-    func withDescriptor<T>(_ body: (Int32) -> T) -> T? {
+    public func withDescriptor<T>(_ body: (Int32) -> T) -> T? {
         lock.lock()
         defer { lock.unlock() }
         return closed ? nil : body(fd)
     }
 
-    func close() {
+    public func close() {
         lock.lock()
         defer { lock.unlock() }
         guard !closed else { return }

@@ -6,15 +6,15 @@ import Glibc
 /// Reads kernel text files (`/proc/self/mountinfo`, `/proc/self/maps`) whole. They report a size
 /// of 0 and hand out their text a page per read(2); Foundation's `String(contentsOfFile:)` stops
 /// after the first page, so a machine with many mounts would lose the later lines.
-enum ProcFile {
-    struct Failure: Error, CustomStringConvertible {
+public enum ProcFile {
+    public struct Failure: Error, CustomStringConvertible {
         var path: String
         var code: Int32
-        var description: String { "cannot read \(path): \(String(cString: strerror(code)))" }
+        public var description: String { "cannot read \(path): \(String(cString: strerror(code)))" }
     }
 
     /// The whole text of `path`, read until the end of file.
-    static func read(_ path: String) throws(Failure) -> String {
+    public static func read(_ path: String) throws(Failure) -> String {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw Failure(path: path, code: errno) }
         defer { close(fd) }

@@ -1,5 +1,6 @@
 import DriverKit
 import Foundation
+import LinuxAdapters
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -194,35 +195,52 @@ struct VolumeWatches: Equatable {
 /// brings files written or moved there later: at once when closed after writing or moved in;
 /// found in a folder that appeared meanwhile, once they stood still for `settle_s` (they may
 /// still be being written). It only ever reads from the device.
-struct MassStorage: Sendable {
-    struct Settings: Sendable, Equatable {
-        var roots = ["/media", "/run/media"]
-        var mountInfo = "/proc/self/mountinfo"
-        var poll: Duration = .seconds(2)
-        var settle: Duration = .seconds(2)
-    }
+public struct MassStorage: DeviceDriver {
+    public static let id = "mass_storage"
 
-    /// From the driver table: `roots` (list of folders), `mountinfo` (a path), `poll_s`, `settle_s`.
-    static func settings(_ config: DriverConfig, keyPath: String) throws(ConfigError) -> Settings {
-        var settings = Settings()
-        if let roots = config["roots"] {
-            let list = roots.split(separator: ",").map(String.init)
-            guard !list.isEmpty, list.allSatisfy({ $0.hasPrefix("/") }) else {
-                throw ConfigError(keyPath: keyPath + ".roots", reason: "must be a list of absolute folders")
+    /// The `[drivers.NAME]` table: `roots` (absolute folders), `mountinfo`, `poll_s`, `settle_s`.
+    public struct Settings: Decodable, Sendable, Equatable {
+        public var roots = ["/media", "/run/media"]
+        public var mountInfo = "/proc/self/mountinfo"
+        public var poll: Duration = .seconds(2)
+        public var settle: Duration = .seconds(2)
+
+        public init() {}
+
+        enum CodingKeys: String, CodingKey { case roots, mountInfo = "mountinfo", poll = "poll_s", settle = "settle_s" }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            if let roots = try c.decodeIfPresent([String].self, forKey: .roots) {
+                guard !roots.isEmpty, roots.allSatisfy({ $0.hasPrefix("/") }) else {
+                    throw c.configError(.roots, "must be a list of absolute folders")
+                }
+                self.roots = roots
             }
-            settings.roots = list
+            mountInfo = try c.decodeIfPresent(String.self, forKey: .mountInfo) ?? mountInfo
+            poll = try c.decodeIfPresent(duration: .poll, unit: .seconds, in: .milliseconds(100)...(.seconds(3600))) ?? poll
+            settle = try c.decodeIfPresent(duration: .settle, unit: .seconds, in: .milliseconds(100)...(.seconds(3600))) ?? settle
         }
-        if let path = config["mountinfo"] { settings.mountInfo = path }
-        if let poll = try config.seconds("poll_s", in: 0.1...3600, keyPath: keyPath) { settings.poll = poll }
-        if let settle = try config.seconds("settle_s", in: 0.1...3600, keyPath: keyPath) { settings.settle = settle }
-        try config.rejectUnknownKeys(["roots", "mountinfo", "poll_s", "settle_s"], keyPath: keyPath)
-        return settings
     }
 
     let settings: Settings
-    let pipeline: ImportPipeline
-    let onImported: @Sendable (FileReport) async -> Void
+    let files: any FileSink
     let onProblem: @Sendable (String) -> Void
+
+    public init(settings: Settings, context: DriverContext) {
+        self.settings = settings
+        self.files = context.files
+        onProblem = { problem in
+            context.report(.problem(kind: "mass_storage", message: problem))
+            context.logger.warning("\(problem)")
+        }
+    }
+
+    /// Watches for mounts until cancelled. Stores nothing itself: records reach the store
+    /// through the file sink.
+    public func run(into sink: some RecordSink) async throws {
+        try await run()
+    }
 
     /// What wakes the driver: mountinfo may have changed, something happened in a watched
     /// folder, or files found while they may have been written are due a look.
@@ -328,9 +346,7 @@ struct MassStorage: Sendable {
     }
 
     private func importFile(_ path: String) async {
-        let report = await pipeline.importFile(path)
-        // Files the ledger knows are not worth a log line at every plug-in.
-        if report.status != .alreadyImported { await onImported(report) }
+        _ = await files.importFile(path)
     }
 
     /// Wakes the driver to read mountinfo now and whenever it may have changed since. The
@@ -361,4 +377,11 @@ struct MassStorage: Sendable {
         wake.yield(.mounts)
         for await _ in changes { wake.yield(.mounts) }
     }
+}
+
+extension MassStorage {
+    /// The registry's entry.
+    public static let descriptor = DriverDescriptor.device(
+        MassStorage.self, summary: "Imports the FIT files of a watch mounted over USB as mass storage, and those written while it stays",
+        sample: PackageResources.sample_toml)
 }

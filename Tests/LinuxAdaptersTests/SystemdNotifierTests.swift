@@ -1,5 +1,5 @@
 import Foundation
-import HealthGate
+import LinuxAdapters
 import Testing
 import TestSupport
 

@@ -34,7 +34,7 @@ public struct JournalLogHandler: LogHandler {
     }
 
     /// `level message key=value ...`, keys sorted, values quoted when they hold spaces or quotes.
-    static func format(level: Logger.Level, message: String, metadata: Logger.Metadata) -> String {
+    public static func format(level: Logger.Level, message: String, metadata: Logger.Metadata) -> String {
         var line = "\(level) \(message)"
         for key in metadata.keys.sorted() {
             let value = "\(metadata[key]!)"

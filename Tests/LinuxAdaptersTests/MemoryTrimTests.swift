@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import HealthGate
+import LinuxAdapters
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif

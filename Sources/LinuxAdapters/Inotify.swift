@@ -10,6 +10,13 @@ public struct InotifyEvent: Sendable, Equatable {
     public var cookie: UInt32
     public var name: String
 
+    public init(watch: Int32, mask: UInt32, cookie: UInt32, name: String) {
+        self.watch = watch
+        self.mask = mask
+        self.cookie = cookie
+        self.name = name
+    }
+
     public var isCloseWrite: Bool { mask & UInt32(IN_CLOSE_WRITE) != 0 }
     public var isMovedTo: Bool { mask & UInt32(IN_MOVED_TO) != 0 }
     public var isCreate: Bool { mask & UInt32(IN_CREATE) != 0 }

@@ -1,8 +1,10 @@
 import DriverKit
 import Foundation
-import HealthStore
+import LinuxAdapters
+import Logging
 import Testing
-@testable import HealthGate
+import TestSupport
+@testable import MassStorageDriver
 
 @Suite struct MountInfoTests {
     let sample = """
@@ -102,12 +104,11 @@ import Testing
     @Test func watchesTheKernelsMountTable() async throws {
         let folder = try temporaryFolder("mounts-proc")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let store = try HealthStore(path: folder + "/healthgate.sqlite")
         let problems = Problems()
         var settings = MassStorage.Settings()
         settings.roots = [folder + "/media"]
-        let driver = MassStorage(settings: settings, pipeline: ImportPipeline(store: store), onImported: { _ in },
-                                 onProblem: { problems.add($0) })
+        let context = DriverContext(instance: "w", logger: Logger(label: "test"), events: { problems.add("\($0)") })
+        let driver = MassStorage(settings: settings, context: context)
         let task = Task { try await driver.run() }
         try await Task.sleep(for: .milliseconds(300))
         task.cancel()
@@ -116,40 +117,19 @@ import Testing
         #expect(problems.all.isEmpty, "\(problems.all)")
 
         settings.mountInfo = "/proc/self/no-such-table"
-        let broken = MassStorage(settings: settings, pipeline: ImportPipeline(store: store), onImported: { _ in }, onProblem: { _ in })
+        let broken = MassStorage(settings: settings, context: .standalone("w"))
         await #expect(throws: ConfigError.self) { try await broken.run() }
     }
 
-    /// A descriptor's readiness reaches the callback on the watch's thread; closing ends it.
-    @Test func descriptorWatchReportsReadinessAndEnds() async throws {
-        var ends: [Int32] = [0, 0]
-        try #require(pipe(&ends) == 0)
-        defer { close(ends[1]) }
-        let (seen, saw) = AsyncStream<UInt8>.makeStream()
-        let watch = try DescriptorWatch(fd: ends[0], events: Int16(POLLIN), name: "test", onReady: { fd in
-            var byte: UInt8 = 0
-            guard read(fd, &byte, 1) == 1 else { return false }
-            saw.yield(byte)
-            return true
-        }, onEnd: { saw.finish() })
-        var iterator = seen.makeAsyncIterator()
-        for value: UInt8 in [7, 9] {
-            var byte = value
-            #expect(write(ends[1], &byte, 1) == 1)
-            #expect(await iterator.next() == value)
-        }
-        watch.close()
-        #expect(await iterator.next() == nil, "closing ends the watch")
-        #expect(watch.withDescriptor { $0 } == nil)
-    }
-
     @Test func settingsNameTheirKey() {
-        #expect(throws: ConfigError(keyPath: "drivers.w.roots", reason: "must be a list of absolute folders")) {
-            try MassStorage.settings(DriverConfig(["roots": "media"]), keyPath: "drivers.w")
+        func check(_ table: [String: ConfigValue]) throws(ConfigError) {
+            _ = try MassStorage.descriptor.makeDeviceDriver(table, context: .standalone("w"))
         }
-        #expect(throws: ConfigError(keyPath: "drivers.w.root", reason: "unknown key")) {
-            try MassStorage.settings(DriverConfig(["root": "/media"]), keyPath: "drivers.w")
+        #expect(throws: ConfigError(keyPath: "roots", reason: "must be a list of absolute folders")) {
+            try check(["roots": .array([.string("media")])])
         }
+        #expect(throws: ConfigError(keyPath: "roots", reason: "must be a list")) { try check(["roots": .string("/media")]) }
+        #expect(throws: ConfigError(keyPath: "root", reason: "unknown key")) { try check(["root": .array([.string("/media")])]) }
     }
 }
 

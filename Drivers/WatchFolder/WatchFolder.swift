@@ -1,6 +1,6 @@
 import DriverKit
 import Foundation
-import HealthStore
+import LinuxAdapters
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,42 +10,48 @@ import Glibc
 /// not seen (there at start, copied by a tool inotify cannot follow), when its size and time have
 /// not changed for `settle_s`. Afterwards the file is moved to `imported/` (or `failed/`), left in
 /// place, or deleted, as `after_import` says. Hidden files, temporary names (`*.part`, `*.tmp`,
-/// `*.crdownload`, `*~`) and folders are ignored. Each file is one transaction and the import
-/// ledger knows its content, so a file is stored once even if the daemon stops half-way.
-struct WatchFolder: Sendable {
-    enum AfterImport: String, Sendable, CaseIterable { case move, keep, delete }
+/// `*.crdownload`, `*~`) and folders are ignored. Files go to the context's file sink (the import
+/// pipeline): each file is one transaction and the import ledger knows its content, so a file is
+/// stored once even if the daemon stops half-way.
+public struct WatchFolder: DeviceDriver {
+    public static let id = "watch_folder"
 
-    struct Settings: Sendable, Equatable {
-        var path: String
-        var afterImport = AfterImport.move
-        var settle: Duration = .seconds(2)
-    }
+    public enum AfterImport: String, ConfigChoice { case move, keep, delete }
 
-    /// From the driver table: `path` (required), `after_import` (`move`, `keep` or `delete`),
-    /// `settle_s` (0.1 to 3600).
-    static func settings(_ config: DriverConfig, keyPath: String) throws(ConfigError) -> Settings {
-        guard let path = config["path"], !path.isEmpty else {
-            throw ConfigError(keyPath: keyPath + ".path", reason: "is required (the folder to watch)")
+    /// The `[drivers.NAME]` table: `path` (required), `after_import`, `settle_s`.
+    public struct Settings: Decodable, Sendable, Equatable {
+        public var path: String
+        public var afterImport = AfterImport.move
+        public var settle: Duration = .seconds(2)
+
+        public init(path: String) { self.path = path }
+
+        enum CodingKeys: String, CodingKey { case path, afterImport = "after_import", settle = "settle_s" }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            path = try c.decode(String.self, forKey: .path, required: "the folder to watch")
+            guard !path.isEmpty else { throw c.configError(.path, "is required (the folder to watch)") }
+            afterImport = try c.decodeIfPresent(AfterImport.self, forKey: .afterImport) ?? .move
+            settle = try c.decodeIfPresent(duration: .settle, unit: .seconds, in: .milliseconds(100)...(.seconds(3600))) ?? .seconds(2)
         }
-        var settings = Settings(path: path)
-        if let text = config["after_import"] {
-            guard let after = AfterImport(rawValue: text) else {
-                throw ConfigError(keyPath: keyPath + ".after_import", reason: "'\(text)' is not one of move, keep, delete")
-            }
-            settings.afterImport = after
-        }
-        if let settle = try config.seconds("settle_s", in: 0.1...3600, keyPath: keyPath) { settings.settle = settle }
-        try config.rejectUnknownKeys(["path", "after_import", "settle_s"], keyPath: keyPath)
-        return settings
     }
 
     let settings: Settings
-    let pipeline: ImportPipeline
-    /// Told about every file handled.
-    let onImported: @Sendable (FileReport) async -> Void
+    let files: any FileSink
+
+    public init(settings: Settings, context: DriverContext) {
+        self.settings = settings
+        self.files = context.files
+    }
+
+    /// Watches the folder until cancelled. Stores nothing itself: records reach the store
+    /// through the file sink.
+    public func run(into sink: some RecordSink) async throws {
+        try await run()
+    }
 
     func run() async throws {
-        let fm = FileManager.default
         try PrivateFiles.createDirectory(settings.path)
         let inotify = try Inotify()
         defer { inotify.close() }
@@ -86,7 +92,7 @@ struct WatchFolder: Sendable {
 
     private func importFile(_ path: String) async {
         guard FileManager.default.fileExists(atPath: path) else { return }  // gone meanwhile
-        let report = await pipeline.importFile(path)
+        let report = await files.importFile(path)
         let succeeded = [.imported, .partial, .alreadyImported].contains(report.status)
         switch (settings.afterImport, succeeded) {
         case (.keep, _): break
@@ -94,7 +100,6 @@ struct WatchFolder: Sendable {
         case (.move, true): Self.move(path, into: settings.path + "/imported")
         case (_, false): Self.move(path, into: settings.path + "/failed")
         }
-        await onImported(report)
     }
 
     /// Moves `path` into `folder`, adding `-1`, `-2` ... before the extension if the name is taken.
@@ -165,79 +170,9 @@ actor Inbox {
     var isIdle: Bool { files.isEmpty }
 }
 
-/// At most one pending settle check: ``schedule(after:_:)`` starts a timer unless one runs,
-/// ``fired()`` says it came. Checks run only while files wait, so idle folders cost nothing.
-struct SettleTimer {
-    private var pending = false
-
-    mutating func schedule(after delay: Duration, _ fire: @escaping @Sendable () -> Void) {
-        guard !pending else { return }
-        pending = true
-        Task {
-            try? await Task.sleep(for: delay)
-            fire()
-        }
-    }
-
-    mutating func fired() { pending = false }
-}
-
-/// Files that may still be being written, and when each counts as complete. A file seen being
-/// written waits for its close (the caller hears of it from inotify and calls ``remove(_:)``;
-/// the kernel closes a file even when its writer dies). A file whose writing was not seen
-/// (found by listing a folder) is complete once its size and time stood still for `settle`.
-struct SettlingFiles {
-    struct Seen {
-        var size: Int64
-        var modified: Double
-        var since: ContinuousClock.Instant
-        /// A writer was seen (created or modified while watched): wait for its close.
-        var writing: Bool
-    }
-
-    let settle: Duration
-    private var pending: [String: Seen] = [:]
-    private let clock = ContinuousClock()
-
-    init(settle: Duration) { self.settle = settle }
-
-    var isEmpty: Bool { pending.isEmpty }
-    /// Paths waiting, sorted.
-    var waiting: [String] { pending.keys.sorted() }
-
-    /// Starts (or goes on) watching `path`; `writing`: a writer was seen.
-    mutating func observe(_ path: String, writing: Bool) {
-        guard let now = Self.stat(path) else { return }
-        let wasWriting = pending[path]?.writing ?? false
-        if let seen = pending[path], seen.size == now.size, seen.modified == now.modified, seen.writing || !writing { return }
-        pending[path] = Seen(size: now.size, modified: now.modified, since: clock.now, writing: writing || wasWriting)
-    }
-
-    /// Forgets `path` (closed after writing, moved away, deleted).
-    mutating func remove(_ path: String) { pending[path] = nil }
-
-    /// Files whose size and time have stood still for the settle time; they are forgotten.
-    mutating func settled() -> [String] {
-        var ready: [String] = []
-        for (path, seen) in pending where !seen.writing {
-            guard let now = Self.stat(path) else {
-                pending[path] = nil  // gone
-                continue
-            }
-            if now.size != seen.size || now.modified != seen.modified {
-                pending[path] = Seen(size: now.size, modified: now.modified, since: clock.now, writing: false)
-            } else if clock.now - seen.since >= settle {
-                pending[path] = nil
-                ready.append(path)
-            }
-        }
-        return ready.sorted()
-    }
-
-    /// Size and modification time of a regular file, or nil.
-    static func stat(_ path: String) -> (size: Int64, modified: Double)? {
-        var info = Glibc.stat()
-        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
-        return (Int64(info.st_size), Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
-    }
+extension WatchFolder {
+    /// The registry's entry.
+    public static let descriptor = DriverDescriptor.device(
+        WatchFolder.self, summary: "Imports every file that lands in a folder, once complete, then moves, keeps or deletes it",
+        sample: PackageResources.sample_toml)
 }

@@ -10,14 +10,14 @@ import Glibc
 /// (code and constants of the executable and libraries) that no other process maps
 /// (`MADV_PAGEOUT`, Linux 5.4 and later); pages still in use come back at their next touch.
 /// Writable and anonymous memory is left alone.
-enum MemoryTrim {
+public enum MemoryTrim {
     /// `MADV_PAGEOUT` from <linux/mman.h> (not in every libc's headers).
     static let pageOut: Int32 = 21
 
     /// Reclaims the pages of the read-only file mappings in `maps` (the text of
     /// /proc/self/maps); returns how many mappings the kernel took the advice for.
     @discardableResult
-    static func releaseFileBackedPages(maps: String? = try? ProcFile.read("/proc/self/maps")) -> Int {
+    public static func releaseFileBackedPages(maps: String? = try? ProcFile.read("/proc/self/maps")) -> Int {
         var advised = 0
         for region in readOnlyFileRegions(maps ?? "") {
             guard let start = UnsafeMutableRawPointer(bitPattern: region.lowerBound) else { continue }
@@ -28,7 +28,7 @@ enum MemoryTrim {
 
     /// The address ranges of the mappings in /proc/self/maps text that are backed by a file and
     /// neither writable nor shared-writable: `START-END PERMS OFFSET DEV INODE PATH`. Pure.
-    static func readOnlyFileRegions(_ maps: String) -> [Range<UInt>] {
+    public static func readOnlyFileRegions(_ maps: String) -> [Range<UInt>] {
         maps.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
             // The path is what follows the inode, after the spaces that align it.
@@ -43,7 +43,7 @@ enum MemoryTrim {
     }
 
     /// The resident set size in bytes (VmRSS of /proc/self/status), or nil.
-    static func residentBytes(status: String? = try? ProcFile.read("/proc/self/status")) -> Int? {
+    public static func residentBytes(status: String? = try? ProcFile.read("/proc/self/status")) -> Int? {
         guard let line = status?.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return nil }
         let fields = line.split(separator: " ", omittingEmptySubsequences: true)
         guard fields.count >= 2, let kB = Int(fields[1]) else { return nil }

@@ -1,0 +1,28 @@
+import BLEDriver
+import DriverKit
+import ExecDriver
+import FITDriver
+import GPXDriver
+import MassStorageDriver
+import TCXDriver
+import WatchFolderDriver
+
+/// Every driver HealthGate knows, one line each. Adding a driver is a folder in `Drivers/` (code,
+/// README.md, sample.toml, tests), its target in Package.swift, and one line here.
+public enum Registry {
+    public static let catalog = DriverCatalog([
+        FITImporter.descriptor,
+        TCXImporter.descriptor,
+        GPXImporter.descriptor,
+        WatchFolder.descriptor,
+        MassStorage.descriptor,
+        ExecDriver.descriptor,
+        BLERecorder.descriptor,
+    ])
+
+    /// One instance of each file importer with its defaults (what `healthgate import` uses).
+    public static func fileImporters() -> [any FileImporter] {
+        // Defaults cannot fail: a test makes each importer from an empty table.
+        (try? catalog.makeFileImporters(context: { DriverContext.standalone($0) })) ?? []
+    }
+}
