@@ -42,7 +42,7 @@ struct BLEReplayCommand: AsyncParsableCommand {
         do {
             result = try CaptureReplay.replay(file: file)
         } catch {
-            guard case .damaged(_, let partial) = error else { throw ValidationError("\(error)") }
+            guard case .damaged(_, let partial) = error else { throw RuntimeFailure("\(error)") }
             result = partial
             damage = error
         }

@@ -42,7 +42,8 @@ struct DaemonCommand: AsyncParsableCommand {
         let options = Daemon.Options(configPath: config, stateDirectory: stateDirectory, drivers: Registry.catalog)
         let loaded: DaemonConfig
         do { loaded = try options.load() } catch {
-            throw ValidationError("\(error)")
+            // EX_CONFIG, as for a configuration that cannot start below.
+            throw RuntimeFailure("\(error)", exitCode: 78)
         }
         if check {
             print("configuration OK: database \(loaded.database), drivers \(loaded.drivers.keys.sorted().joined(separator: ", "))")

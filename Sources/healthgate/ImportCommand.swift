@@ -54,7 +54,7 @@ struct ImportCommand: AsyncParsableCommand {
             })
         } catch {
             bar.finish()
-            throw ValidationError("\(error)")
+            throw RuntimeFailure("\(error)")
         }
         bar.finish()
         if output.json {

@@ -62,7 +62,7 @@ struct ExportCommand: ParsableCommand {
             do {
                 try PrivateFiles.write(Data(text.utf8), to: output)
             } catch {
-                throw ValidationError("cannot write \(output): \(error.localizedDescription)")
+                throw RuntimeFailure("cannot write \(output): \(error.localizedDescription)")
             }
         }
     }

@@ -17,7 +17,7 @@ struct ShowCommand: ParsableCommand {
 
     func run() throws {
         guard let workout = try database.open().workout(id: id) else {
-            throw ValidationError("no workout with id \(id) (or the prefix is not unique)")
+            throw RuntimeFailure("no workout with id \(id) (or the prefix is not unique)")
         }
         let detail = WorkoutDetail(workout)
         if output.json { return try Output.printJSON(detail) }
