@@ -46,7 +46,10 @@ struct DaemonCommand: AsyncParsableCommand {
             throw RuntimeFailure("\(error)", exitCode: 78)
         }
         if check {
-            print("configuration OK: database \(loaded.database), drivers \(loaded.drivers.keys.sorted().joined(separator: ", "))")
+            let drivers = loaded.drivers.values.sorted { $0.name < $1.name }.map { "\($0.name) (\($0.type))" }
+            let importers = Registry.catalog.fileImporters.map { loaded.disabledImporters.contains($0.id) ? "\($0.id) (off)" : $0.id }
+            print("configuration OK: database \(loaded.database), drivers \(drivers.joined(separator: ", ")); "
+                  + "importers \(importers.joined(separator: ", "))")
             return
         }
         let level = Logger.Level(rawValue: loaded.logLevel) ?? .info
