@@ -42,6 +42,7 @@ let package = Package(
         // drivers` read it.
         .target(name: "DriverRegistry", dependencies: [
             "DriverKit", "FITDriver", "TCXDriver", "GPXDriver", "ExecDriver", "BLEDriver", "WatchFolderDriver", "MassStorageDriver",
+            "BLEReplayDriver",
         ], path: "Sources/DriverRegistry"),
         // A small streaming XML reader without DTD or entity expansion (TCX, GPX, Apple Health).
         .target(name: "XMLStream", path: "Sources/XMLStream"),
@@ -60,6 +61,8 @@ let package = Package(
         .target(name: "WatchFolderDriver", dependencies: ["DriverKit", "LinuxAdapters"], path: "Drivers/WatchFolder",
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
         .target(name: "MassStorageDriver", dependencies: ["DriverKit", "LinuxAdapters"], path: "Drivers/MassStorage",
+                exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
+        .target(name: "BLEReplayDriver", dependencies: ["DriverKit", "HealthModel", "BLEDriver", "BLERuntime"], path: "Drivers/BLEReplay",
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
         // Bluetooth LE: pure decoders of the standard GATT health and fitness profiles.
         .target(name: "GATTProfiles", dependencies: ["HealthModel"], path: "Drivers/BluetoothLE/Profiles"),
@@ -161,6 +164,7 @@ let package = Package(
         ]),
         // The contract itself: typed settings, every driver's sample and README, the registry.
         .testTarget(name: "DriverContractTests", dependencies: ["DriverKit", "DriverRegistry", "HealthGate", "TestSupport"]),
+        .testTarget(name: "BLEReplayDriverTests", dependencies: ["BLEReplayDriver", "DriverKit", "HealthModel", "TestSupport"]),
         .testTarget(name: "LinuxAdaptersTests", dependencies: ["LinuxAdapters", "TestSupport"]),
         .testTarget(name: "WatchFolderDriverTests", dependencies: ["WatchFolderDriver", "DriverKit", "LinuxAdapters", "TestSupport"]),
         .testTarget(name: "MassStorageDriverTests", dependencies: [

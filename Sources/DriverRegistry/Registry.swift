@@ -1,4 +1,5 @@
 import BLEDriver
+import BLEReplayDriver
 import DriverKit
 import ExecDriver
 import FITDriver
@@ -18,6 +19,7 @@ public enum Registry {
         MassStorage.descriptor,
         ExecDriver.descriptor,
         BLERecorder.descriptor,
+        BLEReplayDriver.descriptor,
     ])
 
     /// One instance of each file importer with its defaults (what `healthgate import` uses).

@@ -162,6 +162,37 @@ func unusedPort() throws -> Int {
         #expect(daemon.log.contains("drivers.strap.hci: is required"), "\(daemon.log)")
     }
 
+    /// A driver added as a folder and a registry line (`ble_replay`) runs in the daemon from its
+    /// table alone, and stores what `healthgate ble replay --record` stores from the same capture.
+    @Test func aRegisteredDriverRunsFromItsTable() async throws {
+        let folder = try temporaryFolder("daemon-replay")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let capture = fixtures + "/ble/hr-csc-watch.btsnoop"
+        let config = folder + "/healthgate.toml"
+        try """
+            database = "\(folder)/daemon.sqlite"
+            [drivers.capture]
+            type = "ble_replay"
+            capture = "\(capture)"
+            sport = "running"
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try DaemonProcess(folder: folder, arguments: ["--config", config])
+        #expect(await daemon.waitForLog("replayed \(capture)"), "\(daemon.log)")
+        daemon.signal(SIGTERM)
+        #expect(await daemon.waitForExit() == 0, "\(daemon.log)")
+
+        let cli = folder + "/cli.sqlite"
+        let replayed = try await CLI.run(["ble", "replay", capture, "--record", "--db", cli, "--sport", "running"])
+        #expect(replayed.status == 0, "\(replayed.stderr)")
+        for command in [["workouts"], ["measurements"]] {
+            let byDaemon = try #require(try await CLI.json(command + ["--db", folder + "/daemon.sqlite", "--json"]) as? [[String: Any]])
+            let byCLI = try #require(try await CLI.json(command + ["--db", cli, "--json"]) as? [[String: Any]])
+            #expect(!byDaemon.isEmpty)
+            #expect(byDaemon.map { $0["id"] as? String } == byCLI.map { $0["id"] as? String }, "\(command)")
+            #expect(byDaemon.map { $0["samples"] as? Int } == byCLI.map { $0["samples"] as? Int }, "\(command)")
+        }
+    }
+
     /// The daemon records a heart-rate strap (the emulated peer) and forwards the workout to a
     /// running healthgate-server; a second install of the account pulls exactly that workout.
     @Test func recordedWorkoutReachesTheServer() async throws {
