@@ -34,7 +34,7 @@ struct ImportCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let store = dryRun ? try database.openIfExists() : try database.open()
+        let store = dryRun ? try await database.openIfExists() : try await database.open()
         let pipeline = ImportPipeline(store: store, options: ImportOptions(range: try range.range(), dryRun: dryRun,
                                                                           bodyWeightKg: bodyWeight))
         var bar = ProgressBar(enabled: !output.json && Output.stderrIsTerminal)

@@ -33,7 +33,7 @@ import Testing
     }
 
     /// A folder laid out like a Garmin watch: the FIT files of its data folders, any case.
-    @Test func findsAWatchsFitFiles() throws {
+    @Test func findsAWatchsFitFiles() async throws {
         let root = try temporaryFolder("volume")
         defer { try? FileManager.default.removeItem(atPath: root) }
         let fm = FileManager.default
@@ -102,7 +102,7 @@ import Testing
     @Test func watchesTheKernelsMountTable() async throws {
         let folder = try temporaryFolder("mounts-proc")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let store = try HealthStore(path: folder + "/healthgate.sqlite")
+        let store = try await HealthStore(path: folder + "/healthgate.sqlite")
         let problems = Problems()
         var settings = MassStorage.Settings()
         settings.roots = [folder + "/media"]
