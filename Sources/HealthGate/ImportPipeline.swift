@@ -127,7 +127,7 @@ public struct ImportPipeline: FileSink {
         let hash = source.data.withUnsafeBytes { SHA256.hex($0) }
 
         do {
-            if let store, let entry = try store.ledgerEntry(contentHash: hash), entry.isComplete {
+            if let store, let entry = try await store.ledgerEntry(contentHash: hash), entry.isComplete {
                 return FileReport(path: path, status: .alreadyImported, driver: driverID,
                                   error: entry.path == path ? nil : "same content as \(entry.path)")
             }
@@ -178,7 +178,7 @@ public struct ImportPipeline: FileSink {
                               records: report.status == .failed ? [] : outcome.accepted, status: ledgerStatus,
                               error: report.error)
         do {
-            switch try store.commit(file) {
+            switch try await store.commit(file) {
             case .alreadyImported:
                 report.status = .alreadyImported
                 report.error = nil

@@ -3,27 +3,71 @@ import GRDB
 import HealthModel
 import LinuxAdapters
 
-/// The SQLite database: owns the connection pool, the schema and every transaction.
+/// The SQLite database: owns its connections, the schema and every transaction.
 ///
 /// One imported file is one transaction (records, their outbox rows and the ledger entry land
 /// together or not at all). Opening runs the migrations.
+///
+/// Every operation is `async` and runs on GRDB's own dispatch queues (the writer's serial queue,
+/// the readers' queues); the caller's task is suspended meanwhile, so no SQLite work ever runs
+/// on (or blocks) a thread of Swift's cooperative pool. Opening, which creates files and runs the
+/// migrations, happens on a dispatch queue of its own for the same reason.
+/// ``StatementThreadCheck`` proves it in the tests.
 public final class HealthStore: Sendable {
-    /// The pool (WAL mode: readers never block the writer).
-    public let pool: DatabasePool
-    /// The database file's path.
+    /// The only way to the database: a pool (WAL mode: readers never block the writer) for a
+    /// file, a queue for an in-memory database.
+    private let writer: any DatabaseWriter
+    /// The database file's path (`:memory:` for ``inMemory()``).
     public let path: String
 
     /// Frees the connections' page caches (after a large import or drain, in a long-running
-    /// process).
-    public func releaseMemory() {
-        pool.releaseMemory()
+    /// process). Readers close once their current work is done; the writer frees its cache on its
+    /// own queue.
+    public func releaseMemory() async {
+        if let pool = writer as? DatabasePool {
+            pool.releaseMemoryEventually()
+        } else {
+            try? await writer.writeWithoutTransaction { $0.releaseMemory() }
+        }
     }
 
     /// Opens (creating if needed) the database at `path` and migrates it.
-    public init(path: String) throws {
+    public init(path: String) async throws {
+        let configuration = Self.configuration(path: path)
+        writer = try await Self.offPool {
+            // A new database (and any folder made for it) is its owner's alone: it holds their health.
+            try PrivateFiles.createFile(path)
+            let pool = try DatabasePool(path: path, configuration: configuration)
+            try Self.migrate(pool)
+            return pool
+        }
+        self.path = path
+    }
+
+    private init(writer: any DatabaseWriter, path: String) {
+        self.writer = writer
+        self.path = path
+    }
+
+    /// A new, empty database in memory, migrated (for unit tests): gone when the store is.
+    public static func inMemory() async throws -> HealthStore {
+        let configuration = Self.configuration(path: ":memory:")
+        let queue = try await offPool {
+            let queue = try DatabaseQueue(configuration: configuration)
+            try Schema.migrator.migrate(queue)
+            return queue
+        }
+        return HealthStore(writer: queue, path: ":memory:")
+    }
+
+    /// The connections' settings: busy timeout and pragmas (and the statement check when on).
+    private static func configuration(path: String) -> Configuration {
         var config = Configuration()
+        config.label = "HealthStore"
         config.busyMode = .timeout(10)
+        let check = StatementThreadCheck.isEnabled
         config.prepareDatabase { db in
+            if check { StatementThreadCheck.install(on: db, path: path) }
             // WAL + NORMAL: durable across application crashes, one fsync per checkpoint.
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             // Up to 16 MB of pages per connection (SQLite's default is 2 MB): a large backlog's
@@ -38,17 +82,22 @@ public final class HealthStore: Sendable {
             // built with this on; other builds are not).
             try db.execute(sql: "PRAGMA secure_delete = ON")
         }
-        // A new database (and any folder made for it) is its owner's alone: it holds their health.
-        try PrivateFiles.createFile(path)
-        self.path = path
-        pool = try DatabasePool(path: path, configuration: config)
-        try Self.migrate(pool)
+        return config
+    }
+
+    /// Runs blocking work (opening files, migrating) on a serial dispatch queue of its own, never
+    /// on a thread of Swift's cooperative pool, and suspends the caller until it is done. A queue
+    /// per call: stores opened at once open at once.
+    private static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue(label: "HealthStore.open").async { continuation.resume(with: Result { try work() }) }
+        }
     }
 
     /// Runs the migrations. Two processes opening a new database at once (the daemon and a
     /// command) can both decide a migration is due; the one that loses finds the tables made and
-    /// fails, so it tries again, and then sees the migrations applied.
-    static func migrate(_ pool: DatabasePool) throws {
+    /// fails, so it tries again, and then sees the migrations applied. Runs on the opening queue.
+    private static func migrate(_ pool: DatabasePool) throws {
         var attempt = 0
         while true {
             do {
@@ -61,9 +110,19 @@ public final class HealthStore: Sendable {
         }
     }
 
+    /// Runs `work` in a read transaction on a reader's queue.
+    func reading<T: Sendable>(_ work: @Sendable (Database) throws -> T) async throws -> T {
+        try await writer.read(work)
+    }
+
+    /// Runs `work` in a write transaction on the writer's queue.
+    func writing<T: Sendable>(_ work: @Sendable (Database) throws -> T) async throws -> T {
+        try await writer.write(work)
+    }
+
     /// Names of the migrations applied, in order.
-    public func appliedMigrations() throws -> [String] {
-        try pool.read { db in try Schema.migrator.appliedMigrations(db) }
+    public func appliedMigrations() async throws -> [String] {
+        try await reading { db in try Schema.migrator.appliedMigrations(db) }
     }
 }
 
@@ -90,15 +149,15 @@ extension HealthStore {
     /// Writes a batch of records (live streams, manual entries) in one transaction, each with
     /// its outbox row.
     @discardableResult
-    public func write(_ records: [HealthRecord]) throws -> WriteResult {
-        try pool.write { db in try RecordWriter(db: db).write(records, importHash: nil) }
+    public func write(_ records: [HealthRecord]) async throws -> WriteResult {
+        try await writing { db in try RecordWriter(db: db).write(records, importHash: nil) }
     }
 
     /// Writes what a live driver emitted in one transaction: finished records, and workout
     /// pieces (summary updated, samples appended; queued for forwarding with the final piece).
     @discardableResult
-    public func write(_ batch: LiveBatch) throws -> WriteResult {
-        try pool.write { db in
+    public func write(_ batch: LiveBatch) async throws -> WriteResult {
+        try await writing { db in
             let writer = RecordWriter(db: db)
             let records = try writer.write(batch.records, importHash: nil)
             let workouts = try writer.write(batch.workouts)
@@ -112,8 +171,8 @@ extension HealthStore {
     /// the last of them (each piece lands in one transaction), and are queued for forwarding.
     /// Returns their ids. Run before live recording starts.
     @discardableResult
-    public func completeInterruptedWorkouts() throws -> [RecordID] {
-        try pool.write { db in
+    public func completeInterruptedWorkouts() async throws -> [RecordID] {
+        try await writing { db in
             let ids = try String.fetchAll(db, sql: "SELECT id FROM workouts WHERE in_progress = 1 ORDER BY start_time")
             let writer = RecordWriter(db: db)
             for id in ids {

@@ -36,7 +36,7 @@ struct ImportCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let store = dryRun ? try database.openIfExists() : try database.open()
+        let store = dryRun ? try await database.openIfExists() : try await database.open()
         let importers = Registry.fileImporters()
         let pipeline = ImportPipeline(store: store, importers: importers, options: ImportOptions(range: try range.range(), dryRun: dryRun,
                                                                           bodyWeightKg: bodyWeight))

@@ -20,17 +20,17 @@ struct DatabaseOptions: ParsableArguments {
     var db: String { dbPath ?? stateDir.map { $0 + "/healthgate.sqlite" } ?? "./healthgate.sqlite" }
 
     /// Opens (creating and migrating) the database; a ``RuntimeFailure`` when it cannot.
-    func open() throws -> HealthStore {
+    func open() async throws -> HealthStore {
         do {
-            return try HealthStore(path: db)
+            return try await HealthStore(path: db)
         } catch {
             throw RuntimeFailure("cannot open database \(db): \(error)")
         }
     }
 
     /// Opens the database only if it exists (for dry runs).
-    func openIfExists() throws -> HealthStore? {
-        FileManager.default.fileExists(atPath: db) ? try open() : nil
+    func openIfExists() async throws -> HealthStore? {
+        FileManager.default.fileExists(atPath: db) ? try await open() : nil
     }
 }
 

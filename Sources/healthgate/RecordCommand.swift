@@ -50,8 +50,8 @@ struct RecordCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let store = try database.open()
-        let interrupted = try store.completeInterruptedWorkouts()
+        let store = try await database.open()
+        let interrupted = try await store.completeInterruptedWorkouts()
         if !interrupted.isEmpty, !output.json {
             Output.stderr("completed \(interrupted.count) workout(s) left in progress by an earlier recording\n")
         }
@@ -84,14 +84,14 @@ struct RecordCommand: AsyncParsableCommand {
         }
         defer { stop.cancel() }
         try await task.value
-        try report(store: store, stored: stored, statistics: log.statistics, since: started)
+        try await report(store: store, stored: stored, statistics: log.statistics, since: started)
     }
 
     /// Prints what this run stored.
-    private func report(store: HealthStore, stored: StoredIDs, statistics: BLERecorderStatistics?, since: Date) throws {
+    private func report(store: HealthStore, stored: StoredIDs, statistics: BLERecorderStatistics?, since: Date) async throws {
         let ids = stored.snapshot
-        let workouts = try store.workouts().filter { ids.workouts.contains($0.id) }
-        let measurements = try store.measurements().filter { ids.measurements.contains($0.id.description) }
+        let workouts = try await store.workouts().filter { ids.workouts.contains($0.id) }
+        let measurements = try await store.measurements().filter { ids.measurements.contains($0.id.description) }
         if output.json {
             return try Output.printJSON(RecordReport(
                 workouts: workouts,

@@ -230,8 +230,8 @@ struct SyncCommand: AsyncParsableCommand {
 
     func run() async throws {
         let credentials = try savedLogin(database)
-        let store = try database.open()
-        let requeued = retryDeadLetters ? try store.retryDeadLetters() : 0
+        let store = try await database.open()
+        let requeued = retryDeadLetters ? try await store.retryDeadLetters() : 0
         var configuration = Forwarder.Configuration()
         configuration.maxConsecutiveFailures = maxRetries
         configuration.maxRecords = batchRecords
@@ -245,11 +245,12 @@ struct SyncCommand: AsyncParsableCommand {
                 }
                 if showProgress { Output.stderr("\r\u{1B}[2K") }
                 let pull = noPull ? nil : try await forwarder.pull()
-                return Report(requeued: requeued, upload: upload, pull: pull, deadLetters: try store.deadLetterCount())
+                return Report(requeued: requeued, upload: upload, pull: pull, deadLetters: try await store.deadLetterCount())
             } catch {
                 if showProgress { Output.stderr("\r\u{1B}[2K") }
+                let waiting = try await store.outboxDepth()
                 Output.stderr("healthgate: sync with \(DisplayText.safe(credentials.server)) did not finish: \(error)\n"
-                              + "\(try store.outboxDepth()) record(s) wait in the outbox; nothing was lost.\n")
+                              + "\(waiting) record(s) wait in the outbox; nothing was lost.\n")
                 throw ExitCode(1)
             }
         }
@@ -300,13 +301,13 @@ struct DeadLettersCommand: AsyncParsableCommand {
     var retry = false
 
     func run() async throws {
-        let store = try database.open()
+        let store = try await database.open()
         if retry {
-            let moved = try store.retryDeadLetters()
+            let moved = try await store.retryDeadLetters()
             if output.json { return try Output.printJSON(["requeued": moved]) }
             return print("Put \(moved) dead letter(s) back in the outbox; `healthgate sync` sends them.")
         }
-        let letters = try store.deadLetters(limit: nil)
+        let letters = try await store.deadLetters(limit: nil)
         if output.json { return try Output.printJSON(letters) }
         guard !letters.isEmpty else { return print("No dead letters.") }
         for d in letters {
@@ -370,15 +371,15 @@ struct StatusCommand: AsyncParsableCommand {
     func run() async throws {
         let socketPath = socket ?? ((database.db as NSString).deletingLastPathComponent.nonEmpty ?? ".") + "/healthgate.sock"
         let daemon = await StatusServer.query(path: socketPath)
-        let store = try database.open()
+        let store = try await database.open()
         let credentials = try SyncCredentials.load(forDatabase: database.db)
         let status = Status(
             server: credentials?.server, email: credentials?.email, deviceId: credentials?.deviceId,
-            outbox: try store.outboxDepth(), deadLetters: try store.deadLetterCount(),
-            lastSuccessAt: try store.syncState("last_success_at"), lastError: try store.syncState("last_error"),
-            lastErrorAt: try store.syncState("last_error_at"),
-            historyCursor: Int64(try store.syncState("history_cursor") ?? "0") ?? 0, heldRecords: try store.heldRecordCount(),
-            recentDeadLetters: try store.deadLetters(limit: 10), daemon: daemon)
+            outbox: try await store.outboxDepth(), deadLetters: try await store.deadLetterCount(),
+            lastSuccessAt: try await store.syncState("last_success_at"), lastError: try await store.syncState("last_error"),
+            lastErrorAt: try await store.syncState("last_error_at"),
+            historyCursor: Int64(try await store.syncState("history_cursor") ?? "0") ?? 0, heldRecords: try await store.heldRecordCount(),
+            recentDeadLetters: try await store.deadLetters(limit: 10), daemon: daemon)
         if output.json { return try Output.printJSON(status) }
         if let daemon {
             print("daemon        running (pid \(daemon.pid), since \(daemon.startedAt))")
@@ -405,7 +406,7 @@ struct StatusCommand: AsyncParsableCommand {
         }
         if status.heldRecords > 0 {
             print("held          \(status.heldRecords) pulled record(s) this version could not store, tried again at every pull:")
-            for h in try store.heldRecords().prefix(10) {
+            for h in try await store.heldRecords().prefix(10) {
                 print("  \(DisplayText.safe(h.type ?? "?", limit: 40)) \(DisplayText.safe(h.id ?? "?", limit: 60)) "
                       + "v\(h.version.map(String.init) ?? "?"): \(DisplayText.safe(h.reason))")
             }

@@ -35,7 +35,7 @@ import TestSupport
     }
 
     /// A folder laid out like a Garmin watch: the FIT files of its data folders, any case.
-    @Test func findsAWatchsFitFiles() throws {
+    @Test func findsAWatchsFitFiles() async throws {
         let root = try temporaryFolder("volume")
         defer { try? FileManager.default.removeItem(atPath: root) }
         let fm = FileManager.default

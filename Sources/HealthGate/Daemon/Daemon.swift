@@ -40,15 +40,15 @@ public enum Daemon {
         // (0700) from what uses it, so a configuration that names every path leaves no stray
         // ./healthgate-state behind.
         let store: HealthStore
-        do { store = try HealthStore(path: config.database) } catch {
+        do { store = try await HealthStore(path: config.database) } catch {
             throw ConfigError(keyPath: "database", reason: "cannot open \(config.database): \(error)")
         }
-        let interrupted = try store.completeInterruptedWorkouts()
+        let interrupted = try await store.completeInterruptedWorkouts()
         if !interrupted.isEmpty { logger.notice("completed workouts a previous run left open", metadata: ["count": "\(interrupted.count)"]) }
 
         let state = DaemonState(database: config.database, server: config.forwarder?.server.absoluteString)
         let metrics = DaemonMetrics()
-        metrics.outboxDepth.set(Double(try store.outboxDepth()))
+        metrics.outboxDepth.set(Double(try await store.outboxDepth()))
         let forwarder = config.forwarder.map {
             ForwarderService(store: store, settings: $0, database: config.database, state: state, metrics: metrics, logger: logger)
         }
