@@ -93,6 +93,8 @@ public struct WatchFolder: DeviceDriver {
     private func importFile(_ path: String) async {
         guard FileManager.default.fileExists(atPath: path) else { return }  // gone meanwhile
         let report = await files.importFile(path)
+        // Stopped meanwhile: a failure may be the stop's; the file stays for the next start.
+        if Task.isCancelled, report.status == .failed { return }
         let succeeded = [.imported, .partial, .alreadyImported].contains(report.status)
         switch (settings.afterImport, succeeded) {
         case (.keep, _): break

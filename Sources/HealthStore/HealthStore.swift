@@ -110,14 +110,21 @@ public final class HealthStore: Sendable {
         }
     }
 
-    /// Runs `work` in a read transaction on a reader's queue.
-    func reading<T: Sendable>(_ work: @Sendable (Database) throws -> T) async throws -> T {
-        try await writer.read(work)
+    /// Runs `work` in a read transaction on a reader's queue. Like writes, it runs even when the
+    /// calling task was cancelled (see ``writing(_:)``).
+    func reading<T: Sendable>(_ work: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        let writer = self.writer
+        return try await Task { try await writer.read(work) }.value
     }
 
-    /// Runs `work` in a write transaction on the writer's queue.
-    func writing<T: Sendable>(_ work: @Sendable (Database) throws -> T) async throws -> T {
-        try await writer.write(work)
+    /// Runs `work` in a write transaction on the writer's queue, to the end once asked for: GRDB
+    /// refuses an access from a cancelled task, and a driver told to stop (SIGTERM) is cancelled
+    /// just when it stores what it holds; a file being imported would be reported failed and
+    /// a recording's last batch lost. The access runs in a task of its own, which no
+    /// cancellation reaches.
+    func writing<T: Sendable>(_ work: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        let writer = self.writer
+        return try await Task { try await writer.write(work) }.value
     }
 
     /// Names of the migrations applied, in order.

@@ -93,6 +93,25 @@ func sampleWorkout(start: Double = 1_495_129_762, version: Int = 1, samples: Int
         #expect(listed[0].start == "2017-05-18T17:49:22Z")
     }
 
+    /// A task told to stop (a driver at SIGTERM) still stores what it hands over: a write asked
+    /// for by a cancelled task runs to the end, and so does the read before it.
+    @Test func cancelledTaskStillStoresWhatItHandsOver() async throws {
+        let t = try await TempStore()
+        let store = t.store
+        let (gate, open) = AsyncStream<Void>.makeStream()
+        let task = Task {
+            for await _ in gate { break }
+            #expect(Task.isCancelled)
+            let counts = try await store.tableCounts()
+            return (counts, try await store.write([.workout(sampleWorkout())]))
+        }
+        task.cancel()
+        open.yield()
+        let (before, written) = try await task.value
+        #expect(before["workouts"] == 0 && written == WriteResult(inserted: 1))
+        #expect(try await store.tableCounts()["outbox"] == 1)
+    }
+
     @Test func sameVersionIsStoredOnceAndNewerVersionReplaces() async throws {
         let t = try await TempStore()
         try await t.store.write([.workout(sampleWorkout())])
