@@ -24,7 +24,10 @@ public enum Registry {
 
     /// One instance of each file importer with its defaults (what `healthgate import` uses).
     public static func fileImporters() -> [any FileImporter] {
-        // Defaults cannot fail: a test makes each importer from an empty table.
-        (try? catalog.makeFileImporters(context: { DriverContext.standalone($0) })) ?? []
+        // An importer refusing its defaults is a programming error (DriverFolderTests makes each
+        // from an empty table): stop loudly rather than import with fewer importers.
+        do { return try catalog.makeFileImporters(context: { DriverContext.standalone($0) }) } catch {
+            preconditionFailure("a file importer refuses its default settings: \(error)")
+        }
     }
 }

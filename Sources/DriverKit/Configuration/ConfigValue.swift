@@ -7,18 +7,6 @@ public enum ConfigValue: Sendable, Equatable {
     case bool(Bool)
     case array([ConfigValue])
     case table([String: ConfigValue])
-
-    /// The kind of value, for messages (`a string`, `a table` ...).
-    public var kindName: String {
-        switch self {
-        case .string: "a string"
-        case .integer: "a whole number"
-        case .float: "a number"
-        case .bool: "true or false"
-        case .array: "a list"
-        case .table: "a table"
-        }
-    }
 }
 
 /// A configuration the daemon will not start with, or a driver table its driver refuses: where
