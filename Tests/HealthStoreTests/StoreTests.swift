@@ -181,6 +181,21 @@ func sampleWorkout(start: Double = 1_495_129_762, version: Int = 1, samples: Int
         #expect(try await store.tableCounts()["samples"] == 3)
     }
 
+    /// A write asked for by a cancelled task is still done, whole (a recorder stopped by Ctrl-C
+    /// writes its last batch from its cancelled task). With GRDB's `async` `write`, it threw
+    /// `CancellationError` and stored nothing.
+    @Test func aCancelledTaskStillWrites() async throws {
+        let store = try await HealthStore.inMemory()
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            #expect(Task.isCancelled)
+            return try await store.write([.workout(sampleWorkout())])
+        }
+        #expect(try await task.value == WriteResult(inserted: 1))
+        #expect(try await store.tableCounts()["samples"] == 3)
+        #expect(try await store.outboxDepth() == 1)
+    }
+
     @Test func dateRangeFilters() async throws {
         let t = try await TempStore()
         try await t.store.write([.workout(sampleWorkout(start: 1_500_000_000)), .workout(sampleWorkout(start: 1_600_000_000))])
