@@ -94,7 +94,8 @@ func sampleWorkout(start: Double = 1_495_129_762, version: Int = 1, samples: Int
     }
 
     /// A task told to stop (a driver at SIGTERM) still stores what it hands over: a write asked
-    /// for by a cancelled task runs to the end, and so does the read before it.
+    /// for by a cancelled task runs to the end, and so does the read before it (GRDB's `async`
+    /// accesses threw `CancellationError` and stored nothing).
     @Test func cancelledTaskStillStoresWhatItHandsOver() async throws {
         let t = try await TempStore()
         let store = t.store

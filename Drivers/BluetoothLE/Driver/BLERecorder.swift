@@ -245,7 +245,7 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
         let scanner = Task { await scan() }
         let ticker = Task {
             while !Task.isCancelled {
-                try? await dispatchSleep(configuration.flushInterval)
+                try? await Task.sleep(for: configuration.flushInterval)
                 input.yield(.flush)
             }
         }
@@ -364,7 +364,7 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
                     configuration.onEvent?(.scanFailed("\(error)"))
                 }
             }
-            try? await dispatchSleep(configuration.scanPause)
+            try? await Task.sleep(for: configuration.scanPause)
         }
     }
 }
