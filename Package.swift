@@ -13,6 +13,11 @@ let package = Package(
         .executable(name: "healthgate", targets: ["healthgate"]),
         .executable(name: "healthgate-server", targets: ["healthgate-server"]),
         .library(name: "HealthGate", targets: ["HealthGate"]),
+        // The pure decoders, for the libFuzzer targets in Fuzz/ (a separate package).
+        .library(name: "HealthGateDecoders", targets: [
+            "FITDriver", "XMLStream", "TCXDriver", "GPXDriver", "ExecDriver", "GATTProfiles", "BLEHost", "BLERuntime",
+            "SyncProtocol",
+        ]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),

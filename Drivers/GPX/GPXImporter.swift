@@ -115,9 +115,11 @@ private struct GPXParser {
             creator = value.isEmpty ? nil : value
         case "trk" where stack.count == 1:
             track = TrackDraft(location: location)
-        case "trkseg" where track != nil && stack.last == "trk":
+        // Segments directly in the track, points directly in a segment: a point of a `<trkseg>`
+        // nested elsewhere (one that opened no segment) is ignored.
+        case "trkseg" where track != nil && stack.count == 2 && stack.last == "trk":
             track!.segments.append([])
-        case "trkpt" where track != nil && stack.last == "trkseg":
+        case "trkpt" where track != nil && stack.count == 3 && stack.last == "trkseg":
             point = PointDraft(latitude: try coordinate(attributes.value(of: "lat"), "lat", limit: 90, at: location),
                                longitude: try coordinate(attributes.value(of: "lon"), "lon", limit: 180, at: location))
         case "extensions" where point != nil && stack.last == "trkpt":
