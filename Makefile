@@ -5,7 +5,7 @@ SWIFT ?= swift
 DEMO_DB ?= demo.sqlite
 BIN = .build/debug/healthgate
 
-.PHONY: setup setup-build build server demo daemon test peer-test server-test bench reference reference-check systemd-check install uninstall clean
+.PHONY: setup setup-build build server demo daemon test peer-test server-test bench fuzz fuzz-build fuzz-smoke fuzz-corpus reference reference-check systemd-check install uninstall clean
 
 setup:
 	@bash .ci/setup
@@ -48,6 +48,31 @@ bench: setup-build
 	$(SWIFT) build $(RELEASE) --product healthgate
 	$(SWIFT) build $(RELEASE) --product healthgate-bench
 	.build/release/healthgate-bench Fixtures
+
+# libFuzzer targets for the pure decoders (Fuzz/README.md): each replays its past crashes, then
+# runs FUZZ_SECONDS over a scratch copy of its seed corpus; a crash fails the target and is kept
+# in Fuzz/findings/<target>/. `make fuzz FUZZ_TARGETS="fuzz-fit fuzz-gpx"` runs only those.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= $(sort $(notdir $(wildcard Fuzz/Targets/fuzz-*)))
+FUZZ_BUILD = $(SWIFT) build --package-path Fuzz -c release --sanitize fuzzer -Xswiftc -sanitize=fuzzer,address \
+	--disable-dead-strip
+fuzz-build: setup-build
+	@mkdir -p Fuzz/.build
+	@for target in $(FUZZ_TARGETS); do \
+		echo "building $$target"; \
+		$(FUZZ_BUILD) --product $$target >Fuzz/.build/build.log 2>&1 || { cat Fuzz/.build/build.log; exit 1; }; \
+	done
+
+fuzz: fuzz-build
+	bash Fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# The short run CI makes.
+fuzz-smoke:
+	$(MAKE) fuzz FUZZ_SECONDS=5
+
+# Rewrite the seed corpus (Fuzz/corpus) and the JSON dictionary from the fixtures.
+fuzz-corpus:
+	python3 Fuzz/make-corpus.py
 
 # Regenerate the expected outputs from the independent reference decoders (PyPI).
 reference:

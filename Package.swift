@@ -13,6 +13,11 @@ let package = Package(
         .executable(name: "healthgate", targets: ["healthgate"]),
         .executable(name: "healthgate-server", targets: ["healthgate-server"]),
         .library(name: "HealthGate", targets: ["HealthGate"]),
+        // The pure decoders, for the libFuzzer targets in Fuzz/ (a separate package).
+        .library(name: "HealthGateDecoders", targets: [
+            "FITDriver", "XMLStream", "TCXDriver", "GPXDriver", "ExecDriver", "GATTProfiles", "BLEHost", "BLERuntime",
+            "SyncProtocol",
+        ]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
@@ -33,28 +38,49 @@ let package = Package(
         .target(name: "Timing", path: "Sources/Timing"),
         // Normalized records, identity and validation. No I/O. Re-exports Timing's conversions.
         .target(name: "HealthModel", dependencies: ["Timing"], path: "Sources/HealthModel"),
-        // The driver contract: drivers, sinks, import sources and decode errors.
-        .target(name: "DriverKit", dependencies: ["HealthModel"], path: "Sources/DriverKit"),
+        // The driver contract: drivers, descriptors, typed configuration, sinks, import sources,
+        // decode errors.
+        .target(name: "DriverKit", dependencies: ["HealthModel", .product(name: "Logging", package: "swift-log")],
+                path: "Sources/DriverKit"),
+        // Linux at the edges: inotify, descriptor watches, procfs, systemd notify, journald,
+        // madvise, private files, settling files.
+        .target(name: "LinuxAdapters", dependencies: ["HealthModel", .product(name: "Logging", package: "swift-log")],
+                path: "Sources/LinuxAdapters"),
+        // Every driver, one line each: the daemon, `daemon --check`, `import` and `healthgate
+        // drivers` read it.
+        .target(name: "DriverRegistry", dependencies: [
+            "DriverKit", "FITDriver", "TCXDriver", "GPXDriver", "ExecDriver", "BLEDriver", "WatchFolderDriver", "MassStorageDriver",
+            "BLEReplayDriver",
+        ], path: "Sources/DriverRegistry"),
         // A small streaming XML reader without DTD or entity expansion (TCX, GPX, Apple Health).
         .target(name: "XMLStream", path: "Sources/XMLStream"),
 
         // Driver families.
+        // Each driver's folder holds its README.md and sample.toml (embedded in the code: the
+        // descriptor's sample configuration).
         .target(name: "FITDriver", dependencies: ["HealthModel", "DriverKit"], path: "Drivers/FIT",
-                exclude: ["README.md", "sample.toml", "tools"]),
+                exclude: ["README.md", "tools"], resources: [.embedInCode("sample.toml")]),
         .target(name: "TCXDriver", dependencies: ["HealthModel", "DriverKit", "XMLStream"], path: "Drivers/TCX",
-                exclude: ["README.md", "sample.toml", "tools"]),
+                exclude: ["README.md", "tools"], resources: [.embedInCode("sample.toml")]),
         .target(name: "GPXDriver", dependencies: ["HealthModel", "DriverKit", "XMLStream"], path: "Drivers/GPX",
-                exclude: ["README.md", "sample.toml", "tools"]),
-        // Bluetooth LE: pure decoders of the standard GATT health and fitness profiles.
+                exclude: ["README.md", "tools"], resources: [.embedInCode("sample.toml")]),
         .target(name: "ExecDriver", dependencies: ["HealthModel", "DriverKit", "Timing"], path: "Drivers/Exec",
-                exclude: ["README.md", "sample.toml"]),
+                exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
+        .target(name: "WatchFolderDriver", dependencies: ["DriverKit", "LinuxAdapters"], path: "Drivers/WatchFolder",
+                exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
+        .target(name: "MassStorageDriver", dependencies: ["DriverKit", "LinuxAdapters"], path: "Drivers/MassStorage",
+                exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
+        .target(name: "BLEReplayDriver", dependencies: ["DriverKit", "HealthModel", "BLEDriver", "BLERuntime"], path: "Drivers/BLEReplay",
+                exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
+        // Bluetooth LE: pure decoders of the standard GATT health and fitness profiles.
         .target(name: "GATTProfiles", dependencies: ["HealthModel"], path: "Drivers/BluetoothLE/Profiles"),
         // Bluetooth LE host stack: H4/HCI, ACL, L2CAP, ATT, GATT client, transports.
         .target(name: "BLEHost", path: "Drivers/BluetoothLE/Host"),
         // Bluetooth LE driver: live readings -> measurements and workout pieces (pure
         // sessionizer), and the recorder that drives device sessions into a sink.
         .target(name: "BLEDriver", dependencies: ["HealthModel", "DriverKit", "GATTProfiles", "BLEHost", "BLERuntime"],
-                path: "Drivers/BluetoothLE/Driver"),
+                path: "Drivers/BluetoothLE", exclude: ["README.md", "Host", "Profiles", "Runtime"],
+                resources: [.embedInCode("sample.toml")]),
         // Bluetooth LE I/O edge: transports, the host runtime (one actor owning the protocol
         // state), scanner, GATT client and reconnecting device sessions.
         .target(name: "BLERuntime", dependencies: ["BLEHost", "Timing"], path: "Drivers/BluetoothLE/Runtime"),
@@ -63,12 +89,12 @@ let package = Package(
         .target(name: "SyncProtocol", dependencies: ["HealthModel"], path: "Sources/SyncProtocol"),
 
         // SQLite store: migrations, writes, queries, import ledger, outbox.
-        .target(name: "HealthStore", dependencies: ["HealthModel", .product(name: "GRDB", package: "GRDB.swift"),
+        .target(name: "HealthStore", dependencies: ["HealthModel", "LinuxAdapters", .product(name: "GRDB", package: "GRDB.swift"),
                                                     .product(name: "GRDBSQLite", package: "GRDB.swift")],
                 path: "Sources/HealthStore"),
         // The forwarder: drains the outbox to the tracking server and pulls the merged history.
         .target(name: "HealthSync", dependencies: [
-            "HealthModel", "HealthStore", "SyncProtocol", "Timing",
+            "HealthModel", "HealthStore", "SyncProtocol", "Timing", "LinuxAdapters",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -95,8 +121,7 @@ let package = Package(
         // Runtime: driver registry, the import pipeline (drivers -> normalizer -> store) and the
         // daemon (configuration, services, systemd notify, status socket).
         .target(name: "HealthGate", dependencies: [
-            "HealthModel", "DriverKit", "HealthStore", "HealthSync", "FITDriver", "TCXDriver", "GPXDriver", "BLEDriver", "ExecDriver",
-            "Timing",
+            "HealthModel", "DriverKit", "HealthStore", "HealthSync", "LinuxAdapters", "Timing",
             .product(name: "TOMLKit", package: "TOMLKit"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -108,8 +133,8 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
         ], path: "Sources/HealthGate"),
         .executableTarget(name: "healthgate", dependencies: [
-            "HealthGate", "HealthModel", "HealthStore", "HealthSync", "SyncProtocol", "FITDriver", "BLEHost", "BLERuntime",
-            "GATTProfiles", "BLEDriver",
+            "HealthGate", "HealthModel", "HealthStore", "HealthSync", "SyncProtocol", "DriverKit", "DriverRegistry", "LinuxAdapters",
+            "FITDriver", "BLEHost", "BLERuntime", "GATTProfiles", "BLEDriver",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/healthgate"),
@@ -141,11 +166,21 @@ let package = Package(
         .testTarget(name: "ExecDriverTests", dependencies: ["ExecDriver", "DriverKit", "HealthModel"]),
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol", "HealthModel", "TestSupport"]),
         .testTarget(name: "HealthSyncTests", dependencies: [
-            "TestSupport", "HealthSync", "SyncProtocol", "HealthStore", "HealthModel", "HealthGate",
+            "TestSupport", "HealthSync", "SyncProtocol", "HealthStore", "HealthModel", "HealthGate", "DriverRegistry",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
-        .testTarget(name: "HealthGateTests", dependencies: ["TestSupport", "HealthGate", "HealthStore", "HealthModel", "Timing"]),
+        .testTarget(name: "HealthGateTests", dependencies: [
+            "TestSupport", "HealthGate", "HealthStore", "HealthModel", "DriverKit", "DriverRegistry", "LinuxAdapters", "Timing",
+        ]),
+        // The contract itself: typed settings, every driver's sample and README, the registry.
+        .testTarget(name: "DriverContractTests", dependencies: ["DriverKit", "DriverRegistry", "HealthGate", "TestSupport"]),
+        .testTarget(name: "BLEReplayDriverTests", dependencies: ["BLEReplayDriver", "DriverKit", "HealthModel", "TestSupport"]),
+        .testTarget(name: "LinuxAdaptersTests", dependencies: ["LinuxAdapters", "TestSupport"]),
+        .testTarget(name: "WatchFolderDriverTests", dependencies: ["WatchFolderDriver", "DriverKit", "LinuxAdapters", "TestSupport"]),
+        .testTarget(name: "MassStorageDriverTests", dependencies: [
+            "MassStorageDriver", "DriverKit", "LinuxAdapters", "TestSupport", .product(name: "Logging", package: "swift-log"),
+        ]),
         // Runs the built `healthgate-server` on loopback with real SQLite files.
         .testTarget(name: "HealthGateServerTests", dependencies: [
             "TestSupport", "HealthGateServer", "SyncProtocol", "HealthModel", "Gzip",

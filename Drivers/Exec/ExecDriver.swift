@@ -59,37 +59,52 @@ public struct ExecDriver: DeviceDriver {
         }
     }
 
-    public struct ConfigurationError: Error, CustomStringConvertible {
-        public var description: String
+    /// The `[drivers.NAME]` table (`Drivers/Exec/README.md`).
+    public struct Settings: Decodable, Sendable, Equatable {
+        /// The program (an absolute path), then its arguments; each is passed as is.
+        public var command: [String]
+        public var restartDelay: Duration?
+        public var maximumRestartDelay: Duration?
+        public var batchInterval: Duration?
+
+        enum CodingKeys: String, CodingKey {
+            case command, restartDelay = "restart_delay_s", maximumRestartDelay = "max_restart_delay_s", batchInterval = "batch_ms"
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            command = try c.decode([String].self, forKey: .command, required: "a list: the program, then its arguments")
+            guard let program = command.first, !program.isEmpty else {
+                throw c.configError(.command, "must name the program (a list: the program, then its arguments)")
+            }
+            guard program.hasPrefix("/") else { throw c.configError(.command, "'\(program)' must be an absolute path") }
+            restartDelay = try c.decodeIfPresent(duration: .restartDelay, unit: .seconds, in: .milliseconds(10)...(.seconds(3600)))
+            maximumRestartDelay = try c.decodeIfPresent(duration: .maximumRestartDelay, unit: .seconds,
+                                                        in: .milliseconds(10)...(.seconds(86_400)))
+            batchInterval = try c.decodeIfPresent(duration: .batchInterval, unit: .milliseconds, in: .milliseconds(1)...(.seconds(60)))
+        }
     }
 
     public var configuration: Configuration
 
     public init(configuration: Configuration) { self.configuration = configuration }
 
-    /// From a driver table: `command` (required; a list: the program, then its arguments),
-    /// `instance` (the name; the daemon sets it), `restart_delay_s`, `max_restart_delay_s`, `batch_ms`.
-    public init(config: DriverConfig) throws {
-        guard let command = config["command"]?.split(separator: ",").map(String.init), let program = command.first,
-              !program.isEmpty else {
-            throw ConfigurationError(description: "exec: `command` is required (a list: the program, then its arguments)")
-        }
-        guard program.hasPrefix("/") else {
-            throw ConfigurationError(description: "exec: command: '\(program)' must be an absolute path")
-        }
-        var c = Configuration(command: command, instance: config["instance"] ?? "exec")
-        func seconds(_ key: String, _ range: ClosedRange<Double>) throws -> Duration? {
-            guard let text = config[key] else { return nil }
-            guard let value = Double(text), range.contains(value) else {
-                throw ConfigurationError(description: "exec: \(key) = \(text) is not a number in \(range.lowerBound)...\(range.upperBound)")
+    /// From the driver's table: the instance's name is part of record ids; bad lines and the
+    /// program's fate go to the log, bad lines also to the metrics.
+    public init(settings: Settings, context: DriverContext) {
+        var c = Configuration(command: settings.command, instance: context.instance)
+        if let delay = settings.restartDelay { c.restartDelay = delay }
+        if let delay = settings.maximumRestartDelay { c.maximumRestartDelay = delay }
+        if let interval = settings.batchInterval { c.batchInterval = interval }
+        c.onEvent = { event in
+            switch event {
+            case .badLine(let error):
+                context.report(.problem(kind: "bad_line", message: "\(error)"))
+                context.logger.warning("\(event)")
+            case .failedToStart, .exited: context.logger.warning("\(event)")
+            default: context.logger.info("\(event)")
             }
-            return .clamped(seconds: value)
         }
-        if let delay = try seconds("restart_delay_s", 0.01...3600) { c.restartDelay = delay }
-        if let delay = try seconds("max_restart_delay_s", 0.01...86_400) { c.maximumRestartDelay = delay }
-        if let ms = try seconds("batch_ms", 1...60_000) { c.batchInterval = ms / 1000 }
-        let unknown = Set(config.values.keys).subtracting(["command", "instance", "restart_delay_s", "max_restart_delay_s", "batch_ms"])
-        if let key = unknown.sorted().first { throw ConfigurationError(description: "exec: unknown key `\(key)`") }
         self.init(configuration: c)
     }
 
@@ -359,4 +374,11 @@ enum LineReader {
             onEnd()
         }.start()
     }
+}
+
+extension ExecDriver {
+    /// The registry's entry.
+    public static let descriptor = DriverDescriptor.device(
+        ExecDriver.self, summary: "Runs a program and stores the records it prints, one JSON object per line",
+        sample: PackageResources.sample_toml)
 }

@@ -10,8 +10,8 @@ import HealthModel
 public struct FITImporter: FileImporter {
     public static let id = "fit"
 
-    /// File drivers take no configuration; unknown keys are ignored.
-    public init(config: DriverConfig) throws {}
+    /// Takes no keys of its own (`[importers.fit]` may hold `enabled` only).
+    public init(settings: NoSettings = NoSettings(), context: DriverContext = .standalone("fit")) {}
 
     /// `.fit` files, or any file with the ".FIT" signature at bytes 8-11.
     public static func canImport(_ probe: FileProbe) -> Bool {
@@ -42,4 +42,10 @@ public struct FITImporter: FileImporter {
         let records = FITNormalizer.records(from: collector.content, file: path).filter { seen.insert($0.id).inserted }
         return (records, failure)
     }
+}
+
+extension FITImporter {
+    /// The registry's entry.
+    public static let descriptor = DriverDescriptor.importer(
+        FITImporter.self, summary: "FIT files from watches and bike computers: activities, multisport, pool swims, monitoring, sleep, weight", sample: PackageResources.sample_toml)
 }

@@ -15,8 +15,8 @@ public struct GPXImporter: FileImporter {
     /// Mean Earth radius used for distances (IUGG mean radius R1, in metres).
     public static let earthRadiusM = 6_371_000.0
 
-    /// File drivers take no configuration keys.
-    public init(config: DriverConfig = DriverConfig()) throws {}
+    /// Takes no keys of its own (`[importers.gpx]` may hold `enabled` only).
+    public init(settings: NoSettings = NoSettings(), context: DriverContext = .standalone("gpx")) {}
 
     /// A `.gpx` file, or any file whose head shows a `gpx` root.
     public static func canImport(_ probe: FileProbe) -> Bool {
@@ -115,9 +115,11 @@ private struct GPXParser {
             creator = value.isEmpty ? nil : value
         case "trk" where stack.count == 1:
             track = TrackDraft(location: location)
-        case "trkseg" where track != nil && stack.last == "trk":
+        // Segments directly in the track, points directly in a segment: a point of a `<trkseg>`
+        // nested elsewhere (one that opened no segment) is ignored.
+        case "trkseg" where track != nil && stack.count == 2 && stack.last == "trk":
             track!.segments.append([])
-        case "trkpt" where track != nil && stack.last == "trkseg":
+        case "trkpt" where track != nil && stack.count == 3 && stack.last == "trkseg":
             point = PointDraft(latitude: try coordinate(attributes.value(of: "lat"), "lat", limit: 90, at: location),
                                longitude: try coordinate(attributes.value(of: "lon"), "lon", limit: 180, at: location))
         case "extensions" where point != nil && stack.last == "trkpt":
@@ -275,4 +277,10 @@ private struct GPXParser {
 
 extension String {
     var trimmed: String { trimmingCharacters(in: .whitespacesAndNewlines) }
+}
+
+extension GPXImporter {
+    /// The registry's entry.
+    public static let descriptor = DriverDescriptor.importer(
+        GPXImporter.self, summary: "GPX 1.0/1.1 tracks with timestamps: each track becomes a workout with its points as samples", sample: PackageResources.sample_toml)
 }

@@ -11,8 +11,8 @@ import XMLStream
 public struct TCXImporter: FileImporter {
     public static let id = "tcx"
 
-    /// File drivers take no configuration keys.
-    public init(config: DriverConfig = DriverConfig()) throws {}
+    /// Takes no keys of its own (`[importers.tcx]` may hold `enabled` only).
+    public init(settings: NoSettings = NoSettings(), context: DriverContext = .standalone("tcx")) {}
 
     /// A `.tcx` file, or any file whose head shows a `TrainingCenterDatabase` root.
     public static func canImport(_ probe: FileProbe) -> Bool {
@@ -345,4 +345,10 @@ func climb(_ altitudes: [Double]) -> (Double?, Double?) {
 
 extension String {
     var trimmed: String { trimmingCharacters(in: .whitespacesAndNewlines) }
+}
+
+extension TCXImporter {
+    /// The registry's entry.
+    public static let descriptor = DriverDescriptor.importer(
+        TCXImporter.self, summary: "Garmin Training Center XML (TCX v2) exports: each activity becomes a workout with laps and samples", sample: PackageResources.sample_toml)
 }

@@ -1,21 +1,18 @@
 import Foundation
 import HealthModel
 
-/// A driver's configuration: one TOML table per driver instance, flattened to strings here.
-public struct DriverConfig: Sendable, Equatable {
-    public var values: [String: String]
-
-    public init(_ values: [String: String] = [:]) { self.values = values }
-
-    public subscript(key: String) -> String? { values[key] }
-}
-
-/// A pluggable source of health records.
+/// A pluggable source of health records. Each driver module also offers a
+/// ``DriverDescriptor`` (its `descriptor`), which the registry lists.
 public protocol Driver: Sendable {
+    /// The driver's table of the configuration file, typed: decoded by ``ConfigDecoder``, so an
+    /// unknown key, a value of the wrong kind or out of range is a ``ConfigError`` naming the
+    /// key path. ``NoSettings`` for a driver without keys.
+    associatedtype Settings: Decodable & Sendable
     /// Stored in the database with every record: never renamed.
     static var id: String { get }
-    /// Validates the configuration only; opens nothing.
-    init(config: DriverConfig) throws
+    /// Checks what decoding could not (a path that must be absolute, a controller address) and
+    /// makes the driver. Opens nothing: `healthgate daemon --check` makes every driver.
+    init(settings: Settings, context: DriverContext) throws(ConfigError)
 }
 
 /// What the import pipeline knows of a file before choosing a driver for it.
@@ -71,9 +68,14 @@ public protocol FileImporter: Driver {
     func importFile(_ file: ImportSource, into sink: some RecordSink) async throws
 }
 
-/// A driver that talks to live devices or programs (BLE, ANT, exec ...).
+/// A driver that talks to live devices or programs, or finds files (BLE, exec, watch folder,
+/// mass storage ...).
+///
+/// Records go to the sink given to ``run(into:)``; files found go to ``DriverContext/files``;
+/// what users and the status API should know (a device connected, a line skipped) goes to
+/// ``DriverContext/report(_:)`` in order.
 public protocol DeviceDriver: Driver {
-    /// Runs until cancelled (graceful shutdown) or a fatal error.
+    /// Runs until cancelled (graceful shutdown: store what is held, then return) or a fatal error.
     func run(into sink: some RecordSink) async throws
 }
 

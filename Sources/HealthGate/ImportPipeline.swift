@@ -20,54 +20,6 @@ public struct ImportOptions: Sendable {
     }
 }
 
-/// What became of one file.
-public struct FileReport: Sendable, Encodable, Equatable {
-    public enum Status: String, Sendable, Encodable {
-        /// Stored whole.
-        case imported
-        /// Damaged part-way: what came before the damage was stored.
-        case partial
-        /// The ledger knew this content: nothing done.
-        case alreadyImported = "already_imported"
-        /// Nothing could be read; nothing stored.
-        case failed
-        /// A dry run: what would have been stored.
-        case wouldImport = "would_import"
-        /// Found while walking a folder, but no driver reads it.
-        case skipped
-    }
-
-    public var path: String
-    public var status: Status
-    public var driver: String?
-    /// Records stored (or that a dry run would store).
-    public var records: Int = 0
-    /// Records already in the database at this version.
-    public var unchanged: Int = 0
-    /// Records outside `--since/--until`.
-    public var outOfRange: Int = 0
-    /// Records refused by validation, with the reason.
-    public var rejected: [String] = []
-    /// Why the file failed or is partial.
-    public var error: String?
-
-    enum CodingKeys: String, CodingKey {
-        case path, status, driver, records, unchanged, outOfRange = "out_of_range", rejected, error
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(path, forKey: .path)
-        try c.encode(status, forKey: .status)
-        try c.encode(driver, forKey: .driver)
-        try c.encode(records, forKey: .records)
-        try c.encode(unchanged, forKey: .unchanged)
-        try c.encode(outOfRange, forKey: .outOfRange)
-        try c.encode(rejected, forKey: .rejected)
-        try c.encode(error, forKey: .error)
-    }
-}
-
 /// Totals of one run.
 public struct ImportTotals: Sendable, Encodable, Equatable {
     public var files = 0
@@ -101,14 +53,15 @@ public struct ImportTotals: Sendable, Encodable, Equatable {
 ///
 /// Each file is hashed first; content the ledger already holds is not decoded again. A file's
 /// records, outbox rows and ledger entry are committed in one transaction.
-public struct ImportPipeline: Sendable {
+public struct ImportPipeline: FileSink {
     public let store: HealthStore?
+    /// The file importers, in the order they are asked whether they read a file.
     public let importers: [any FileImporter]
     public let options: ImportOptions
 
-    /// `store` may be nil only for dry runs against no database.
-    public init(store: HealthStore?, importers: [any FileImporter] = DriverRegistry.fileImporters(),
-                options: ImportOptions = ImportOptions()) {
+    /// `store` may be nil only for dry runs against no database. `importers`: the registry's
+    /// (``DriverCatalog/makeFileImporters(settings:disabled:context:)``).
+    public init(store: HealthStore?, importers: [any FileImporter], options: ImportOptions = ImportOptions()) {
         self.store = store
         self.importers = importers
         self.options = options
@@ -152,9 +105,15 @@ public struct ImportPipeline: Sendable {
         importers.first { type(of: $0).canImport(probe) }
     }
 
+    /// Imports a file a driver found (``FileSink``): one the user named, as far as an unknown
+    /// type goes (a failure).
+    public func importFile(_ path: String) async -> FileReport {
+        await importFile(path, explicit: true)
+    }
+
     /// Imports one file. `explicit` says the user named it (so an unknown type is a failure
     /// rather than a skipped file in a folder). Never throws: every outcome is a report.
-    public func importFile(_ path: String, explicit: Bool = true) async -> FileReport {
+    public func importFile(_ path: String, explicit: Bool) async -> FileReport {
         let source: ImportSource
         do {
             source = try ImportSource(contentsOf: path)
@@ -169,7 +128,7 @@ public struct ImportPipeline: Sendable {
         let hash = Hex.lowercase(SHA256.hash(data: source.data))
 
         do {
-            if let store, let entry = try store.ledgerEntry(contentHash: hash), entry.isComplete {
+            if let store, let entry = try await store.ledgerEntry(contentHash: hash), entry.isComplete {
                 return FileReport(path: path, status: .alreadyImported, driver: driverID,
                                   error: entry.path == path ? nil : "same content as \(entry.path)")
             }
@@ -220,7 +179,7 @@ public struct ImportPipeline: Sendable {
                               records: report.status == .failed ? [] : outcome.accepted, status: ledgerStatus,
                               error: report.error)
         do {
-            switch try store.commit(file) {
+            switch try await store.commit(file) {
             case .alreadyImported:
                 report.status = .alreadyImported
                 report.error = nil

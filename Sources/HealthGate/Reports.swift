@@ -70,7 +70,7 @@ public struct PeriodStats: Sendable, Encodable, Equatable {
 public enum Reports {
     /// Statistics per period, oldest first, for periods that hold any record.
     public static func stats(_ store: HealthStore, period: StatsPeriod, range: DateRange = DateRange(),
-                             timeZone: TimeZone = .current) throws -> [PeriodStats] {
+                             timeZone: TimeZone = .current) async throws -> [PeriodStats] {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone
         var buckets: [String: PeriodStats] = [:]
@@ -85,7 +85,7 @@ public enum Reports {
             buckets[label] = stats
         }
 
-        for w in try store.workouts(in: range) {
+        for w in try await store.workouts(in: range) {
             withBucket(ISO8601.parse(w.start) ?? Date(timeIntervalSince1970: 0)) { s, label in
                 let active = w.timerS ?? w.elapsedS
                 s.workouts += 1
@@ -98,18 +98,18 @@ public enum Reports {
                 }
             }
         }
-        for sleep in try store.sleepSessions(in: range) {
+        for sleep in try await store.sleepSessions(in: range) {
             withBucket(sleep.start) { s, label in
                 s.sleepSessions += 1
                 sleepTotal[label, default: 0] += sleep.totalSleepS
             }
         }
-        for m in try store.measurements(in: range) where m.kind == .steps || m.kind == .weight {
+        for m in try await store.measurements(in: range) where m.kind == .steps || m.kind == .weight {
             withBucket(m.time) { s, label in
                 if m.kind == .steps { s.steps += m.value } else { weights[label, default: []].append(m.value) }
             }
         }
-        for h in try store.habitEvents(in: range) {
+        for h in try await store.habitEvents(in: range) {
             withBucket(h.time) { s, _ in s.habitEvents += 1 }
         }
         return buckets.values.map { stats in
@@ -127,16 +127,16 @@ public enum Reports {
                                    "source_driver", "source_device", "source_file"]
 
     /// Every entry as one CSV table (RFC 4180, UTF-8, a header row), oldest first per type.
-    public static func csv(_ store: HealthStore, range: DateRange = DateRange(), write: (String) -> Void) throws {
+    public static func csv(_ store: HealthStore, range: DateRange = DateRange(), write: (String) -> Void) async throws {
         write(csvLine(csvHeader))
         func n(_ v: Double?) -> String { v.map { $0 == $0.rounded() && abs($0) < 1e15 ? String(Int($0)) : String($0) } ?? "" }
         func i(_ v: Int?) -> String { v.map(String.init) ?? "" }
         func src(_ s: Source) -> [String] { [s.driver, s.device ?? "", s.file ?? ""] }
-        for w in try store.workouts(in: range) {
+        for w in try await store.workouts(in: range) {
             write(csvLine(["workout", w.id, String(w.version), w.start, w.end, w.sport, "", "", n(w.timerS ?? w.elapsedS),
                            n(w.distanceM), n(w.energyKcal), i(w.avgHR), i(w.maxHR), w.subSport ?? "", "", ] + src(w.source)))
         }
-        for s in try store.sleepSessions(in: range) {
+        for s in try await store.sleepSessions(in: range) {
             let stages = SleepStage.allCases.compactMap { stage -> String? in
                 let total = s.stages.filter { $0.stage == stage }.reduce(0.0) { $0 + $1.end.timeIntervalSince($1.start) }
                 return total > 0 ? "\(stage.rawValue)=\(Int(total))s" : nil
@@ -145,13 +145,13 @@ public enum Reports {
                            "sleep", n(s.totalSleepS), "s", n(s.end.timeIntervalSince(s.start)), "", "", "", "", stages, ""]
                           + src(s.source)))
         }
-        for m in try store.measurements(in: range) {
+        for m in try await store.measurements(in: range) {
             let detail = m.extra.sorted { $0.key < $1.key }.map { "\($0.key)=\(n($0.value))" }.joined(separator: " ")
             write(csvLine(["measurement", m.id.description, String(m.version), ISO8601.string(m.time),
                            ISO8601.string(m.end ?? m.time), m.kind.rawValue, n(m.value), m.unit, "", "", "", "", "",
                            detail, ""] + src(m.source)))
         }
-        for h in try store.habitEvents(in: range) {
+        for h in try await store.habitEvents(in: range) {
             write(csvLine(["habit", h.id.description, String(h.version), ISO8601.string(h.time), ISO8601.string(h.time),
                            h.habit, n(h.value), h.unit ?? "", "", "", "", "", "",
                            [h.category, h.label].compactMap { $0 }.joined(separator: " "), h.note ?? ""] + src(h.source)))

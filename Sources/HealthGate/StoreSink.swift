@@ -28,7 +28,7 @@ public final class StoreSink: RecordSink {
         let (accepted, rejected) = normalizer.normalize(batch)
         if !rejected.isEmpty { rejections.withLock { $0 += rejected } }
         guard !accepted.isEmpty else { return }
-        try store.write(accepted)
+        try await store.write(accepted)
         onCommit?(accepted, Date())
     }
 

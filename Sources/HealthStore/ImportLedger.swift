@@ -74,16 +74,16 @@ public enum CommitOutcome: Sendable, Equatable {
 
 extension HealthStore {
     /// The ledger entry for a file's content hash, if the file was seen before.
-    public func ledgerEntry(contentHash: String) throws -> LedgerEntry? {
-        try pool.read { db in
+    public func ledgerEntry(contentHash: String) async throws -> LedgerEntry? {
+        try await reading { db in
             try Row.fetchOne(db, sql: "SELECT * FROM imports WHERE content_hash = ?", arguments: [contentHash])
                 .map(LedgerEntry.init(row:))
         }
     }
 
     /// Every ledger entry, newest first.
-    public func ledger() throws -> [LedgerEntry] {
-        try pool.read { db in
+    public func ledger() async throws -> [LedgerEntry] {
+        try await reading { db in
             try Row.fetchAll(db, sql: "SELECT * FROM imports ORDER BY imported_at DESC, path").map(LedgerEntry.init(row:))
         }
     }
@@ -91,8 +91,8 @@ extension HealthStore {
     /// Commits one file in one transaction: its records with their outbox rows, and its ledger
     /// entry. A file already imported (or partially imported) is left alone; a file that failed
     /// or was imported with a date range before is imported again and its entry updated.
-    public func commit(_ file: FileImport) throws -> CommitOutcome {
-        try pool.write { db in
+    public func commit(_ file: FileImport) async throws -> CommitOutcome {
+        try await writing { db in
             if let row = try Row.fetchOne(db, sql: "SELECT * FROM imports WHERE content_hash = ?",
                                           arguments: [file.contentHash]) {
                 let entry = LedgerEntry(row: row)

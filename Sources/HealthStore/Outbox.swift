@@ -92,8 +92,8 @@ public struct DeadLetter: Sendable, Equatable, Encodable {
 /// acknowledged, park what it refused, remember the history cursor.
 extension HealthStore {
     /// The oldest `limit` outbox entries after `afterSeq`, in order.
-    public func outbox(after afterSeq: Int64 = 0, limit: Int) throws -> [OutboxEntry] {
-        try pool.read { db in
+    public func outbox(after afterSeq: Int64 = 0, limit: Int) async throws -> [OutboxEntry] {
+        try await reading { db in
             try Row.fetchAll(db, sql: """
                 SELECT seq, record_type, record_id, version, enqueued_at FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?
                 """, arguments: [afterSeq, limit]).map { row in
@@ -103,8 +103,8 @@ extension HealthStore {
     }
 
     /// What the store holds now for each of `entries`, in one read.
-    public func records(for entries: [OutboxEntry]) throws -> [OutboxContent] {
-        try pool.read { db in
+    public func records(for entries: [OutboxEntry]) async throws -> [OutboxContent] {
+        try await reading { db in
             try entries.map { entry in
                 guard let type = entry.type else {
                     return .unreadable("record type '\(entry.typeName)' is not known to this version of HealthGate")
@@ -115,14 +115,14 @@ extension HealthStore {
     }
 
     /// Records waiting to be forwarded.
-    public func outboxDepth() throws -> Int {
-        try pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM outbox") ?? 0 }
+    public func outboxDepth() async throws -> Int {
+        try await reading { try Int.fetchOne($0, sql: "SELECT count(*) FROM outbox") ?? 0 }
     }
 
     /// Removes acknowledged entries.
-    public func acknowledge(_ seqs: [Int64]) throws {
+    public func acknowledge(_ seqs: [Int64]) async throws {
         guard !seqs.isEmpty else { return }
-        try pool.write { db in
+        try await writing { db in
             let statement = try db.cachedStatement(sql: "DELETE FROM outbox WHERE seq = ?")
             for seq in seqs { try statement.execute(arguments: [seq]) }
         }
@@ -130,9 +130,9 @@ extension HealthStore {
 
     /// Moves refused entries out of the outbox into `dead_letters`, with their reasons, and
     /// removes acknowledged ones, in one transaction.
-    public func settle(acknowledged: [Int64], refused: [(seq: Int64, reason: String)]) throws {
+    public func settle(acknowledged: [Int64], refused: [(seq: Int64, reason: String)]) async throws {
         let now = ISO8601.string(Date())
-        try pool.write { db in
+        try await writing { db in
             let delete = try db.cachedStatement(sql: "DELETE FROM outbox WHERE seq = ?")
             for seq in acknowledged { try delete.execute(arguments: [seq]) }
             for (seq, reason) in refused {
@@ -147,8 +147,8 @@ extension HealthStore {
 
     /// Records given up (refused by the server, or unreadable here), newest first; all of them
     /// when `limit` is nil.
-    public func deadLetters(limit: Int? = 100) throws -> [DeadLetter] {
-        try pool.read { db in
+    public func deadLetters(limit: Int? = 100) async throws -> [DeadLetter] {
+        try await reading { db in
             try Row.fetchAll(db, sql: "SELECT * FROM dead_letters ORDER BY failed_at DESC, seq DESC LIMIT ?",
                              arguments: [limit ?? -1]).map { row in
                 DeadLetter(seq: row["seq"], type: row["record_type"], id: row["record_id"], version: row["version"],
@@ -157,16 +157,16 @@ extension HealthStore {
         }
     }
 
-    public func deadLetterCount() throws -> Int {
-        try pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM dead_letters") ?? 0 }
+    public func deadLetterCount() async throws -> Int {
+        try await reading { try Int.fetchOne($0, sql: "SELECT count(*) FROM dead_letters") ?? 0 }
     }
 
     /// Puts dead letters back in the outbox (all of them, or those with these seqs), as new
     /// outbox entries in one transaction; answers how many. For after the cause is fixed: an
     /// upgrade, a server that accepts them now.
     @discardableResult
-    public func retryDeadLetters(seqs: [Int64]? = nil) throws -> Int {
-        try pool.write { db in
+    public func retryDeadLetters(seqs: [Int64]? = nil) async throws -> Int {
+        try await writing { db in
             let chosen = try Int64.fetchAll(db, sql: "SELECT seq FROM dead_letters ORDER BY seq")
                 .filter { seqs?.contains($0) ?? true }
             let move = try db.cachedStatement(sql: """
@@ -191,8 +191,8 @@ extension HealthStore {
     /// when the version held here is not newer.
     @discardableResult
     public func writePulled(_ records: [HealthRecord], deletions: [PulledDeletion] = [], held: [HeldRecord] = [], cursor: Int64,
-                            epoch: String? = nil) throws -> WriteResult {
-        try pool.write { db in
+                            epoch: String? = nil) async throws -> WriteResult {
+        try await writing { db in
             var result = try RecordWriter(db: db).write(records, importHash: nil, enqueue: false)
             let now = ISO8601.string(Date())
             for deletion in deletions {
@@ -213,8 +213,8 @@ extension HealthStore {
     }
 
     /// Records pulled from the server that are waiting, oldest first.
-    public func heldRecords() throws -> [HeldRecord] {
-        try pool.read { db in
+    public func heldRecords() async throws -> [HeldRecord] {
+        try await reading { db in
             try Row.fetchAll(db, sql: "SELECT * FROM held_records ORDER BY id").map { row in
                 HeldRecord(number: row["id"], id: row["record_id"], version: row["version"], type: row["record_type"],
                            serverSeq: row["server_seq"], body: row["body"], reason: row["reason"], receivedAt: row["received_at"])
@@ -222,16 +222,16 @@ extension HealthStore {
         }
     }
 
-    public func heldRecordCount() throws -> Int {
-        try pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM held_records") ?? 0 }
+    public func heldRecordCount() async throws -> Int {
+        try await reading { try Int.fetchOne($0, sql: "SELECT count(*) FROM held_records") ?? 0 }
     }
 
     /// Stores held records that can be read now (`records`, each with the number of the held row
     /// it came from) and removes their rows; updates the reason of those still held.
     @discardableResult
     public func releaseHeld(_ records: [(number: Int64, record: HealthRecord)], stillHeld: [(number: Int64, reason: String)] = [])
-        throws -> WriteResult {
-        try pool.write { db in
+        async throws -> WriteResult {
+        try await writing { db in
             let result = try RecordWriter(db: db).write(records.map(\.record), importHash: nil, enqueue: false)
             for (number, _) in records { try db.execute(sql: "DELETE FROM held_records WHERE id = ?", arguments: [number]) }
             for (number, reason) in stillHeld {
@@ -261,13 +261,13 @@ extension HealthStore {
     }
 
     /// A named sync value (`history_cursor`, `last_success_at`, `last_error`, ...), or nil.
-    public func syncState(_ key: String) throws -> String? {
-        try pool.read { try String.fetchOne($0, sql: "SELECT value FROM sync_state WHERE key = ?", arguments: [key]) }
+    public func syncState(_ key: String) async throws -> String? {
+        try await reading { try String.fetchOne($0, sql: "SELECT value FROM sync_state WHERE key = ?", arguments: [key]) }
     }
 
     /// Sets (or with nil, clears) a named sync value.
-    public func setSyncState(_ key: String, _ value: String?) throws {
-        try pool.write { db in try Self.setState(db, key, value) }
+    public func setSyncState(_ key: String, _ value: String?) async throws {
+        try await writing { db in try Self.setState(db, key, value) }
     }
 
     static func setState(_ db: Database, _ key: String, _ value: String?) throws {

@@ -124,9 +124,9 @@ public struct DateRange: Sendable, Equatable {
 
 extension HealthStore {
     /// Workouts starting within `range`, oldest first, without deleted ones.
-    public func workouts(in range: DateRange = DateRange()) throws -> [WorkoutSummary] {
+    public func workouts(in range: DateRange = DateRange()) async throws -> [WorkoutSummary] {
         let (condition, arguments) = range.condition("w.start_time")
-        return try pool.read { db in
+        return try await reading { db in
             try Row.fetchAll(db, sql: """
                 SELECT w.*,
                     (SELECT count(*) FROM laps WHERE workout_id = w.id) AS lap_count,
@@ -140,8 +140,8 @@ extension HealthStore {
     }
 
     /// One workout with its laps, lengths and samples, or nil. `id` may be a unique prefix.
-    public func workout(id: String) throws -> Workout? {
-        try pool.read { db in
+    public func workout(id: String) async throws -> Workout? {
+        try await reading { db in
             let rows = try Row.fetchAll(db, sql: "SELECT * FROM workouts WHERE id LIKE ? || '%' LIMIT 2",
                                         arguments: [id.lowercased()])
             guard rows.count == 1, let row = rows.first else { return nil }
@@ -150,39 +150,39 @@ extension HealthStore {
     }
 
     /// Sleep sessions starting within `range`, oldest first, with their stages.
-    public func sleepSessions(in range: DateRange = DateRange()) throws -> [SleepSession] {
+    public func sleepSessions(in range: DateRange = DateRange()) async throws -> [SleepSession] {
         let (condition, arguments) = range.condition("start_time")
-        return try pool.read { db in
+        return try await reading { db in
             try Row.fetchAll(db, sql: "SELECT * FROM sleep_sessions WHERE deleted = 0 AND \(condition) ORDER BY start_time, id",
                              arguments: arguments).map { try RowDecoder.sleep(db, $0) }
         }
     }
 
     /// Measurements of `kind` (all kinds when nil) taken within `range`, oldest first.
-    public func measurements(kind: MeasurementKind? = nil, in range: DateRange = DateRange()) throws -> [HealthModel.Measurement] {
+    public func measurements(kind: MeasurementKind? = nil, in range: DateRange = DateRange()) async throws -> [HealthModel.Measurement] {
         var (condition, arguments) = range.condition("time")
         if let kind {
             condition += " AND kind = ?"
             arguments += [kind.rawValue]
         }
-        return try pool.read { db in
+        return try await reading { [condition, arguments] db in
             try Row.fetchAll(db, sql: "SELECT \(RowDecoder.measurementColumns) FROM measurements WHERE deleted = 0 AND \(condition) ORDER BY time, kind, id",
                              arguments: arguments).compactMap(RowDecoder.measurement)
         }
     }
 
     /// Habit events within `range`, oldest first.
-    public func habitEvents(in range: DateRange = DateRange()) throws -> [HabitEvent] {
+    public func habitEvents(in range: DateRange = DateRange()) async throws -> [HabitEvent] {
         let (condition, arguments) = range.condition("time")
-        return try pool.read { db in
+        return try await reading { db in
             try Row.fetchAll(db, sql: "SELECT \(RowDecoder.habitColumns) FROM habit_events WHERE deleted = 0 AND \(condition) ORDER BY time, id",
                              arguments: arguments).map(RowDecoder.habit)
         }
     }
 
     /// Rows in each table, for status output and tests.
-    public func tableCounts() throws -> [String: Int] {
-        try pool.read { db in
+    public func tableCounts() async throws -> [String: Int] {
+        try await reading { db in
             var counts: [String: Int] = [:]
             for table in ["workouts", "laps", "samples", "rr_intervals", "swim_lengths", "sleep_sessions", "sleep_stages",
                           "habit_events", "measurements", "outbox", "imports"] {

@@ -133,7 +133,7 @@ public final class Forwarder: Sendable {
     /// was acknowledged before stays acknowledged and the rest stays queued.
     public func drain(progress: (@Sendable (Progress) -> Void)? = nil) async throws -> DrainReport {
         var report = DrainReport()
-        let total = try store.outboxDepth()
+        let total = try await store.outboxDepth()
         var settled = 0
         var failures = 0
         var skipped = Set<Int64>()  // held back: left in the outbox, not sent again by this drain
@@ -145,7 +145,7 @@ public final class Forwarder: Sendable {
             while true {
                 while !exhausted, retryAfter == nil, inFlight < max(1, configuration.concurrentUploads) {
                     try Task.checkCancellation()
-                    let rows = try store.outbox(after: readUpTo, limit: configuration.maxRecords)
+                    let rows = try await store.outbox(after: readUpTo, limit: configuration.maxRecords)
                     guard let last = rows.last else {
                         exhausted = true
                         break
@@ -155,12 +155,12 @@ public final class Forwarder: Sendable {
                         readUpTo = last.seq
                         continue
                     }
-                    let batch = try encodeBatch(entries)
+                    let batch = try await encodeBatch(entries)
                     readUpTo = batch.lastSeq
                     if !batch.missing.isEmpty || !batch.givenUp.isEmpty {
                         // Replaced or deleted since: nothing to send. Unreadable or too large for the
                         // protocol: kept as dead letters.
-                        try store.settle(acknowledged: batch.missing, refused: batch.givenUp)
+                        try await store.settle(acknowledged: batch.missing, refused: batch.givenUp)
                         settled += batch.missing.count + batch.givenUp.count
                         report.unreadable += batch.givenUp.count
                     }
@@ -186,7 +186,7 @@ public final class Forwarder: Sendable {
                 inFlight -= 1
                 switch result {
                 case .success(let outcome):
-                    try store.settle(acknowledged: outcome.acknowledged, refused: outcome.refused)
+                    try await store.settle(acknowledged: outcome.acknowledged, refused: outcome.refused)
                     report.add(outcome)
                     skipped.formUnion(outcome.heldBack.map(\.seq))
                     settled += outcome.acknowledged.count + outcome.refused.count + outcome.heldBack.count
@@ -194,8 +194,8 @@ public final class Forwarder: Sendable {
                     progress?(Progress(settled: settled, total: total))
                 case .failure(let error):
                     report.uploads += 1
-                    try store.setSyncState("last_error", error.description)
-                    try store.setSyncState("last_error_at", ISO8601.string(Date()))
+                    try await store.setSyncState("last_error", error.description)
+                    try await store.setSyncState("last_error_at", ISO8601.string(Date()))
                     guard error.isTransient else { throw error }
                     failures += 1
                     report.retries += 1
@@ -207,13 +207,13 @@ public final class Forwarder: Sendable {
                 }
             }
         }
-        report.remaining = try store.outboxDepth()
+        report.remaining = try await store.outboxDepth()
         if report.heldBack == 0 {
-            try store.setSyncState("last_success_at", ISO8601.string(Date()))
-            try store.setSyncState("last_error", nil)
+            try await store.setSyncState("last_success_at", ISO8601.string(Date()))
+            try await store.setSyncState("last_error", nil)
         } else {
-            try store.setSyncState("last_error", "\(report.heldBack) record(s) held back: \(report.heldBackReason ?? "")")
-            try store.setSyncState("last_error_at", ISO8601.string(Date()))
+            try await store.setSyncState("last_error", "\(report.heldBack) record(s) held back: \(report.heldBackReason ?? "")")
+            try await store.setSyncState("last_error_at", ISO8601.string(Date()))
         }
         return report
     }
@@ -236,11 +236,11 @@ public final class Forwarder: Sendable {
     }
 
     /// Loads and encodes the records of `entries`, keeping to the byte cap (at least one record).
-    func encodeBatch(_ entries: [OutboxEntry]) throws -> Batch {
+    func encodeBatch(_ entries: [OutboxEntry]) async throws -> Batch {
         var batch = Batch()
         var bytes = 0
         let encoder = SyncJSONEncoder()
-        for (entry, content) in zip(entries, try store.records(for: entries)) {
+        for (entry, content) in zip(entries, try await store.records(for: entries)) {
             let record: HealthRecord
             switch content {
             case .gone:
@@ -362,9 +362,9 @@ public final class Forwarder: Sendable {
     /// past a record that was not kept. A server whose pages do not advance is an error.
     public func pull() async throws -> PullReport {
         var report = PullReport()
-        report.released = try retryHeld()
-        var cursor = max(0, Int64(try store.syncState("history_cursor") ?? "0") ?? 0)
-        var epoch = try store.syncState("history_epoch")
+        report.released = try await retryHeld()
+        var cursor = max(0, Int64(try await store.syncState("history_cursor") ?? "0") ?? 0)
+        var epoch = try await store.syncState("history_epoch")
         var failures = 0
         while true {
             try Task.checkCancellation()
@@ -411,7 +411,7 @@ public final class Forwarder: Sendable {
                 case .hold(let hold): held.append(hold)
                 }
             }
-            let written = try store.writePulled(records, deletions: deletions, held: held, cursor: page.next, epoch: epoch)
+            let written = try await store.writePulled(records, deletions: deletions, held: held, cursor: page.next, epoch: epoch)
             report.pages += 1
             report.received += page.records.count
             report.stored += written.stored
@@ -421,13 +421,13 @@ public final class Forwarder: Sendable {
             if !page.more { break }
         }
         report.cursor = cursor
-        report.stillHeld = try store.heldRecordCount()
+        report.stillHeld = try await store.heldRecordCount()
         return report
     }
 
     /// Stores the held records that can be read and pass the rules now; answers how many.
-    func retryHeld() throws -> Int {
-        let held = try store.heldRecords()
+    func retryHeld() async throws -> Int {
+        let held = try await store.heldRecords()
         guard !held.isEmpty else { return 0 }
         var ready: [(number: Int64, record: HealthRecord)] = []
         var still: [(number: Int64, reason: String)] = []
@@ -439,7 +439,7 @@ public final class Forwarder: Sendable {
             case .delete: still.append((h.number, h.reason))
             }
         }
-        try store.releaseHeld(ready, stillHeld: still)
+        try await store.releaseHeld(ready, stillHeld: still)
         return ready.count
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import HealthStore
+import LinuxAdapters
 
 /// What `healthgate login` saves next to the database: the server, the account and this
 /// device's token (the file is readable by its owner only).

@@ -78,7 +78,7 @@ func measureRecording(devices: Int, hz: Int, seconds: Double, store: Bool) async
     let folder = NSTemporaryDirectory() + "healthgate-bench-ble-\(getpid())"
     try? FileManager.default.removeItem(atPath: folder)
     defer { try? FileManager.default.removeItem(atPath: folder) }
-    let sink = MeasuringSink(store: store ? StoreSink(store: try HealthStore(path: folder + "/bench.sqlite")) : nil)
+    let sink = MeasuringSink(store: store ? StoreSink(store: try await HealthStore(path: folder + "/bench.sqlite")) : nil)
 
     let connected = Mutex(0)
     var configuration = BLERecorder.Configuration(controller: peer.h4, devices: [.auto])

@@ -90,8 +90,8 @@ func fileBenchmarks(fixtures: String, rounds: Int) async throws {
     print("\n== Import into a fresh database (decode + normalize + one committed transaction) ==")
 
     /// Rows the import wrote, over every table.
-    func rowCount(_ store: HealthStore) throws -> Int {
-        try store.tableCounts().values.reduce(0, +)
+    func rowCount(_ store: HealthStore) async throws -> Int {
+        try await store.tableCounts().values.reduce(0, +)
     }
 
     /// The sample rows the import writes, as column values, so the baseline inserts the same data
@@ -162,15 +162,15 @@ func fileBenchmarks(fixtures: String, rounds: Int) async throws {
         for (index, path) in largest.enumerated() {
             let dbPath = tempPath("import")
             removeDatabase(dbPath)
-            let store = try HealthStore(path: dbPath)
-            let pipeline = ImportPipeline(store: store)
+            let store = try await HealthStore(path: dbPath)
+            let pipeline = ImportPipeline(store: store, importers: [FITImporter()])
             let t0 = now()
             let report = await pipeline.importFile(path)
             seconds += now() - t0
             guard report.status == .imported || report.status == .partial else {
                 print("  import failed: \(report.error ?? "?")"); exit(1)
             }
-            let fileRows = try rowCount(store)
+            let fileRows = try await rowCount(store)
             rows += fileRows
             removeDatabase(dbPath)
             rawSeconds += rawInsertSeconds(rows: fileRows, from: baselineSources[index])

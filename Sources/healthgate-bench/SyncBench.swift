@@ -21,11 +21,11 @@ func syncBenchmarks(records: Int = 100_000, backlog: Int = 1_000_000) async thro
     defer { server.stop() }
 
     // 1. The forwarder, `records` measurements.
-    let install = try filledStore(folder + "/a.sqlite", count: records, tag: "a")
-    try codecBenchmark(install)
+    let install = try await filledStore(folder + "/a.sqlite", count: records, tag: "a")
+    try await codecBenchmark(install)
     // The baseline's bodies: the same records in the same batches, encoded and gzipped now
     // (untimed), before the forwarder empties the outbox.
-    let bodies = try encodedBatches(install, size: 1000)
+    let bodies = try await encodedBatches(install, size: 1000)
     let first = try await account(server)
     let client = try SyncClient(configuration: .init(server: server.url))
     var configuration = Forwarder.Configuration()
@@ -63,7 +63,7 @@ func syncBenchmarks(records: Int = 100_000, backlog: Int = 1_000_000) async thro
     // 3. A backlog.
     if backlog > 0 {
         let t2 = now()
-        let big = try filledStore(folder + "/backlog.sqlite", count: backlog, tag: "c")
+        let big = try await filledStore(folder + "/backlog.sqlite", count: backlog, tag: "c")
         let fill = now() - t2
         let third = try await account(server)
         let t3 = now()
@@ -77,9 +77,9 @@ func syncBenchmarks(records: Int = 100_000, backlog: Int = 1_000_000) async thro
 
 /// Encoding and decoding one upload of 1,000 records: the sync protocol's own JSON codecs next to
 /// Foundation's `JSONEncoder`/`JSONDecoder` with the same settings (`SyncAPI`), same bytes.
-func codecBenchmark(_ store: HealthStore) throws {
-    let entries = try store.outbox(limit: 1000)
-    let upload = UploadRequest(records: try store.records(for: entries).compactMap(\.record).map { WireRecord($0) })
+func codecBenchmark(_ store: HealthStore) async throws {
+    let entries = try await store.outbox(limit: 1000)
+    let upload = UploadRequest(records: try await store.records(for: entries).compactMap(\.record).map { WireRecord($0) })
     let rounds = 20
     func time(_ body: () throws -> Void) rethrows -> Double {
         var best = Double.infinity
@@ -101,13 +101,13 @@ func codecBenchmark(_ store: HealthStore) throws {
 }
 
 /// A fresh store with `count` measurements (heart rate, one per second), all in the outbox.
-func filledStore(_ path: String, count: Int, tag: String) throws -> HealthStore {
-    let store = try HealthStore(path: path)
+func filledStore(_ path: String, count: Int, tag: String) async throws -> HealthStore {
+    let store = try await HealthStore(path: path)
     let t0 = Date(timeIntervalSince1970: 1_760_000_000)
     var done = 0
     while done < count {
         let n = min(10_000, count - done)
-        try store.write((done..<done + n).map { i in
+        try await store.write((done..<done + n).map { i in
             .measurement(HealthModel.Measurement(
                 id: RecordID.derive("bench", tag, String(i)), kind: .heartRate, time: t0.addingTimeInterval(Double(i)),
                 value: Double(60 + i % 90), source: Source(driver: "bench", device: "strap")))
@@ -141,15 +141,15 @@ func account(_ server: ServerProcess) async throws -> String {
 }
 
 /// The outbox's records as gzipped upload bodies of `size` records.
-func encodedBatches(_ store: HealthStore, size: Int) throws -> [(bytes: ByteBuffer, count: Int)] {
+func encodedBatches(_ store: HealthStore, size: Int) async throws -> [(bytes: ByteBuffer, count: Int)] {
     let encoder = SyncJSONEncoder()
     var out: [(ByteBuffer, Int)] = []
     var after: Int64 = 0
     while true {
-        let entries = try store.outbox(after: after, limit: size)
+        let entries = try await store.outbox(after: after, limit: size)
         guard let last = entries.last else { break }
         after = last.seq
-        let records = try store.records(for: entries).compactMap(\.record).map { WireRecord($0) }
+        let records = try await store.records(for: entries).compactMap(\.record).map { WireRecord($0) }
         let buffer = ByteBuffer(bytes: try encoder.encode(UploadRequest(records: records)))
         out.append((ByteBuffer(bytes: buffer.withUnsafeReadableBytes { Gzip.compress($0, level: 1) }), records.count))
     }

@@ -7,20 +7,25 @@ import SyncProtocol
 // The account on the tracking server, through the saved login (`healthgate login`): its
 // devices (revoke a lost one), the password, deleting the account.
 
-/// The login saved next to the database, or a usage error.
+/// The login saved next to the database, or a ``RuntimeFailure`` saying there is none.
 func savedLogin(_ database: DatabaseOptions) throws -> SyncCredentials {
-    guard let credentials = try SyncCredentials.load(forDatabase: database.db) else {
-        throw ValidationError("not logged in: run `healthgate login --server URL --email EMAIL` first")
+    let saved: SyncCredentials?
+    do { saved = try SyncCredentials.load(forDatabase: database.db) } catch {
+        throw RuntimeFailure("cannot read the saved login \(SyncCredentials.path(forDatabase: database.db)): \(error)")
+    }
+    guard let credentials = saved else {
+        throw RuntimeFailure("not logged in (no \(SyncCredentials.path(forDatabase: database.db))): "
+                             + "run `healthgate login --server URL --email EMAIL` first")
     }
     return credentials
 }
 
 /// Runs `body` with a client of the saved login's server; a failure of the server (or of the
-/// way to it) is a ``ServerRefusal`` naming the server.
+/// way to it) is a ``RuntimeFailure`` naming the server.
 func withSavedLogin<T>(_ credentials: SyncCredentials, _ body: (SyncClient) async throws -> T) async throws -> T {
     try await withClient(try credentials.client()) { client in
         do { return try await body(client) } catch let error as SyncError {
-            throw ServerRefusal(description: "\(credentials.server): \(error)")
+            throw RuntimeFailure("\(credentials.server): \(error)")
         }
     }
 }
@@ -34,7 +39,7 @@ struct PasswordInputOptions: ParsableArguments {
     func read(_ what: String, prompt: String) throws -> String {
         if passwordStdin {
             guard let line = readLine(strippingNewline: true), !line.isEmpty else {
-                throw ValidationError("--password-stdin: no \(what) on standard input")
+                throw RuntimeFailure("--password-stdin: no \(what) on standard input")
             }
             return line
         }
@@ -149,7 +154,7 @@ struct PasswordCommand: AsyncParsableCommand {
         let new = try passwords.read("new password", prompt: "New password: ")
         if !passwords.passwordStdin {
             guard try passwords.read("new password", prompt: "Repeat the new password: ") == new else {
-                throw ValidationError("the new passwords differ")
+                throw RuntimeFailure("the new passwords differ: the password is unchanged")
             }
         }
         let answer = try await withSavedLogin(credentials) { client in
@@ -190,7 +195,7 @@ struct AccountDeleteCommand: AsyncParsableCommand {
             Output.stderr("This deletes \(credentials.email) and every record it holds on \(credentials.server).\n"
                           + "Type the account's email to confirm: ")
             guard readLine(strippingNewline: true)?.trimmingCharacters(in: .whitespaces) == credentials.email else {
-                throw ValidationError("not confirmed: nothing was deleted")
+                throw RuntimeFailure("not confirmed: nothing was deleted")
             }
         }
         let password = try passwords.read("password", prompt: "Password for \(credentials.email): ")

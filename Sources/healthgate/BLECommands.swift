@@ -34,10 +34,12 @@ struct ControllerOptions: ParsableArguments {
         guard let snoop else { return nil }
         // A capture holds the readings: its owner's alone, like the database.
         guard FileManager.default.createFile(atPath: snoop, contents: nil, attributes: [.posixPermissions: 0o600]) else {
-            throw ValidationError("--snoop: cannot create \(snoop)")
+            throw RuntimeFailure("--snoop: cannot create \(snoop)")
         }
         return snoop
     }
+
+    func validate() throws { _ = try address() }
 
     func address() throws -> TransportAddress {
         do { return try TransportAddress(parsing: hci) } catch { throw ValidationError("--hci: \(error)") }
@@ -59,16 +61,15 @@ struct ControllerOptions: ParsableArguments {
 
     /// Opens and initializes the controller.
     private func start() async throws -> HostRuntime {
+        let address = try address()
+        var configuration = HostRuntime.Configuration()
+        configuration.snoopPath = try snoopPath()
         let runtime: HostRuntime
         do {
-            var configuration = HostRuntime.Configuration()
-            configuration.snoopPath = try snoopPath()
-            runtime = try HostRuntime.open(try address(), configuration: configuration)
+            runtime = try HostRuntime.open(address, configuration: configuration)
             _ = try await runtime.start()
-        } catch let error as ArgumentParser.ValidationError {
-            throw error
         } catch {
-            throw ValidationError("\(hci): \(error)")
+            throw RuntimeFailure("\(hci): \(error)")
         }
         return runtime
     }
@@ -126,8 +127,10 @@ struct BLEScanCommand: AsyncParsableCommand {
     @OptionGroup var controller: ControllerOptions
     @OptionGroup var output: OutputOptions
 
-    @Option(name: .customLong("for"), help: ArgumentHelp("How long to scan: 5, 10s, 1m.", valueName: "DURATION"))
+    @Option(name: .customLong("for"), help: ArgumentHelp("How long to scan; \(DurationArgument.forms).", valueName: "DURATION"))
     var time = DurationArgument(seconds: 5)
+
+    func validate() throws { try time.requireLongerThanZero("--for") }
 
     func run() async throws {
         let devices = try await controller.withController { runtime in
@@ -157,15 +160,20 @@ struct BLEWatchCommand: AsyncParsableCommand {
     @OptionGroup var controller: ControllerOptions
     @OptionGroup var output: OutputOptions
 
-    @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this long: 90, 10s, 5m (default: until Ctrl-C).",
+    @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this long (default: until Ctrl-C); \(DurationArgument.forms).",
                                                          valueName: "DURATION"))
     var time: DurationArgument?
 
-    @Option(help: ArgumentHelp("How long to look for a device given by name.", valueName: "DURATION"))
+    @Option(help: ArgumentHelp("How long to look for a device given by name; \(DurationArgument.forms).", valueName: "DURATION"))
     var scanFor = DurationArgument(seconds: 10)
 
     @Argument(help: "The device's address or advertised name.")
     var device: String
+
+    func validate() throws {
+        try time?.requireLongerThanZero("--for")
+        try scanFor.requireLongerThanZero("--scan-for")
+    }
 
     /// Measurement characteristics worth subscribing to (the recorder's list).
     static let measurements: [UInt16] = BLERecorder.measurements
@@ -192,7 +200,7 @@ struct BLEWatchCommand: AsyncParsableCommand {
         } else {
             let found = try await scanDevices(runtime, for: scanFor) { $0.name?.uppercased() == wanted }
             guard let match = found.first(where: { $0.name?.uppercased() == wanted }) else {
-                throw ValidationError("no device named '\(device)' found in \(scanFor) (try `healthgate ble scan`)")
+                throw RuntimeFailure("no device named '\(device)' found in \(scanFor) (try `healthgate ble scan`)")
             }
             address = match.address
         }
@@ -202,7 +210,7 @@ struct BLEWatchCommand: AsyncParsableCommand {
             client = try await runtime.connect(to: address, timeout: .seconds(10))
             database = try await client.discover()
         } catch {
-            throw ValidationError("\(address): \(error)")
+            throw RuntimeFailure("\(address): \(error)")
         }
         let (stream, continuation) = AsyncStream.makeStream(of: GATTNotification.self)
         var subscribed = 0
@@ -211,7 +219,7 @@ struct BLEWatchCommand: AsyncParsableCommand {
             guard !database.characteristics(characteristic).isEmpty else { continue }
             if (try? await client.subscribe(characteristic, into: continuation)) != nil { subscribed += 1 }
         }
-        guard subscribed > 0 else { throw ValidationError("\(address) offers no measurement HealthGate reads") }
+        guard subscribed > 0 else { throw RuntimeFailure("\(address) offers no measurement HealthGate reads") }
         if !output.json { Output.stderr("watching \(address) (\(subscribed) characteristics); Ctrl-C to stop\n") }
         if let time {
             Task {

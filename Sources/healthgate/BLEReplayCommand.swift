@@ -42,14 +42,14 @@ struct BLEReplayCommand: AsyncParsableCommand {
         do {
             result = try CaptureReplay.replay(file: file)
         } catch {
-            guard case .damaged(_, let partial) = error else { throw ValidationError("\(error)") }
+            guard case .damaged(_, let partial) = error else { throw RuntimeFailure("\(error)") }
             result = partial
             damage = error
         }
         for reading in Self.readings(result) {
             try BLEWatchCommand.printLine(BLEWatchCommand.describe(reading), json: output.json)
         }
-        if record { try store(result) }
+        if record { try await store(result) }
         // Damage in the file header leaves nothing to summarize.
         if damage.map({ ($0.offset ?? 0) >= 16 }) ?? true { Output.stderr(Self.summary(result, file: file)) }
         if let damage {
@@ -60,11 +60,11 @@ struct BLEReplayCommand: AsyncParsableCommand {
 
     /// Stores what a live recording would have stored from the capture's values (reads such as
     /// Battery Level included, as live).
-    private func store(_ result: CaptureReplay.Result) throws {
+    private func store(_ result: CaptureReplay.Result) async throws {
         let (batch, malformed) = LiveSessionizer.records(from: result.values.compactMap(\.notification),
                                                          configuration: workouts.sessionizer)
         let (accepted, rejected) = Normalizer().normalize(batch)
-        let written = try database.open().write(accepted)
+        let written = try await database.open().write(accepted)
         let completed = accepted.workouts.filter(\.isFinal).count
         Output.stderr("stored into \(database.db): \(written.inserted) new record(s) (\(completed) workout(s), "
                       + "\(accepted.records.count) measurement(s) in the capture; \(written.unchanged) already stored)"

@@ -1,5 +1,8 @@
 import ArgumentParser
+import DriverKit
+import DriverRegistry
 import Foundation
+import LinuxAdapters
 import HealthGate
 import Logging
 
@@ -28,7 +31,7 @@ struct DaemonCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The state directory (database, inbox, socket).", valueName: "DIR"))
     var stateDir: String?
 
-    @Flag(help: "Check the configuration and exit.")
+    @Flag(help: "Check the configuration (every driver checks its own table, opening nothing) and exit.")
     var check = false
 
     func run() async throws {
@@ -36,13 +39,17 @@ struct DaemonCommand: AsyncParsableCommand {
         // systemd may list several directories (colon-separated): the first is ours.
         let stateDirectory = stateDir ?? environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init)
             ?? "./healthgate-state"
-        let options = Daemon.Options(configPath: config, stateDirectory: stateDirectory)
+        let options = Daemon.Options(configPath: config, stateDirectory: stateDirectory, drivers: Registry.catalog)
         let loaded: DaemonConfig
         do { loaded = try options.load() } catch {
-            throw ValidationError("\(error)")
+            // EX_CONFIG, as for a configuration that cannot start below.
+            throw RuntimeFailure("\(error)", exitCode: 78)
         }
         if check {
-            print("configuration OK: database \(loaded.database), drivers \(loaded.drivers.keys.sorted().joined(separator: ", "))")
+            let drivers = loaded.drivers.values.sorted { $0.name < $1.name }.map { "\($0.name) (\($0.type))" }
+            let importers = Registry.catalog.fileImporters.map { loaded.disabledImporters.contains($0.id) ? "\($0.id) (off)" : $0.id }
+            print("configuration OK: database \(loaded.database), drivers \(drivers.joined(separator: ", ")); "
+                  + "importers \(importers.joined(separator: ", "))")
             return
         }
         let level = Logger.Level(rawValue: loaded.logLevel) ?? .info

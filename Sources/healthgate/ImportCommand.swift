@@ -1,4 +1,6 @@
 import ArgumentParser
+import DriverKit
+import DriverRegistry
 import Foundation
 import HealthModel
 import HealthGate
@@ -7,9 +9,9 @@ import HealthStore
 struct ImportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
-        abstract: "Import FIT, TCX and GPX files, or folders of them (e.g. a watch's backlog).",
+        abstract: "Import exported files, or folders of them (e.g. a watch's backlog).",
         discussion: """
-            Folders are walked recursively; files no driver reads are skipped there. Each file is \
+            The file importers (`healthgate drivers`): \(Registry.catalog.fileImporters.map(\.id).joined(separator: ", ")). Folders are walked recursively; files no driver reads are skipped there. Each file is \
             one transaction: it lands whole (or, when damaged part-way, with what precedes the \
             damage, reported as partial) or not at all. Files are remembered by content hash, so \
             importing them again adds nothing. Exit status 1 when any file failed.
@@ -34,8 +36,9 @@ struct ImportCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let store = dryRun ? try database.openIfExists() : try database.open()
-        let pipeline = ImportPipeline(store: store, options: ImportOptions(range: try range.range(), dryRun: dryRun,
+        let store = dryRun ? try await database.openIfExists() : try await database.open()
+        let importers = Registry.fileImporters()
+        let pipeline = ImportPipeline(store: store, importers: importers, options: ImportOptions(range: try range.range(), dryRun: dryRun,
                                                                           bodyWeightKg: bodyWeight))
         var bar = ProgressBar(enabled: !output.json && Output.stderrIsTerminal)
         var reports: [FileReport] = []
@@ -51,7 +54,7 @@ struct ImportCommand: AsyncParsableCommand {
             })
         } catch {
             bar.finish()
-            throw ValidationError("\(error)")
+            throw RuntimeFailure("\(error)")
         }
         bar.finish()
         if output.json {

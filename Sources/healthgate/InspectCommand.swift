@@ -28,7 +28,7 @@ struct InspectCommand: ParsableCommand {
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: file), options: .alwaysMapped)
         } catch {
-            throw ValidationError("cannot read \(file): \(error.localizedDescription)")
+            throw RuntimeFailure("cannot read \(file): \(error.localizedDescription)")
         }
         var failure: DecodeError?
         if count {

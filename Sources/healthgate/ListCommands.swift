@@ -4,7 +4,7 @@ import HealthGate
 import HealthModel
 import HealthStore
 
-struct WorkoutsCommand: ParsableCommand {
+struct WorkoutsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "workouts", abstract: "List workouts (sport, time, duration, distance, energy, heart rate).",
         discussion: "Energy marked ~ is estimated from sport, duration and body weight (MET values).")
@@ -13,8 +13,8 @@ struct WorkoutsCommand: ParsableCommand {
     @OptionGroup var range: RangeOptions
     @OptionGroup var output: OutputOptions
 
-    func run() throws {
-        let workouts = try database.open().workouts(in: try range.range())
+    func run() async throws {
+        let workouts = try await database.open().workouts(in: try range.range())
         if output.json { return try Output.printJSON(workouts) }
         guard !workouts.isEmpty else { return print("No workouts.") }
         Output.printTable(["ID", "START (UTC)", "SPORT", "ACTIVE", "DIST km", "kcal", "HR avg/max", "LAPS", "SAMPLES", "SOURCE"],
@@ -29,7 +29,7 @@ struct WorkoutsCommand: ParsableCommand {
     }
 }
 
-struct SleepCommand: ParsableCommand {
+struct SleepCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sleep", abstract: "List sleep sessions with time asleep and time in each stage.")
 
@@ -45,8 +45,8 @@ struct SleepCommand: ParsableCommand {
         struct Span: Encodable { var start: String, end: String, stage: String }
     }
 
-    func run() throws {
-        let sessions = try database.open().sleepSessions(in: try range.range())
+    func run() async throws {
+        let sessions = try await database.open().sleepSessions(in: try range.range())
         func perStage(_ s: SleepSession) -> [String: Double] {
             var totals: [String: Double] = [:]
             for span in s.stages { totals[span.stage.rawValue, default: 0] += span.end.timeIntervalSince(span.start) }
@@ -70,7 +70,7 @@ struct SleepCommand: ParsableCommand {
     }
 }
 
-struct MeasurementsCommand: ParsableCommand {
+struct MeasurementsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "measurements", abstract: "List measurements (weight, heart rate, steps, blood pressure ...).",
         discussion: "Kinds: \(MeasurementKind.allCases.map(\.rawValue).joined(separator: ", ")).")
@@ -94,8 +94,8 @@ struct MeasurementsCommand: ParsableCommand {
         var source: [String: String?]
     }
 
-    func run() throws {
-        let list = try database.open().measurements(kind: kind.flatMap(MeasurementKind.init(rawValue:)), in: try range.range())
+    func run() async throws {
+        let list = try await database.open().measurements(kind: kind.flatMap(MeasurementKind.init(rawValue:)), in: try range.range())
         if output.json {
             return try Output.printJSON(list.map { m in
                 MeasurementJSON(id: m.id.description, version: m.version, kind: m.kind.rawValue, time: ISO8601.string(m.time),

@@ -3,12 +3,13 @@ import Foundation
 import HealthModel
 import HealthStore
 
-/// `--db` or `--state-dir`, shared by every command.
+/// `--db` or `--state-dir`, shared by every command that uses the local database (or the login
+/// saved next to it).
 struct DatabaseOptions: ParsableArguments {
-    @Option(name: .customLong("db"), help: ArgumentHelp("The SQLite database file (default ./healthgate.sqlite).", valueName: "PATH"))
+    @Option(name: .customLong("db"), help: ArgumentHelp("The SQLite database file (default ./healthgate.sqlite); the saved login is PATH.sync.json.", valueName: "PATH"))
     var dbPath: String?
 
-    @Option(help: ArgumentHelp("The state directory the daemon uses: its database is DIR/healthgate.sqlite.", valueName: "DIR"))
+    @Option(help: ArgumentHelp("The state directory the daemon uses: its database DIR/healthgate.sqlite (instead of --db).", valueName: "DIR"))
     var stateDir: String?
 
     func validate() throws {
@@ -18,18 +19,18 @@ struct DatabaseOptions: ParsableArguments {
     /// The database file.
     var db: String { dbPath ?? stateDir.map { $0 + "/healthgate.sqlite" } ?? "./healthgate.sqlite" }
 
-    /// Opens (creating and migrating) the database.
-    func open() throws -> HealthStore {
+    /// Opens (creating and migrating) the database; a ``RuntimeFailure`` when it cannot.
+    func open() async throws -> HealthStore {
         do {
-            return try HealthStore(path: db)
+            return try await HealthStore(path: db)
         } catch {
-            throw ValidationError("cannot open database \(db): \(error)")
+            throw RuntimeFailure("cannot open database \(db): \(error)")
         }
     }
 
     /// Opens the database only if it exists (for dry runs).
-    func openIfExists() throws -> HealthStore? {
-        FileManager.default.fileExists(atPath: db) ? try open() : nil
+    func openIfExists() async throws -> HealthStore? {
+        FileManager.default.fileExists(atPath: db) ? try await open() : nil
     }
 }
 
@@ -81,9 +82,13 @@ struct OutputOptions: ParsableArguments {
     var json = false
 }
 
-/// A duration on the command line: `90` (seconds), `1.5`, `10s`, `250ms`, `5m`, `1h30m`, `2d`.
+/// A duration on the command line: `90` (seconds), `1.5`, `10s`, `250ms`, `5m`, `1h30m`, `2d`
+/// (``Durations/seconds(_:)``). Every option that takes a duration uses it.
 struct DurationArgument: ExpressibleByArgument, Sendable, CustomStringConvertible {
     var seconds: Double
+
+    /// The accepted forms, for the `--help` of each duration option.
+    static let forms = "seconds (90, 1.5) or with a unit: 250ms, 10s, 5m, 1h30m, 2d"
 
     init(seconds: Double) { self.seconds = seconds }
 
@@ -95,7 +100,27 @@ struct DurationArgument: ExpressibleByArgument, Sendable, CustomStringConvertibl
     /// As a `Duration`, at most a year (longer is as good as forever for a command).
     var duration: Duration { .clamped(seconds: seconds, maximum: .seconds(365 * 86_400)) }
 
-    var description: String { Output.duration(seconds) }
+    /// A usage error naming `option` unless this is longer than zero.
+    func requireLongerThanZero(_ option: String) throws {
+        guard seconds > 0 else { throw ValidationError("\(option) must be longer than zero (\(Self.forms))") }
+    }
+
+    /// In one of the accepted forms: `90s` is `1m30s`, `5400` is `1h30m`, `0.25` is `250ms`.
+    var description: String {
+        guard seconds.isFinite else { return "\(seconds)s" }
+        let milliseconds = Int64(saturating: (seconds * 1000).rounded())
+        guard milliseconds % 1000 == 0 else {
+            return milliseconds < 1000 ? "\(milliseconds)ms" : "\(Double(milliseconds) / 1000)s"
+        }
+        var rest = milliseconds / 1000
+        guard rest > 0 else { return "0s" }
+        var text = ""
+        for (unit, size) in [("d", Int64(86_400)), ("h", 3600), ("m", 60), ("s", 1)] where rest >= size {
+            text += "\(rest / size)\(unit)"
+            rest %= size
+        }
+        return text
+    }
+
     var defaultValueDescription: String { description }
 }
-

@@ -17,7 +17,7 @@ struct RecordCommand: AsyncParsableCommand {
             measurement they offer and stores what they send: readings of scales, cuffs, \
             thermometers and oximeters become measurements, a stream of heart rate, speed and \
             cadence, power or fitness-machine data becomes a workout that ends after --gap \
-            seconds of silence. Readings reach the database within a fraction of a second (a \
+            of silence (default 2m). Readings reach the database within a fraction of a second (a \
             workout grows while it is recorded). Devices that drop out are reconnected. Runs \
             until --for elapses or Ctrl-C, then prints what it stored.
 
@@ -34,7 +34,7 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(name: .customLong("device"), help: ArgumentHelp("A device to record (repeatable; default auto).", valueName: "DEVICE"))
     var devices: [String] = []
 
-    @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this long: 90, 10s, 5m, 1h30m (default: until Ctrl-C).",
+    @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this long (default: until Ctrl-C); \(DurationArgument.forms).",
                                                          valueName: "DURATION"))
     var time: DurationArgument?
 
@@ -42,7 +42,7 @@ struct RecordCommand: AsyncParsableCommand {
 
     func validate() throws {
         for d in devices { _ = try selector(d) }
-        if let time, !(time.seconds > 0) { throw ValidationError("--for must be longer than zero") }
+        try time?.requireLongerThanZero("--for")
     }
 
     private func selector(_ text: String) throws -> DeviceSelector {
@@ -50,8 +50,8 @@ struct RecordCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let store = try database.open()
-        let interrupted = try store.completeInterruptedWorkouts()
+        let store = try await database.open()
+        let interrupted = try await store.completeInterruptedWorkouts()
         if !interrupted.isEmpty, !output.json {
             Output.stderr("completed \(interrupted.count) workout(s) left in progress by an earlier recording\n")
         }
@@ -72,7 +72,7 @@ struct RecordCommand: AsyncParsableCommand {
         }
         let task = Task {
             do { try await recorder.run(into: sink) } catch {
-                throw ValidationError("\(controller.hci): \(error)")
+                throw RuntimeFailure("\(controller.hci): \(error)")
             }
         }
         let stop = StopSignals { task.cancel() }
@@ -84,14 +84,14 @@ struct RecordCommand: AsyncParsableCommand {
         }
         defer { stop.cancel() }
         try await task.value
-        try report(store: store, stored: stored, statistics: log.statistics, since: started)
+        try await report(store: store, stored: stored, statistics: log.statistics, since: started)
     }
 
     /// Prints what this run stored.
-    private func report(store: HealthStore, stored: StoredIDs, statistics: BLERecorderStatistics?, since: Date) throws {
+    private func report(store: HealthStore, stored: StoredIDs, statistics: BLERecorderStatistics?, since: Date) async throws {
         let ids = stored.snapshot
-        let workouts = try store.workouts().filter { ids.workouts.contains($0.id) }
-        let measurements = try store.measurements().filter { ids.measurements.contains($0.id.description) }
+        let workouts = try await store.workouts().filter { ids.workouts.contains($0.id) }
+        let measurements = try await store.measurements().filter { ids.measurements.contains($0.id.description) }
         if output.json {
             return try Output.printJSON(RecordReport(
                 workouts: workouts,
@@ -225,7 +225,7 @@ final class StopSignals {
 
 /// `--gap`, `--sport`, `--wheel`: how live readings become workouts (`record`, `ble replay --record`).
 struct WorkoutOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Silence that ends a workout: 120, 2m.", valueName: "DURATION"))
+    @Option(help: ArgumentHelp("Silence that ends a workout, 1s to 1d; \(DurationArgument.forms).", valueName: "DURATION"))
     var gap = DurationArgument(seconds: 120)
 
     @Option(help: ArgumentHelp("Sport of a workout whose device does not tell (a heart-rate strap alone).", valueName: "SPORT"))
@@ -235,7 +235,7 @@ struct WorkoutOptions: ParsableArguments {
     var wheel: Double = 2.096
 
     func validate() throws {
-        guard (1...86_400).contains(gap.seconds) else { throw ValidationError("--gap must be from 1 second to a day") }
+        guard (1...86_400).contains(gap.seconds) else { throw ValidationError("--gap must be from 1s to 1d (\(DurationArgument.forms))") }
         guard (0.5...4).contains(wheel) else { throw ValidationError("--wheel must be between 0.5 and 4 metres") }
         if Sport.normalize(sport) == .other, sport.lowercased() != "other" {
             throw ValidationError("--sport '\(sport)' is not a sport HealthGate knows")

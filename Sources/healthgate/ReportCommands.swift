@@ -2,8 +2,9 @@ import ArgumentParser
 import Foundation
 import HealthGate
 import HealthStore
+import LinuxAdapters
 
-struct StatsCommand: ParsableCommand {
+struct StatsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stats", abstract: "Totals and averages per day, week, month or year.",
         discussion: "Periods follow the local time zone (TZ); weeks are ISO weeks (Monday first).")
@@ -19,8 +20,8 @@ struct StatsCommand: ParsableCommand {
         guard StatsPeriod(rawValue: period) != nil else { throw ValidationError("--period must be day, week, month or year") }
     }
 
-    func run() throws {
-        let stats = try Reports.stats(database.open(), period: StatsPeriod(rawValue: period)!, range: try range.range())
+    func run() async throws {
+        let stats = try await Reports.stats(database.open(), period: StatsPeriod(rawValue: period)!, range: try range.range())
         if output.json { return try Output.printJSON(stats) }
         guard !stats.isEmpty else { return print("No records.") }
         Output.printTable(["PERIOD", "WORKOUTS", "ACTIVE", "DIST km", "kcal", "AVG HR", "SLEEP avg", "STEPS", "WEIGHT kg"],
@@ -33,7 +34,7 @@ struct StatsCommand: ParsableCommand {
     }
 }
 
-struct ExportCommand: ParsableCommand {
+struct ExportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export", abstract: "Export every entry as a spreadsheet-friendly file.",
         discussion: "CSV columns: \(Reports.csvHeader.joined(separator: ", ")). One row per workout, sleep session, measurement and habit event.")
@@ -51,17 +52,17 @@ struct ExportCommand: ParsableCommand {
         guard format == "csv" else { throw ValidationError("--format: only csv is supported") }
     }
 
-    func run() throws {
-        let store = try database.open()
+    func run() async throws {
+        let store = try await database.open()
         var text = ""
-        try Reports.csv(store, range: try range.range()) { line in
+        try await Reports.csv(store, range: try range.range()) { line in
             if output == nil { print(line) } else { text += line + "\r\n" }
         }
         if let output {
             do {
                 try PrivateFiles.write(Data(text.utf8), to: output)
             } catch {
-                throw ValidationError("cannot write \(output): \(error.localizedDescription)")
+                throw RuntimeFailure("cannot write \(output): \(error.localizedDescription)")
             }
         }
     }

@@ -4,7 +4,7 @@ import HealthGate
 import HealthModel
 import HealthStore
 
-struct ShowCommand: ParsableCommand {
+struct ShowCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show", abstract: "Show one workout with its laps and a summary of its samples.",
         discussion: "ID may be the first characters of the id, as printed by `healthgate workouts`.")
@@ -15,9 +15,9 @@ struct ShowCommand: ParsableCommand {
     @Argument(help: "The workout's id or a unique prefix of it.")
     var id: String
 
-    func run() throws {
-        guard let workout = try database.open().workout(id: id) else {
-            throw ValidationError("no workout with id \(id) (or the prefix is not unique)")
+    func run() async throws {
+        guard let workout = try await database.open().workout(id: id) else {
+            throw RuntimeFailure("no workout with id \(id) (or the prefix is not unique)")
         }
         let detail = WorkoutDetail(workout)
         if output.json { return try Output.printJSON(detail) }

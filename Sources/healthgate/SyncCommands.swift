@@ -32,7 +32,7 @@ struct AccountOptions: ParsableArguments {
         var configuration = SyncClient.Configuration(server: try url())
         configuration.pinnedCAFile = caFile
         do { return try SyncClient(configuration: configuration) } catch {
-            throw ValidationError("--ca-file: \(error)")
+            throw RuntimeFailure("--ca-file \(caFile ?? ""): \(error)")
         }
     }
 
@@ -40,7 +40,7 @@ struct AccountOptions: ParsableArguments {
     func password(confirm: Bool) throws -> String {
         if passwordStdin {
             guard let line = readLine(strippingNewline: true), !line.isEmpty else {
-                throw ValidationError("--password-stdin: no password on standard input")
+                throw RuntimeFailure("--password-stdin: no password on standard input")
             }
             return line
         }
@@ -49,7 +49,7 @@ struct AccountOptions: ParsableArguments {
         }
         let first = try Terminal.readSecret("Password for \(email): ")
         if confirm {
-            guard try Terminal.readSecret("Repeat the password: ") == first else { throw ValidationError("the passwords differ") }
+            guard try Terminal.readSecret("Repeat the password: ") == first else { throw RuntimeFailure("the passwords differ") }
         }
         return first
     }
@@ -68,7 +68,7 @@ enum Terminal {
             tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
             Output.stderr("\n")
         }
-        guard let line = readLine(strippingNewline: true), !line.isEmpty else { throw ValidationError("no password given") }
+        guard let line = readLine(strippingNewline: true), !line.isEmpty else { throw RuntimeFailure("no password given") }
         return line
     }
 }
@@ -85,12 +85,6 @@ func withClient<T>(_ client: SyncClient, _ body: (SyncClient) async throws -> T)
     }
 }
 
-/// The server (or the way to it) said no: printed as `Error: ...`, exit status 1 (not a usage
-/// error: the command line was fine).
-struct ServerRefusal: Error, CustomStringConvertible {
-    var description: String
-}
-
 struct RegisterCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "register", abstract: "Create an account on the tracking server.",
@@ -103,7 +97,7 @@ struct RegisterCommand: AsyncParsableCommand {
         let password = try account.password(confirm: true)
         let answer = try await withClient(try account.client()) { client in
             do { return try await client.register(email: account.email, password: password) } catch {
-                throw ServerRefusal(description: "\(account.server): \(error)")
+                throw RuntimeFailure("\(account.server): \(error)")
             }
         }
         if output.json { return try Output.printJSON(["user_id": answer.userId, "email": account.email]) }
@@ -139,12 +133,14 @@ struct LoginCommand: AsyncParsableCommand {
                 let primary = notPrimary ? nil : try await client.markPrimary(token: answer.token)
                 return (answer, primary)
             } catch {
-                throw ServerRefusal(description: "\(account.server): \(error)")
+                throw RuntimeFailure("\(account.server): \(error)")
             }
         }
         let credentials = SyncCredentials(server: account.server, email: account.email, userId: answer.userId,
                                           deviceId: answer.deviceId, token: answer.token, caFile: account.caFile)
-        try credentials.save(forDatabase: database.db)
+        do { try credentials.save(forDatabase: database.db) } catch {
+            throw RuntimeFailure("logged in, but cannot save the login to \(SyncCredentials.path(forDatabase: database.db)): \(error)")
+        }
         if output.json {
             return try Output.printJSON(["user_id": answer.userId, "device_id": answer.deviceId, "primary": primary != nil ? "true" : "false",
                                          "credentials": SyncCredentials.path(forDatabase: database.db)])
@@ -203,7 +199,7 @@ struct SyncCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Transient failures in a row before giving up.", valueName: "N"))
     var maxRetries = 8
 
-    @Option(help: ArgumentHelp("The longest wait a server may ask for (Retry-After) before the sync gives up for now: 90, 10s, 5m.",
+    @Option(help: ArgumentHelp("The longest wait a server may ask for (Retry-After) before the sync gives up for now, at most 1d; \(DurationArgument.forms).",
                                valueName: "DURATION"))
     var longestWait = DurationArgument(seconds: 60)
 
@@ -221,7 +217,7 @@ struct SyncCommand: AsyncParsableCommand {
             throw ValidationError("--batch-records must be 1...\(SyncAPI.maxRecordsPerUpload)")
         }
         guard maxRetries >= 1 else { throw ValidationError("--max-retries must be 1 or more") }
-        guard longestWait.seconds <= 86_400 else { throw ValidationError("--longest-wait must be a day at most") }
+        guard longestWait.seconds <= 86_400 else { throw ValidationError("--longest-wait must be 1d at most (\(DurationArgument.forms))") }
     }
 
     struct Report: Encodable {
@@ -233,11 +229,9 @@ struct SyncCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        guard let credentials = try SyncCredentials.load(forDatabase: database.db) else {
-            throw ValidationError("not logged in: run `healthgate login --server URL --email EMAIL` first")
-        }
-        let store = try database.open()
-        let requeued = retryDeadLetters ? try store.retryDeadLetters() : 0
+        let credentials = try savedLogin(database)
+        let store = try await database.open()
+        let requeued = retryDeadLetters ? try await store.retryDeadLetters() : 0
         var configuration = Forwarder.Configuration()
         configuration.maxConsecutiveFailures = maxRetries
         configuration.maxRecords = batchRecords
@@ -251,11 +245,12 @@ struct SyncCommand: AsyncParsableCommand {
                 }
                 if showProgress { Output.stderr("\r\u{1B}[2K") }
                 let pull = noPull ? nil : try await forwarder.pull()
-                return Report(requeued: requeued, upload: upload, pull: pull, deadLetters: try store.deadLetterCount())
+                return Report(requeued: requeued, upload: upload, pull: pull, deadLetters: try await store.deadLetterCount())
             } catch {
                 if showProgress { Output.stderr("\r\u{1B}[2K") }
+                let waiting = try await store.outboxDepth()
                 Output.stderr("healthgate: sync with \(DisplayText.safe(credentials.server)) did not finish: \(error)\n"
-                              + "\(try store.outboxDepth()) record(s) wait in the outbox; nothing was lost.\n")
+                              + "\(waiting) record(s) wait in the outbox; nothing was lost.\n")
                 throw ExitCode(1)
             }
         }
@@ -306,13 +301,13 @@ struct DeadLettersCommand: AsyncParsableCommand {
     var retry = false
 
     func run() async throws {
-        let store = try database.open()
+        let store = try await database.open()
         if retry {
-            let moved = try store.retryDeadLetters()
+            let moved = try await store.retryDeadLetters()
             if output.json { return try Output.printJSON(["requeued": moved]) }
             return print("Put \(moved) dead letter(s) back in the outbox; `healthgate sync` sends them.")
         }
-        let letters = try store.deadLetters(limit: nil)
+        let letters = try await store.deadLetters(limit: nil)
         if output.json { return try Output.printJSON(letters) }
         guard !letters.isEmpty else { return print("No dead letters.") }
         for d in letters {
@@ -376,15 +371,15 @@ struct StatusCommand: AsyncParsableCommand {
     func run() async throws {
         let socketPath = socket ?? ((database.db as NSString).deletingLastPathComponent.nonEmpty ?? ".") + "/healthgate.sock"
         let daemon = await StatusServer.query(path: socketPath)
-        let store = try database.open()
+        let store = try await database.open()
         let credentials = try SyncCredentials.load(forDatabase: database.db)
         let status = Status(
             server: credentials?.server, email: credentials?.email, deviceId: credentials?.deviceId,
-            outbox: try store.outboxDepth(), deadLetters: try store.deadLetterCount(),
-            lastSuccessAt: try store.syncState("last_success_at"), lastError: try store.syncState("last_error"),
-            lastErrorAt: try store.syncState("last_error_at"),
-            historyCursor: Int64(try store.syncState("history_cursor") ?? "0") ?? 0, heldRecords: try store.heldRecordCount(),
-            recentDeadLetters: try store.deadLetters(limit: 10), daemon: daemon)
+            outbox: try await store.outboxDepth(), deadLetters: try await store.deadLetterCount(),
+            lastSuccessAt: try await store.syncState("last_success_at"), lastError: try await store.syncState("last_error"),
+            lastErrorAt: try await store.syncState("last_error_at"),
+            historyCursor: Int64(try await store.syncState("history_cursor") ?? "0") ?? 0, heldRecords: try await store.heldRecordCount(),
+            recentDeadLetters: try await store.deadLetters(limit: 10), daemon: daemon)
         if output.json { return try Output.printJSON(status) }
         if let daemon {
             print("daemon        running (pid \(daemon.pid), since \(daemon.startedAt))")
@@ -411,7 +406,7 @@ struct StatusCommand: AsyncParsableCommand {
         }
         if status.heldRecords > 0 {
             print("held          \(status.heldRecords) pulled record(s) this version could not store, tried again at every pull:")
-            for h in try store.heldRecords().prefix(10) {
+            for h in try await store.heldRecords().prefix(10) {
                 print("  \(DisplayText.safe(h.type ?? "?", limit: 40)) \(DisplayText.safe(h.id ?? "?", limit: 60)) "
                       + "v\(h.version.map(String.init) ?? "?"): \(DisplayText.safe(h.reason))")
             }
@@ -421,7 +416,7 @@ struct StatusCommand: AsyncParsableCommand {
 
 extension SyncCredentials {
     func client() throws -> SyncClient {
-        guard let url = URL(string: server) else { throw ValidationError("saved server '\(server)' is not a URL") }
+        guard let url = URL(string: server) else { throw RuntimeFailure("the saved login's server '\(server)' is not a URL: log in again") }
         var configuration = SyncClient.Configuration(server: url)
         configuration.pinnedCAFile = caFile
         return try SyncClient(configuration: configuration)

@@ -223,14 +223,35 @@ struct Assembled {
     }
 
     @Test func driverTableIsValidated() throws {
-        let r = try BLERecorder(config: DriverConfig(["hci": "tcp:127.0.0.1:9000", "devices": "auto, HG *", "gap_s": "300",
-                                                      "sport": "Rowing", "flush_ms": "500", "wheel_circumference_m": "2.1"]))
+        func make(_ table: [String: ConfigValue]) throws(ConfigError) -> BLERecorder {
+            try BLERecorder(settings: ConfigDecoder.decode(BLERecorder.Settings.self, from: table), context: .standalone("strap"))
+        }
+        let r = try make(["hci": .string("tcp:127.0.0.1:9000"), "devices": .array([.string("auto"), .string("HG *")]),
+                          "gap_s": .integer(300), "sport": .string("Rowing"), "flush_ms": .integer(500),
+                          "wheel_circumference_m": .float(2.1)])
         #expect(r.configuration.devices == [.auto, .name("HG *")])
         #expect(r.configuration.sessionizer.gap == 300 && r.configuration.sessionizer.defaultSport == .rowing)
         #expect(r.configuration.flushInterval == .milliseconds(500) && r.configuration.sessionizer.wheelCircumference == 2.1)
-        for bad in [["devices": "auto"], ["hci": "bluetooth!"], ["hci": "hci0", "gap_s": "0"], ["hci": "hci0", "sport": "quidditch"],
-                    ["hci": "hci0", "flush_ms": "fast"], ["hci": "hci0", "devices": "service:?"]] {
-            #expect(throws: (any Error).self, "\(bad)") { try BLERecorder(config: DriverConfig(bad)) }
+        #expect(try make(["hci": .string("hci0"), "devices": .string("C0:4E:47:00:00:01")]).configuration.devices.count == 1)
+        let hci0: [String: ConfigValue] = ["hci": .string("hci0")]
+        let bad: [([String: ConfigValue], String)] = [
+            (["devices": .array([.string("auto")])], "hci"),
+            (["hci": .string("bluetooth!")], "hci"),
+            (hci0.merging(["gap_s": .integer(0)]) { $1 }, "gap_s"),
+            (hci0.merging(["sport": .string("quidditch")]) { $1 }, "sport"),
+            (hci0.merging(["flush_ms": .string("fast")]) { $1 }, "flush_ms"),
+            (hci0.merging(["devices": .array([.string("service:?")])]) { $1 }, "devices"),
+            (hci0.merging(["devices": .array([])]) { $1 }, "devices"),
+            (hci0.merging(["wheel_circumference_m": .integer(9)]) { $1 }, "wheel_circumference_m"),
+            (hci0.merging(["gap": .integer(9)]) { $1 }, "gap"),
+        ]
+        for (table, key) in bad {
+            do {
+                _ = try make(table)
+                Issue.record("accepted \(table)")
+            } catch {
+                #expect(error.keyPath == key, "\(table): \(error)")
+            }
         }
     }
 }

@@ -13,6 +13,8 @@ import TestSupport
 /// A recorder writing into a fresh database, run against the emulated peer.
 final class Recording: Sendable {
     let store: HealthStore
+    /// A read-only connection of the test's own on the database file, for the checks.
+    let inspector: DatabaseQueue
     let directory: URL
     let task: Task<Void, any Error>
     private let log = EventLog()
@@ -21,13 +23,16 @@ final class Recording: Sendable {
         let events = Mutex<[BLERecorderEvent]>([])
     }
 
-    convenience init(_ peer: BLEPeer, devices: [DeviceSelector], gap: TimeInterval = 60) throws {
-        try self.init(peer, devices: devices) { $0.sessionizer.gap = gap }
+    convenience init(_ peer: BLEPeer, devices: [DeviceSelector], gap: TimeInterval = 60) async throws {
+        try await self.init(peer, devices: devices) { $0.sessionizer.gap = gap }
     }
 
-    init(_ peer: BLEPeer, devices: [DeviceSelector], configure: (inout BLERecorder.Configuration) -> Void) throws {
+    init(_ peer: BLEPeer, devices: [DeviceSelector], configure: (inout BLERecorder.Configuration) -> Void) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("hg-rec-\(UUID().uuidString)")
-        store = try HealthStore(path: directory.appendingPathComponent("db.sqlite").path)
+        store = try await HealthStore(path: directory.appendingPathComponent("db.sqlite").path)
+        var readOnly = Configuration()
+        readOnly.readonly = true
+        inspector = try DatabaseQueue(path: store.path, configuration: readOnly)
         var c = BLERecorder.Configuration(controller: peer.h4, devices: devices)
         c.sessionizer.gap = 60
         c.flushInterval = .milliseconds(100)
@@ -76,15 +81,16 @@ final class Recording: Sendable {
     }
 
     func count(_ sql: String, _ arguments: StatementArguments = []) throws -> Int {
-        try store.pool.read { try Int.fetchOne($0, sql: sql, arguments: arguments) ?? 0 }
+        try inspector.read { try Int.fetchOne($0, sql: sql, arguments: arguments) ?? 0 }
     }
 
     /// The stored workout of a device, whole.
-    func workout(of address: DeviceAddress) throws -> Workout? {
-        let id = try store.pool.read { db in
+    func workout(of address: DeviceAddress) async throws -> Workout? {
+        let id = try await inspector.read { db in
             try String.fetchOne(db, sql: "SELECT id FROM workouts WHERE source_device = ?", arguments: [address.text])
         }
-        return try id.flatMap { try store.workout(id: $0) }
+        guard let id else { return nil }
+        return try await store.workout(id: id)
     }
 
     deinit { try? FileManager.default.removeItem(at: directory) }
@@ -102,7 +108,7 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         let peer = try await BLEPeer.start(peripherals: ["hr", "csc"], rate: "10")
         defer { peer.stop() }
         let hr = try #require(peer.peripherals["hr"]).address, csc = try #require(peer.peripherals["csc"]).address
-        let r = try Recording(peer, devices: [.auto, .service(BluetoothUUID(0x1816))])
+        let r = try await Recording(peer, devices: [.auto, .service(BluetoothUUID(0x1816))])
 
         // Live writes: while recording, both workouts are in the database and growing.
         try await r.wait("samples of both devices stored") {
@@ -129,7 +135,7 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
 
         // Heart rate: every bpm and every RR interval, in order; energy from the kJ counter.
         let hrSent = sent(peer, "hr")
-        let strap = try #require(try r.workout(of: hr))
+        let strap = try #require(try await r.workout(of: hr))
         #expect(strap.samples.count == hrSent.count)
         #expect(strap.samples.map(\.heartRate) == hrSent.map { fields($0)["bpm"] as? Int })
         let rr = hrSent.flatMap { (fields($0)["rr"] as? [Int] ?? []).map { Double($0) / 1024 } }
@@ -148,7 +154,7 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         // Speed and cadence: one sample per value; distance from the wheel counter (with the
         // 32-bit rollover the peer's script crosses), speed from the last two values.
         let cscSent = sent(peer, "csc")
-        let bike = try #require(try r.workout(of: csc))
+        let bike = try #require(try await r.workout(of: csc))
         #expect(bike.sport == "cycling")
         #expect(bike.samples.count == cscSent.count)
         let revs = cscSent.compactMap { fields($0)["wheel_revs"] as? Int }
@@ -161,7 +167,7 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
 
         // Battery: read on connecting (the peer's heart-rate sensor reports 87 %; its speed
         // sensor has no Battery service).
-        let battery = try r.store.measurements(kind: .batteryLevel)
+        let battery = try await r.store.measurements(kind: .batteryLevel)
         #expect(battery.map(\.value) == [87])
         #expect(battery.first?.source.device == hr.text)
         #expect(r.statistics?.malformed == 0)
@@ -171,7 +177,7 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         let peer = try await BLEPeer.start(peripherals: ["hr"], rate: "10")
         defer { peer.stop() }
         let hr = try #require(peer.peripherals["hr"]).address
-        let r = try Recording(peer, devices: [.address(hr)])
+        let r = try await Recording(peer, devices: [.address(hr)])
         // Connected means set up (subscribed and battery read): on a loaded machine values can
         // flow before that, and a link lost during set-up is a failed attempt, not a connection.
         try await r.wait("first samples") { try r.count("SELECT count(*) FROM samples") >= 10 && r.connections(hr) >= 1 }
@@ -189,7 +195,7 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
 
         // One workout (the silence was shorter than the gap) holding every value of both links.
         #expect(try r.count("SELECT count(*) FROM workouts") == 1)
-        let strap = try #require(try r.workout(of: hr))
+        let strap = try #require(try await r.workout(of: hr))
         let hrSent = sent(peer, "hr")
         #expect(strap.samples.map(\.heartRate) == hrSent.map { fields($0)["bpm"] as? Int })
         #expect(Set(hrSent.compactMap { $0["central"] as? String }).count == 1)  // same host address both times
@@ -200,7 +206,7 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         let peer = try await BLEPeer.start(peripherals: ["hr", "csc"], rate: "10")
         defer { peer.stop() }
         let hr = try #require(peer.peripherals["hr"]).address, csc = try #require(peer.peripherals["csc"]).address
-        let r = try Recording(peer, devices: [.name("HG *")])
+        let r = try await Recording(peer, devices: [.name("HG *")])
         try await r.wait("both recording") { r.connections(hr) >= 1 && r.connections(csc) >= 1 }
         try await r.wait("csc samples") {
             try r.count("SELECT count(*) FROM samples s JOIN workouts w ON w.id = s.workout_id WHERE w.source_device = ?", [csc.text]) >= 5
@@ -223,8 +229,8 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         #expect(stats.devices[csc.text]?.malformed == malformed && stats.devices[hr.text]?.malformed == 0)
         #expect(r.events.contains { if case .malformed(let a, _, _) = $0 { a.value == csc.value } else { false } })
         // Neither device lost a value: the well-formed ones before and after are all stored.
-        #expect(try #require(try r.workout(of: hr)).samples.map(\.heartRate) == sent(peer, "hr").map { fields($0)["bpm"] as? Int })
-        #expect(try #require(try r.workout(of: csc)).samples.count == sent(peer, "csc").count)
+        #expect(try #require(try await r.workout(of: hr)).samples.map(\.heartRate) == sent(peer, "hr").map { fields($0)["bpm"] as? Int })
+        #expect(try #require(try await r.workout(of: csc)).samples.count == sent(peer, "csc").count)
     }
 
     @Test func aDisconnectDuringDiscoveryIsRetriedWhileTheOtherDeviceRecords() async throws {
@@ -232,7 +238,7 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         defer { peer.stop() }
         let hr = try #require(peer.peripherals["hr"]).address, csc = try #require(peer.peripherals["csc"]).address
         try peer.control("disconnect-during-discovery csc")
-        let r = try Recording(peer, devices: [.address(hr), .address(csc)])
+        let r = try await Recording(peer, devices: [.address(hr), .address(csc)])
         try await r.wait("csc recording after a failed first attempt") { r.connections(csc) >= 1 }
         #expect(r.events.contains { if case .retrying(let a, _, _) = $0 { a.value == csc.value } else { false } })
         try await r.wait("hr samples") { try r.count("SELECT count(*) FROM samples s JOIN workouts w ON w.id = s.workout_id WHERE w.source_device = ?", [hr.text]) >= 10 }
@@ -246,7 +252,7 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         let kinds = ["scale", "bp", "thermometer", "plx", "rsc", "power"]
         let peer = try await BLEPeer.start(peripherals: kinds, rate: "8")
         defer { peer.stop() }
-        let r = try Recording(peer, devices: [.name("HG *")]) { $0.sessionizer.timeZone = TimeZone(identifier: "UTC")! }
+        let r = try await Recording(peer, devices: [.name("HG *")]) { $0.sessionizer.timeZone = TimeZone(identifier: "UTC")! }
         try await r.wait("every device sent a few values") {
             kinds.allSatisfy { sent(peer, $0).count >= 6 } && r.events.filter { if case .connected = $0 { true } else { false } }.count == kinds.count
         }
@@ -257,7 +263,10 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         func close(_ a: [Double], _ b: [Double], _ tolerance: Double = 1e-9) -> Bool {
             a.count == b.count && zip(a.sorted(), b.sorted()).allSatisfy { abs($0 - $1) <= tolerance }
         }
-        func values(_ kind: MeasurementKind) throws -> [Double] { try r.store.measurements(kind: kind).map(\.value) }
+        func values(_ kind: MeasurementKind) throws -> [Double] {
+            try r.inspector.read { try Double.fetchAll($0, sql: "SELECT value FROM measurements WHERE deleted = 0 AND kind = ?",
+                                                       arguments: [kind.rawValue]) }
+        }
         func logged(_ kind: String, _ field: String) -> [Double] {
             sent(peer, kind).compactMap { (fields($0)[field] as? NSNumber)?.doubleValue }
         }
@@ -274,7 +283,7 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         #expect(close(try values(.weight), logged("scale", "weight_kg")))
         #expect(close(try values(.bmi), logged("scale", "bmi")))
         #expect(close(try values(.bloodPressure), logged("bp", "systolic")))
-        #expect(close(try r.store.measurements(kind: .bloodPressure).compactMap { $0.extra["diastolic"] }, logged("bp", "diastolic")))
+        #expect(close(try await r.store.measurements(kind: .bloodPressure).compactMap { $0.extra["diastolic"] }, logged("bp", "diastolic")))
         #expect(close(try values(.temperature), logged("thermometer", "temperature_c"), 1e-6))
         #expect(close(try values(.spo2), logged("plx", "spo2_pct")))
         #expect(try values(.batteryLevel) == Array(repeating: 87, count: kinds.count))
@@ -284,17 +293,17 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
             guard let t = fields(e)["timestamp"] as? String, let c = fields(e)["temperature_c"] as? Double else { return nil }
             return (t, c)
         }
-        let temperatures = try r.store.measurements(kind: .temperature)
+        let temperatures = try await r.store.measurements(kind: .temperature)
         for (time, celsius) in stamped {
             let match = temperatures.first { ISO8601.string($0.time) == time + "Z" }
             #expect(match.map { abs($0.value - celsius) < 1e-6 } == true, "\(time)")
         }
 
         let rsc = try #require(peer.peripherals["rsc"]).address, power = try #require(peer.peripherals["power"]).address
-        let run = try #require(try r.workout(of: rsc))
+        let run = try #require(try await r.workout(of: rsc))
         #expect(run.sport == "running")
         #expect(close(run.samples.compactMap(\.speedMps), logged("rsc", "speed_mps")))
-        let ride = try #require(try r.workout(of: power))
+        let ride = try #require(try await r.workout(of: power))
         #expect(ride.sport == "cycling")
         #expect(close(ride.samples.compactMap(\.powerW), logged("power", "power_w")))
     }

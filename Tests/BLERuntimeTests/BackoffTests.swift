@@ -37,39 +37,3 @@ final class ClosedTransport: HCITransport {
     func send(_ bytes: [UInt8]) throws(TransportError) { throw TransportError(.closed, "closed") }
     func close() {}
 }
-
-/// `dispatchSleep` cancelled just as its timer fires, 20,000 times: it always ends (the
-/// timer's wake-up used to resume the task under a lock that the cancellation handler, holding
-/// the task's own lock, was waiting for; a CI run hung in `DeviceSession.stop`), it ends with
-/// `CancellationError` or normally, and a long sleep cancelled ends at once.
-@Suite struct DispatchSleepTests {
-    @Test func cancellationRacingTheTimerAlwaysEnds() async throws {
-        let ended = try await withThrowingTaskGroup(of: Int.self) { group in
-            group.addTask {
-                var ended = 0
-                for round in 0..<20_000 {
-                    let sleeper = Task { try await dispatchSleep(.microseconds(Int64(round % 200))) }
-                    if round % 3 != 0 { await Task.yield() }
-                    sleeper.cancel()
-                    switch await sleeper.result {
-                    case .success: ended += 1
-                    case .failure(let error): if error is CancellationError { ended += 1 }
-                    }
-                }
-                return ended
-            }
-            group.addTask {
-                try await Task.sleep(for: .seconds(120))
-                return -1
-            }
-            let first = try await group.next()!
-            group.cancelAll()
-            return first
-        }
-        #expect(ended == 20_000, "a sleep did not end (a deadlock)")
-
-        let long = Task { try await dispatchSleep(.seconds(3600)) }
-        long.cancel()
-        await #expect(throws: CancellationError.self) { try await long.value }
-    }
-}

@@ -289,11 +289,31 @@ final class Events: @unchecked Sendable {
         #expect(events.all.filter { if case .failedToStart = $0 { true } else { false } }.count >= 2)
     }
 
-    @Test func configurationIsChecked() {
-        #expect(throws: ExecDriver.ConfigurationError.self) { try ExecDriver(config: DriverConfig([:])) }
-        #expect(throws: ExecDriver.ConfigurationError.self) { try ExecDriver(config: DriverConfig(["command": "relative/path"])) }
-        #expect(throws: ExecDriver.ConfigurationError.self) { try ExecDriver(config: DriverConfig(["command": "/bin/true", "restart": "1"])) }
-        let driver = try? ExecDriver(config: DriverConfig(["command": "/bin/echo,a,b", "instance": "x", "restart_delay_s": "2"]))
-        #expect(driver?.configuration.command == ["/bin/echo", "a", "b"] && driver?.configuration.restartDelay == .seconds(2))
+    /// The typed table: each mistake names its key; arguments may hold commas (a TOML list is
+    /// passed as is); durations take a number in the key's unit or a duration string.
+    @Test func configurationIsChecked() throws {
+        func make(_ table: [String: ConfigValue]) throws(ConfigError) -> ExecDriver {
+            try ExecDriver(settings: ConfigDecoder.decode(ExecDriver.Settings.self, from: table), context: .standalone("x"))
+        }
+        let cases: [([String: ConfigValue], String)] = [
+            ([:], "command: is required (a list: the program, then its arguments)"),
+            (["command": .array([.string("relative/path")])], "command: 'relative/path' must be an absolute path"),
+            (["command": .array([])], "command: must name the program (a list: the program, then its arguments)"),
+            (["command": .string("/bin/true")], "command: must be a list"),
+            (["command": .array([.string("/bin/true"), .integer(1)])], "command[1]: must be a string"),
+            (["command": .array([.string("/bin/true")]), "restart": .integer(1)], "restart: unknown key"),
+            (["command": .array([.string("/bin/true")]), "batch_ms": .integer(0)], "batch_ms: is out of range (1 to 60000)"),
+            (["command": .array([.string("/bin/true")]), "restart_delay_s": .string("soon")],
+             "restart_delay_s: 'soon' is not a duration (a number, or like 10s, 250ms, 5m, 1h30m)"),
+        ]
+        for (table, message) in cases {
+            #expect(throws: ConfigError(keyPath: String(message.prefix { $0 != ":" }), reason: String(message.drop { $0 != ":" }.dropFirst(2))),
+                    "\(table)") { try make(table) }
+        }
+        let driver = try make(["command": .array([.string("/bin/echo"), .string("a,b"), .string("c")]),
+                               "restart_delay_s": .integer(2), "max_restart_delay_s": .string("1h30m"), "batch_ms": .float(2.5)])
+        #expect(driver.configuration.command == ["/bin/echo", "a,b", "c"] && driver.configuration.instance == "x")
+        #expect(driver.configuration.restartDelay == .seconds(2) && driver.configuration.maximumRestartDelay == .seconds(5400))
+        #expect(driver.configuration.batchInterval == .microseconds(2500))  // nanosecond resolution
     }
 }

@@ -90,6 +90,10 @@ import Testing
         #expect(FITImporter.canImport(FileProbe(fileExtension: "fit", head: [])))
         #expect(FITImporter.canImport(FileProbe(path: "x.bin", data: try Fixtures.data("fitsdk-Activity.fit"))))
         #expect(!FITImporter.canImport(FileProbe(fileExtension: "gpx", head: Array("<gpx>".utf8))))
-        _ = try FITImporter(config: DriverConfig(["unused": "1"]))
+        // It takes no keys: any key in its table is reported by name.
+        #expect(throws: ConfigError(keyPath: "unused", reason: "unknown key")) {
+            try FITImporter.descriptor.makeFileImporter(["unused": .integer(1)], context: .standalone("fit"))
+        }
+        #expect(FITImporter.descriptor.kind == .fileImporter && FITImporter.descriptor.sampleConfiguration.contains("[importers.fit]"))
     }
 }

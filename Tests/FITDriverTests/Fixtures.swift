@@ -44,7 +44,7 @@ enum Fixtures {
     static func importRecords(_ data: Data, path: String = "test.fit") async -> (records: [HealthRecord], error: DecodeError?) {
         let sink = CollectingSink()
         do {
-            try await FITImporter(config: DriverConfig()).importFile(ImportSource(path: path, data: data), into: sink)
+            try await FITImporter().importFile(ImportSource(path: path, data: data), into: sink)
             return (sink.records, nil)
         } catch let error as DecodeError {
             return (sink.records, error)

@@ -83,7 +83,7 @@ import TestSupport
             #expect(w["in_progress"] as? Bool == false)
             if id == "hr" {
                 let workoutID = try #require(w["id"] as? String)
-                let stored = try #require(try HealthStore(path: db).workout(id: workoutID))
+                let stored = try #require(try await HealthStore(path: db).workout(id: workoutID))
                 #expect(stored.samples.map(\.heartRate) == entries.map { ($0["fields"] as? [String: Any])?["bpm"] as? Int })
             }
         }

@@ -27,8 +27,8 @@ import TestSupport
         let folder = NSTemporaryDirectory() + "hg-csv-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let store = try HealthStore(path: folder + "/db.sqlite")
-        try store.write([.habit(HabitEvent(id: RecordID.derive("h", "csv"), habit: "vaping", time: Date(timeIntervalSince1970: 1_763_800_000),
+        let store = try await HealthStore(path: folder + "/db.sqlite")
+        try await store.write([.habit(HabitEvent(id: RecordID.derive("h", "csv"), habit: "vaping", time: Date(timeIntervalSince1970: 1_763_800_000),
                                            note: "\t=cmd|' /C calc'!A0", source: Source(driver: "manual")))])
         let run = try await Tool.run(Tool.path("healthgate"), ["export", "--format", "csv", "--db", folder + "/db.sqlite"])
         #expect(run.status == 0, "\(run.stderr)")

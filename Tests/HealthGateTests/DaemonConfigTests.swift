@@ -1,4 +1,5 @@
 import DriverKit
+import DriverRegistry
 import Foundation
 import HealthGate
 import Testing
@@ -33,7 +34,7 @@ import Testing
         """
 
     @Test func readsEveryTable() throws {
-        let config = try DaemonConfig.parse(full, stateDirectory: "/unused")
+        let config = try DaemonConfig.parse(full, stateDirectory: "/unused", drivers: Registry.catalog)
         #expect(config.database == "/var/lib/healthgate/healthgate.sqlite")
         #expect(config.logLevel == "debug")
         #expect(config.statusSocket == "/run/healthgate/healthgate.sock")
@@ -43,30 +44,31 @@ import Testing
         #expect(forwarder.intervalS == 30 && forwarder.batchRecords == 500 && forwarder.concurrentUploads == 1 && !forwarder.pull)
         #expect(forwarder.batchBytes == 8 << 20)  // default
         #expect(config.drivers.keys.sorted() == ["chest", "inbox"])
-        #expect(config.drivers["inbox"] == DriverInstance(name: "inbox", type: .watchFolder,
-                                                          config: DriverConfig(["path": "/var/lib/healthgate/inbox", "after_import": "move"])))
-        #expect(config.drivers["chest"]?.config == DriverConfig(["hci": "hci0", "devices": "auto,C0:4E:47:00:00:01", "gap_s": "300"]))
+        #expect(config.drivers["inbox"] == DriverInstance(name: "inbox", type: "watch_folder",
+                                                          settings: ["path": .string("/var/lib/healthgate/inbox"), "after_import": .string("move")]))
+        #expect(config.drivers["chest"]?.settings == ["hci": .string("hci0"), "devices": .array([.string("auto"), .string("C0:4E:47:00:00:01")]),
+                                                      "gap_s": .integer(300)])
     }
 
     /// The documented sample is a valid configuration.
     @Test func sampleConfigurationIsValid() throws {
-        let config = try DaemonConfig.load(path: packageRoot + "/systemd/healthgate.toml", stateDirectory: "/unused")
+        let config = try DaemonConfig.load(path: packageRoot + "/systemd/healthgate.toml", stateDirectory: "/unused", drivers: Registry.catalog)
         #expect(config.database == "/var/lib/healthgate/healthgate.sqlite")
         #expect(config.forwarder == nil)  // commented out until a server is set
-        #expect(config.drivers["inbox"]?.type == .watchFolder && config.drivers["watch"]?.type == .massStorage)
+        #expect(config.drivers["inbox"]?.type == "watch_folder" && config.drivers["watch"]?.type == "mass_storage")
         // With its [forwarder] table uncommented, it forwards.
         let text = try String(contentsOfFile: packageRoot + "/systemd/healthgate.toml", encoding: .utf8)
         let enabled = text.replacingOccurrences(of: "# [forwarder]\n# server", with: "[forwarder]\nserver")
-        #expect(try DaemonConfig.parse(enabled, stateDirectory: "/unused").forwarder?.server.host == "tracking.example.org")
+        #expect(try DaemonConfig.parse(enabled, stateDirectory: "/unused", drivers: Registry.catalog).forwarder?.server.host == "tracking.example.org")
     }
 
     @Test func emptyFileAndEmbeddedDefault() throws {
-        let empty = try DaemonConfig.parse("", stateDirectory: "/srv/hg")
+        let empty = try DaemonConfig.parse("", stateDirectory: "/srv/hg", drivers: Registry.catalog)
         #expect(empty.database == "/srv/hg/healthgate.sqlite")
         #expect(empty.drivers.isEmpty && empty.forwarder == nil && empty.statusSocket == nil)
         let embedded = DaemonConfig.embeddedDefault(stateDirectory: "/srv/hg")
         #expect(embedded.database == "/srv/hg/healthgate.sqlite")
-        #expect(embedded.drivers["inbox"]?.config["path"] == "/srv/hg/inbox")
+        #expect(embedded.drivers["inbox"]?.settings["path"] == .string("/srv/hg/inbox"))
         #expect(embedded.forwarder == nil)
     }
 
@@ -84,20 +86,60 @@ import Testing
             ("[forwarder]\nserver = \"http://x\"\nbatch_records = 0", "forwarder.batch_records: 0 is out of range (1 to 5000)"),
             ("[forwarder]\nserver = \"http://x\"\nbatch_records = 1.5", "forwarder.batch_records: must be a whole number"),
             ("[forwarder]\nserver = \"http://x\"\npull = \"yes\"", "forwarder.pull: must be true or false"),
-            ("[drivers.inbox]\npath = \"/x\"", "drivers.inbox.type: is required: one of ble, watch_folder, mass_storage, exec"),
-            ("[drivers.inbox]\ntype = \"ftp\"", "drivers.inbox.type: 'ftp' is not a driver: one of ble, watch_folder, mass_storage, exec"),
+            ("[drivers.inbox]\npath = \"/x\"", "drivers.inbox.type: is required: one of watch_folder, mass_storage, exec, ble, ble_replay"),
+            ("[drivers.inbox]\ntype = \"ftp\"", "drivers.inbox.type: 'ftp' is not a driver: one of watch_folder, mass_storage, exec, ble, ble_replay"),
+            ("[drivers.inbox]\ntype = \"fit\"",
+             "drivers.inbox.type: 'fit' is not a driver: one of watch_folder, mass_storage, exec, ble, ble_replay (file importers are set in [importers.fit])"),
+            ("[drivers.inbox]\ntype = 3", "drivers.inbox.type: must be a string"),
+            ("drivers = 1", "drivers: must be a table ([drivers])"),
+            ("[drivers]\ninbox = 1", "drivers.inbox: must be a table ([drivers.inbox])"),
             ("[drivers.\"in box\"]\ntype = \"exec\"", "drivers.in box: a driver's name may hold letters, digits, '-' and '_' only"),
-            ("[drivers.x]\ntype = \"exec\"\ncommand = [\"a,b\"]", "drivers.x.command: must be a list of strings or numbers without commas"),
-            ("[drivers.x]\ntype = \"exec\"\nenv = { A = \"1\" }", "drivers.x.env: must be a string, number, boolean or list"),
+            // The driver checks its own table: names of keys are the driver's.
+            ("[drivers.x]\ntype = \"exec\"\ncommand = [\"a,b\"]", "drivers.x.command: 'a,b' must be an absolute path"),
+            ("[drivers.x]\ntype = \"exec\"\ncommand = [\"/bin/echo\"]\nenv = { A = \"1\" }", "drivers.x.env: unknown key"),
+            ("[drivers.x]\ntype = \"exec\"\ncommand = [\"/bin/echo\", 2]", "drivers.x.command[1]: must be a string"),
+            ("[drivers.x]\ntype = \"watch_folder\"", "drivers.x.path: is required (the folder to watch)"),
+            ("[drivers.x]\ntype = \"watch_folder\"\npath = \"/x\"\nsettle_s = \"forever\"",
+             "drivers.x.settle_s: 'forever' is not a duration (a number, or like 10s, 250ms, 5m, 1h30m)"),
+            ("[drivers.x]\ntype = \"ble\"\nhci = \"hci0\"\nflush_ms = 5", "drivers.x.flush_ms: is out of range (10 to 10000)"),
+            ("[drivers.x]\ntype = \"mass_storage\"\nroots = [\"media\"]", "drivers.x.roots: must be a list of absolute folders"),
+            ("[importers.fit]\nenabled = \"no\"", "importers.fit.enabled: must be true or false"),
+            ("[importers.fit]\nspeed = 1", "importers.fit.speed: unknown key"),
+            ("[importers.ftp]", "importers.ftp: 'ftp' is not a file importer: one of fit, tcx, gpx"),
+            ("[importers.exec]", "importers.exec: 'exec' is not a file importer: one of fit, tcx, gpx"),
+            ("[forwarder]\nserver = \"http://x\"\ninterval_s = 0", "forwarder.interval_s: is out of range (1 to 86400)"),
+            ("when = 2026-11-24T07:00:00Z", "when: dates and times are not settings here: write a string"),
         ]
         for (text, message) in cases {
-            #expect(throws: ConfigError.self, "\(text)") { try DaemonConfig.parse(text, stateDirectory: "/s") }
+            #expect(throws: ConfigError.self, "\(text)") { try DaemonConfig.parse(text, stateDirectory: "/s", drivers: Registry.catalog) }
             do {
-                _ = try DaemonConfig.parse(text, stateDirectory: "/s")
+                _ = try DaemonConfig.parse(text, stateDirectory: "/s", drivers: Registry.catalog)
             } catch {
                 #expect(error.description == message, "\(text)")
             }
         }
+    }
+
+    /// Arguments with commas pass as they are; durations take their unit or a duration string;
+    /// an importer can be turned off.
+    @Test func typedValuesPassThrough() throws {
+        let config = try DaemonConfig.parse("""
+            [drivers.x]
+            type = "exec"
+            command = ["/bin/echo", "a,b", "--x=1,2"]
+            restart_delay_s = "1m30s"
+            [forwarder]
+            server = "http://x"
+            interval_s = "5m"
+            [importers.gpx]
+            enabled = false
+            [importers.fit]
+            """, stateDirectory: "/s", drivers: Registry.catalog)
+        #expect(config.drivers["x"]?.settings["command"] == .array([.string("/bin/echo"), .string("a,b"), .string("--x=1,2")]))
+        #expect(config.forwarder?.intervalS == 300)
+        #expect(config.disabledImporters == ["gpx"] && config.importers["fit"] == [:])
+        let importers = try Registry.catalog.makeFileImporters(disabled: config.disabledImporters, context: { .standalone($0) })
+        #expect(importers.map { type(of: $0).id } == ["fit", "tcx"])
     }
 
     @Test func syntaxErrorsSayWhere() throws {
@@ -107,14 +149,14 @@ import Testing
         let path = folder + "/healthgate.toml"
         try "database = \"a\"\n[api\nsocket = 1\n".write(toFile: path, atomically: true, encoding: .utf8)
         do {
-            _ = try DaemonConfig.load(path: path, stateDirectory: folder)
+            _ = try DaemonConfig.load(path: path, stateDirectory: folder, drivers: Registry.catalog)
             Issue.record("accepted broken TOML")
         } catch {
             #expect(error.description.hasPrefix(path + ": not valid TOML: "))
             #expect(error.description.contains("line 2"))
         }
         do {
-            _ = try DaemonConfig.load(path: folder + "/missing.toml", stateDirectory: folder)
+            _ = try DaemonConfig.load(path: folder + "/missing.toml", stateDirectory: folder, drivers: Registry.catalog)
             Issue.record("read a missing file")
         } catch {
             #expect(error.description.hasPrefix(folder + "/missing.toml: cannot read the file"))

@@ -80,12 +80,6 @@ func unusedPort() throws -> Int {
     throw PeerError("no unused port in 20000...32000")
 }
 
-func temporaryFolder(_ tag: String) throws -> String {
-    let folder = NSTemporaryDirectory() + "hg-\(tag)-" + UUID().uuidString.prefix(8)
-    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-    return folder
-}
-
 @Suite(.serialized) struct DaemonTests {
     /// READY after start, the status socket answers, SIGHUP reloads (a bad file keeps the running
     /// configuration), SIGTERM stops it in order with STOPPING and exit status 0.
@@ -165,7 +159,38 @@ func temporaryFolder(_ tag: String) throws -> String {
         try "[drivers.strap]\ntype = \"ble\"\n".write(toFile: config, atomically: true, encoding: .utf8)
         let daemon = try DaemonProcess(folder: folder, arguments: ["--config", config])
         #expect(await daemon.waitForExit() == 78)
-        #expect(daemon.log.contains("drivers.strap: ble: `hci` is required"), "\(daemon.log)")
+        #expect(daemon.log.contains("drivers.strap.hci: is required"), "\(daemon.log)")
+    }
+
+    /// A driver added as a folder and a registry line (`ble_replay`) runs in the daemon from its
+    /// table alone, and stores what `healthgate ble replay --record` stores from the same capture.
+    @Test func aRegisteredDriverRunsFromItsTable() async throws {
+        let folder = try temporaryFolder("daemon-replay")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let capture = fixtures + "/ble/hr-csc-watch.btsnoop"
+        let config = folder + "/healthgate.toml"
+        try """
+            database = "\(folder)/daemon.sqlite"
+            [drivers.capture]
+            type = "ble_replay"
+            capture = "\(capture)"
+            sport = "running"
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try DaemonProcess(folder: folder, arguments: ["--config", config])
+        #expect(await daemon.waitForLog("replayed \(capture)"), "\(daemon.log)")
+        daemon.signal(SIGTERM)
+        #expect(await daemon.waitForExit() == 0, "\(daemon.log)")
+
+        let cli = folder + "/cli.sqlite"
+        let replayed = try await CLI.run(["ble", "replay", capture, "--record", "--db", cli, "--sport", "running"])
+        #expect(replayed.status == 0, "\(replayed.stderr)")
+        for command in [["workouts"], ["measurements"]] {
+            let byDaemon = try #require(try await CLI.json(command + ["--db", folder + "/daemon.sqlite", "--json"]) as? [[String: Any]])
+            let byCLI = try #require(try await CLI.json(command + ["--db", cli, "--json"]) as? [[String: Any]])
+            #expect(!byDaemon.isEmpty)
+            #expect(byDaemon.map { $0["id"] as? String } == byCLI.map { $0["id"] as? String }, "\(command)")
+            #expect(byDaemon.map { $0["samples"] as? Int } == byCLI.map { $0["samples"] as? Int }, "\(command)")
+        }
     }
 
     /// The daemon records a heart-rate strap (the emulated peer) and forwards the workout to a
@@ -207,7 +232,7 @@ func temporaryFolder(_ tag: String) throws -> String {
         }
         #expect((response as? HTTPURLResponse)?.statusCode == 200)
         let exposition = String(decoding: data, as: UTF8.self)
-        #expect(exposition.contains("healthgate_ble_connections{driver=\"strap\"} 1"), "\(exposition)")
+        #expect(exposition.contains("healthgate_devices_connected{driver=\"strap\"} 1"), "\(exposition)")
         #expect(exposition.contains("healthgate_outbox_records"), "\(exposition)")
         // The status socket lists the connected strap.
         let view = try #require(try await CLI.json(["status", "--state-dir", first, "--json"]) as? [String: Any])

@@ -37,7 +37,7 @@ import Timing
         let supervisor = DriverSupervisor(state: state, logger: Logger(label: "test"), backoff: backoff, healthyAfter: .seconds(3),
                                           onRestart: { restarts.withLock { $0 += 1 } },
                                           sleep: { d in journal.waits.withLock { $0.append(d) } })
-        let instance = DriverInstance(name: "flaky", type: .exec, config: DriverConfig())
+        let instance = DriverInstance(name: "flaky", type: "exec", settings: [:])
         try await supervisor.apply(["flaky": instance]) { _ in
             return {
                 let run = journal.runs.withLock { $0 += 1; return $0 }
@@ -76,7 +76,7 @@ import Timing
             waiting.continuation.yield()
             try await Task.sleep(for: .seconds(3600))
         })
-        try await supervisor.apply(["quits": DriverInstance(name: "quits", type: .exec, config: DriverConfig())]) { _ in
+        try await supervisor.apply(["quits": DriverInstance(name: "quits", type: "exec", settings: [:])]) { _ in
             return { runs.withLock { $0 += 1 } }
         }
         var iterator = waiting.stream.makeAsyncIterator()

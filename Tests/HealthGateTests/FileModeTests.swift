@@ -1,5 +1,6 @@
 import Foundation
 import HealthStore
+import LinuxAdapters
 import Testing
 import TestSupport
 

@@ -1,3 +1,5 @@
+import DriverKit
+import DriverRegistry
 import Foundation
 import Testing
 import HealthModel
@@ -19,7 +21,7 @@ final class Scratch {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
     }
 
-    func store() throws -> HealthStore { try HealthStore(path: dbPath) }
+    func store() async throws -> HealthStore { try await HealthStore(path: dbPath) }
 
     /// Writes `bytes` to a file in the scratch folder and returns its path.
     func file(_ name: String, _ bytes: [UInt8]) throws -> String {
@@ -42,8 +44,8 @@ func validFixtures() throws -> [String] {
 @Suite struct ImportPipelineTests {
     @Test func importsEveryFixtureThenReimportAddsNothing() async throws {
         let scratch = try Scratch()
-        let store = try scratch.store()
-        let pipeline = ImportPipeline(store: store)
+        let store = try await scratch.store()
+        let pipeline = ImportPipeline(store: store, importers: Registry.fileImporters())
         let files = try validFixtures()
         #expect(files.count == 29)  // 22 FIT, 3 TCX, 4 GPX
 
@@ -53,10 +55,10 @@ func validFixtures() throws -> [String] {
             #expect(report.status == .imported, "\(report.path): \(report.status) \(report.error ?? "")")
         }
         #expect(totals.files == files.count && totals.failed == 0)
-        let counts = try store.tableCounts()
+        let counts = try await store.tableCounts()
         #expect(counts["imports"] == files.count)
         #expect(counts["outbox"] == totals.records)
-        #expect(try store.workouts().count == counts["workouts"])
+        #expect(try await store.workouts().count == counts["workouts"])
         #expect((counts["workouts"] ?? 0) > 30)
         #expect((counts["samples"] ?? 0) > 50_000)
 
@@ -65,7 +67,7 @@ func validFixtures() throws -> [String] {
         let second = try await pipeline.run(files, done: { again.append($0) })
         #expect(second.alreadyImported == files.count && second.records == 0)
         #expect(again.allSatisfy { $0.status == .alreadyImported })
-        #expect(try store.tableCounts() == counts)
+        #expect(try await store.tableCounts() == counts)
     }
 
     /// The ledger's content hash is SHA-256 of the file's bytes as hex, as before swift-crypto
@@ -73,20 +75,20 @@ func validFixtures() throws -> [String] {
     /// file); the digests here are `sha256sum`'s.
     @Test func contentHashesAreTheFilesSHA256() async throws {
         let scratch = try Scratch()
-        let store = try scratch.store()
-        let pipeline = ImportPipeline(store: store)
+        let store = try await scratch.store()
+        let pipeline = ImportPipeline(store: store, importers: Registry.fileImporters())
         let files = ["fit/fitsdk-Settings.fit": "dcf0cc53deddc77925052529dc1bbfc529dec41600833568473af98e986bfdbe",
                      "gpx/garmin-connect-9266323613-hr.gpx": "9383cd5f65e2dc7f0f59410c5b791cc8e6723edd6bf18f75eebf751829fa008d"]
         for (file, digest) in files {
             let report = await pipeline.importFile(fixtures + "/" + file)
             #expect(report.status == .imported, "\(file): \(report.error ?? "")")
-            #expect(try store.ledgerEntry(contentHash: digest)?.path == fixtures + "/" + file)
+            #expect(try await store.ledgerEntry(contentHash: digest)?.path == fixtures + "/" + file)
         }
     }
 
     @Test func folderImportSkipsUnknownFilesAndWalksSubfolders() async throws {
         let scratch = try Scratch()
-        let pipeline = ImportPipeline(store: try scratch.store())
+        let pipeline = ImportPipeline(store: try await scratch.store(), importers: Registry.fileImporters())
         var reports: [FileReport] = []
         let totals = try await pipeline.run([fixtures + "/gpx"], done: { reports.append($0) })
         #expect(reports.contains { $0.path.hasSuffix("edge-cases/garmin-hr0-empty-atemp-nonstandard-alt.gpx") })
@@ -98,14 +100,14 @@ func validFixtures() throws -> [String] {
     @Test func namedFileWithoutDriverFails() async throws {
         let scratch = try Scratch()
         let path = try scratch.file("notes.txt", Array("hello".utf8))
-        let report = await ImportPipeline(store: try scratch.store()).importFile(path)
+        let report = await ImportPipeline(store: try await scratch.store(), importers: Registry.fileImporters()).importFile(path)
         #expect(report.status == .failed)
         #expect(report.error?.contains("notes.txt") == true)
     }
 
     @Test func hostileFilesFailWithPositionAndWriteNothingWhileOthersImport() async throws {
         let scratch = try Scratch()
-        let store = try scratch.store()
+        let store = try await scratch.store()
         let good = fixtures + "/fit/garmin-fenix5-run.fit"
         let billionLaughs = """
             <?xml version="1.0"?>
@@ -126,7 +128,7 @@ func validFixtures() throws -> [String] {
             try scratch.file("xxe.tcx", Array(xxe.utf8)),
         ]
         var reports: [FileReport] = []
-        let totals = try await ImportPipeline(store: store).run(hostile + [good], done: { reports.append($0) })
+        let totals = try await ImportPipeline(store: store, importers: Registry.fileImporters()).run(hostile + [good], done: { reports.append($0) })
         #expect(totals.failed == hostile.count)
         #expect(totals.imported == 1)
         for report in reports where report.path != good {
@@ -135,66 +137,66 @@ func validFixtures() throws -> [String] {
             #expect(error.contains((report.path as NSString).lastPathComponent), "\(error)")
             #expect(error.contains("byte") || error.contains("line") || error.contains("start of file"), "\(error)")
         }
-        #expect(try store.workouts().count == 1)
-        #expect(try store.workouts()[0].source.file == good)
+        #expect(try await store.workouts().count == 1)
+        #expect(try await store.workouts()[0].source.file == good)
         // Failed files are in the ledger as failed, with no records.
-        let ledger = try store.ledger()
+        let ledger = try await store.ledger()
         #expect(ledger.filter { $0.status == .failed }.count == hostile.count)
         #expect(ledger.filter { $0.status == .failed }.allSatisfy { $0.records == 0 })
     }
 
     @Test func damagedFitKeepsWhatPrecedesTheDamage() async throws {
         let scratch = try Scratch()
-        let store = try scratch.store()
-        let report = await ImportPipeline(store: store).importFile(fixtures + "/fit/corrupt/activity-unexpected-eof.fit")
+        let store = try await scratch.store()
+        let report = await ImportPipeline(store: store, importers: Registry.fileImporters()).importFile(fixtures + "/fit/corrupt/activity-unexpected-eof.fit")
         #expect(report.status == .partial)
         #expect(report.error?.contains("activity-unexpected-eof.fit") == true)
         #expect(report.error?.contains("byte") == true)
-        let workouts = try store.workouts()
+        let workouts = try await store.workouts()
         #expect(workouts.count == 1)
         #expect(workouts.first?.samples == 14)
-        #expect(try store.ledger().first?.status == .partial)
+        #expect(try await store.ledger().first?.status == .partial)
         // Reported as already imported the second time, not retried.
-        #expect(await ImportPipeline(store: store).importFile(fixtures + "/fit/corrupt/activity-unexpected-eof.fit").status == .alreadyImported)
+        #expect(await ImportPipeline(store: store, importers: Registry.fileImporters()).importFile(fixtures + "/fit/corrupt/activity-unexpected-eof.fit").status == .alreadyImported)
     }
 
     @Test func dryRunWritesNothing() async throws {
         let scratch = try Scratch()
-        let store = try scratch.store()
-        let before = try store.tableCounts()
-        let pipeline = ImportPipeline(store: store, options: ImportOptions(dryRun: true))
+        let store = try await scratch.store()
+        let before = try await store.tableCounts()
+        let pipeline = ImportPipeline(store: store, importers: Registry.fileImporters(), options: ImportOptions(dryRun: true))
         let report = await pipeline.importFile(fixtures + "/fit/garmin-fenix5-run.fit")
         #expect(report.status == .wouldImport)
         #expect(report.records == 1)
-        #expect(try store.tableCounts() == before)
+        #expect(try await store.tableCounts() == before)
     }
 
     @Test func dateRangeLimitsWhatIsStored() async throws {
         let scratch = try Scratch()
-        let store = try scratch.store()
+        let store = try await scratch.store()
         // The fenix 2 multisport file holds several sessions on one day; keep only those after its second start.
         let all = try await {
             let s = try Scratch()
-            let st = try s.store()
-            _ = await ImportPipeline(store: st).importFile(fixtures + "/fit/garmin-fenix2-multisport.fit")
-            return try st.workouts()
+            let st = try await s.store()
+            _ = await ImportPipeline(store: st, importers: Registry.fileImporters()).importFile(fixtures + "/fit/garmin-fenix2-multisport.fit")
+            return try await st.workouts()
         }()
         #expect(all.count >= 3)
         let cut = try #require(ISO8601.parse(all[1].start))
-        let pipeline = ImportPipeline(store: store, options: ImportOptions(range: DateRange(since: cut)))
+        let pipeline = ImportPipeline(store: store, importers: Registry.fileImporters(), options: ImportOptions(range: DateRange(since: cut)))
         let report = await pipeline.importFile(fixtures + "/fit/garmin-fenix2-multisport.fit")
         #expect(report.status == .imported)
         #expect(report.outOfRange == 1)
-        #expect(try store.workouts().count == all.count - 1)
-        #expect(try store.ledger().first?.status == .filtered)
+        #expect(try await store.workouts().count == all.count - 1)
+        #expect(try await store.ledger().first?.status == .filtered)
 
         // Imported again without the range: the rest is stored, then the file is complete.
-        let rest = await ImportPipeline(store: store).importFile(fixtures + "/fit/garmin-fenix2-multisport.fit")
+        let rest = await ImportPipeline(store: store, importers: Registry.fileImporters()).importFile(fixtures + "/fit/garmin-fenix2-multisport.fit")
         #expect(rest.status == .imported)
         #expect(rest.records == 1 && rest.unchanged == all.count - 1)
-        #expect(try store.workouts().count == all.count)
-        #expect(try store.ledger().first?.status == .imported)
-        #expect(try store.ledger().first?.records == all.count)
-        #expect(await ImportPipeline(store: store).importFile(fixtures + "/fit/garmin-fenix2-multisport.fit").status == .alreadyImported)
+        #expect(try await store.workouts().count == all.count)
+        #expect(try await store.ledger().first?.status == .imported)
+        #expect(try await store.ledger().first?.records == all.count)
+        #expect(await ImportPipeline(store: store, importers: Registry.fileImporters()).importFile(fixtures + "/fit/garmin-fenix2-multisport.fit").status == .alreadyImported)
     }
 }

@@ -43,14 +43,14 @@ import TestSupport
 
         // What the report says is what the database holds, and it is what the peer sent (the
         // recorder hung up first, so at most a value in flight at that moment is missing).
-        let store = try HealthStore(path: db)
+        let store = try await HealthStore(path: db)
         let id = try #require(w["id"] as? String)
-        let stored = try #require(try store.workout(id: id)).samples.compactMap(\.heartRate)
+        let stored = try #require(try await store.workout(id: id)).samples.compactMap(\.heartRate)
         let sent = sentBPM(peer)
         #expect(w["samples"] as? Int == stored.count)
         #expect(stored.count >= 10 && stored.count <= sent.count && sent.count - stored.count <= 2)
         #expect(Array(sent.prefix(stored.count)) == stored)
-        #expect(try await store.pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM outbox") } == 2)
+        #expect(try await store.tableCounts()["outbox"] == 2)
     }
 
     @Test func ctrlCStopsInOrderAndKeepsEverything() async throws {
@@ -69,7 +69,7 @@ import TestSupport
         var samples = 0
         for _ in 0..<1200 where samples < 10 {
             try await Task.sleep(for: .milliseconds(50))
-            samples = (try? await HealthStore(path: db).pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM samples") ?? 0 }) ?? 0
+            samples = (try? await HealthStore(path: db).tableCounts()["samples"]) ?? 0
         }
         #expect(samples >= 10)
         kill(process.processIdentifier, SIGINT)
@@ -82,8 +82,8 @@ import TestSupport
         #expect(process.terminationStatus == 0, "\(stderr)")
         #expect(stdout.contains("1 workout(s), 1 measurement(s)"), "\(stdout)")
         #expect(stderr.contains("found HG HR"))
-        let store = try HealthStore(path: db)
-        let summary = try #require(try store.workouts().first)
+        let store = try await HealthStore(path: db)
+        let summary = try #require(try await store.workouts().first)
         #expect(!summary.inProgress)
         #expect(summary.samples >= samples)
     }

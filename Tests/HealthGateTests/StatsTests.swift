@@ -70,9 +70,9 @@ import TestSupport
     ]
 
     /// A database holding the records of `instants`, written through the store as imports are.
-    static func database() throws -> Scratch {
+    static func database() async throws -> Scratch {
         let scratch = try Scratch()
-        let store = try scratch.store()
+        let store = try await scratch.store()
         let source = Source(driver: "test", device: "stats", file: nil)
         var records: [HealthRecord] = []
         for (i, text) in instants.enumerated() {
@@ -87,14 +87,14 @@ import TestSupport
             records.append(.habit(HabitEvent(id: RecordID.derive("habit", "stats", String(i)), habit: "water", time: t,
                                              value: 250, unit: "ml", source: source)))
         }
-        _ = try store.write(records)
+        _ = try await store.write(records)
         return scratch
     }
 
     @Test("every bucket of every period under a time zone", arguments: ["UTC", "America/Los_Angeles", "Pacific/Kiritimati"])
     func bucketsFollowTheLocalTimeZone(zone: String) async throws {
         #expect(FileManager.default.fileExists(atPath: "/usr/share/zoneinfo/" + zone), "the zone \(zone) is not installed")
-        let scratch = try Self.database()
+        let scratch = try await Self.database()
         let expectedByPeriod = try #require(Self.expected[zone])
         for period in ["day", "week", "month", "year"] {
             // The zone is the child's TZ, as a user's shell would set it.
@@ -122,7 +122,7 @@ import TestSupport
     @Test("--since and --until are local days", arguments: [("UTC", [5, 6, 7]), ("America/Los_Angeles", [7]),
                                                             ("Pacific/Kiritimati", [4, 5, 6, 7])])
     func dateRangesAreLocalDays(zone: String, members: [Int]) async throws {
-        let scratch = try Self.database()
+        let scratch = try await Self.database()
         let result = try await Tool.run("/usr/bin/env", ["TZ=" + zone, CLI.executable, "workouts", "--json", "--db", scratch.dbPath,
                                                         "--since", "2024-02-12", "--until", "2024-02-12"])
         #expect(result.status == 0, "\(result.stderr)")

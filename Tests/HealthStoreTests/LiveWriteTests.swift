@@ -18,8 +18,8 @@ func piece(_ id: RecordID, first: Int, count: Int, final: Bool = false) -> Worko
 @Suite struct LiveWriteTests {
     let id = RecordID.derive("workout", "ble", "C0:4E:47:00:00:01", "1")
 
-    func counts(_ t: TempStore) throws -> (samples: Int, rr: Int, outbox: Int, inProgress: Int) {
-        try t.store.pool.read { db in
+    func counts(_ t: TempStore) async throws -> (samples: Int, rr: Int, outbox: Int, inProgress: Int) {
+        try await t.store.reading { db in
             (try Int.fetchOne(db, sql: "SELECT count(*) FROM samples") ?? -1,
              try Int.fetchOne(db, sql: "SELECT count(*) FROM rr_intervals") ?? -1,
              try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox") ?? -1,
@@ -27,63 +27,63 @@ func piece(_ id: RecordID, first: Int, count: Int, final: Bool = false) -> Worko
         }
     }
 
-    @Test func piecesGrowTheWorkoutAndTheFinalOneQueuesIt() throws {
-        let t = try TempStore()
-        var result = try t.store.write(LiveBatch(workouts: [piece(id, first: 0, count: 3)]))
+    @Test func piecesGrowTheWorkoutAndTheFinalOneQueuesIt() async throws {
+        let t = try await TempStore()
+        var result = try await t.store.write(LiveBatch(workouts: [piece(id, first: 0, count: 3)]))
         #expect(result.stored == 0)  // in progress: not counted as stored, not queued
-        #expect(try counts(t) == (3, 3, 0, 1))
-        #expect(try t.store.workouts().first?.inProgress == true)
+        #expect(try await counts(t) == (3, 3, 0, 1))
+        #expect(try await t.store.workouts().first?.inProgress == true)
 
-        result = try t.store.write(LiveBatch(workouts: [piece(id, first: 3, count: 4)]))
-        #expect(try counts(t) == (7, 7, 0, 1))
-        let summary = try #require(try t.store.workouts().first)
+        result = try await t.store.write(LiveBatch(workouts: [piece(id, first: 3, count: 4)]))
+        #expect(try await counts(t) == (7, 7, 0, 1))
+        let summary = try #require(try await t.store.workouts().first)
         #expect(summary.maxHR == 106 && summary.samples == 7 && summary.elapsedS == 6)
 
-        result = try t.store.write(LiveBatch(workouts: [piece(id, first: 7, count: 0, final: true)]))
+        result = try await t.store.write(LiveBatch(workouts: [piece(id, first: 7, count: 0, final: true)]))
         #expect(result.inserted == 0 && result.updated == 1)
-        #expect(try counts(t) == (7, 7, 1, 0))
-        let whole = try #require(try t.store.workout(id: id.description))
+        #expect(try await counts(t) == (7, 7, 1, 0))
+        let whole = try #require(try await t.store.workout(id: id.description))
         #expect(whole.samples.map(\.heartRate) == (100..<107).map { $0 })
         #expect(whole.rrIntervals.count == 7)
 
         // A piece for a completed workout changes nothing.
-        result = try t.store.write(LiveBatch(workouts: [piece(id, first: 7, count: 2)]))
+        result = try await t.store.write(LiveBatch(workouts: [piece(id, first: 7, count: 2)]))
         #expect(result.unchanged == 1)
-        #expect(try counts(t) == (7, 7, 1, 0))
+        #expect(try await counts(t) == (7, 7, 1, 0))
     }
 
-    @Test func aWorkoutRecordedInOnePieceIsInsertedAndQueued() throws {
-        let t = try TempStore()
+    @Test func aWorkoutRecordedInOnePieceIsInsertedAndQueued() async throws {
+        let t = try await TempStore()
         let m = HealthModel.Measurement(id: RecordID.derive("m", "1"), kind: .batteryLevel, time: Date(timeIntervalSince1970: 1_763_800_000),
                                         value: 80, source: Source(driver: "ble", device: "x"))
-        let result = try t.store.write(LiveBatch(records: [.measurement(m)], workouts: [piece(id, first: 0, count: 5, final: true)]))
+        let result = try await t.store.write(LiveBatch(records: [.measurement(m)], workouts: [piece(id, first: 0, count: 5, final: true)]))
         #expect(result.inserted == 2)
-        #expect(try counts(t) == (5, 5, 2, 0))
+        #expect(try await counts(t) == (5, 5, 2, 0))
     }
 
-    @Test func aBatchThatFailsLeavesNothingHalfWritten() throws {
-        let t = try TempStore()
-        try t.store.write(LiveBatch(workouts: [piece(id, first: 0, count: 3)]))
+    @Test func aBatchThatFailsLeavesNothingHalfWritten() async throws {
+        let t = try await TempStore()
+        try await t.store.write(LiveBatch(workouts: [piece(id, first: 0, count: 3)]))
         let m = HealthModel.Measurement(id: RecordID.derive("m", "2"), kind: .weight, time: Date(timeIntervalSince1970: 1_763_800_000),
                                         value: 70, source: Source(driver: "ble", device: "x"))
         // Samples 2... again: seq 2 exists, so the insert fails and the whole batch rolls back.
-        #expect(throws: (any Error).self) {
-            try t.store.write(LiveBatch(records: [.measurement(m)], workouts: [piece(id, first: 2, count: 3)]))
+        await #expect(throws: (any Error).self) {
+            try await t.store.write(LiveBatch(records: [.measurement(m)], workouts: [piece(id, first: 2, count: 3)]))
         }
-        #expect(try counts(t) == (3, 3, 0, 1))
-        #expect(try t.store.measurements().isEmpty)
+        #expect(try await counts(t) == (3, 3, 0, 1))
+        #expect(try await t.store.measurements().isEmpty)
     }
 
-    @Test func workoutsLeftInProgressAreCompletedOnTheNextStart() throws {
-        let t = try TempStore()
-        try t.store.write(LiveBatch(workouts: [piece(id, first: 0, count: 4)]))
+    @Test func workoutsLeftInProgressAreCompletedOnTheNextStart() async throws {
+        let t = try await TempStore()
+        try await t.store.write(LiveBatch(workouts: [piece(id, first: 0, count: 4)]))
         // The recording died here (no final piece). The next one completes what was stored.
-        let reopened = try HealthStore(path: t.store.path)
-        #expect(try reopened.completeInterruptedWorkouts() == [id])
-        #expect(try counts(t) == (4, 4, 1, 0))
-        let w = try #require(try reopened.workout(id: id.description))
+        let reopened = try await HealthStore(path: t.store.path)
+        #expect(try await reopened.completeInterruptedWorkouts() == [id])
+        #expect(try await counts(t) == (4, 4, 1, 0))
+        let w = try #require(try await reopened.workout(id: id.description))
         #expect(w.end == Date(timeIntervalSince1970: 1_763_800_003) && w.samples.count == 4)
-        #expect(try reopened.completeInterruptedWorkouts().isEmpty)
+        #expect(try await reopened.completeInterruptedWorkouts().isEmpty)
     }
 }
 
@@ -95,7 +95,7 @@ func piece(_ id: RecordID, first: Int, count: Int, final: Bool = false) -> Worko
             let path = NSTemporaryDirectory() + "hg-open-\(UUID().uuidString).sqlite"
             defer { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) } }
             let migrations = try await withThrowingTaskGroup(of: [String].self) { group in
-                for _ in 0..<4 { group.addTask { try HealthStore(path: path).appliedMigrations() } }
+                for _ in 0..<4 { group.addTask { try await HealthStore(path: path).appliedMigrations() } }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             #expect(migrations.count == 4 && Set(migrations.map { $0.joined(separator: ",") }).count == 1)

@@ -1,3 +1,4 @@
+import DriverRegistry
 import Foundation
 import GRDB
 import HealthGate
@@ -27,22 +28,26 @@ final class Install: Sendable {
     let store: HealthStore
     var databasePath: String { folder + "/healthgate.sqlite" }
 
-    init() throws {
+    init() async throws {
         folder = NSTemporaryDirectory() + "hg-install-" + UUID().uuidString
-        store = try HealthStore(path: folder + "/healthgate.sqlite")
+        store = try await HealthStore(path: folder + "/healthgate.sqlite")
     }
+
+    /// A connection of the test's own on the database file, for what the store has no API for
+    /// (rows edited by hand).
+    func connection() throws -> DatabaseQueue { try DatabaseQueue(path: databasePath) }
 
     /// Imports real fixture files and adds habit events (no importer for them yet), so every
     /// record type is there.
     func importFixtures() async throws {
-        let pipeline = ImportPipeline(store: store)
+        let pipeline = ImportPipeline(store: store, importers: Registry.fileImporters())
         for file in ["fit/garmin-fenix5-run.fit", "fit/fitsdk-MonitoringFile.fit", "fit/fitsdk-WeightScaleMultiUser.fit",
                      "fit/garmin-fr735xt-poolswim-hr-chained.fit", "tcx/" + (try firstFile("tcx")), "gpx/" + (try firstFile("gpx"))] {
             let report = await pipeline.importFile(packageRoot + "/Fixtures/" + file)
             #expect(report.status == .imported || report.status == .partial, "\(file): \(report.error ?? "")")
         }
         let t0 = Date(timeIntervalSince1970: 1_763_800_000)
-        try store.write((0..<5).map { i in
+        try await store.write((0..<5).map { i in
             .habit(HabitEvent(id: RecordID.derive("habit", "test", String(i)), habit: "water", time: t0.addingTimeInterval(Double(i) * 3600),
                               value: 250, unit: "ml", source: Source(driver: "manual")))
         })
@@ -54,12 +59,12 @@ final class Install: Sendable {
     }
 
     /// Every stored record, by id, as the store gives it back.
-    func allRecords() throws -> [String: HealthRecord] {
+    func allRecords() async throws -> [String: HealthRecord] {
         var out: [String: HealthRecord] = [:]
-        for w in try store.workouts() { out[w.id] = .workout(try #require(try store.workout(id: w.id))) }
-        for s in try store.sleepSessions() { out[s.id.description] = .sleep(s) }
-        for m in try store.measurements() { out[m.id.description] = .measurement(m) }
-        for h in try store.habitEvents() { out[h.id.description] = .habit(h) }
+        for w in try await store.workouts() { out[w.id] = .workout(try #require(try await store.workout(id: w.id))) }
+        for s in try await store.sleepSessions() { out[s.id.description] = .sleep(s) }
+        for m in try await store.measurements() { out[m.id.description] = .measurement(m) }
+        for h in try await store.habitEvents() { out[h.id.description] = .habit(h) }
         return out
     }
 
@@ -118,10 +123,10 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
 @Suite(.serialized) struct ForwarderTests {
     @Test func syncSendsEverythingOnceAndASecondInstallConverges() async throws {
         let server = try await ServerProcess.start()
-        let a = try Install()
+        let a = try await Install()
         try await a.importFixtures()
-        let local = try a.allRecords()
-        let depth = try a.store.outboxDepth()
+        let local = try await a.allRecords()
+        let depth = try await a.store.outboxDepth()
         #expect(depth == local.count && depth >= 10)
 
         let account = try await Account.create(on: server)
@@ -130,7 +135,7 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
         let report = try await fastForwarder(a, client, token: account.token, maxRecords: 7).drain()
         #expect(report.accepted == depth && report.duplicates == 0 && report.rejected == 0 && report.remaining == 0)
         #expect(report.uploads >= depth / 7)
-        #expect(try a.store.outboxDepth() == 0)
+        #expect(try await a.store.outboxDepth() == 0)
 
         // The server holds exactly these records: ids, versions and values.
         let held = try await serverRecords(server, token: account.token)
@@ -145,13 +150,13 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
         #expect(again.uploads == 0 && again.accepted == 0)
 
         // A second install of the same account pulls the same data, and queues none of it.
-        let b = try Install()
+        let b = try await Install()
         let second = try await account.login(on: server)
         let pulled = try await fastForwarder(b, client, token: second.token).pull()
         #expect(pulled.received == local.count && pulled.stored == local.count)
-        #expect(try b.store.outboxDepth() == 0)
-        #expect(try b.allRecords() == local)
-        #expect(try b.store.workouts().map(\.id) == a.store.workouts().map(\.id))
+        #expect(try await b.store.outboxDepth() == 0)
+        #expect(try await b.allRecords() == local)
+        #expect(try await b.store.workouts().map(\.id) == a.store.workouts().map(\.id))
         // Pulling again brings nothing new (the cursor was saved with the records).
         let more = try await fastForwarder(b, client, token: second.token).pull()
         #expect(more.received == 0)
@@ -159,9 +164,9 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
 
     @Test func aServerKilledMidDrainEndsWithExactlyTheSameSet() async throws {
         let server = try await ServerProcess.start()
-        let a = try Install()
+        let a = try await Install()
         try await a.importFixtures()
-        let local = try a.allRecords()
+        let local = try await a.allRecords()
         let account = try await Account.create(on: server)
         let client = try SyncClient(configuration: .init(server: server.url))
         defer { Task { await client.shutdown() } }
@@ -176,7 +181,7 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
         #expect(report.remaining == 0)
         let held = try await serverRecords(server, token: account.token)
         #expect(Set(held.keys) == Set(local.keys))
-        #expect(try a.store.outboxDepth() == 0)
+        #expect(try await a.store.outboxDepth() == 0)
     }
 
     /// The server fails uploads on purpose (seeded): 503 with Retry-After, no answer past the
@@ -184,9 +189,9 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
     @Test func aFaultyServerEndsWithExactlyTheSameSet() async throws {
         let server = try await ServerProcess.start(extraArguments: ["--fault-rate", "0.5", "--fault-seed", "7",
                                                         "--fault-kinds", "unavailable,stall,drop", "--fault-stall", "3"])
-        let a = try Install()
+        let a = try await Install()
         try await a.importFixtures()
-        let local = try a.allRecords()
+        let local = try await a.allRecords()
         let account = try await Account.create(on: server)
         var configuration = SyncClient.Configuration(server: server.url)
         configuration.requestTimeout = .seconds(1)
@@ -207,9 +212,9 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
     /// splits them until they fit, and a record too large on its own becomes a dead letter.
     @Test func batchesRefusedAsTooLargeAreSplitDownToTheRecord() async throws {
         let server = try await ServerProcess.start(extraArguments: ["--max-upload-records", "3", "--max-upload-bytes", "60000"])
-        let a = try Install()
+        let a = try await Install()
         try await a.importFixtures()
-        let local = try a.allRecords()
+        let local = try await a.allRecords()
         let encoder = SyncAPI.encoder()
         let tooLarge = try Set(local.filter { try encoder.encode(WireRecord($0.value)).count > 60000 }.keys)
         #expect(!tooLarge.isEmpty && tooLarge.count < local.count)
@@ -219,7 +224,7 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
         let report = try await fastForwarder(a, client, token: account.token, maxRecords: 10).drain()
         #expect(report.remaining == 0 && report.rejected == tooLarge.count)
         #expect(report.accepted == local.count - tooLarge.count)
-        let dead = try a.store.deadLetters()
+        let dead = try await a.store.deadLetters()
         #expect(Set(dead.map(\.id)) == tooLarge)
         #expect(dead.allSatisfy { $0.reason.contains("413") }, "\(dead.map(\.reason))")
         let held = try await serverRecords(server, token: account.token)
@@ -228,16 +233,16 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
 
     @Test func aWrongTokenKeepsEverythingInTheOutbox() async throws {
         let server = try await ServerProcess.start()
-        let a = try Install()
+        let a = try await Install()
         try await a.importFixtures()
-        let depth = try a.store.outboxDepth()
+        let depth = try await a.store.outboxDepth()
         let client = try SyncClient(configuration: .init(server: server.url))
         defer { Task { await client.shutdown() } }
         await #expect(throws: SyncError.self) {
             _ = try await fastForwarder(a, client, token: "not-a-token").drain()
         }
-        #expect(try a.store.outboxDepth() == depth)
-        #expect(try a.store.syncState("last_error")?.contains("token") == true)
+        #expect(try await a.store.outboxDepth() == depth)
+        #expect(try await a.store.syncState("last_error")?.contains("token") == true)
 
         // Revoked (logged out): the same.
         let account = try await Account.create(on: server)
@@ -248,25 +253,25 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
         } catch let error as SyncError {
             guard case .unauthorized = error else { Issue.record("\(error)"); return }
         }
-        #expect(try a.store.outboxDepth() == depth)
+        #expect(try await a.store.outboxDepth() == depth)
     }
 
     @Test func recordsTheServerRefusesBecomeDeadLettersAndTheRestIsSent() async throws {
         let server = try await ServerProcess.start()
-        let a = try Install()
+        let a = try await Install()
         try await a.importFixtures()
         // A record from a device whose clock ran a year ahead: stored here (written past the
         // normalizer), refused by the server's validation.
         let future = HealthModel.Measurement(id: RecordID.derive("m", "future"), kind: .weight,
                                              time: Date().addingTimeInterval(365 * 86400), value: 70, source: Source(driver: "manual"))
-        try a.store.write([.measurement(future)])
-        let depth = try a.store.outboxDepth()
+        try await a.store.write([.measurement(future)])
+        let depth = try await a.store.outboxDepth()
         let account = try await Account.create(on: server)
         let client = try SyncClient(configuration: .init(server: server.url))
         defer { Task { await client.shutdown() } }
         let report = try await fastForwarder(a, client, token: account.token).drain()
         #expect(report.rejected == 1 && report.accepted == depth - 1 && report.remaining == 0)
-        let dead = try a.store.deadLetters()
+        let dead = try await a.store.deadLetters()
         #expect(dead.map(\.id) == [future.id.description])
         #expect(dead.first?.reason.contains("future") == true, "\(dead)")
     }
@@ -281,9 +286,9 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
 
     @Test func registerLoginSyncStatusLogout() async throws {
         let server = try await ServerProcess.start()
-        let a = try Install()
+        let a = try await Install()
         try await a.importFixtures()
-        let depth = try a.store.outboxDepth()
+        let depth = try await a.store.outboxDepth()
         let email = "cli-\(UUID().uuidString.prefix(8))@example.org"
         let url = server.url.absoluteString
         let registered = try await run(["register", "--server", url, "--email", email, "--password-stdin"], stdin: "a long passphrase")
@@ -322,9 +327,9 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
     /// the server ends with exactly the install's records, none missing, none twice.
     @Test func aSyncKilledMidDrainAndRunAgainSendsEverythingOnce() async throws {
         let server = try await ServerProcess.start()
-        let a = try Install()
+        let a = try await Install()
         try await a.importFixtures()
-        let local = try a.allRecords()
+        let local = try await a.allRecords()
         let account = try await Account.create(on: server)
         try SyncCredentials(server: server.url.absoluteString, email: account.email, userId: "", deviceId: account.deviceId,
                             token: account.token).save(forDatabase: a.databasePath)
@@ -334,24 +339,25 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let start = try a.store.outboxDepth()
-        let store = a.store
-        // A tight watch (on a thread of its own: the drain takes a few seconds, a minute at most).
+        let start = try await a.store.outboxDepth()
+        let connection = try a.connection()
+        // A tight watch (on a thread of its own, with a connection of its own: the drain takes a few
+        // seconds, a minute at most).
         try await onOwnThread {
             var depth = start
             for _ in 0..<12_000 where depth > start / 2 {
                 usleep(5_000)
-                depth = try store.outboxDepth()
+                depth = try connection.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM outbox") ?? 0 }
             }
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
-        let left = try a.store.outboxDepth()
+        let left = try await a.store.outboxDepth()
         #expect(left > 0 && left < start, "killed with \(left) of \(start) left")
 
         let again = try await run(["sync", "--db", a.databasePath, "--json", "--no-pull"])
         #expect(again.status == 0, "\(again.stderr)")
-        #expect(try a.store.outboxDepth() == 0)
+        #expect(try await a.store.outboxDepth() == 0)
         let held = try await serverRecords(server, token: account.token)
         #expect(Set(held.keys) == Set(local.keys))
         for (id, record) in local { #expect(try held[id]?.record() == record, "\(id)") }

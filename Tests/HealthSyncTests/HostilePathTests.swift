@@ -29,7 +29,7 @@ enum SyncedAccount {
     static func make() async throws -> (server: ServerProcess, account: Account, install: Install, client: SyncClient) {
         let server = try await ServerProcess.start()
         let account = try await Account.create(on: server)
-        let install = try Install()
+        let install = try await Install()
         try await install.importFixtures()
         let client = try SyncClient(configuration: .init(server: server.url))
         let report = try await fastForwarder(install, client, token: account.token).drain()
@@ -50,9 +50,9 @@ enum SyncedAccount {
         let server = try await ServerProcess.start()
         let account = try await Account.create(on: server)
         let proxy = try await HostileProxy.start(upstream: server.url, faults: Array(repeating: status, count: 50))
-        let a = try Install()
+        let a = try await Install()
         try await a.importFixtures()
-        let depth = try a.store.outboxDepth()
+        let depth = try await a.store.outboxDepth()
         let client = try SyncClient(configuration: .init(server: proxy.url))
         defer { Task { await client.shutdown() } }
         do {
@@ -64,10 +64,10 @@ enum SyncedAccount {
             if status.hasPrefix("3") { #expect(detail.contains("https://"), "\(detail)") }
             #expect(error.description.contains("nothing was lost"))
         }
-        #expect(try a.store.outboxDepth() == depth)
-        #expect(try a.store.deadLetterCount() == 0)
-        #expect(try a.store.syncState("last_success_at") == nil)
-        #expect(try a.store.syncState("last_error")?.contains("did not come from a HealthGate tracking server") == true)
+        #expect(try await a.store.outboxDepth() == depth)
+        #expect(try await a.store.deadLetterCount() == 0)
+        #expect(try await a.store.syncState("last_success_at") == nil)
+        #expect(try await a.store.syncState("last_error")?.contains("did not come from a HealthGate tracking server") == true)
         // One upload was tried (two: the forwarder keeps two in flight), not one per record.
         let played = proxy.playedFaults()
         #expect((1...2).contains(played.count) && played.allSatisfy { $0 == status }, "\(played)")
@@ -83,9 +83,9 @@ enum SyncedAccount {
         let account = try await Account.create(on: server)
         let proxy = try await HostileProxy.start(upstream: server.url, faults: faults,
                                                  extraArguments: ["--hang", "3", "--retry-after", "1"])
-        let a = try Install()
+        let a = try await Install()
         try await a.importFixtures()
-        let local = try a.allRecords()
+        let local = try await a.allRecords()
         try SyncCredentials(server: proxy.url.absoluteString, email: account.email, userId: "", deviceId: account.deviceId,
                             token: account.token).save(forDatabase: a.databasePath)
         var runs: [Int32] = []
@@ -96,12 +96,12 @@ enum SyncedAccount {
             #expect(!run.stderr.contains("Fatal error") && run.status != 132 && run.status != 134, "\(run.stderr)")
             if run.status == 0 { break }
             #expect(run.stderr.contains("nothing was lost"), "\(run.stderr)")
-            #expect(try a.store.deadLetterCount() == 0)
+            #expect(try await a.store.deadLetterCount() == 0)
         }
         #expect(runs.last == 0, "exit statuses \(runs)")
         #expect(proxy.playedFaults() == faults, "the proxy played \(proxy.playedFaults())")
-        #expect(try a.store.outboxDepth() == 0)
-        #expect(try a.store.deadLetterCount() == 0)
+        #expect(try await a.store.outboxDepth() == 0)
+        #expect(try await a.store.deadLetterCount() == 0)
         let held = try await serverRecords(server, token: account.token)
         #expect(Set(held.keys) == Set(local.keys))
         for (id, record) in local { #expect(try held[id]?.record() == record, "\(id)") }
@@ -119,7 +119,7 @@ enum SyncedAccount {
         let account = try await Account.create(on: server)
         let proxy = try await HostileProxy.start(upstream: server.url, faults: ["503", "503"],
                                                  extraArguments: ["--header", "Retry-After: \(value)"])
-        let a = try Install()
+        let a = try await Install()
         try await a.importFixtures()
         // No hang here: the default timeout, so that a loaded machine's slow answer is not a failure.
         let client = try SyncClient(configuration: .init(server: proxy.url))
@@ -130,7 +130,7 @@ enum SyncedAccount {
         configuration.longestServerWait = .seconds(60)
         let forwarder = Forwarder(store: a.store, client: client, token: account.token, configuration: configuration,
                                   sleep: { d in waits.withLock { $0.append(d) } })
-        let depth = try a.store.outboxDepth()
+        let depth = try await a.store.outboxDepth()
         do {
             let report = try await forwarder.drain()
             // Waits the server may ask for: honoured, within the limit.
@@ -141,10 +141,10 @@ enum SyncedAccount {
             // instead of sleeping, and says what the server asked.
             guard case .transient(_, let wait?) = error else { Issue.record("\(value): \(error)"); return }
             #expect(wait > configuration.longestServerWait && wait <= SyncClient.longestServerWait)
-            #expect(try a.store.outboxDepth() == depth)
+            #expect(try await a.store.outboxDepth() == depth)
         }
         #expect(waits.withLock { $0 }.allSatisfy { $0 <= configuration.longestServerWait }, "\(waits.withLock { $0 })")
-        #expect(try a.store.deadLetterCount() == 0)
+        #expect(try await a.store.deadLetterCount() == 0)
 
         // The same header on every answer the real server gives (200 included), through the CLI.
         let cli = try await HostileProxy.start(upstream: server.url, extraArguments: ["--header", "Retry-After: \(value)"])
@@ -162,9 +162,9 @@ enum SyncedAccount {
         let server = try await ServerProcess.start()
         let account = try await Account.create(on: server)
         let proxy = try await HostileProxy.start(upstream: server.url, faults: [fault], extraArguments: ["--hang", "1"])
-        let a = try Install()
+        let a = try await Install()
         try await a.importFixtures()
-        let depth = try a.store.outboxDepth()
+        let depth = try await a.store.outboxDepth()
         let client = try SyncClient(configuration: .init(server: proxy.url))
         defer { Task { await client.shutdown() } }
         var configuration = Forwarder.Configuration()
@@ -197,9 +197,9 @@ enum SyncedAccount {
         let account = try await Account.create(on: server)
         let proxy = try await HostileProxy.start(upstream: server.url, faults: Array(repeating: "503", count: 6),
                                                  extraArguments: ["--retry-after", "2"])
-        let a = try Install()
+        let a = try await Install()
         try await a.importFixtures()
-        let depth = try a.store.outboxDepth()
+        let depth = try await a.store.outboxDepth()
         let client = try SyncClient(configuration: .init(server: proxy.url))
         defer { Task { await client.shutdown() } }
         let waits = Mutex<[Duration]>([])
@@ -213,7 +213,8 @@ enum SyncedAccount {
         // Four waits, then the fifth failure ends it: max(backoff with +20% jitter, Retry-After 2 s).
         #expect(waits.withLock { $0 } == [.seconds(2), .milliseconds(2400), .milliseconds(4800), .milliseconds(9600)])
         #expect(proxy.playedFaults().count == 5)
-        #expect(try a.store.outboxDepth() == depth && a.store.deadLetterCount() == 0)
+        #expect(try await a.store.outboxDepth() == depth)
+        #expect(try await a.store.deadLetterCount() == 0)
 
         // The delays alone (Timing's Backoff, tested there): doubling, capped, jitter within bounds,
         // never trapping on huge attempts; the forwarder's own: 0.5 s doubling to 5 min, ±20 %.
@@ -235,9 +236,9 @@ enum SyncedAccount {
         let account = try await Account.create(on: server)
         // A batch of 4 is refused, then its halves, then its four records: 7 refusals.
         let proxy = try await HostileProxy.start(upstream: server.url, faults: Array(repeating: "protocol-413", count: 7))
-        let a = try Install()
+        let a = try await Install()
         try await a.importFixtures()
-        let local = try a.allRecords()
+        let local = try await a.allRecords()
         try SyncCredentials(server: proxy.url.absoluteString, email: account.email, userId: "", deviceId: account.deviceId,
                             token: account.token).save(forDatabase: a.databasePath)
         let first = try await Tool.run(Tool.path("healthgate"),
@@ -249,13 +250,15 @@ enum SyncedAccount {
         // Two batches in flight share the 7 refusals; at least one record comes down to itself.
         #expect(heldBack >= 1 && upload["rejected"] as? Int == 0, "\(upload)")
         #expect((upload["held_back_reason"] as? String)?.contains("413 payload_too_large") == true, "\(upload)")
-        #expect(try a.store.outboxDepth() == heldBack && a.store.deadLetterCount() == 0)
+        #expect(try await a.store.outboxDepth() == heldBack)
+        #expect(try await a.store.deadLetterCount() == 0)
         #expect(proxy.playedFaults().count == 7)
         let status = try await Tool.run(Tool.path("healthgate"), ["status", "--db", a.databasePath])
         #expect(status.stdout.contains("held back"), "\(status.stdout)")
         let second = try await Tool.run(Tool.path("healthgate"), ["sync", "--db", a.databasePath, "--no-pull"])
         #expect(second.status == 0, "\(second.stderr)")
-        #expect(try a.store.outboxDepth() == 0 && a.store.deadLetterCount() == 0)
+        #expect(try await a.store.outboxDepth() == 0)
+        #expect(try await a.store.deadLetterCount() == 0)
         #expect(Set(try await serverRecords(server, token: account.token).keys) == Set(local.keys))
     }
 
@@ -264,7 +267,7 @@ enum SyncedAccount {
         let server = try await ServerProcess.start()
         let account = try await Account.create(on: server)
         let proxy = try await HostileProxy.start(upstream: server.url, faults: ["ansi"])
-        let a = try Install()
+        let a = try await Install()
         try await a.importFixtures()
         try SyncCredentials(server: proxy.url.absoluteString, email: account.email, userId: "", deviceId: account.deviceId,
                             token: account.token).save(forDatabase: a.databasePath)
@@ -286,7 +289,7 @@ enum SyncedAccount {
     @Test func pulledRecordsThatCannotBeStoredAreHeldNotLost() async throws {
         let (server, account, a, client) = try await SyncedAccount.make()
         defer { Task { await client.shutdown() } }
-        let local = try a.allRecords()
+        let local = try await a.allRecords()
 
         let t = ISO8601.string(Date(timeIntervalSince1970: 1_763_800_000))
         func measurement(_ id: String, kind: String, value: String, time: String = t) -> String {
@@ -308,15 +311,15 @@ enum SyncedAccount {
         defer { try? FileManager.default.removeItem(atPath: file) }
         let proxy = try await HostileProxy.start(upstream: server.url, extraArguments: ["--inject-history", file])
 
-        let b = try Install()
+        let b = try await Install()
         let second = try await account.login(on: server)
         let proxied = try SyncClient(configuration: .init(server: proxy.url))
         defer { Task { await proxied.shutdown() } }
         let report = try await fastForwarder(b, proxied, token: second.token).pull()
         #expect(report.received == local.count + 5)
         #expect(report.stored == local.count && report.held == 5 && report.stillHeld == 5)
-        #expect(try b.allRecords() == local)
-        let held = try b.store.heldRecords()
+        #expect(try await b.allRecords() == local)
+        let held = try await b.store.heldRecords()
         let reasons = Dictionary(held.map { ($0.id ?? "none", $0.reason) }, uniquingKeysWith: { a, _ in a })
         #expect(reasons[unknownKind]?.contains("ketones") == true, "\(reasons)")
         #expect(reasons[negative]?.contains("weight -5 kg is outside") == true, "\(reasons)")
@@ -335,7 +338,7 @@ enum SyncedAccount {
         let upgraded = Forwarder(store: b.store, client: client, token: second.token, validator: lenient)
         let after = try await upgraded.pull()
         #expect(after.released == 1 && after.stillHeld == 4)
-        #expect(try b.store.measurements().contains { $0.id.description == future })
+        #expect(try await b.store.measurements().contains { $0.id.description == future })
         // The status says they are held, and why.
         let status = try await Tool.run(Tool.path("healthgate"), ["status", "--db", b.databasePath, "--json"])
         let json = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
@@ -348,7 +351,7 @@ enum SyncedAccount {
         let (server, account, _, client) = try await SyncedAccount.make()
         defer { Task { await client.shutdown() } }
         let proxy = try await HostileProxy.start(upstream: server.url, extraArguments: ["--stuck-history"])
-        let b = try Install()
+        let b = try await Install()
         let proxied = try SyncClient(configuration: .init(server: proxy.url))
         defer { Task { await proxied.shutdown() } }
         let store = b.store
@@ -362,7 +365,7 @@ enum SyncedAccount {
             }
         }
         #expect(outcome.contains("did not advance"), "\(outcome)")
-        #expect(try store.syncState("history_cursor") == nil)
+        #expect(try await store.syncState("history_cursor") == nil)
         #expect(proxy.requests().count == 1)
     }
 
@@ -372,21 +375,21 @@ enum SyncedAccount {
     @Test func deletionsOnTheServerReachOtherInstalls() async throws {
         let (server, account, _, client) = try await SyncedAccount.make()
         defer { Task { await client.shutdown() } }
-        let b = try Install()
+        let b = try await Install()
         let second = try await account.login(on: server)
         _ = try await fastForwarder(b, client, token: second.token).pull()
-        let victims = Array(try b.store.measurements().prefix(2))
+        let victims = Array(try await b.store.measurements().prefix(2))
         try #require(victims.count == 2)
         for victim in victims { try await client.deleteRecord(id: victim.id.description, token: account.token) }
         // A newer version of the second one, edited here before the deletion arrives.
         var edited = victims[1]
         edited.version = 2
-        try b.store.write([.measurement(edited)])
+        try await b.store.write([.measurement(edited)])
         let report = try await fastForwarder(b, client, token: second.token).pull()
         #expect(report.deleted == 2 && report.held == 0 && report.stillHeld == 0, "\(report)")
-        let left = Set(try b.store.measurements().map(\.id))
+        let left = Set(try await b.store.measurements().map(\.id))
         #expect(!left.contains(victims[0].id) && left.contains(victims[1].id))
-        #expect(try b.store.measurements().first { $0.id == victims[1].id }?.version == 2)
+        #expect(try await b.store.measurements().first { $0.id == victims[1].id }?.version == 2)
     }
 
     /// A history whose epoch changes (the server renumbered its cursors) is pulled again from
@@ -394,15 +397,15 @@ enum SyncedAccount {
     @Test func aNewHistoryEpochStartsThePullAgain() async throws {
         let (server, account, a, client) = try await SyncedAccount.make()
         defer { Task { await client.shutdown() } }
-        let local = try a.allRecords()
-        let b = try Install()
+        let local = try await a.allRecords()
+        let b = try await Install()
         let second = try await account.login(on: server)
         // A cursor saved under another numbering, far beyond what this server has.
-        try b.store.setSyncState("history_cursor", "999999")
-        try b.store.setSyncState("history_epoch", "an-older-numbering")
+        try await b.store.setSyncState("history_cursor", "999999")
+        try await b.store.setSyncState("history_epoch", "an-older-numbering")
         let report = try await fastForwarder(b, client, token: second.token).pull()
         #expect(report.restarted && report.received == local.count)
-        #expect(try b.allRecords() == local)
+        #expect(try await b.allRecords() == local)
     }
 
     /// The outbox holds a record this version cannot read (a measurement kind a newer install
@@ -411,26 +414,26 @@ enum SyncedAccount {
     @Test func unreadableOutboxRowsAreDeadLettersThatCanBeRetried() async throws {
         let server = try await ServerProcess.start()
         let account = try await Account.create(on: server)
-        let a = try Install()
+        let a = try await Install()
         try await a.importFixtures()
-        let depth = try a.store.outboxDepth()
-        let strange = try #require(try a.store.measurements().first)
-        try await a.store.pool.write { db in
+        let depth = try await a.store.outboxDepth()
+        let strange = try #require(try await a.store.measurements().first)
+        try await a.connection().write { db in
             try db.execute(sql: "UPDATE measurements SET kind = 'ketones' WHERE id = ?", arguments: [strange.id.description])
         }
         let client = try SyncClient(configuration: .init(server: server.url))
         defer { Task { await client.shutdown() } }
         let report = try await fastForwarder(a, client, token: account.token).drain()
         #expect(report.unreadable == 1 && report.accepted == depth - 1 && report.remaining == 0)
-        let dead = try a.store.deadLetters()
+        let dead = try await a.store.deadLetters()
         #expect(dead.map(\.id) == [strange.id.description])
         #expect(dead.first?.reason.contains("ketones") == true)
         // The record itself is still in the database.
-        #expect(try await a.store.pool.read { db in
+        #expect(try await a.connection().read { db in
             try Int.fetchOne(db, sql: "SELECT count(*) FROM measurements WHERE id = ?", arguments: [strange.id.description])
         } == 1)
         // Fixed (here by hand; in life by an upgrade): queued again and sent.
-        try await a.store.pool.write { db in
+        try await a.connection().write { db in
             try db.execute(sql: "UPDATE measurements SET kind = ? WHERE id = ?", arguments: [strange.kind.rawValue, strange.id.description])
         }
         let list = try await Tool.run(Tool.path("healthgate"), ["dead-letters", "--db", a.databasePath, "--json"])
@@ -441,7 +444,8 @@ enum SyncedAccount {
         let sync = try await Tool.run(Tool.path("healthgate"), ["sync", "--db", a.databasePath, "--retry-dead-letters", "--json"])
         #expect(sync.status == 0, "\(sync.stderr)")
         #expect(sync.stdout.contains(#""requeued":1"#) || sync.stdout.contains(#""requeued" : 1"#), "\(sync.stdout)")
-        #expect(try a.store.deadLetterCount() == 0 && a.store.outboxDepth() == 0)
+        #expect(try await a.store.deadLetterCount() == 0)
+        #expect(try await a.store.outboxDepth() == 0)
         #expect(try await serverRecords(server, token: account.token)[strange.id.description] != nil)
     }
 
@@ -449,11 +453,11 @@ enum SyncedAccount {
     @Test func syncExitsNonZeroWhenARecordWasRejected() async throws {
         let server = try await ServerProcess.start()
         let account = try await Account.create(on: server)
-        let a = try Install()
+        let a = try await Install()
         try await a.importFixtures()
         let future = HealthModel.Measurement(id: RecordID.derive("m", "future-cli"), kind: .weight,
                                              time: Date().addingTimeInterval(365 * 86400), value: 70, source: Source(driver: "manual"))
-        try a.store.write([.measurement(future)])
+        try await a.store.write([.measurement(future)])
         try SyncCredentials(server: server.url.absoluteString, email: account.email, userId: "", deviceId: account.deviceId,
                             token: account.token).save(forDatabase: a.databasePath)
         let run = try await Tool.run(Tool.path("healthgate"), ["sync", "--db", a.databasePath])

@@ -18,16 +18,22 @@ public enum Tool {
         return BLEPeer.packageRoot.path + "/.build/debug/" + name
     }
 
-    /// Runs `executable` to its end; `stdin` (plus a newline) is its standard input. The wait
-    /// happens on a thread of its own, not on one of the few threads all tests share.
-    public static func run(_ executable: String, _ arguments: [String], stdin: String? = nil) async throws -> Result {
-        try await onOwnThread { try runBlocking(executable, arguments, stdin: stdin) }
+    /// Runs `executable` to its end; `stdin` (plus a newline) is its standard input; `environment`
+    /// is added to this process's. The wait happens on a thread of its own, not on one of the few
+    /// threads all tests share.
+    public static func run(_ executable: String, _ arguments: [String], stdin: String? = nil,
+                           environment: [String: String] = [:]) async throws -> Result {
+        try await onOwnThread { try runBlocking(executable, arguments, stdin: stdin, environment: environment) }
     }
 
-    private static func runBlocking(_ executable: String, _ arguments: [String], stdin: String?) throws -> Result {
+    private static func runBlocking(_ executable: String, _ arguments: [String], stdin: String?,
+                                    environment: [String: String]) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let out = Pipe(), err = Pipe(), input = Pipe()
         process.standardOutput = out
         process.standardError = err

@@ -103,7 +103,7 @@ struct TCXFixtureTests {
     /// tcxreader does not read).
     @Test(arguments: fixtures)
     func matchesTheTcxreaderReference(_ name: String) async throws {
-        let workouts = try await importWorkouts(try TCXImporter(config: DriverConfig()), "tcx/\(name).tcx")
+        let workouts = try await importWorkouts(TCXImporter(), "tcx/\(name).tcx")
         let (tool, expected) = try expectedDocument("tcx/expected/\(name).json")
         #expect(workouts.count == expected.count)
         for (w, e) in zip(workouts, expected) {
@@ -188,7 +188,7 @@ struct GPXFixtureTests {
     /// Drivers/GPX/tools/gpx_reference.py from gpxpy 1.6.2.
     @Test(arguments: fixtures)
     func matchesTheGpxpyReference(_ name: String) async throws {
-        let workouts = try await importWorkouts(try GPXImporter(config: DriverConfig()), "gpx/\(name).gpx")
+        let workouts = try await importWorkouts(GPXImporter(), "gpx/\(name).gpx")
         let base = name.split(separator: "/").last!
         let (tool, expected) = try expectedDocument("gpx/expected/\(base).json")
         #expect(workouts.count == expected.count)

@@ -27,7 +27,7 @@ func isLine(_ position: InputPosition?) -> Bool {
 
 @Suite("TCX and GPX drivers: malformed and hostile input")
 struct MalformedInputTests {
-    static let importers: [any FileImporter] = [try! TCXImporter(config: DriverConfig()), try! GPXImporter(config: DriverConfig())]
+    static let importers: [any FileImporter] = [TCXImporter(), GPXImporter()]
 
     /// Named hostile inputs with the line and column each must fail at.
     static func cases() throws -> [(String, [UInt8], Int, Int)] {
@@ -69,7 +69,7 @@ struct MalformedInputTests {
 
     @Test func messagesNameTheProblem() async throws {
         let cases = Dictionary(uniqueKeysWithValues: try Self.cases().map { ($0.0, $0.1) })
-        let tcx = try TCXImporter(config: DriverConfig())
+        let tcx = TCXImporter()
         func reason(_ name: String) async -> String { await attempt(tcx, cases[name]!).0?.reason ?? "" }
         #expect(await reason("billion laughs").contains("entity expansion is disabled"))
         #expect(await reason("XXE").contains("reference to entity '&xxe;': entity expansion is disabled"))
@@ -192,5 +192,35 @@ struct MalformedInputTests {
         guard (1...starts.count).contains(line), column >= 1 else { return "\(error): the input has \(starts.count) lines" }
         let lineLength = (line < starts.count ? starts[line] - 1 : bytes.count) - starts[line - 1]
         return column <= lineLength + 1 ? nil : "\(error): line \(line) has \(lineLength) bytes"
+    }
+}
+
+/// Inputs `make fuzz` found (Fuzz/regressions/fuzz-gpx and fuzz-tcx), and the smallest form of each.
+@Suite("TCX and GPX drivers: inputs the fuzzer found")
+struct FuzzRegressionTests {
+    /// Each decodes or fails with a DecodeError; none traps.
+    @Test func everyFoundInputDecodesOrFails() throws {
+        let gpx = try fuzzRegressionInputs("fuzz-gpx")
+        #expect(gpx.count >= 1)
+        for (_, bytes) in gpx { _ = try? GPXImporter.decode(bytes, path: "fuzz.gpx") }
+        for (_, bytes) in try fuzzRegressionInputs("fuzz-tcx") { _ = try? TCXImporter.decode(bytes, path: "fuzz.tcx") }
+    }
+
+    /// A `<trkseg>` that is not a direct child of `<trk>` (here inside an unclosed `<type>`) opens
+    /// no segment, so its points are not the track's: they were appended to a segment that did
+    /// not exist (index -1, a trap).
+    @Test func pointsOfAMisplacedSegmentAreIgnored() throws {
+        let text = #"""
+            <gpx><trk><trkseg><trkpt lat="1" lon="2"><time>2025-03-03T07:00:00Z</time></trkpt>
+            <trkpt lat="1.001" lon="2"><time>2025-03-03T07:00:10Z</time></trkpt></trkseg>
+            <type>running<trkseg><trkpt lat="3" lon="4"><time>2025-03-03T07:00:20Z</time></trkpt></trkseg></type>
+            </trk></gpx>
+            """#
+        let workouts = try GPXImporter.decode(Array(text.utf8), path: "misplaced.gpx")
+        #expect(workouts.count == 1)
+        #expect(workouts.first?.samples.map(\.latitude) == [1, 1.001])
+        // Without any well-placed segment: no points, so no workout, and no trap.
+        let only = #"<gpx><trk><x><trkseg><trkpt lat="3" lon="4"></trkpt></trkseg></x></trk></gpx>"#
+        #expect(try GPXImporter.decode(Array(only.utf8), path: "only.gpx").isEmpty)
     }
 }

@@ -38,43 +38,80 @@ public struct BLERecorder: DeviceDriver {
         }
     }
 
-    public struct ConfigurationError: Error, CustomStringConvertible {
-        public var description: String
-    }
-
     public let configuration: Configuration
 
     public init(configuration: Configuration) {
         self.configuration = configuration
     }
 
-    /// From a driver table: `hci` (required), `devices` (comma-separated selectors, default
-    /// `auto`), `gap_s`, `sport`, `wheel_circumference_m`, `flush_ms`.
-    public init(config: DriverConfig) throws {
-        guard let hci = config["hci"] else { throw ConfigurationError(description: "ble: `hci` is required (e.g. hci0)") }
-        var c: Configuration
-        do { c = Configuration(controller: try TransportAddress(parsing: hci)) } catch {
-            throw ConfigurationError(description: "ble: hci: \(error)")
+    /// The last batch could not be stored when recording ended.
+    public struct UnstoredBatchError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// The `[drivers.NAME]` table (`Drivers/BluetoothLE/README.md`, section Configuration).
+    public struct Settings: Decodable, Sendable {
+        public var controller: TransportAddress
+        public var devices: [DeviceSelector] = [.auto]
+        public var gap: Duration?
+        public var wheelCircumference: Double?
+        public var flushInterval: Duration?
+        public var sport: Sport?
+
+        enum CodingKeys: String, CodingKey {
+            case hci, devices, gap = "gap_s", wheelCircumference = "wheel_circumference_m", flushInterval = "flush_ms", sport
         }
-        if let list = config["devices"] {
-            c.devices = try list.split(separator: ",").map { try DeviceSelector(parsing: String($0)) }
-        }
-        func number(_ key: String, in range: ClosedRange<Double>) throws -> Double? {
-            guard let text = config[key] else { return nil }
-            guard let value = Double(text), range.contains(value) else {
-                throw ConfigurationError(description: "ble: \(key) = \(text) is not a number in \(range.lowerBound)...\(range.upperBound)")
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            let hci = try c.decode(String.self, forKey: .hci, required: "the controller: hci0, tcp:HOST:PORT, unix:PATH or serial:DEVICE")
+            do { controller = try TransportAddress(parsing: hci) } catch { throw c.configError(.hci, "\(error)") }
+            if c.contains(.devices) {
+                // A list of selectors, or one.
+                let texts: [String]
+                if let list = try? c.decode([String].self, forKey: .devices) { texts = list } else {
+                    texts = [try c.decode(String.self, forKey: .devices)]
+                }
+                devices = []
+                for text in texts {
+                    do { devices.append(try DeviceSelector(parsing: text.trimmingCharacters(in: .whitespaces))) } catch {
+                        throw c.configError(.devices, "\(error)")
+                    }
+                }
+                guard !devices.isEmpty else { throw c.configError(.devices, "must name at least one device (or \"auto\")") }
             }
-            return value
-        }
-        if let gap = try number("gap_s", in: 1...86_400) { c.sessionizer.gap = gap }
-        if let wheel = try number("wheel_circumference_m", in: 0.5...4) { c.sessionizer.wheelCircumference = wheel }
-        if let ms = try number("flush_ms", in: 10...10_000) { c.flushInterval = .milliseconds(Int(ms)) }
-        if let sport = config["sport"] {
-            let s = Sport.normalize(sport)
-            guard s != .other || sport.lowercased() == "other" else {
-                throw ConfigurationError(description: "ble: sport '\(sport)' is not a sport HealthGate knows")
+            gap = try c.decodeIfPresent(duration: .gap, unit: .seconds, in: .seconds(1)...(.seconds(86_400)))
+            wheelCircumference = try c.decodeIfPresent(Double.self, forKey: .wheelCircumference, in: 0.5...4)
+            flushInterval = try c.decodeIfPresent(duration: .flushInterval, unit: .milliseconds, in: .milliseconds(10)...(.seconds(10)))
+            if let text = try c.decodeIfPresent(String.self, forKey: .sport) {
+                let known = Sport.normalize(text)
+                guard known != .other || text.lowercased() == "other" else {
+                    throw c.configError(.sport, "'\(text)' is not a sport HealthGate knows")
+                }
+                sport = known
             }
-            c.sessionizer.defaultSport = s
+        }
+    }
+
+    /// From the driver's table: connections go to the context's event stream (for the status
+    /// API), malformed values to its metrics, everything to its log.
+    public init(settings: Settings, context: DriverContext) {
+        var c = Configuration(controller: settings.controller, devices: settings.devices)
+        if let gap = settings.gap { c.sessionizer.gap = gap.inSeconds }
+        if let wheel = settings.wheelCircumference { c.sessionizer.wheelCircumference = wheel }
+        if let flush = settings.flushInterval { c.flushInterval = flush }
+        if let sport = settings.sport { c.sessionizer.defaultSport = sport }
+        c.onEvent = { event in
+            switch event {
+            case .connected(let address, _): context.report(.connected(device: address.text, name: nil))
+            case .disconnected(let address, _): context.report(.disconnected(device: address.text))
+            case .malformed(let address, _, let error): context.report(.problem(kind: "ble_malformed", message: "\(address.text): \(error)"))
+            case .stored:
+                context.logger.debug("\(event)")
+                return
+            default: break
+            }
+            context.logger.info("\(event)")
         }
         self.init(configuration: c)
     }
@@ -208,7 +245,7 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
         let scanner = Task { await scan() }
         let ticker = Task {
             while !Task.isCancelled {
-                try? await dispatchSleep(configuration.flushInterval)
+                try? await Task.sleep(for: configuration.flushInterval)
                 input.yield(.flush)
             }
         }
@@ -306,7 +343,7 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
         await flush(sessionizer.finish())
         emit(.finished(statistics))
         if !pending.isEmpty {
-            throw BLERecorder.ConfigurationError(description: "the last batch could not be stored (\(pending.records.count) records, \(pending.workouts.count) workout pieces)")
+            throw BLERecorder.UnstoredBatchError(description: "the last batch could not be stored (\(pending.records.count) records, \(pending.workouts.count) workout pieces)")
         }
     }
 
@@ -327,7 +364,14 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
                     configuration.onEvent?(.scanFailed("\(error)"))
                 }
             }
-            try? await dispatchSleep(configuration.scanPause)
+            try? await Task.sleep(for: configuration.scanPause)
         }
     }
+}
+
+extension BLERecorder {
+    /// The registry's entry.
+    public static let descriptor = DriverDescriptor.device(
+        BLERecorder.self, summary: "Records Bluetooth LE heart-rate, cycling, running, fitness-machine, scale and health sensors, live",
+        sample: PackageResources.sample_toml)
 }

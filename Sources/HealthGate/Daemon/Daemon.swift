@@ -1,9 +1,8 @@
-import BLEDriver
-import ExecDriver
 import DriverKit
 import Foundation
 import HealthModel
 import HealthStore
+import LinuxAdapters
 import Logging
 import ServiceLifecycle
 import UnixSignals
@@ -17,16 +16,19 @@ public enum Daemon {
         /// The TOML file (nil: the embedded default for `stateDirectory`).
         public var configPath: String?
         public var stateDirectory: String
+        /// The drivers the configuration may name (the registry's catalog).
+        public var drivers: DriverCatalog
 
-        public init(configPath: String?, stateDirectory: String) {
+        public init(configPath: String?, stateDirectory: String, drivers: DriverCatalog) {
             self.configPath = configPath
             self.stateDirectory = stateDirectory
+            self.drivers = drivers
         }
 
         /// The configuration file's contents, or the embedded default.
         public func load() throws(ConfigError) -> DaemonConfig {
             guard let configPath else { return .embeddedDefault(stateDirectory: stateDirectory) }
-            return try DaemonConfig.load(path: configPath, stateDirectory: stateDirectory)
+            return try DaemonConfig.load(path: configPath, stateDirectory: stateDirectory, drivers: drivers)
         }
     }
 
@@ -38,23 +40,31 @@ public enum Daemon {
         // (0700) from what uses it, so a configuration that names every path leaves no stray
         // ./healthgate-state behind.
         let store: HealthStore
-        do { store = try HealthStore(path: config.database) } catch {
+        do { store = try await HealthStore(path: config.database) } catch {
             throw ConfigError(keyPath: "database", reason: "cannot open \(config.database): \(error)")
         }
-        let interrupted = try store.completeInterruptedWorkouts()
+        let interrupted = try await store.completeInterruptedWorkouts()
         if !interrupted.isEmpty { logger.notice("completed workouts a previous run left open", metadata: ["count": "\(interrupted.count)"]) }
 
         let state = DaemonState(database: config.database, server: config.forwarder?.server.absoluteString)
         let metrics = DaemonMetrics()
-        metrics.outboxDepth.set(Double(try store.outboxDepth()))
+        metrics.outboxDepth.set(Double(try await store.outboxDepth()))
         let forwarder = config.forwarder.map {
             ForwarderService(store: store, settings: $0, database: config.database, state: state, metrics: metrics, logger: logger)
         }
-        let factory = DriverFactory(store: store, state: state, metrics: metrics, logger: logger, onStored: { forwarder?.wake() })
+        let events = DriverEvents(state: state, metrics: metrics)
+        let importers = try options.drivers.makeFileImporters(
+            settings: config.importers, disabled: config.disabledImporters,
+            context: { DriverContext(instance: $0, logger: logger) })
+        let factory = DriverFactory(catalog: options.drivers, store: store, pipeline: ImportPipeline(store: store, importers: importers),
+                                    state: state, metrics: metrics, events: events, logger: logger,
+                                    onStored: { forwarder?.wake() })
         let supervisor = DriverSupervisor(state: state, logger: logger, onRestart: { metrics.error("driver_restart") })
         try await supervisor.apply(config.drivers, make: factory.make)
 
-        var services: [any Service] = []
+        // Events first: the group stops services in reverse order, so it drains what the drivers
+        // reported after they stopped.
+        var services: [any Service] = [events]
         if let forwarder { services.append(forwarder) }
         if let socket = config.statusSocket { services.append(StatusServer(path: socket, state: state, logger: logger)) }
         if let address = config.metricsAddress { services.append(MetricsServer(address: address, metrics: metrics, logger: logger)) }
@@ -150,86 +160,44 @@ final class DaemonControl: Service, Sendable {
     }
 }
 
-/// Makes a runnable driver of each kind from its table.
+/// Makes a runnable driver from its table through the driver's descriptor: nothing here names a
+/// concrete driver.
 struct DriverFactory: Sendable {
+    let catalog: DriverCatalog
     let store: HealthStore
+    /// Where drivers that find files hand them.
+    let pipeline: ImportPipeline
     let state: DaemonState
     let metrics: DaemonMetrics
+    let events: DriverEvents
     let logger: Logger
     /// Called after a driver's records were stored (wakes the forwarder).
     let onStored: @Sendable () -> Void
 
     func make(_ instance: DriverInstance) throws(ConfigError) -> DriverRun {
-        let keyPath = "drivers.\(instance.name)"
-        switch instance.type {
-        case .ble:
-            var configuration: BLERecorder.Configuration
-            do { configuration = try BLERecorder(config: instance.config).configuration } catch {
-                throw ConfigError(keyPath: keyPath, reason: "\(error)")
-            }
-            let (logger, metrics, state, name) = (self.logger, self.metrics, self.state, instance.name)
-            configuration.onEvent = { event in
-                switch event {
-                case .connected(let address, _):
-                    metrics.bleConnection(+1, driver: name)
-                    Task { await state.device(address.text, of: name, connected: true) }
-                case .disconnected(let address, _):
-                    metrics.bleConnection(-1, driver: name)
-                    Task { await state.device(address.text, of: name, connected: false) }
-                case .malformed: metrics.error("ble_malformed")
-                default: break
-                }
-                logger.info("\(event)", metadata: ["driver": "\(name)"])
-            }
-            let driver = BLERecorder(configuration: configuration)
-            let sink = NotifyingSink(base: StoreSink(store: store), onStored: { count in
-                metrics.stored(count, driver: name)
-                onStored()
-            })
-            return { try await driver.run(into: sink) }
-        case .watchFolder:
-            let settings = try WatchFolder.settings(instance.config, keyPath: keyPath)
-            let folder = WatchFolder(settings: settings, pipeline: ImportPipeline(store: store),
-                                     onImported: { report in await self.imported(report, by: instance.name) })
-            return { try await folder.run() }
-        case .massStorage:
-            let settings = try MassStorage.settings(instance.config, keyPath: keyPath)
-            let (logger, name) = (self.logger, instance.name)
-            let watch = MassStorage(settings: settings, pipeline: ImportPipeline(store: store),
-                                    onImported: { report in await self.imported(report, by: instance.name) },
-                                    onProblem: { problem in logger.warning("\(problem)", metadata: ["driver": "\(name)"]) })
-            return { try await watch.run() }
-        case .exec:
-            var table = instance.config
-            table.values["instance"] = instance.name
-            var configuration: ExecDriver.Configuration
-            do { configuration = try ExecDriver(config: table).configuration } catch {
-                throw ConfigError(keyPath: keyPath, reason: "\(error)")
-            }
-            let (logger, metrics, name) = (self.logger, self.metrics, instance.name)
-            configuration.onEvent = { event in
-                switch event {
-                case .badLine:
-                    metrics.error("bad_line")
-                    logger.warning("\(event)", metadata: ["driver": "\(name)"])
-                case .failedToStart, .exited:
-                    logger.warning("\(event)", metadata: ["driver": "\(name)"])
-                default:
-                    logger.info("\(event)", metadata: ["driver": "\(name)"])
-                }
-            }
-            let driver = ExecDriver(configuration: configuration)
-            let sink = NotifyingSink(base: StoreSink(store: store), onStored: { count in
-                metrics.stored(count, driver: name)
-                self.onStored()
-            })
-            return { try await driver.run(into: sink) }
+        guard let descriptor = catalog[instance.type] else {
+            throw ConfigError(keyPath: instance.keyPath + ".type", reason: "'\(instance.type)' is not a driver")
         }
+        let name = instance.name
+        let files = ReportingFileSink(base: pipeline, driver: name, report: { report, driver in await self.imported(report, by: driver) })
+        let context = DriverContext(instance: name, logger: logger, files: files, events: events.reporter(for: name))
+        let driver: any DeviceDriver
+        do { driver = try descriptor.makeDeviceDriver(instance.settings, context: context) } catch {
+            throw error.under(instance.keyPath)
+        }
+        let (metrics, onStored) = (self.metrics, self.onStored)
+        let sink = NotifyingSink(base: StoreSink(store: store), onStored: { count in
+            metrics.stored(count, driver: name)
+            onStored()
+        })
+        return { try await driver.run(into: sink) }
     }
 }
 
 extension DriverFactory {
-    /// Reports a file a driver imported: log, status, metrics, and the forwarder's wake-up.
+    /// Reports a file a driver handed in: log, status, metrics, and the forwarder's wake-up.
+    /// Files the ledger already knew are logged at debug level only (a watch holds hundreds,
+    /// found again at every plug-in).
     func imported(_ report: FileReport, by driver: String) async {
         var metadata: Logger.Metadata = ["driver": "\(driver)", "path": "\(report.path)", "status": "\(report.status.rawValue)",
                                          "records": "\(report.records)"]
@@ -237,6 +205,9 @@ extension DriverFactory {
         if report.status == .failed {
             logger.error("import failed", metadata: metadata)
             metrics.error("import")
+        } else if report.status == .alreadyImported {
+            logger.debug("already imported", metadata: metadata)
+            return
         } else {
             logger.info("imported", metadata: metadata)
         }
@@ -264,5 +235,60 @@ struct NotifyingSink: RecordSink {
         try await base.emit(batch)
         let count = batch.records.count + batch.workouts.filter(\.isFinal).count
         if count > 0 { onStored(count) }
+    }
+}
+
+/// The file sink of one driver instance: imports through the pipeline, then reports the file.
+struct ReportingFileSink: FileSink {
+    let base: ImportPipeline
+    let driver: String
+    let report: @Sendable (FileReport, String) async -> Void
+
+    func importFile(_ path: String) async -> FileReport {
+        let outcome = await base.importFile(path)
+        await report(outcome, driver)
+        return outcome
+    }
+}
+
+/// The one owner of what drivers report besides records: reads their events in the order they
+/// were reported (one stream for all drivers) and keeps the status API's connected devices and
+/// the metrics. A disconnect cannot overtake its connect.
+final class DriverEvents: Service, Sendable {
+    private let stream: AsyncStream<(driver: String, event: DriverEvent)>
+    private let continuation: AsyncStream<(driver: String, event: DriverEvent)>.Continuation
+    private let state: DaemonState
+    private let metrics: DaemonMetrics
+
+    init(state: DaemonState, metrics: DaemonMetrics) {
+        (stream, continuation) = AsyncStream.makeStream()
+        self.state = state
+        self.metrics = metrics
+    }
+
+    /// What a driver instance's context reports through.
+    func reporter(for driver: String) -> @Sendable (DriverEvent) -> Void {
+        let continuation = self.continuation
+        return { event in continuation.yield((driver, event)) }
+    }
+
+    func run() async {
+        await withGracefulShutdownHandler {
+            for await (driver, event) in stream { await handle(event, from: driver) }
+        } onGracefulShutdown: {
+            // The drivers have stopped (their service stops first): what they reported is drained.
+            self.continuation.finish()
+        }
+    }
+
+    func handle(_ event: DriverEvent, from driver: String) async {
+        switch event {
+        case .connected(let device, _):
+            metrics.devicesConnected(await state.device(device, of: driver, connected: true), driver: driver)
+        case .disconnected(let device):
+            metrics.devicesConnected(await state.device(device, of: driver, connected: false), driver: driver)
+        case .problem(let kind, _):
+            metrics.error(kind)
+        }
     }
 }

@@ -8,6 +8,8 @@ import Timing
 ///
 /// Validation happens here, before anything starts: an unknown key, a value of the wrong type or
 /// out of range, or a driver table its driver refuses is a ``ConfigError`` naming the key path.
+/// Driver tables are checked by the drivers themselves (``DriverCatalog``), which open nothing
+/// while doing so.
 public struct DaemonConfig: Sendable, Equatable {
     /// The database file.
     public var database: String
@@ -21,6 +23,10 @@ public struct DaemonConfig: Sendable, Equatable {
     public var forwarder: ForwarderSettings?
     /// Driver instances by name (the table's name under `[drivers]`).
     public var drivers: [String: DriverInstance] = [:]
+    /// `[importers.ID]` tables: file importers' settings by id (without `enabled`).
+    public var importers: [String: [String: ConfigValue]] = [:]
+    /// File importers turned off (`enabled = false`).
+    public var disabledImporters: Set<String> = []
 
     public init(database: String) { self.database = database }
 
@@ -29,14 +35,13 @@ public struct DaemonConfig: Sendable, Equatable {
     public static func embeddedDefault(stateDirectory dir: String) -> DaemonConfig {
         var config = DaemonConfig(database: dir + "/healthgate.sqlite")
         config.statusSocket = dir + "/healthgate.sock"
-        config.drivers["inbox"] = DriverInstance(name: "inbox", type: .watchFolder,
-                                                 config: DriverConfig(["path": dir + "/inbox"]))
+        config.drivers["inbox"] = DriverInstance(name: "inbox", type: "watch_folder", settings: ["path": .string(dir + "/inbox")])
         return config
     }
 }
 
 /// The `[forwarder]` table.
-public struct ForwarderSettings: Sendable, Equatable {
+public struct ForwarderSettings: Sendable, Equatable, Decodable {
     /// The tracking server's base URL (http or https).
     public var server: URL
     /// The device token file written by `healthgate login` (default: next to the database).
@@ -52,117 +57,139 @@ public struct ForwarderSettings: Sendable, Equatable {
     public var pull = true
 
     public init(server: URL) { self.server = server }
+
+    enum CodingKeys: String, CodingKey {
+        case server, credentials, caFile = "ca_file", interval = "interval_s", batchRecords = "batch_records"
+        case batchBytes = "batch_bytes", concurrentUploads = "concurrent_uploads", pull
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let text = try c.decode(String.self, forKey: .server, required: "the tracking server's URL")
+        guard let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+            throw c.configError(.server, "'\(text)' is not an http or https URL")
+        }
+        server = url
+        credentials = try c.decodeIfPresent(String.self, forKey: .credentials)
+        caFile = try c.decodeIfPresent(String.self, forKey: .caFile)
+        if let interval = try c.decodeIfPresent(duration: .interval, unit: .seconds, in: .seconds(1)...(.seconds(86_400))) {
+            intervalS = interval.inSeconds
+        }
+        batchRecords = try c.decodeIfPresent(Int.self, forKey: .batchRecords, in: 1...5000) ?? batchRecords
+        batchBytes = try c.decodeIfPresent(Int.self, forKey: .batchBytes, in: 1024...(32 << 20)) ?? batchBytes
+        concurrentUploads = try c.decodeIfPresent(Int.self, forKey: .concurrentUploads, in: 1...8) ?? concurrentUploads
+        pull = try c.decodeIfPresent(Bool.self, forKey: .pull) ?? pull
+    }
 }
 
 /// One `[drivers.NAME]` table.
 public struct DriverInstance: Sendable, Equatable {
-    public enum Kind: String, Sendable, CaseIterable {
-        case ble, watchFolder = "watch_folder", massStorage = "mass_storage", exec
-    }
     public var name: String
-    public var type: Kind
-    /// The table's other keys as the driver reads them (arrays joined with commas).
-    public var config: DriverConfig
+    /// The driver's id (`type = "ble"`).
+    public var type: String
+    /// The table's other keys, for the driver's typed settings.
+    public var settings: [String: ConfigValue]
 
-    public init(name: String, type: Kind, config: DriverConfig) {
+    public init(name: String, type: String, settings: [String: ConfigValue]) {
         self.name = name
         self.type = type
-        self.config = config
+        self.settings = settings
     }
-}
 
-/// A configuration the daemon will not start with: where (file, key path) and why.
-public struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var file: String?
-    /// `drivers.inbox.path`, or empty for the file as a whole.
-    public var keyPath: String
-    public var reason: String
-
-    public var description: String {
-        [file, keyPath.isEmpty ? nil : keyPath, reason].compactMap { $0 }.joined(separator: ": ")
-    }
+    /// The key path of the instance's table.
+    public var keyPath: String { "drivers.\(name)" }
 }
 
 extension DaemonConfig {
-    /// Reads and validates the file at `path`. `stateDirectory` supplies the database's default
-    /// location when the file does not name one.
-    public static func load(path: String, stateDirectory: String) throws(ConfigError) -> DaemonConfig {
+    /// Reads and validates the file at `path` against the drivers of `catalog`. `stateDirectory`
+    /// supplies the database's default location when the file does not name one.
+    public static func load(path: String, stateDirectory: String, drivers catalog: DriverCatalog) throws(ConfigError) -> DaemonConfig {
         let text: String
         do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
             throw ConfigError(file: path, keyPath: "", reason: "cannot read the file: \(error.localizedDescription)")
         }
-        do { return try parse(text, stateDirectory: stateDirectory) } catch {
+        do { return try parse(text, stateDirectory: stateDirectory, drivers: catalog) } catch {
             var located = error
             located.file = path
             throw located
         }
     }
 
-    /// Parses and validates TOML text.
-    public static func parse(_ text: String, stateDirectory: String) throws(ConfigError) -> DaemonConfig {
-        let root: TOMLTable
-        do { root = try TOMLTable(string: text) } catch let error as TOMLParseError {
-            throw ConfigError(keyPath: "", reason: "not valid TOML: \(error.description) (line \(error.source.begin.line), column \(error.source.begin.column))")
-        } catch {
-            throw ConfigError(keyPath: "", reason: "not valid TOML: \(error)")
-        }
-        var reader = TableReader(table: root, path: "")
-        var config = DaemonConfig(database: try reader.string("database") ?? stateDirectory + "/healthgate.sqlite")
-        if let level = try reader.string("log_level") {
-            let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
-            guard levels.contains(level) else { throw reader.error("log_level", "'\(level)' is not one of \(levels.joined(separator: ", "))") }
-            config.logLevel = level
-        }
-        if var api = try reader.table("api") {
-            config.statusSocket = try api.string("socket")
-            if let address = try api.string("metrics") {
-                guard Self.isHostPort(address) else { throw api.error("metrics", "'\(address)' is not HOST:PORT") }
-                config.metricsAddress = address
+    /// The top level of the file, typed.
+    private struct File: Decodable {
+        enum LogLevel: String, ConfigChoice { case trace, debug, info, notice, warning, error, critical }
+
+        struct API: Decodable {
+            var socket: String?
+            var metrics: String?
+
+            init(from decoder: any Decoder) throws {
+                let c = try decoder.container(keyedBy: CodingKeys.self)
+                socket = try c.decodeIfPresent(String.self, forKey: .socket)
+                metrics = try c.decodeIfPresent(String.self, forKey: .metrics)
+                if let metrics, !DaemonConfig.isHostPort(metrics) { throw c.configError(.metrics, "'\(metrics)' is not HOST:PORT") }
             }
-            try api.finish()
+
+            enum CodingKeys: String, CodingKey { case socket, metrics }
         }
-        if var table = try reader.table("forwarder") {
-            config.forwarder = try Self.forwarder(&table)
-            try table.finish()
+
+        var database: String?
+        var logLevel: LogLevel?
+        var api: API?
+        var forwarder: ForwarderSettings?
+        var drivers: [String: ConfigValue]?
+        var importers: [String: ConfigValue]?
+
+        enum CodingKeys: String, CodingKey { case database, logLevel = "log_level", api, forwarder, drivers, importers }
+    }
+
+    /// Parses and validates TOML text; every driver table is checked by its driver in `catalog`.
+    public static func parse(_ text: String, stateDirectory: String, drivers catalog: DriverCatalog) throws(ConfigError) -> DaemonConfig {
+        let file = try ConfigDecoder.decode(File.self, from: try TOMLConfig.parse(text))
+        var config = DaemonConfig(database: file.database ?? stateDirectory + "/healthgate.sqlite")
+        config.logLevel = file.logLevel?.rawValue ?? config.logLevel
+        config.statusSocket = file.api?.socket
+        config.metricsAddress = file.api?.metrics
+        config.forwarder = file.forwarder
+        for (name, value) in (file.drivers ?? [:]).sorted(by: { $0.key < $1.key }) {
+            let instance = try driver(name, value, catalog: catalog)
+            config.drivers[name] = instance
         }
-        if var drivers = try reader.table("drivers") {
-            for name in drivers.keys {
-                guard var table = try drivers.table(name) else { continue }
-                config.drivers[name] = try Self.driver(name, &table)
+        for (id, value) in (file.importers ?? [:]).sorted(by: { $0.key < $1.key }) {
+            let keyPath = "importers.\(id)"
+            let importers = catalog.fileImporters.map(\.id)
+            guard let descriptor = catalog[id], descriptor.kind == .fileImporter else {
+                throw ConfigError(keyPath: keyPath, reason: "'\(id)' is not a file importer: one of \(importers.joined(separator: ", "))")
             }
-            try drivers.finish()
+            guard case .table(var table) = value else { throw ConfigError(keyPath: keyPath, reason: "must be a table ([\(keyPath)])") }
+            if let enabled = table.removeValue(forKey: "enabled") {
+                guard case .bool(let on) = enabled else { throw ConfigError(keyPath: keyPath + ".enabled", reason: "must be true or false") }
+                if !on { config.disabledImporters.insert(id) }
+            }
+            do { _ = try descriptor.makeFileImporter(table, context: .standalone(id)) } catch { throw error.under(keyPath) }
+            config.importers[id] = table
         }
-        try reader.finish()
         return config
     }
 
-    private static func forwarder(_ table: inout TableReader) throws(ConfigError) -> ForwarderSettings {
-        guard let text = try table.string("server") else { throw table.error("server", "is required (the tracking server's URL)") }
-        guard let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
-            throw table.error("server", "'\(text)' is not an http or https URL")
-        }
-        var settings = ForwarderSettings(server: url)
-        settings.credentials = try table.string("credentials")
-        settings.caFile = try table.string("ca_file")
-        if let interval = try table.double("interval_s", in: 1...86_400) { settings.intervalS = interval }
-        if let records = try table.int("batch_records", in: 1...5000) { settings.batchRecords = records }
-        if let bytes = try table.int("batch_bytes", in: 1024...(32 << 20)) { settings.batchBytes = bytes }
-        if let window = try table.int("concurrent_uploads", in: 1...8) { settings.concurrentUploads = window }
-        if let pull = try table.bool("pull") { settings.pull = pull }
-        return settings
-    }
-
-    private static func driver(_ name: String, _ table: inout TableReader) throws(ConfigError) -> DriverInstance {
+    private static func driver(_ name: String, _ value: ConfigValue, catalog: DriverCatalog) throws(ConfigError) -> DriverInstance {
+        let keyPath = "drivers.\(name)"
         guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
-            throw ConfigError(keyPath: table.path, reason: "a driver's name may hold letters, digits, '-' and '_' only")
+            throw ConfigError(keyPath: keyPath, reason: "a driver's name may hold letters, digits, '-' and '_' only")
         }
-        guard let typeName = try table.string("type") else {
-            throw table.error("type", "is required: one of \(DriverInstance.Kind.allCases.map(\.rawValue).joined(separator: ", "))")
+        guard case .table(var table) = value else { throw ConfigError(keyPath: keyPath, reason: "must be a table ([\(keyPath)])") }
+        let kinds = catalog.deviceDrivers.map(\.id).joined(separator: ", ")
+        guard let type = table.removeValue(forKey: "type") else {
+            throw ConfigError(keyPath: keyPath + ".type", reason: "is required: one of \(kinds)")
         }
-        guard let type = DriverInstance.Kind(rawValue: typeName) else {
-            throw table.error("type", "'\(typeName)' is not a driver: one of \(DriverInstance.Kind.allCases.map(\.rawValue).joined(separator: ", "))")
+        guard case .string(let id) = type else { throw ConfigError(keyPath: keyPath + ".type", reason: "must be a string") }
+        guard let descriptor = catalog[id], descriptor.kind == .deviceDriver else {
+            let hint = catalog[id]?.kind == .fileImporter ? " (file importers are set in [importers.\(id)])" : ""
+            throw ConfigError(keyPath: keyPath + ".type", reason: "'\(id)' is not a driver: one of \(kinds)\(hint)")
         }
-        return DriverInstance(name: name, type: type, config: DriverConfig(try table.flattenedRest()))
+        // The driver checks its table (and opens nothing).
+        do { _ = try descriptor.makeDeviceDriver(table, context: .standalone(name)) } catch { throw error.under(keyPath) }
+        return DriverInstance(name: name, type: id, settings: table)
     }
 
     static func isHostPort(_ text: String) -> Bool {
@@ -171,116 +198,38 @@ extension DaemonConfig {
     }
 }
 
-/// Reads one TOML table, remembering which keys were read so that the rest can be reported
-/// as unknown.
-struct TableReader {
-    let table: TOMLTable
-    /// The table's key path (`forwarder`, `drivers.inbox`; empty at the top).
-    let path: String
-    private var used: Set<String> = []
-
-    init(table: TOMLTable, path: String) {
-        self.table = table
-        self.path = path
+/// TOML text as configuration values.
+enum TOMLConfig {
+    static func parse(_ text: String) throws(ConfigError) -> [String: ConfigValue] {
+        let root: TOMLTable
+        do { root = try TOMLTable(string: text) } catch let error as TOMLParseError {
+            throw ConfigError(keyPath: "", reason: "not valid TOML: \(error.description) (line \(error.source.begin.line), column \(error.source.begin.column))")
+        } catch {
+            throw ConfigError(keyPath: "", reason: "not valid TOML: \(error)")
+        }
+        return try table(root, at: "")
     }
 
-    var keys: [String] { table.keys.sorted() }
-
-    func keyPath(_ key: String) -> String { path.isEmpty ? key : path + "." + key }
-
-    func error(_ key: String, _ reason: String) -> ConfigError { ConfigError(keyPath: keyPath(key), reason: reason) }
-
-    private mutating func value(_ key: String) -> (any TOMLValueConvertible)? {
-        used.insert(key)
-        return table[key]
-    }
-
-    mutating func string(_ key: String) throws(ConfigError) -> String? {
-        guard let value = value(key) else { return nil }
-        guard let text = value.string else { throw error(key, "must be a string") }
-        return text
-    }
-
-    mutating func bool(_ key: String) throws(ConfigError) -> Bool? {
-        guard let value = value(key) else { return nil }
-        guard let flag = value.bool else { throw error(key, "must be true or false") }
-        return flag
-    }
-
-    mutating func int(_ key: String, in range: ClosedRange<Int>) throws(ConfigError) -> Int? {
-        guard let value = value(key) else { return nil }
-        guard let number = value.int else { throw error(key, "must be a whole number") }
-        guard range.contains(number) else { throw error(key, "\(number) is out of range (\(range.lowerBound) to \(range.upperBound))") }
-        return number
-    }
-
-    mutating func double(_ key: String, in range: ClosedRange<Double>) throws(ConfigError) -> Double? {
-        guard let value = value(key) else { return nil }
-        guard let number = value.double ?? value.int.map(Double.init) else { throw error(key, "must be a number") }
-        guard range.contains(number) else { throw error(key, "\(number) is out of range (\(range.lowerBound) to \(range.upperBound))") }
-        return number
-    }
-
-    mutating func table(_ key: String) throws(ConfigError) -> TableReader? {
-        guard let value = value(key) else { return nil }
-        guard let inner = value.table else { throw error(key, "must be a table ([\(keyPath(key))])") }
-        return TableReader(table: inner, path: keyPath(key))
-    }
-
-    /// The keys not read yet, as a driver's flat configuration: strings, numbers and booleans
-    /// as text, arrays of them joined with commas.
-    mutating func flattenedRest() throws(ConfigError) -> [String: String] {
-        var out: [String: String] = [:]
-        for key in keys where !used.contains(key) {
-            used.insert(key)
-            let value = table[key]!
-            if let items = value.array {
-                var texts: [String] = []
-                for item in items {
-                    guard let text = Self.scalarText(item), !text.contains(",") else {
-                        throw error(key, "must be a list of strings or numbers without commas")
-                    }
-                    texts.append(text)
-                }
-                out[key] = texts.joined(separator: ",")
-            } else if let text = Self.scalarText(value) {
-                out[key] = text
-            } else {
-                throw error(key, "must be a string, number, boolean or list")
-            }
+    private static func table(_ table: TOMLTable, at path: String) throws(ConfigError) -> [String: ConfigValue] {
+        var out: [String: ConfigValue] = [:]
+        for key in table.keys {
+            let keyPath = path.isEmpty ? key : path + "." + key
+            out[key] = try value(table[key]!, at: keyPath)
         }
         return out
     }
 
-    private static func scalarText(_ value: any TOMLValueConvertible) -> String? {
-        if let text = value.string { return text }
-        if let number = value.int { return String(number) }
-        if let number = value.double { return String(number) }
-        if let flag = value.bool { return String(flag) }
-        return nil
-    }
-
-    /// Fails on the first key nobody read: a misspelt key is an error, not a silent default.
-    func finish() throws(ConfigError) {
-        if let unknown = keys.first(where: { !used.contains($0) }) { throw error(unknown, "unknown key") }
-    }
-}
-
-extension DriverConfig {
-    /// `key` as a duration in seconds within `range`, or nil when absent.
-    func seconds(_ key: String, in range: ClosedRange<Double>, keyPath: String) throws(ConfigError) -> Duration? {
-        guard let text = self[key] else { return nil }
-        guard let seconds = Double(text), range.contains(seconds) else {
-            throw ConfigError(keyPath: keyPath + "." + key,
-                              reason: "'\(text)' is not a number of seconds in \(range.lowerBound)...\(range.upperBound)")
+    private static func value(_ value: any TOMLValueConvertible, at path: String) throws(ConfigError) -> ConfigValue {
+        if let text = value.string { return .string(text) }
+        if let flag = value.bool { return .bool(flag) }
+        if let number = value.int { return .integer(number) }
+        if let number = value.double { return .float(number) }
+        if let inner = value.table { return .table(try table(inner, at: path)) }
+        if let items = value.array {
+            var out: [ConfigValue] = []
+            for (index, item) in items.enumerated() { out.append(try self.value(item, at: path + "[\(index)]")) }
+            return .array(out)
         }
-        return .clamped(seconds: seconds)
-    }
-
-    /// Fails on the first key not in `known`: a misspelt key is an error, not a silent default.
-    func rejectUnknownKeys(_ known: Set<String>, keyPath: String) throws(ConfigError) {
-        if let key = Set(values.keys).subtracting(known).sorted().first {
-            throw ConfigError(keyPath: keyPath + "." + key, reason: "unknown key")
-        }
+        throw ConfigError(keyPath: path, reason: "dates and times are not settings here: write a string")
     }
 }

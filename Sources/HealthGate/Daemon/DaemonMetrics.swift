@@ -8,13 +8,12 @@ import ServiceLifecycle
 import Synchronization
 
 /// The daemon's Prometheus metrics: records stored per driver, outbox depth, forwarding time and
-/// volume, BLE connections per driver, errors by kind.
+/// volume, devices connected per driver, errors by kind.
 public final class DaemonMetrics: Sendable {
     public let registry = PrometheusCollectorRegistry()
     let outboxDepth: Gauge
     let forwardSeconds: DurationHistogram
     let forwarded: Counter
-    private let connected = Mutex<[String: Int]>([:])
 
     public init() {
         outboxDepth = registry.makeGauge(descriptor: Self.name("outbox", unit: "records", "Records waiting to be forwarded."))
@@ -40,14 +39,10 @@ public final class DaemonMetrics: Sendable {
         registry.makeCounter(descriptor: Self.name("errors", unit: "total", "Errors, by kind."), labels: [("kind", kind)]).increment()
     }
 
-    /// A BLE device of `driver` connected (+1) or disconnected (-1).
-    func bleConnection(_ change: Int, driver: String) {
-        let now = connected.withLock { counts in
-            counts[driver, default: 0] = max(0, counts[driver, default: 0] + change)
-            return counts[driver]!
-        }
-        registry.makeGauge(descriptor: Self.name("ble_connections", unit: "", "Bluetooth LE devices connected, per driver instance."),
-                           labels: [("driver", driver)]).set(Double(now))
+    /// How many devices of `driver` are connected.
+    func devicesConnected(_ count: Int, driver: String) {
+        registry.makeGauge(descriptor: Self.name("devices_connected", unit: "", "Devices connected, per driver instance."),
+                           labels: [("driver", driver)]).set(Double(count))
     }
 
     /// The metrics in Prometheus' text format.

@@ -76,12 +76,15 @@ public actor DaemonState {
         }
     }
 
-    /// A device of `driver` connected or disconnected.
-    public func device(_ address: String, of driver: String, connected: Bool) {
-        guard let index = snapshot.drivers.firstIndex(where: { $0.name == driver }) else { return }
+    /// A device of `driver` connected or disconnected; returns how many of its devices are
+    /// connected now.
+    @discardableResult
+    public func device(_ address: String, of driver: String, connected: Bool) -> Int {
+        guard let index = snapshot.drivers.firstIndex(where: { $0.name == driver }) else { return 0 }
         var devices = Set(snapshot.drivers[index].devices)
         if connected { devices.insert(address) } else { devices.remove(address) }
         snapshot.drivers[index].devices = devices.sorted()
+        return devices.count
     }
 
     /// Forgets a driver removed from the configuration.

@@ -1,3 +1,4 @@
+import DriverKit
 import Foundation
 import Logging
 import Timing
@@ -74,7 +75,7 @@ public actor DriverSupervisor {
     private func start(_ instance: DriverInstance, _ run: @escaping DriverRun) {
         let (state, logger, backoff, healthyAfter, onRestart, sleep) = (self.state, self.logger, self.backoff, self.healthyAfter,
                                                                         self.onRestart, self.sleep)
-        let name = instance.name, type = instance.type.rawValue
+        let name = instance.name, type = instance.type
         logger.info("starting driver", metadata: ["driver": "\(name)", "type": "\(type)"])
         let task = Task {
             var attempt = 1

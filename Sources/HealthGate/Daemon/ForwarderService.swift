@@ -121,7 +121,7 @@ public final class ForwarderService: Service, Sendable {
             if let error = error as? SyncError, case .transient(_, let wait?) = error { serverWait = wait }
         }
         await client.shutdown()
-        if let depth = try? store.outboxDepth() { metrics.outboxDepth.set(Double(depth)) }
+        if let depth = try? await store.outboxDepth() { metrics.outboxDepth.set(Double(depth)) }
         return serverWait
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import LinuxAdapters
 import HealthStore
 import Logging
 import NIOCore

@@ -1,0 +1,32 @@
+// swift-tools-version:6.1
+import Foundation
+import PackageDescription
+
+/// libFuzzer targets for HealthGate's pure decoders (`make fuzz`, see README.md here).
+///
+/// A separate package so that the main one carries no sanitizer flags: it depends on the root
+/// package by path and links its `HealthGateDecoders` product. The Makefile builds it with
+/// `--sanitize fuzzer` (SwiftPM then links libFuzzer's `main` instead of the target's) and
+/// `-Xswiftc -sanitize=fuzzer,address` for every module, so the decoders are instrumented as well
+/// as the targets (of two `-sanitize=` flags only the last counts, so SwiftPM's
+/// `--sanitize fuzzer --sanitize address` would lose the coverage instrumentation). Each folder `Targets/fuzz-NAME` is one target: a file defining
+/// `LLVMFuzzerTestOneInput` (libFuzzer supplies `main`, hence `-parse-as-library`).
+let targets = (try? FileManager.default.contentsOfDirectory(atPath: Context.packageDirectory + "/Targets"))?
+    .filter { $0.hasPrefix("fuzz-") }.sorted() ?? []
+
+let package = Package(
+    name: "HealthGateFuzz",
+    platforms: [.macOS(.v15)],
+    dependencies: [.package(name: "HealthGate", path: "..")],
+    targets: [
+        // How the targets read their input (a byte reader, chunking).
+        .target(name: "FuzzSupport", path: "Support"),
+    ] + targets.map { name in
+        .executableTarget(
+            name: name,
+            dependencies: ["FuzzSupport", .product(name: "HealthGateDecoders", package: "HealthGate")],
+            path: "Targets/\(name)",
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        )
+    }
+)

@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of every fuzz target (Fuzz/corpus/<target>/) from the repository's
+fixtures and tests, and the JSON dictionary.
+
+Large fixtures are cut: FIT files to their first few kilobytes (header length and CRCs fixed up),
+XML documents after a few track points (the open elements closed again). BLE seeds are the packets
+of the btsnoop fixture, taken apart layer by layer. Run from anywhere; it replaces the corpus.
+
+    python3 Fuzz/make-corpus.py
+"""
+import hashlib
+import json
+import re
+import shutil
+import struct
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FUZZ = ROOT / "Fuzz"
+CORPUS = FUZZ / "corpus"
+FIXTURES = ROOT / "Fixtures"
+
+# How large a cut file may be.
+FIT_CUT = 6 * 1024
+XML_POINTS = 12
+
+
+def write(target: str, data: bytes) -> None:
+    """Adds one seed, named by its SHA-1 as libFuzzer names corpus files."""
+    folder = CORPUS / target
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / hashlib.sha1(data).hexdigest()).write_bytes(data)
+
+
+# MARK: - FIT
+
+def fit_crc(data: bytes) -> int:
+    table = [0x0000, 0xCC01, 0xD801, 0x1400, 0xF001, 0x3C00, 0x2800, 0xE401,
+             0xA001, 0x6C00, 0x7800, 0xB401, 0x5000, 0x9C01, 0x8801, 0x4400]
+    crc = 0
+    for byte in data:
+        tmp = table[crc & 0xF]
+        crc = (crc >> 4) & 0x0FFF
+        crc = crc ^ tmp ^ table[byte & 0xF]
+        tmp = table[crc & 0xF]
+        crc = (crc >> 4) & 0x0FFF
+        crc = crc ^ tmp ^ table[(byte >> 4) & 0xF]
+    return crc
+
+
+def fit_cut(data: bytes, size: int) -> bytes:
+    """The first `size` bytes of the first FIT file in `data`, as a file of its own: the header
+    declares that many data bytes and both CRCs match (the last record may be cut short)."""
+    header_size = data[0]
+    declared = struct.unpack_from("<I", data, 4)[0]
+    body = min(declared, size - header_size)
+    header = bytearray(data[:header_size])
+    struct.pack_into("<I", header, 4, body)
+    if header_size >= 14:
+        struct.pack_into("<H", header, 12, fit_crc(bytes(header[:12])))
+    out = bytes(header) + data[header_size:header_size + body]
+    return out + struct.pack("<H", fit_crc(out))
+
+
+def fit_seeds() -> None:
+    for path in sorted((FIXTURES / "fit").rglob("*.fit")):
+        data = path.read_bytes()
+        write("fuzz-fit", data if len(data) <= FIT_CUT else fit_cut(data, FIT_CUT))
+
+
+# MARK: - XML (TCX, GPX)
+
+TAG = re.compile(rb"<(/?)([A-Za-z_][\w:.-]*)[^>]*?(/?)>")
+
+
+def xml_cut(data: bytes, point_tag: bytes, points: int) -> bytes:
+    """The document up to the end of its `points`-th `point_tag` element, with the elements
+    still open there closed."""
+    end_tag = b"</" + point_tag + b">"
+    at = -1
+    for _ in range(points):
+        at = data.find(end_tag, at + 1)
+        if at < 0:
+            return data
+    prefix = data[:at + len(end_tag)]
+    stack: list[bytes] = []
+    for m in TAG.finditer(prefix):
+        closing, name, empty = m.groups()
+        if empty:
+            continue
+        if closing:
+            if stack and stack[-1] == name:
+                stack.pop()
+        else:
+            stack.append(name)
+    return prefix + b"".join(b"</" + name + b">" for name in reversed(stack)) + b"\n"
+
+
+XML_SNIPPETS = [
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<a x="1" y=\'2\'><b/>text &amp; &lt; &#65; &#x42;<![CDATA[raw <x>]]><!-- c --><?pi data?></a>',
+    b'<!DOCTYPE a [<!ENTITY e "x">]><a>&e;</a>',
+    b'<p:a xmlns:p="urn:x" p:k="v"><p:b>1</p:b></p:a>',
+    b'\xef\xbb\xbf<a>\xc3\xa9\xe2\x82\xac</a>',
+]
+
+
+def xml_seeds() -> None:
+    for path in sorted((FIXTURES / "tcx").glob("*.tcx")):
+        cut = xml_cut(path.read_bytes(), b"Trackpoint", XML_POINTS)
+        write("fuzz-tcx", cut)
+        write("fuzz-xml", cut)
+    for path in sorted((FIXTURES / "gpx").rglob("*.gpx")):
+        cut = xml_cut(path.read_bytes(), b"trkpt", XML_POINTS)
+        write("fuzz-gpx", cut)
+        write("fuzz-xml", cut)
+    for snippet in XML_SNIPPETS:
+        write("fuzz-xml", snippet)
+
+
+# MARK: - Exec
+
+def exec_seeds() -> None:
+    lines: list[str] = []
+    readme = (ROOT / "Drivers" / "Exec" / "README.md").read_text()
+    lines += [line for line in readme.splitlines() if line.startswith('{"')]
+    tests = (ROOT / "Tests" / "ExecDriverTests" / "ExecDriverTests.swift").read_text()
+    for raw in re.findall(r'#"(\{.*?\})"#', tests):
+        lines.append(raw.replace(r"\#(t)", "2026-11-22T07:30:00Z"))
+    seen = set()
+    for line in lines:
+        if line not in seen:
+            seen.add(line)
+            write("fuzz-exec", line.encode() + b"\n")
+    write("fuzz-exec", ("\n".join(sorted(seen)[:6]) + "\n# a comment\n\n").encode())
+
+
+# MARK: - GATT
+
+def gatt_characteristics() -> list[int]:
+    """Every characteristic UUID GATTNumbers.swift names (the decoders take most of them)."""
+    text = (ROOT / "Drivers" / "BluetoothLE" / "Profiles" / "GATTNumbers.swift").read_text()
+    return sorted({int(m, 16) for m in re.findall(r"static let \w+: UInt16 = 0x(2A[0-9A-F]{2})", text)})
+
+
+def gatt_seeds() -> None:
+    """The fuzz target reads a characteristic UUID (2 bytes, little-endian), then its value."""
+    for uuid in gatt_characteristics():
+        head = struct.pack("<H", uuid)
+        write("fuzz-gatt", head + bytes([0x00, 0x48, 0x00]))
+        write("fuzz-gatt", head + bytes([0xFF]) + bytes(range(1, 30)))
+    for line in (FIXTURES / "ble" / "hr-csc-watch.sent.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        if event.get("characteristic") and event.get("hex") is not None:
+            write("fuzz-gatt", struct.pack("<H", int(event["characteristic"], 16)) + bytes.fromhex(event["hex"]))
+
+
+# MARK: - BLE host (from the btsnoop fixture)
+
+def btsnoop_records(path: Path) -> list[bytes]:
+    data = path.read_bytes()
+    offset, records = 16, []
+    while offset + 24 <= len(data):
+        included = struct.unpack_from(">I", data, offset + 4)[0]
+        records.append(data[offset + 24:offset + 24 + included])
+        offset += 24 + included
+    return records
+
+
+def ble_seeds() -> None:
+    captures = sorted((FIXTURES / "ble").glob("*.btsnoop"))
+    for path in captures:
+        data = path.read_bytes()
+        write("fuzz-btsnoop", data)
+        # The header and the first records only.
+        offset = 16
+        for _ in range(20):
+            offset += 24 + struct.unpack_from(">I", data, offset + 4)[0]
+        write("fuzz-btsnoop", data[:offset])
+
+    packets = btsnoop_records(captures[0])
+    for start in range(0, len(packets), 24):
+        write("fuzz-h4", b"".join(packets[start:start + 24]))
+    acl: list[bytes] = []
+    for packet in packets:
+        kind, body = packet[0], packet[1:]
+        if kind in (0x01, 0x04):
+            write("fuzz-hci", body)
+        elif kind == 0x02:
+            acl.append(body)
+            flags = body[1] >> 4
+            frame = body[4:]
+            if flags & 0x3 != 0x1 and len(frame) >= 4:
+                write("fuzz-l2cap", frame)
+                if struct.unpack_from("<H", frame, 2)[0] == 0x0004:
+                    write("fuzz-att", frame[4:])
+    for start in range(0, len(acl), 8):
+        write("fuzz-acl", b"".join(acl[start:start + 8]))
+
+
+# MARK: - Sync protocol JSON
+
+def record(i: int, kind: str, data: dict) -> dict:
+    rid = f"6f1c0d8e-3b5a-4c1e-9a57-0000000000{i:02d}"
+    return {"id": rid, "version": 1, "type": kind, "data": {"id": rid, "version": 1, **data}}
+
+
+def sync_seeds() -> list[dict]:
+    records = [
+        record(1, "workout", {"sport": "running", "start": "2025-03-03T07:00:00Z", "end": "2025-03-03T08:00:00.250Z",
+                              "elapsed_s": 3600.25, "distance_m": 10000, "laps": [],
+                              "samples": [{"time": "2025-03-03T07:00:01Z", "heart_rate": 120, "latitude": 47.1,
+                                           "longitude": 8.5}],
+                              "rr_intervals": [0.5], "lengths": [], "source": {"driver": "fit", "device": "watch"}}),
+        record(2, "sleep", {"start": "2025-03-03T22:00:00Z", "end": "2025-03-04T06:00:00Z",
+                            "stages": [{"start": "2025-03-03T22:00:00Z", "end": "2025-03-03T23:00:00Z", "stage": "deep"}],
+                            "source": {"driver": "fit"}}),
+        record(3, "habit", {"habit": "hydration", "time": "2025-03-04T08:00:00Z", "value": 250, "unit": "ml",
+                            "source": {"driver": "csv"}}),
+        record(4, "measurement", {"kind": "blood_pressure", "time": "2025-03-04T08:00:00Z", "value": 120,
+                                  "extra": {"diastolic": 80}, "source": {"driver": "ble"}}),
+    ]
+    messages = [
+        {"records": records},
+        {"records": [dict(r, device_id="d1", seq=i + 1) for i, r in enumerate(records)], "next": 4, "more": False,
+         "epoch": "e1"},
+        {"records": [{"id": records[0]["id"], "version": 2, "type": "workout", "device_id": "d1", "seq": 9,
+                      "deleted": True}], "next": 9, "more": True},
+        {"results": [{"id": records[0]["id"], "version": 1, "status": "accepted"},
+                     {"id": records[1]["id"], "version": 1, "status": "rejected", "reason": "why"}]},
+        {"error": {"code": "too_large", "message": "m", "record_id": "x", "max_bytes": 10}},
+        {"email": "a@example.org", "password": "p", "device_name": "d"},
+        {"period": "week", "buckets": [{"start": "2025-03-03", "workouts": 1}]},
+    ]
+    for message in messages:
+        write("fuzz-syncjson", json.dumps(message, separators=(",", ":")).encode())
+    write("fuzz-syncjson", json.dumps(messages[0], indent=1).encode())
+    write("fuzz-syncjson", rb'{"a":[1,-0,2.5e-3,true,false,null,"\u00e9\n\"\\"],"b":{}}')
+    return messages
+
+
+def keys(value, out: set) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out.add(k)
+            keys(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            keys(v, out)
+    elif isinstance(value, str) and len(value) < 24:
+        out.add(value)
+
+
+def json_dictionary(messages: list[dict]) -> None:
+    words: set = set()
+    for message in messages:
+        keys(message, words)
+    lines = ["# Keys and values of the sync protocol's messages (written by make-corpus.py).", ""]
+    lines += [f'"\\"{w}\\""' for w in sorted(words)]
+    lines += ['"true"', '"false"', '"null"', '"\\\\u"', '"e+"', '"-0."']
+    (FUZZ / "dict" / "json.dict").write_text("\n".join(lines) + "\n")
+
+
+def main() -> None:
+    if CORPUS.exists():
+        shutil.rmtree(CORPUS)
+    fit_seeds()
+    xml_seeds()
+    exec_seeds()
+    gatt_seeds()
+    ble_seeds()
+    json_dictionary(sync_seeds())
+    total = 0
+    for folder in sorted(CORPUS.iterdir()):
+        files = list(folder.iterdir())
+        size = sum(f.stat().st_size for f in files)
+        total += size
+        print(f"{folder.name:14} {len(files):4} files {size:8} bytes")
+    print(f"{'total':14} {'':4}       {total:8} bytes")
+
+
+if __name__ == "__main__":
+    main()

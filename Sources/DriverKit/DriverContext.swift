@@ -1,0 +1,67 @@
+import Logging
+
+/// What a driver gets from the runtime that runs it: its instance name, a logger, where to hand
+/// files it finds, and one ordered stream of events for status and metrics.
+public struct DriverContext: Sendable {
+    /// The instance's name (`[drivers.NAME]`; the driver's id for file importers and the CLI).
+    public let instance: String
+    /// Log lines carry the instance's name.
+    public let logger: Logger
+    /// Where a driver that finds files (watch folder, mass storage) hands them: the import
+    /// pipeline, in the daemon.
+    public let files: any FileSink
+    private let events: @Sendable (DriverEvent) -> Void
+
+    /// `events` is called in the order the driver reports (the daemon feeds one stream with it).
+    public init(instance: String, logger: Logger, files: any FileSink = NoFileSink(),
+                events: @escaping @Sendable (DriverEvent) -> Void = { _ in }) {
+        self.instance = instance
+        var logger = logger
+        logger[metadataKey: "driver"] = "\(instance)"
+        self.logger = logger
+        self.files = files
+        self.events = events
+    }
+
+    /// A context for tools and tests: a logger that drops everything, no file sink, no events.
+    public static func standalone(_ instance: String) -> DriverContext {
+        DriverContext(instance: instance, logger: Logger(label: "healthgate", factory: { _ in SwiftLogNoOpLogHandler() }))
+    }
+
+    /// Tells the runtime about `event`. Events reach it in the order they were reported.
+    public func report(_ event: DriverEvent) { events(event) }
+}
+
+/// What a driver tells the runtime besides records: for the status API and metrics.
+public enum DriverEvent: Sendable, Equatable, CustomStringConvertible {
+    /// A device is connected (`device`: its address or serial; `name` as it calls itself).
+    case connected(device: String, name: String?)
+    case disconnected(device: String)
+    /// Something that does not stop the driver went wrong (a malformed packet, a line that is
+    /// not a record): counted by `kind` in the metrics.
+    case problem(kind: String, message: String)
+
+    public var description: String {
+        switch self {
+        case .connected(let device, let name): "connected \(device)" + (name.map { " (\($0))" } ?? "")
+        case .disconnected(let device): "disconnected \(device)"
+        case .problem(let kind, let message): "\(kind): \(message)"
+        }
+    }
+}
+
+/// Where drivers that find files hand them; the import pipeline implements it.
+public protocol FileSink: Sendable {
+    /// Imports the complete file at `path` (one transaction; content the ledger knows is not
+    /// imported again) and says what became of it. Never throws: every outcome is a report.
+    func importFile(_ path: String) async -> FileReport
+}
+
+/// A file sink for contexts without one: every file fails.
+public struct NoFileSink: FileSink {
+    public init() {}
+
+    public func importFile(_ path: String) async -> FileReport {
+        FileReport(path: path, status: .failed, error: "\(path): nothing here imports files")
+    }
+}

@@ -1,0 +1,30 @@
+import Foundation
+import LinuxAdapters
+import Testing
+import TestSupport
+
+@Suite struct SystemdNotifierTests {
+    @Test func sendsTheProtocolsMessagesToTheSocket() async throws {
+        let socket = try NotifySocket()
+        let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "20000000"])
+        #expect(notifier.watchdogInterval == .seconds(10))
+        notifier.ready(status: "watching 1 folder\nand more")
+        #expect(await socket.receive() == ["READY=1", "STATUS=watching 1 folder and more"])
+        notifier.watchdog()
+        #expect(await socket.receive() == ["WATCHDOG=1"])
+        notifier.reloading()
+        let reload = try #require(await socket.receive())
+        #expect(reload.first == "RELOADING=1" && reload.count == 2 && reload[1].hasPrefix("MONOTONIC_USEC="))
+        notifier.stopping(status: "stopping")
+        #expect(await socket.receive() == ["STOPPING=1", "STATUS=stopping"])
+    }
+
+    @Test func withoutSystemdNothingIsSent() {
+        let notifier = SystemdNotifier(environment: [:])
+        #expect(notifier.socketPath == nil && notifier.watchdogInterval == nil)
+        notifier.ready()  // must not fail
+        // A watchdog meant for another process is not ours to ping.
+        let other = SystemdNotifier(environment: ["NOTIFY_SOCKET": "/x", "WATCHDOG_USEC": "1000", "WATCHDOG_PID": "1"])
+        #expect(other.watchdogInterval == nil)
+    }
+}
