@@ -1,4 +1,4 @@
-import HealthModel
+public import HealthModel
 import Synchronization
 
 /// A sink that keeps everything emitted, for one file's import (one transaction) and for tests.

@@ -1,5 +1,5 @@
-import Foundation
-import HealthModel
+public import Foundation
+public import HealthModel
 
 /// A pluggable source of health records. Each driver module also offers a
 /// ``DriverDescriptor`` (its `descriptor`), which the registry lists.

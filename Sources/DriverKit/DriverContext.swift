@@ -1,4 +1,4 @@
-import Logging
+public import Logging
 
 /// What a driver gets from the runtime that runs it: its instance name, a logger, where to hand
 /// files it finds, and one ordered stream of events for status and metrics.

@@ -1,6 +1,6 @@
 import BLEDriver
 import BLEReplayDriver
-import DriverKit
+public import DriverKit
 import ExecDriver
 import FITDriver
 import GPXDriver

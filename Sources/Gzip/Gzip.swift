@@ -1,5 +1,5 @@
 import CZlib
-import Foundation
+public import Foundation
 
 /// gzip compression with the system zlib: upload bodies on the client, and the tests'.
 /// (``GzipInflater`` is the other direction, streaming, for the server.)

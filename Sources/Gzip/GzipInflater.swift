@@ -1,5 +1,5 @@
 import CZlib
-import Foundation
+public import Foundation
 
 /// Streaming gzip decompression (zlib) with a cap on the output: input is fed as it arrives and
 /// decompression stops with ``Failure/tooLarge`` as soon as the output passes the cap, so a

@@ -1,7 +1,7 @@
 import Foundation
-import Hummingbird
+public import Hummingbird
 import HummingbirdCore
-import Logging
+public import Logging
 import NIOCore
 
 /// How a server runs: where it listens and its security and test settings.

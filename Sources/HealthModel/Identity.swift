@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A record's stable identity: a UUID derived from its source and natural key (UUIDv5), so the
 /// same reading imported twice, or through two paths that agree on the key, is stored once.

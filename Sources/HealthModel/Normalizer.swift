@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The pure step between drivers and the store: validation, date-range filtering and energy
 /// estimation. No I/O.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The values a body, a sensor or a clock can produce, per kind: the one set of limits that the
 /// daemon's validator (``RecordValidator``), the normalizer's cleaning of sample series and the

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Where a record came from: the driver that produced it, the device that measured it and,
 /// for imports, the file it was read from.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Why a record was refused before it reached the store.
 public struct ValidationError: Error, Equatable, Sendable, CustomStringConvertible {

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import HealthModel
+public import HealthModel
 import LinuxAdapters
 
 /// The SQLite database: owns its connections, the schema and every transaction.

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import HealthModel
+public import HealthModel
 
 /// How an imported file ended up.
 public enum ImportStatus: String, Codable, Sendable {

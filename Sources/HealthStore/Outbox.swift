@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import GRDB
-import HealthModel
+public import HealthModel
 
 /// One row of the outbox: a record version waiting to be forwarded.
 public struct OutboxEntry: Sendable, Equatable {

@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import GRDB
-import HealthModel
+public import HealthModel
 
 /// A workout as listed by `healthgate workouts`: its figures and the sizes of its series.
 public struct WorkoutSummary: Sendable, Equatable, Encodable {

@@ -1,5 +1,5 @@
 import Foundation
-import GRDB
+public import GRDB
 import Synchronization
 
 /// Proves that no SQLite statement of a ``HealthStore`` runs on a thread of Swift's cooperative

@@ -1,9 +1,9 @@
 import Foundation
-import HealthModel
-import HealthStore
+public import HealthModel
+public import HealthStore
 import NIOCore
 import SyncProtocol
-import Timing
+public import Timing
 
 /// Drains the outbox to the tracking server and pulls the user's merged history.
 ///

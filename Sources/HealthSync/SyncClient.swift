@@ -1,11 +1,11 @@
 import AsyncHTTPClient
 import Gzip
-import Foundation
+public import Foundation
 import HealthModel
-import NIOCore
+public import NIOCore
 import NIOHTTP1
 import NIOSSL
-import SyncProtocol
+public import SyncProtocol
 
 /// Why a request to the tracking server failed, sorted by what the caller should do. Every text
 /// from the server in it is made safe to print (``DisplayText``).

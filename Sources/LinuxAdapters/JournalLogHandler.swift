@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import HealthModel
-import Logging
+public import Logging
 import Synchronization
 
 /// Log lines on standard error that read well in the journal and in a terminal:

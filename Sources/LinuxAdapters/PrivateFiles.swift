@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Files and folders that hold someone's health data are readable by their owner only, whatever
 /// the umask: folders are made 0700 and files 0600 (SQLite gives a database's `-wal` and `-shm`

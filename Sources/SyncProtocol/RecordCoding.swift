@@ -1,5 +1,5 @@
 import Foundation
-import HealthModel
+public import HealthModel
 
 // MARK: - Records on the wire
 //

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import HealthModel
 
 /// Decodes JSON into values as ``SyncAPI/decoder()`` does (dates as ISO 8601 text through

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import HealthModel
 
 /// Encodes values to the same bytes as ``SyncAPI/encoder()`` (keys sorted by their UTF-8 bytes,

@@ -1,5 +1,5 @@
-import Foundation
-import HealthModel
+public import Foundation
+public import HealthModel
 
 /// The sync protocol between HealthGate and the tracking server (version 1), shared by the
 /// forwarder and `healthgate-server`. `openapi/healthgate-sync.yaml` describes the same shapes

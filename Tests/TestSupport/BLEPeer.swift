@@ -1,8 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import BLEHost
-import Foundation
+public import BLEHost
+public import Foundation
 import Synchronization
 
 /// Errors of the BLE test peer harness.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// `Tests/peers/hostile_proxy.py` in front of a real server: it forwards requests, except that
 /// uploads (or the requests `match` names) take the next fault of `faults`, one each, in order.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A real `healthgate-server` process on a free loopback port with its own database file,
 /// started from the built binary (next to the test bundle, or `.build/debug`).

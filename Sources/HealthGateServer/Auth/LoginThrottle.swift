@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Synchronization
 
 /// At most `limit` events per key within `window`: the bookkeeping behind the server's rate

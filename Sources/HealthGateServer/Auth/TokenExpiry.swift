@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// When a device token stops working: once its device has not been seen (no request with the
 /// token) for `idleDays` days. A device is "seen" at most once a minute (see

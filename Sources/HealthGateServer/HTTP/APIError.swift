@@ -1,4 +1,4 @@
-import Hummingbird
+public import Hummingbird
 import SyncProtocol
 
 /// A failure answered to the client as `ErrorResponse` JSON with an HTTP status.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Synchronization
 
 /// How many connections the server keeps open and how long it waits on them.

@@ -1,4 +1,4 @@
-import Logging
+public import Logging
 import Synchronization
 
 /// One line per `interval` for one kind of event, and how many were held back meanwhile. Pure.

@@ -1,5 +1,5 @@
-import Hummingbird
-import NIOCore
+public import Hummingbird
+public import NIOCore
 
 /// What a request carries through the middleware and routes: the connection it came on and,
 /// once ``BearerAuthMiddleware`` accepted its token, the user and device it acts for.

@@ -1,6 +1,6 @@
-import Foundation
-import HealthModel
-import SyncProtocol
+public import Foundation
+public import HealthModel
+public import SyncProtocol
 
 /// Decides, for each uploaded record, whether it can be stored, and prepares it. Pure: no I/O.
 ///

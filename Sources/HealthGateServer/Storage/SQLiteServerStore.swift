@@ -1,8 +1,8 @@
-import Foundation
+public import Foundation
 import GRDB
 import HealthModel
-import Logging
-import SyncProtocol
+public import Logging
+public import SyncProtocol
 
 /// When ``SQLiteServerStore`` copies its write-ahead log back into the database file.
 public struct CheckpointPolicy: Sendable, Equatable {

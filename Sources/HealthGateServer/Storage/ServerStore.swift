@@ -1,6 +1,6 @@
-import Foundation
-import HealthModel
-import SyncProtocol
+public import Foundation
+public import HealthModel
+public import SyncProtocol
 
 /// Everything the server keeps, behind one small protocol: accounts, devices and their token
 /// hashes, records, history and summaries. ``SQLiteServerStore`` is the default; another
