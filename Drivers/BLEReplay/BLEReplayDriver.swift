@@ -1,6 +1,6 @@
-import BLEDriver
+public import BLEDriver
 import BLERuntime
-import DriverKit
+public import DriverKit
 import Foundation
 import HealthModel
 

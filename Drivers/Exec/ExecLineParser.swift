@@ -1,5 +1,5 @@
 import Foundation
-import HealthModel
+public import HealthModel
 
 /// A line of a program's output that is not a record, with its number (from 1) and why.
 public struct ExecLineError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// What a full decode saw: enough to prove every field was decoded (for benchmarks and `inspect --count`).
 public struct FITDecodeSummary: Sendable, Equatable {

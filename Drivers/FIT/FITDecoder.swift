@@ -1,5 +1,5 @@
 import DriverKit
-import Foundation
+public import Foundation
 
 /// Decodes FIT byte streams: file headers, definition and data messages (normal and
 /// compressed-timestamp headers, both architectures, every base type, arrays, developer

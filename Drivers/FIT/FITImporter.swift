@@ -1,6 +1,6 @@
-import DriverKit
-import Foundation
-import HealthModel
+public import DriverKit
+public import Foundation
+public import HealthModel
 
 /// Imports FIT files: activities (single and multisport, pool swims), monitoring, sleep and
 /// weight-scale files. Settings and other files yield no records.

@@ -1,5 +1,5 @@
-import DriverKit
-import Foundation
+public import DriverKit
+public import Foundation
 
 /// Prints decoded FIT messages for `healthgate inspect`, in the spirit of the FIT SDK's
 /// FitCSVTool: one CSV line per definition and data message.

@@ -1,5 +1,5 @@
-import Foundation
-import HealthModel
+public import Foundation
+public import HealthModel
 
 /// Turns decoded FIT content into HealthGate records. Pure; the rules are listed in README.md.
 public enum FITNormalizer {

@@ -1,6 +1,6 @@
-import DriverKit
+public import DriverKit
 import Foundation
-import HealthModel
+public import HealthModel
 import XMLStream
 
 /// Imports GPX 1.1 (and 1.0) files: each `trk` with timestamps becomes one ``Workout``.

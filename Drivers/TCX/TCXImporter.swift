@@ -1,6 +1,6 @@
-import DriverKit
+public import DriverKit
 import Foundation
-import HealthModel
+public import HealthModel
 import XMLStream
 
 /// Imports Garmin Training Center XML (TCX v2) files: each `Activity` becomes one ``Workout``.

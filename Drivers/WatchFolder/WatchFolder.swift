@@ -1,4 +1,4 @@
-import DriverKit
+public import DriverKit
 import Foundation
 import LinuxAdapters
 #if canImport(Glibc)

@@ -1,9 +1,9 @@
-import BLEHost
-import BLERuntime
-import DriverKit
+public import BLEHost
+public import BLERuntime
+public import DriverKit
 import Foundation
 import GATTProfiles
-import HealthModel
+public import HealthModel
 import Synchronization
 
 /// The Bluetooth LE driver: finds the configured devices, keeps each one connected (reconnecting

@@ -1,6 +1,6 @@
 import Foundation
-import BLEHost
-import BLERuntime
+public import BLEHost
+public import BLERuntime
 import GATTProfiles
 
 /// Which devices the BLE driver records: `auto` (any heart-rate sensor), an address

@@ -1,7 +1,7 @@
-import BLERuntime
+public import BLERuntime
 import Foundation
 import GATTProfiles
-import HealthModel
+public import HealthModel
 
 extension LiveSessionizer {
     /// What a recording would have stored from values received in the past (a btsnoop capture

@@ -1,6 +1,6 @@
-import Foundation
-import GATTProfiles
-import HealthModel
+public import Foundation
+public import GATTProfiles
+public import HealthModel
 
 /// One decoded value from a live device, with the time it arrived.
 public struct LiveReading: Sendable {

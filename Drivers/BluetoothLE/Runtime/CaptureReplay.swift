@@ -1,5 +1,5 @@
-import Foundation
-import BLEHost
+public import Foundation
+public import BLEHost
 
 /// Replays a btsnoop capture of a host-controller link (datalink H4 1002 or H1 1001) through the
 /// same pure layers the runtime uses: HCI events, ACL reassembly per connection handle, L2CAP and

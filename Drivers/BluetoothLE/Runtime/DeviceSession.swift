@@ -1,6 +1,6 @@
 import Foundation
-import BLEHost
-import Timing
+public import BLEHost
+public import Timing
 
 /// Keeps one configured device connected: connect, discover, subscribe; when the link drops or an
 /// attempt fails, wait (exponential backoff with jitter) and start again, subscribing anew.

@@ -1,4 +1,4 @@
-import BLEHost
+public import BLEHost
 
 /// The GATT client of one LE link. Every call is bounded by its timeout; after the link went
 /// down every call fails with `BLERuntimeError.disconnected(reason)`.

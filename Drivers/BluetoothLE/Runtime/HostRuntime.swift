@@ -1,5 +1,5 @@
 import Foundation
-import BLEHost
+public import BLEHost
 
 /// The I/O edge of the host stack: one actor owns all protocol state and drives the pure layers of
 /// `BLEHost`.

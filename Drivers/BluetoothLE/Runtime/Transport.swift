@@ -3,10 +3,10 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Dispatch
+public import Dispatch
 import Synchronization
 import Foundation
-import BLEHost
+public import BLEHost
 import Timing
 
 /// A byte stream to an HCI controller: H4 over TCP, a Unix socket or a serial line, or the Linux

@@ -1,6 +1,6 @@
-import Foundation
-import BLEHost
-import Timing
+public import Foundation
+public import BLEHost
+public import Timing
 
 /// Errors of the runtime's API. Every wait on the controller or the peer is bounded: a missing
 /// answer becomes one of these, and the runtime carries on.
