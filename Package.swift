@@ -189,3 +189,14 @@ let package = Package(
         ]),
     ]
 )
+
+/// Every target's language settings: an import is internal unless it says `public import` (a module
+/// reaches its clients' code only on purpose), and an existential is spelled `any P`. HealthGate
+/// does not have them yet (its split into targets is under way).
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+for target in package.targets where target.type != .system && target.name != "HealthGate" {
+    target.swiftSettings = (target.swiftSettings ?? []) + swiftSettings
+}

@@ -14,19 +14,25 @@ import PackageDescription
 let targets = (try? FileManager.default.contentsOfDirectory(atPath: Context.packageDirectory + "/Targets"))?
     .filter { $0.hasPrefix("fuzz-") }.sorted() ?? []
 
+/// The root package's language settings (see its Package.swift).
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
 let package = Package(
     name: "HealthGateFuzz",
     platforms: [.macOS(.v15)],
     dependencies: [.package(name: "HealthGate", path: "..")],
     targets: [
         // How the targets read their input (a byte reader, chunking).
-        .target(name: "FuzzSupport", path: "Support"),
+        .target(name: "FuzzSupport", path: "Support", swiftSettings: swiftSettings),
     ] + targets.map { name in
         .executableTarget(
             name: name,
             dependencies: ["FuzzSupport", .product(name: "HealthGateDecoders", package: "HealthGate")],
             path: "Targets/\(name)",
-            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+            swiftSettings: swiftSettings + [.unsafeFlags(["-parse-as-library"])]
         )
     }
 )
