@@ -271,7 +271,7 @@ public enum FITNormalizer {
                 (.boneMass, w.boneMassKg), (.muscleMass, w.muscleMassKg), (.basalMetabolicRate, w.basalMetKcal),
                 (.visceralFat, w.visceralFatRating), (.bmi, w.bmi),
             ]
-            for case let (kind, value?) in pairs {
+            for case (let kind, let value?) in pairs {
                 var key = ["measurement", "fit", deviceKey, kind.rawValue, epoch]
                 if let user = w.userProfileIndex { key.append(String(user)) }
                 out.append(HealthModel.Measurement(id: RecordID.derive(key), kind: kind, time: date(w.time), value: value,

@@ -184,7 +184,7 @@ import Testing
             case (nil, nil):
                 clean += 1
                 if framer.bufferedByteCount != stream.count - expected.consumed { problems.append("run \(run): buffered \(framer.bufferedByteCount)") }
-            case let (error?, (offset, unknownType)?):
+            case (let error?, (let offset, let unknownType)?):
                 broken += 1
                 let kindMatches: Bool
                 if case .unknownPacketType = error.reason { kindMatches = unknownType } else if case .tooLong = error.reason { kindMatches = !unknownType } else { kindMatches = false }
@@ -577,9 +577,9 @@ func checkRejection(_ e: BLEDecodeError, _ layer: BLEDecodeError.Layer, _ input:
     guard e.layer == layer else { return "\(e): expected the \(layer) layer" }
     guard e.offset >= 0, e.offset <= input.count else { return "\(e): offset outside 0...\(input.count)" }
     switch e.reason {
-    case let .truncated(_, needed, available):
+    case .truncated(_, let needed, let available):
         if needed <= available || e.offset + available != input.count { return "\(e): not at the end of the \(input.count) bytes" }
-    case let .trailingBytes(count):
+    case .trailingBytes(let count):
         if count <= 0 || e.offset + count != input.count { return "\(e): not the last \(count) of \(input.count) bytes" }
     case .unknownPacketType, .unexpected, .invalidValue, .tooLong:
         break

@@ -96,8 +96,8 @@ import BLEHost
         try #require(master >= 0)
         defer { close(master) }
         var unlock: Int32 = 0, number: UInt32 = 0
-        #expect(ioctl(master, 0x4004_5431 /* TIOCSPTLCK */, &unlock) == 0)
-        #expect(ioctl(master, 0x8004_5430 /* TIOCGPTN */, &number) == 0)
+        #expect(ioctl(master, 0x4004_5431, &unlock) == 0)  // TIOCSPTLCK
+        #expect(ioctl(master, 0x8004_5430, &number) == 0)  // TIOCGPTN
         let slave = "/dev/pts/\(number)"
         let t = try HCITransports.open(.serial(path: slave, baud: 921_600))
         defer { t.close() }

@@ -102,7 +102,7 @@ import Testing
     func close(_ a: Double?, _ b: Double?, _ tolerance: Double = 0.01) -> Bool {
         switch (a, b) {
         case (nil, nil): true
-        case let (x?, y?): abs(x - y) <= tolerance * max(1, abs(y)) * 0.01 + tolerance
+        case (let x?, let y?): abs(x - y) <= tolerance * max(1, abs(y)) * 0.01 + tolerance
         default: false
         }
     }
@@ -111,7 +111,7 @@ import Testing
     func near(_ a: Double?, _ b: Double?, absolute: Double = 1e-9, relative: Double = 1e-9) -> Bool {
         switch (a, b) {
         case (nil, nil): true
-        case let (x?, y?): abs(x - y) <= absolute + relative * max(abs(x), abs(y))
+        case (let x?, let y?): abs(x - y) <= absolute + relative * max(abs(x), abs(y))
         default: false
         }
     }

@@ -22,7 +22,7 @@ import Testing
             var trailing: [UInt8]
             if flags & 0x10 != 0 {
                 rr = (0..<Int.random(in: 0...4, using: &rng)).map { _ in rng.u16() }
-                rr.forEach { b.u16($0) }
+                for value in rr { b.u16(value) }
                 trailing = Bool.random(using: &rng) ? [rng.u8()] : []
             } else {
                 trailing = rng.trailing()

@@ -160,13 +160,13 @@ struct SpecLayout {
         guard error.characteristic == characteristic else { return "error names \(error.characteristic)" }
         guard let required else { return "a Device Information string was rejected: \(error)" }
         switch error.reason {
-        case let .truncated(_, needed, available):
+        case .truncated(_, let needed, let available):
             // Cut: the missing field starts where the error says and ends within the layout.
             if bytes.count >= required, forbidden(characteristic, bytes) == nil { return "long enough (\(required)) but \(error)" }
             if error.offset < 0 || error.offset + available != bytes.count || needed <= available || error.offset + needed > required {
                 return "\(error) does not point at the end of the \(bytes.count) bytes (layout needs \(required))"
             }
-        case let .invalidValue(_, value):
+        case .invalidValue(_, let value):
             guard let bad = forbidden(characteristic, bytes) else { return "an allowed value was rejected: \(error)" }
             if error.offset != bad.offset || value != bad.value { return "\(error), expected the value \(bad.value) at byte \(bad.offset)" }
         }

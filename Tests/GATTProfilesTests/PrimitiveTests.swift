@@ -75,7 +75,7 @@ import Testing
             let v = MedicalFloat(sfloat: raw)
             let special = [0x07FF, 0x0800, 0x07FE, 0x0802, 0x0801].contains(Int(raw & 0x0FFF))
             #expect(v.isNumber != special)
-            if case let .value(m, e) = v {
+            if case .value(let m, let e) = v {
                 #expect((-2045...2045).contains(m) && (-8...7).contains(e))
             }
         }

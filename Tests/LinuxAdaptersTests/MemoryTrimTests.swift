@@ -19,6 +19,8 @@ import Glibc
             garbage
             7f0000a00000-7f0000900000 r-xp 00000000 fe:00 5      /backwards
             """
+        // The addresses as the maps text above spells them, ungrouped.
+        // swift-format-ignore: GroupNumericLiterals
         #expect(MemoryTrim.readOnlyFileRegions(maps) == [
             0x55d0c0000000..<0x55d0c1413000, 0x7f0000000000..<0x7f0000100000, 0x7f0000200000..<0x7f0000300000,
             0x7f0000800000..<0x7f0000900000,

@@ -51,7 +51,7 @@ public enum MedicalFloat: Hashable, Sendable, CustomStringConvertible {
 
     /// The number, or nil for NaN, NRes, the infinities and the reserved value.
     public var doubleValue: Double? {
-        guard case let .value(mantissa, exponent) = self else { return nil }
+        guard case .value(let mantissa, let exponent) = self else { return nil }
         var scale = 1.0
         for _ in 0..<Int(exponent.magnitude) { scale *= 10 }
         return exponent >= 0 ? Double(mantissa) * scale : Double(mantissa) / scale
@@ -61,7 +61,7 @@ public enum MedicalFloat: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .value(m, e): return e == 0 ? "\(m)" : "\(m)e\(e)"
+        case .value(let m, let e): return e == 0 ? "\(m)" : "\(m)e\(e)"
         case .nan: return "NaN"
         case .nres: return "NRes"
         case .positiveInfinity: return "+INF"

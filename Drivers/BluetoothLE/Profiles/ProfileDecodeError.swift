@@ -24,9 +24,9 @@ public struct ProfileDecodeError: Error, Hashable, Sendable, CustomStringConvert
     public var description: String {
         let name = GATTNames.describeCharacteristic(characteristic)
         switch reason {
-        case let .truncated(field, needed, available):
+        case .truncated(let field, let needed, let available):
             return "\(name): truncated at byte \(offset): \(field) needs \(needed) byte(s), \(available) left"
-        case let .invalidValue(field, value):
+        case .invalidValue(let field, let value):
             return "\(name): invalid \(field) \(value) at byte \(offset)"
         }
     }

@@ -68,6 +68,8 @@ public struct APIError: Error, Sendable, Equatable {
                  headers: [.retryAfter: String(seconds)])
     }
 
+    // Named after the HTTP status (500 Internal Server Error), like the cases above.
+    // swift-format-ignore: DontRepeatTypeInStaticProperties
     public static let internalError = APIError(status: .internalServerError, code: "internal",
                                                message: "internal server error (see the server log)")
 }
