@@ -5,7 +5,7 @@ SWIFT ?= swift
 DEMO_DB ?= demo.sqlite
 BIN = .build/debug/healthgate
 
-.PHONY: setup setup-build build server demo daemon test peer-test server-test bench fuzz fuzz-build fuzz-smoke fuzz-corpus reference reference-check systemd-check install uninstall clean
+.PHONY: setup setup-build build server demo daemon test format format-check peer-test server-test bench fuzz fuzz-build fuzz-smoke fuzz-corpus reference reference-check systemd-check install uninstall clean
 
 setup:
 	@bash .ci/setup
@@ -28,6 +28,16 @@ demo: build
 
 test: setup
 	$(SWIFT) test
+
+# Style: swift-format (part of the Swift toolchain) with .swift-format; README.md "Formatting" says
+# what it checks and why its layout pass is off (--debug-disable-pretty-print: the rules only).
+FORMAT_PATHS = Sources Drivers Tests Fuzz Package.swift
+FORMAT_FLAGS = --debug-disable-pretty-print --recursive $(FORMAT_PATHS)
+format-check:
+	$(SWIFT) format lint --strict $(FORMAT_FLAGS)
+
+format:
+	$(SWIFT) format --in-place $(FORMAT_FLAGS)
 
 # The emulated BLE peer (Bumble) that the BLE host tests talk to, checked by a raw Python H4 host.
 peer-test: setup
