@@ -1,6 +1,7 @@
 import DriverKit
 import Foundation
 import HealthModel
+import HealthPipeline
 import HealthStore
 import LinuxAdapters
 import Logging
