@@ -93,13 +93,16 @@ let package = Package(
         .target(name: "HealthStore", dependencies: ["HealthModel", "LinuxAdapters", .product(name: "GRDB", package: "GRDB.swift"),
                                                     .product(name: "GRDBSQLite", package: "GRDB.swift")],
                 path: "Sources/HealthStore"),
-        // The forwarder: drains the outbox to the tracking server and pulls the merged history.
+        // The forwarder: drains the outbox to the tracking server and pulls the merged history;
+        // ForwarderService runs it in the daemon.
         .target(name: "HealthSync", dependencies: [
             "HealthModel", "HealthStore", "SyncProtocol", "Timing", "LinuxAdapters",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Logging", package: "swift-log"),
             "Gzip",
         ], path: "Sources/HealthSync"),
         // gzip with the system zlib: the client's upload bodies, the server's streaming inflater.
@@ -175,7 +178,7 @@ let package = Package(
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol", "HealthModel", "TestSupport"]),
         .testTarget(name: "HealthSyncTests", dependencies: [
             "TestSupport", "HealthSync", "SyncProtocol", "HealthStore", "HealthModel", "HealthPipeline", "HealthReports", "DriverRegistry",
-            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
         .testTarget(name: "HealthGateTests", dependencies: [
