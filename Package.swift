@@ -182,8 +182,8 @@ let package = Package(
         ]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
         .testTarget(name: "HealthGateTests", dependencies: [
-            "TestSupport", "HealthPipeline", "HealthReports", "HealthGateDaemon", "HealthStore", "HealthModel", "DriverKit",
-            "DriverRegistry", "LinuxAdapters", "Timing",
+            "TestSupport", "HealthPipeline", "HealthReports", "HealthGateDaemon", "HealthSync", "HealthStore", "HealthModel",
+            "DriverKit", "DriverRegistry", "LinuxAdapters", "Timing",
         ]),
         // The contract itself: typed settings, every driver's sample and README, the registry.
         .testTarget(name: "DriverContractTests", dependencies: ["DriverKit", "DriverRegistry", "HealthGateDaemon", "TestSupport"]),
