@@ -12,7 +12,8 @@ let package = Package(
     products: [
         .executable(name: "healthgate", targets: ["healthgate"]),
         .executable(name: "healthgate-server", targets: ["healthgate-server"]),
-        .library(name: "HealthGate", targets: ["HealthGate"]),
+        // The runtime, for programs that embed it: the import pipeline, the reports and the daemon.
+        .library(name: "HealthGate", targets: ["HealthPipeline", "HealthReports", "HealthGateDaemon"]),
         // The pure decoders, for the libFuzzer targets in Fuzz/ (a separate package).
         .library(name: "HealthGateDecoders", targets: [
             "FITDriver", "XMLStream", "TCXDriver", "GPXDriver", "ExecDriver", "GATTProfiles", "BLEHost", "BLERuntime",
@@ -92,13 +93,16 @@ let package = Package(
         .target(name: "HealthStore", dependencies: ["HealthModel", "LinuxAdapters", .product(name: "GRDB", package: "GRDB.swift"),
                                                     .product(name: "GRDBSQLite", package: "GRDB.swift")],
                 path: "Sources/HealthStore"),
-        // The forwarder: drains the outbox to the tracking server and pulls the merged history.
+        // The forwarder: drains the outbox to the tracking server and pulls the merged history;
+        // ForwarderService runs it in the daemon.
         .target(name: "HealthSync", dependencies: [
             "HealthModel", "HealthStore", "SyncProtocol", "Timing", "LinuxAdapters",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Logging", package: "swift-log"),
             "Gzip",
         ], path: "Sources/HealthSync"),
         // gzip with the system zlib: the client's upload bodies, the server's streaming inflater.
@@ -118,10 +122,17 @@ let package = Package(
             "HealthGateServer", "HealthModel", "SyncProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], path: "Sources/healthgate-server"),
 
-        // Runtime: driver registry, the import pipeline (drivers -> normalizer -> store) and the
-        // daemon (configuration, services, systemd notify, status socket).
-        .target(name: "HealthGate", dependencies: [
-            "HealthModel", "DriverKit", "HealthStore", "HealthSync", "LinuxAdapters", "Timing",
+        // The import pipeline: files through the file importers, the normalizer and the import
+        // ledger into the store (ImportPipeline), and the live drivers' sink (StoreSink).
+        .target(name: "HealthPipeline", dependencies: [
+            "HealthModel", "DriverKit", "HealthStore", .product(name: "Crypto", package: "swift-crypto"),
+        ], path: "Sources/HealthPipeline"),
+        // Reports over the stored records: period statistics and the CSV export (`healthgate stats|export`).
+        .target(name: "HealthReports", dependencies: ["HealthModel", "HealthStore"], path: "Sources/HealthReports"),
+        // The daemon: configuration, services, driver supervisor, driver events, status socket,
+        // metrics, systemd notify and reloads.
+        .target(name: "HealthGateDaemon", dependencies: [
+            "HealthModel", "DriverKit", "HealthStore", "HealthSync", "HealthPipeline", "LinuxAdapters", "Timing",
             .product(name: "TOMLKit", package: "TOMLKit"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -130,10 +141,10 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "Prometheus", package: "swift-prometheus"),
-            .product(name: "Crypto", package: "swift-crypto"),
-        ], path: "Sources/HealthGate"),
+        ], path: "Sources/HealthGateDaemon"),
         .executableTarget(name: "healthgate", dependencies: [
-            "HealthGate", "HealthModel", "HealthStore", "HealthSync", "SyncProtocol", "DriverKit", "DriverRegistry", "LinuxAdapters",
+            "HealthPipeline", "HealthReports", "HealthGateDaemon", "HealthModel", "HealthStore", "HealthSync", "SyncProtocol", "DriverKit",
+            "DriverRegistry", "LinuxAdapters",
             "FITDriver", "BLEHost", "BLERuntime", "GATTProfiles", "BLEDriver",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
@@ -141,7 +152,7 @@ let package = Package(
         // `make bench`: decode and import throughput, live BLE latency and CPU, next to baselines
         // measured in the same run.
         .executableTarget(name: "healthgate-bench", dependencies: [
-            "HealthGate", "HealthStore", "HealthModel", "DriverKit", "FITDriver", "BLEDriver", "BLERuntime", "BLEHost", "TestSupport",
+            "HealthPipeline", "HealthStore", "HealthModel", "DriverKit", "FITDriver", "BLEDriver", "BLERuntime", "BLEHost", "TestSupport",
             "HealthSync", "SyncProtocol",
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -160,21 +171,22 @@ let package = Package(
         .testTarget(name: "BLEDriverTests", dependencies: ["BLEDriver", "BLEHost", "BLERuntime", "DriverKit", "GATTProfiles", "HealthModel"]),
         .testTarget(name: "BLERuntimeTests", dependencies: ["TestSupport", "BLERuntime", "BLEHost", "GATTProfiles", "Timing"]),
         .testTarget(name: "BLERecordingTests", dependencies: [
-            "TestSupport", "BLEDriver", "BLERuntime", "BLEHost", "HealthGate", "HealthStore", "HealthModel",
+            "TestSupport", "BLEDriver", "BLERuntime", "BLEHost", "HealthPipeline", "HealthStore", "HealthModel",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "ExecDriverTests", dependencies: ["ExecDriver", "DriverKit", "HealthModel"]),
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol", "HealthModel", "TestSupport"]),
         .testTarget(name: "HealthSyncTests", dependencies: [
-            "TestSupport", "HealthSync", "SyncProtocol", "HealthStore", "HealthModel", "HealthGate", "DriverRegistry",
-            .product(name: "GRDB", package: "GRDB.swift"),
+            "TestSupport", "HealthSync", "SyncProtocol", "HealthStore", "HealthModel", "HealthPipeline", "HealthReports", "DriverRegistry",
+            .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
         .testTarget(name: "HealthGateTests", dependencies: [
-            "TestSupport", "HealthGate", "HealthStore", "HealthModel", "DriverKit", "DriverRegistry", "LinuxAdapters", "Timing",
+            "TestSupport", "HealthPipeline", "HealthReports", "HealthGateDaemon", "HealthSync", "HealthStore", "HealthModel",
+            "DriverKit", "DriverRegistry", "LinuxAdapters", "Timing",
         ]),
         // The contract itself: typed settings, every driver's sample and README, the registry.
-        .testTarget(name: "DriverContractTests", dependencies: ["DriverKit", "DriverRegistry", "HealthGate", "TestSupport"]),
+        .testTarget(name: "DriverContractTests", dependencies: ["DriverKit", "DriverRegistry", "HealthGateDaemon", "TestSupport"]),
         .testTarget(name: "BLEReplayDriverTests", dependencies: ["BLEReplayDriver", "DriverKit", "HealthModel", "TestSupport"]),
         .testTarget(name: "LinuxAdaptersTests", dependencies: ["LinuxAdapters", "TestSupport"]),
         .testTarget(name: "WatchFolderDriverTests", dependencies: ["WatchFolderDriver", "DriverKit", "LinuxAdapters", "TestSupport"]),

@@ -19,8 +19,10 @@ public struct FITImporter: FileImporter {
         return probe.head.count >= 12 && Array(probe.head[8..<12]) == [0x2E, 0x46, 0x49, 0x54]
     }
 
+    /// Maps the file whole (FIT needs random access: definitions, chained files, the CRC at the
+    /// end; FIT files stay small) and emits its records in one batch.
     public func importFile(_ file: ImportSource, into sink: some RecordSink) async throws {
-        let (records, error) = Self.decode(file.data, path: file.path)
+        let (records, error) = Self.decode(try await file.mapped(), path: file.path)
         if !records.isEmpty { try await sink.emit(records) }
         if let error { throw error }
     }

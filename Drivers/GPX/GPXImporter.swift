@@ -7,8 +7,8 @@ import XMLStream
 ///
 /// Waypoints and routes are ignored. A track whose points have no `time` cannot become a
 /// workout and fails the file with a ``DecodeError``; a track without points is skipped. The file
-/// must be well-formed XML: a malformed file throws ``DecodeError`` with its line and column and
-/// emits nothing. See Drivers/GPX/README.md for the mapping rules.
+/// must be well-formed XML: a file malformed part-way emits the workouts finished before the damage
+/// and throws ``DecodeError`` with its line and column (the pipeline reports it partial). See Drivers/GPX/README.md for the mapping rules.
 public struct GPXImporter: FileImporter {
     public static let id = "gpx"
 
@@ -23,16 +23,34 @@ public struct GPXImporter: FileImporter {
         probe.fileExtension == "gpx" || probe.textHead.contains("<gpx")
     }
 
+    /// Reads the file in chunks: memory holds one chunk and the activity being read, and each
+    /// finished workout goes to the sink before the next is read. A file malformed part-way
+    /// emits the workouts finished before the damage, then throws the ``DecodeError``.
     public func importFile(_ file: ImportSource, into sink: some RecordSink) async throws {
-        let workouts = try Self.decode(file.data, path: file.path)
-        if !workouts.isEmpty { try await sink.emit(workouts.map { .workout($0) }) }
+        var parser = GPXParser(path: file.path)
+        let reader = XMLReader(skipsWhitespaceText: true)
+        for try await chunk in file.chunks() {
+            reader.append(chunk)
+            try Self.reading(file.path) { _ = try reader.read(into: &parser) }
+            if !parser.workouts.isEmpty { try await sink.emit(parser.takeWorkouts().map { .workout($0) }) }
+        }
+        reader.finishInput()
+        try Self.reading(file.path) { _ = try reader.read(into: &parser) }
+        if !parser.workouts.isEmpty { try await sink.emit(parser.takeWorkouts().map { .workout($0) }) }
     }
 
     /// Decodes a whole GPX document into workouts, one per track, in file order. Pure: no I/O.
     public static func decode(_ bytes: some Collection<UInt8>, path: String = "") throws(DecodeError) -> [Workout] {
         var parser = GPXParser(path: path)
+        let reader = XMLReader(bytes: bytes, skipsWhitespaceText: true)
+        try reading(path) { _ = try reader.read(into: &parser) }
+        return parser.workouts
+    }
+
+    /// Runs `work`, turning what it throws into a ``DecodeError`` naming the file and position.
+    private static func reading(_ path: String, _ work: () throws -> Void) throws(DecodeError) {
         do {
-            try parser.run(XMLReader(bytes: bytes, skipsWhitespaceText: true))
+            try work()
         } catch let error as XMLError {
             throw DecodeError(file: path, at: .line(error.line, column: error.column), error.reason)
         } catch let error as DecodeError {
@@ -40,7 +58,6 @@ public struct GPXImporter: FileImporter {
         } catch {
             throw DecodeError(file: path, at: .file, "\(error)")
         }
-        return parser.workouts
     }
 
     /// Great-circle distance in metres between two points given in degrees (haversine formula on
@@ -75,7 +92,7 @@ private struct TrackDraft {
 }
 
 /// A pure state machine over XML events: element path, leaf text, and the drafts being filled.
-private struct GPXParser {
+private struct GPXParser: XMLEventHandler {
     let path: String
     var workouts: [Workout] = []
 
@@ -90,21 +107,25 @@ private struct GPXParser {
 
     init(path: String) { self.path = path }
 
-    mutating func run(_ reader: XMLReader) throws {
-        while let event = try reader.next() {
-            switch event {
-            case .startElement(let name, let attributes):
-                try start(name.local, attributes, at: reader.location)
-                stack.append(name.local)
-                text = ""
-                textLocation = reader.location
-            case .text(let chunk):
-                text += chunk
-            case .endElement(let name):
-                stack.removeLast()
-                try end(name.local, parent: stack.last ?? "")
-                text = ""
-            }
+    /// Takes the workouts finished so far.
+    mutating func takeWorkouts() -> [Workout] {
+        defer { workouts = [] }
+        return workouts
+    }
+
+    mutating func handle(_ event: XMLEvent, at location: XMLLocation) throws {
+        switch event {
+        case .startElement(let name, let attributes):
+            try start(name.local, attributes, at: location)
+            stack.append(name.local)
+            text = ""
+            textLocation = location
+        case .text(let chunk):
+            text += chunk
+        case .endElement(let name):
+            stack.removeLast()
+            try end(name.local, parent: stack.last ?? "")
+            text = ""
         }
     }
 

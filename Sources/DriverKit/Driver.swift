@@ -40,32 +40,44 @@ public struct FileProbe: Sendable {
     }
 }
 
-/// One file handed to a ``FileImporter``: its path (for messages and provenance) and contents.
-public struct ImportSource: Sendable {
-    public var path: String
-    public var data: Data
-
-    public init(path: String, data: Data) {
-        self.path = path
-        self.data = data
-    }
-
-    /// Reads (memory-maps) the file at `path`.
-    public init(contentsOf path: String) throws {
-        self.path = path
-        self.data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
-    }
-
-    public var probe: FileProbe { FileProbe(path: path, data: data) }
-}
-
-/// A driver that reads exported files (FIT, TCX, GPX ...).
+/// A driver that reads exported files (FIT, TCX, GPX, Apple Health ...).
 ///
-/// A file that is damaged part-way emits the records decoded before the damage and then throws
-/// the ``DecodeError``; the pipeline stores those and reports the file as partial.
+/// **Reading.** An importer reads its file through ``ImportSource``: ``ImportSource/chunks(of:)``
+/// hands the bytes over in chunks read off Swift's cooperative pool, so that a file of any size
+/// is read in bounded memory (XML, CSV, archives); ``ImportSource/mapped()`` maps a file whole for
+/// formats that need random access and stay small (FIT).
+///
+/// **Emitting.** Records go to the sink as they are finished, in batches (an activity, a few
+/// thousand measurements), not all at the end: the sink may store them before the importer reads
+/// on, which is what keeps memory bounded. A file damaged part-way emits what it finished before
+/// the damage and then throws the ``DecodeError`` (file, position, reason); the pipeline stores
+/// those and reports the file as partial.
+///
+/// **Committing, and the rule an importer must keep.** The pipeline commits a small file's records,
+/// their outbox rows and its ledger entry in one transaction: all or nothing. A large file (more
+/// than ``ImportLimits/transactionWeight`` records and samples) is committed in several
+/// transactions, each also writing to the ledger how many records the importer had handed over
+/// so far. If the process dies between two, the next import of the same content reads the file
+/// again from the start and skips that many records. Hence the rule: **the same bytes give the
+/// same records in the same order, with the same ids** (ids derive from the file's content, never
+/// from the clock or a counter kept elsewhere). A record that still arrives twice is found
+/// unchanged by its id and version and is neither stored nor forwarded again.
 public protocol FileImporter: Driver {
     static func canImport(_ probe: FileProbe) -> Bool
     func importFile(_ file: ImportSource, into sink: some RecordSink) async throws
+}
+
+/// How the pipeline cuts a large file's import into transactions (see ``FileImporter``).
+public enum ImportLimits {
+    /// A file whose records weigh more than this (one per record, plus a workout's samples) is
+    /// committed in several transactions of about this weight each.
+    public static let transactionWeight = 50_000
+
+    /// What a record weighs against ``transactionWeight``.
+    public static func weight(of record: HealthRecord) -> Int {
+        if case .workout(let workout) = record { return 1 + workout.samples.count + workout.laps.count }
+        return 1
+    }
 }
 
 /// A driver that talks to live devices or programs, or finds files (BLE, exec, watch folder,

@@ -155,6 +155,13 @@ public struct WriteResult: Sendable, Equatable {
 
     /// Records that reached the database (and the outbox).
     public var stored: Int { inserted + updated }
+
+    /// Adds another write's counts (the parts of one file).
+    public mutating func add(_ other: WriteResult) {
+        inserted += other.inserted
+        updated += other.updated
+        unchanged += other.unchanged
+    }
 }
 
 extension HealthStore {

@@ -13,6 +13,9 @@ public enum ImportStatus: String, Codable, Sendable {
     case filtered
     /// Nothing could be read; nothing was stored.
     case failed
+    /// A large file being committed in several transactions, or one whose import was
+    /// interrupted between two: importing it again resumes after ``LedgerEntry/handedOver``.
+    case inProgress = "in_progress"
 }
 
 /// One row of the import ledger: a file remembered by the hash of its contents.
@@ -25,6 +28,9 @@ public struct LedgerEntry: Sendable, Equatable, Codable {
     public var records: Int
     public var error: String?
     public var importedAt: String
+    /// For an import in progress: the records the importer had handed over by its last commit,
+    /// every one stored (or refused); a resumed import skips that many.
+    public var handedOver: Int
 
     /// True when importing the same content again has nothing to add.
     public var isComplete: Bool { status == .imported || status == .partial }
@@ -38,10 +44,11 @@ public struct LedgerEntry: Sendable, Equatable, Codable {
         records = row["records"]
         error = row["error"]
         importedAt = row["imported_at"]
+        handedOver = row["handed_over"]
     }
 }
 
-/// A decoded file, ready to be committed as one transaction.
+/// A decoded file, or the next part of a large one, ready to be committed as one transaction.
 public struct FileImport: Sendable {
     public var contentHash: String
     public var path: String
@@ -49,11 +56,15 @@ public struct FileImport: Sendable {
     public var driver: String
     /// The normalized records to store (empty for a failed file).
     public var records: [HealthRecord]
+    /// ``ImportStatus/inProgress`` for a part of a large file; the final status with its last part.
     public var status: ImportStatus
     public var error: String?
+    /// With a part: the records the importer has handed over so far, all in this or earlier
+    /// parts (0 when a resumed import may not skip them: one with a date range).
+    public var handedOver: Int
 
     public init(contentHash: String, path: String, sizeBytes: Int, driver: String, records: [HealthRecord],
-                status: ImportStatus, error: String? = nil) {
+                status: ImportStatus, error: String? = nil, handedOver: Int = 0) {
         self.contentHash = contentHash
         self.path = path
         self.sizeBytes = sizeBytes
@@ -61,6 +72,7 @@ public struct FileImport: Sendable {
         self.records = records
         self.status = status
         self.error = error
+        self.handedOver = handedOver
     }
 }
 
@@ -68,7 +80,7 @@ public struct FileImport: Sendable {
 public enum CommitOutcome: Sendable, Equatable {
     /// The ledger already held this content: nothing was written.
     case alreadyImported(LedgerEntry)
-    /// The file's records, outbox rows and ledger entry were written in one transaction.
+    /// The file's (or part's) records, outbox rows and ledger entry were written in one transaction.
     case committed(WriteResult)
 }
 
@@ -88,9 +100,10 @@ extension HealthStore {
         }
     }
 
-    /// Commits one file in one transaction: its records with their outbox rows, and its ledger
-    /// entry. A file already imported (or partially imported) is left alone; a file that failed
-    /// or was imported with a date range before is imported again and its entry updated.
+    /// Commits one file, or one part of a large file, in one transaction: its records with their
+    /// outbox rows, and its ledger entry. A file already imported (or partially imported) is left
+    /// alone; a file that failed, was imported with a date range or was interrupted before is
+    /// imported again and its entry updated.
     public func commit(_ file: FileImport) async throws -> CommitOutcome {
         try await writing { db in
             if let row = try Row.fetchOne(db, sql: "SELECT * FROM imports WHERE content_hash = ?",
@@ -100,12 +113,12 @@ extension HealthStore {
             }
             // The ledger row first: records reference it.
             try db.execute(sql: """
-                INSERT INTO imports (content_hash, path, size_bytes, driver, status, records, error, imported_at)
-                VALUES (?, ?, ?, ?, ?, 0, ?, ?)
+                INSERT INTO imports (content_hash, path, size_bytes, driver, status, records, error, imported_at, handed_over)
+                VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?)
                 ON CONFLICT (content_hash) DO UPDATE SET path = excluded.path, status = excluded.status,
-                    error = excluded.error, imported_at = excluded.imported_at
+                    error = excluded.error, imported_at = excluded.imported_at, handed_over = excluded.handed_over
                 """, arguments: [file.contentHash, file.path, file.sizeBytes, file.driver, file.status.rawValue,
-                                 file.error, ISO8601.string(Date())])
+                                 file.error, ISO8601.string(Date()), file.handedOver])
             let writer = RecordWriter(db: db)
             let result = try writer.write(file.records, importHash: file.contentHash)
             try db.execute(sql: "UPDATE imports SET records = records + ? WHERE content_hash = ?",

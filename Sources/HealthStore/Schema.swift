@@ -12,6 +12,7 @@ enum Schema {
         migrator.registerMigration("v3-sync", migrate: createSyncTables)
         migrator.registerMigration("v4-outbox-sequential", migrate: outboxWithoutIdIndex)
         migrator.registerMigration("v5-held-records", migrate: createHeldRecords)
+        migrator.registerMigration("v6-import-progress", migrate: importLedgerWithProgress)
         return migrator
     }
 
@@ -231,6 +232,31 @@ enum Schema {
     /// newer install's format) or break the model's rules. Kept as the server sent them, with the
     /// reason, and tried again at every pull (an upgrade may read them), so the history cursor
     /// can move past them without losing them.
+    /// A large file is committed in several transactions (DriverKit's `FileImporter`): the
+    /// ledger gains the status `in_progress` and the count of records the importer had handed
+    /// over by the last of them, where an interrupted import resumes. SQLite cannot change a
+    /// CHECK constraint: the table is rebuilt (GRDB defers foreign-key checks to the end of the
+    /// migration, so the records' references to it hold throughout).
+    private static func importLedgerWithProgress(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE imports_v6 (
+                content_hash TEXT PRIMARY KEY,          -- SHA-256 of the file's bytes, hex
+                path TEXT NOT NULL,                     -- path as given when first seen
+                size_bytes INTEGER NOT NULL,
+                driver TEXT NOT NULL,                   -- fit, tcx, gpx ...
+                status TEXT NOT NULL CHECK (status IN ('imported', 'partial', 'filtered', 'failed', 'in_progress')),
+                records INTEGER NOT NULL DEFAULT 0,     -- records stored from this file (all imports of it)
+                error TEXT,                             -- why the file failed or is partial
+                imported_at TEXT NOT NULL,
+                handed_over INTEGER NOT NULL DEFAULT 0  -- in_progress: records the importer handed over, all committed
+            ) STRICT;
+            INSERT INTO imports_v6 (content_hash, path, size_bytes, driver, status, records, error, imported_at)
+                SELECT content_hash, path, size_bytes, driver, status, records, error, imported_at FROM imports;
+            DROP TABLE imports;
+            ALTER TABLE imports_v6 RENAME TO imports;
+            """)
+    }
+
     private static func createHeldRecords(_ db: Database) throws {
         try db.execute(sql: """
             CREATE TABLE held_records (

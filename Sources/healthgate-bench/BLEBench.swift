@@ -3,8 +3,8 @@ import BLEHost
 import BLERuntime
 import DriverKit
 import Foundation
-import HealthGate
 import HealthModel
+import HealthPipeline
 import HealthStore
 import Synchronization
 import TestSupport

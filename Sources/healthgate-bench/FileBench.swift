@@ -2,7 +2,7 @@ import DriverKit
 import FITDriver
 import Foundation
 import GRDBSQLite
-import HealthGate
+import HealthPipeline
 import HealthStore
 
 /// FIT decode throughput next to fitdecode, and end-to-end import next to raw SQLite inserts of

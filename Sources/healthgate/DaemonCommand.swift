@@ -2,8 +2,8 @@ import ArgumentParser
 import DriverKit
 import DriverRegistry
 import Foundation
+import HealthGateDaemon
 import LinuxAdapters
-import HealthGate
 import Logging
 
 /// `healthgate daemon`: runs the configured drivers, the forwarder and the status socket until

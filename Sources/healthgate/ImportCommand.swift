@@ -3,7 +3,7 @@ import DriverKit
 import DriverRegistry
 import Foundation
 import HealthModel
-import HealthGate
+import HealthPipeline
 import HealthStore
 
 struct ImportCommand: AsyncParsableCommand {

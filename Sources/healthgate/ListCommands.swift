@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import HealthGate
 import HealthModel
 import HealthStore
 

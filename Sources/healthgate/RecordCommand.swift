@@ -4,8 +4,8 @@ import BLEHost
 import BLERuntime
 import Dispatch
 import Foundation
-import HealthGate
 import HealthModel
+import HealthPipeline
 import HealthStore
 import Synchronization
 

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import HealthGate
+import HealthReports
 import HealthStore
 import LinuxAdapters
 

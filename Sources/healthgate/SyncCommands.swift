@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import HealthGate
+import HealthGateDaemon
 import HealthModel
 import HealthStore
 import HealthSync

@@ -5,8 +5,8 @@ import Testing
 import BLEDriver
 import BLEHost
 import BLERuntime
-import HealthGate
 import HealthModel
+import HealthPipeline
 import HealthStore
 import TestSupport
 

@@ -1,7 +1,7 @@
 import DriverKit
 import DriverRegistry
 import Foundation
-import HealthGate
+import HealthGateDaemon
 import Testing
 import TestSupport
 

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import HealthGate
+@testable import HealthReports
 import HealthModel
 import HealthStore
 import TestSupport

@@ -1,7 +1,7 @@
 import DriverKit
 import DriverRegistry
 import Foundation
-import HealthGate
+import HealthGateDaemon
 import Testing
 
 /// The daemon's TOML configuration: what it reads, and that every mistake names its key path.

@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HealthGate
+import HealthGateDaemon
 import Testing
 import TestSupport
 

@@ -1,6 +1,6 @@
 import DriverKit
 import Foundation
-@testable import HealthGate
+@testable import HealthGateDaemon
 import Logging
 import Synchronization
 import Testing

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 import HealthModel
 import HealthStore
-@testable import HealthGate
+@testable import HealthPipeline
 
 /// The package root, found from this file's path.
 let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

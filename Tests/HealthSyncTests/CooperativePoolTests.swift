@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
-import HealthGate
 import HealthModel
+import HealthPipeline
+import HealthReports
 import HealthStore
 import HealthSync
 import Testing

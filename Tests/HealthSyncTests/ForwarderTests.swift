@@ -1,8 +1,8 @@
 import DriverRegistry
 import Foundation
 import GRDB
-import HealthGate
 import HealthModel
+import HealthPipeline
 import HealthStore
 import HealthSync
 import SyncProtocol

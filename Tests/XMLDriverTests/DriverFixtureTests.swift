@@ -90,7 +90,7 @@ func compare(_ w: Workout, _ e: ExpectedWorkout, tool: String, sampleValues: (Sa
 /// Decodes a fixture through the driver's `importFile` (as the pipeline does) and returns the workouts.
 func importWorkouts(_ importer: some FileImporter, _ relative: String) async throws -> [Workout] {
     let sink = CollectingSink()
-    try await importer.importFile(ImportSource(contentsOf: fixtureURL(relative).path), into: sink)
+    try await importer.importFile(try await ImportSource.open(fixtureURL(relative).path), into: sink)
     return sink.records.compactMap { if case .workout(let w) = $0 { w } else { nil } }
 }
 

@@ -224,3 +224,48 @@ struct FuzzRegressionTests {
         #expect(try GPXImporter.decode(Array(only.utf8), path: "only.gpx").isEmpty)
     }
 }
+
+/// The TCX and GPX importers read their file in chunks: cut anywhere, a document gives the same
+/// workouts as read whole, and a file damaged part-way keeps the activities finished before.
+@Suite struct ChunkedXMLImportTests {
+    @Test(arguments: [13, 4096])
+    func chunksCutAnywhereGiveTheSameWorkouts(chunkSize: Int) async throws {
+        var workouts = 0
+        for (folder, importer) in [("tcx", TCXImporter() as any FileImporter), ("gpx", GPXImporter())] {
+            for name in try FileManager.default.contentsOfDirectory(atPath: fixtureURL(folder).path).sorted()
+            where name.hasSuffix("." + folder) {
+                let bytes = try fixtureBytes(folder + "/" + name)
+                let whole = folder == "tcx" ? try TCXImporter.decode(bytes, path: name) : try GPXImporter.decode(bytes, path: name)
+                let sink = CollectingSink()
+                try await importer.importFile(ImportSource(path: name, data: Data(bytes), chunkSize: chunkSize), into: sink)
+                #expect(sink.records == whole.map { .workout($0) }, "\(name) in chunks of \(chunkSize)")
+                workouts += whole.count
+            }
+        }
+        #expect(workouts >= 5)  // the top-level fixtures hold five activities
+    }
+
+    @Test func aDocumentDamagedInItsSecondActivityKeepsTheFirst() async throws {
+        func activity(_ minute: Int) -> String {
+            """
+            <Activity Sport="Running"><Id>2024-05-01T10:\(minute):00Z</Id><Lap StartTime="2024-05-01T10:\(minute):00Z">\
+            <TotalTimeSeconds>60</TotalTimeSeconds><Track><Trackpoint><Time>2024-05-01T10:\(minute):00Z</Time>\
+            <HeartRateBpm><Value>120</Value></HeartRateBpm></Trackpoint></Track></Lap></Activity>
+            """
+        }
+        let tcx = "<TrainingCenterDatabase><Activities>" + activity(10) + activity(20) + "</Activities></TrainingCenterDatabase>"
+        let cut = Array(tcx.utf8.prefix(tcx.utf8.count - 60))
+        let (error, records) = await attempt(TCXImporter(), cut)
+        #expect(isLine(error?.position), "\(String(describing: error))")
+        #expect(records.count == 1)
+        #expect(records.first.flatMap { if case .workout(let w) = $0 { ISO8601.string(w.start) } else { nil } } == "2024-05-01T10:10:00Z")
+
+        func track(_ minute: Int) -> String {
+            "<trk><trkseg><trkpt lat=\"1\" lon=\"2\"><time>2024-05-01T10:\(minute):00Z</time></trkpt></trkseg></trk>"
+        }
+        let gpx = "<gpx version=\"1.1\" creator=\"x\">" + track(10) + track(20) + "</gpx>"
+        let (gpxError, gpxRecords) = await attempt(GPXImporter(), Array(gpx.utf8.prefix(gpx.utf8.count - 20)))
+        #expect(isLine(gpxError?.position), "\(String(describing: gpxError))")
+        #expect(gpxRecords.count == 1)
+    }
+}

@@ -1,5 +1,6 @@
 import DriverKit
 import Foundation
+import HealthSync
 import TOMLKit
 import Timing
 
@@ -40,45 +41,31 @@ public struct DaemonConfig: Sendable, Equatable {
     }
 }
 
-/// The `[forwarder]` table.
-public struct ForwarderSettings: Sendable, Equatable, Decodable {
-    /// The tracking server's base URL (http or https).
-    public var server: URL
-    /// The device token file written by `healthgate login` (default: next to the database).
-    public var credentials: String?
-    /// A CA certificate (PEM) to trust instead of the system store.
-    public var caFile: String?
-    /// Seconds between drains when nothing new was stored.
-    public var intervalS = 60.0
-    public var batchRecords = 1000
-    public var batchBytes = 8 << 20
-    public var concurrentUploads = 2
-    /// Pull the other devices' history after each drain.
-    public var pull = true
-
-    public init(server: URL) { self.server = server }
+/// The `[forwarder]` table, decoded into the forwarder's settings.
+private struct ForwarderTable: Decodable {
+    var settings: ForwarderSettings
 
     enum CodingKeys: String, CodingKey {
         case server, credentials, caFile = "ca_file", interval = "interval_s", batchRecords = "batch_records"
         case batchBytes = "batch_bytes", concurrentUploads = "concurrent_uploads", pull
     }
 
-    public init(from decoder: any Decoder) throws {
+    init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         let text = try c.decode(String.self, forKey: .server, required: "the tracking server's URL")
         guard let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
             throw c.configError(.server, "'\(text)' is not an http or https URL")
         }
-        server = url
-        credentials = try c.decodeIfPresent(String.self, forKey: .credentials)
-        caFile = try c.decodeIfPresent(String.self, forKey: .caFile)
+        settings = ForwarderSettings(server: url)
+        settings.credentials = try c.decodeIfPresent(String.self, forKey: .credentials)
+        settings.caFile = try c.decodeIfPresent(String.self, forKey: .caFile)
         if let interval = try c.decodeIfPresent(duration: .interval, unit: .seconds, in: .seconds(1)...(.seconds(86_400))) {
-            intervalS = interval.inSeconds
+            settings.intervalS = interval.inSeconds
         }
-        batchRecords = try c.decodeIfPresent(Int.self, forKey: .batchRecords, in: 1...5000) ?? batchRecords
-        batchBytes = try c.decodeIfPresent(Int.self, forKey: .batchBytes, in: 1024...(32 << 20)) ?? batchBytes
-        concurrentUploads = try c.decodeIfPresent(Int.self, forKey: .concurrentUploads, in: 1...8) ?? concurrentUploads
-        pull = try c.decodeIfPresent(Bool.self, forKey: .pull) ?? pull
+        settings.batchRecords = try c.decodeIfPresent(Int.self, forKey: .batchRecords, in: 1...5000) ?? settings.batchRecords
+        settings.batchBytes = try c.decodeIfPresent(Int.self, forKey: .batchBytes, in: 1024...(32 << 20)) ?? settings.batchBytes
+        settings.concurrentUploads = try c.decodeIfPresent(Int.self, forKey: .concurrentUploads, in: 1...8) ?? settings.concurrentUploads
+        settings.pull = try c.decodeIfPresent(Bool.self, forKey: .pull) ?? settings.pull
     }
 }
 
@@ -136,7 +123,7 @@ extension DaemonConfig {
         var database: String?
         var logLevel: LogLevel?
         var api: API?
-        var forwarder: ForwarderSettings?
+        var forwarder: ForwarderTable?
         var drivers: [String: ConfigValue]?
         var importers: [String: ConfigValue]?
 
@@ -150,7 +137,7 @@ extension DaemonConfig {
         config.logLevel = file.logLevel?.rawValue ?? config.logLevel
         config.statusSocket = file.api?.socket
         config.metricsAddress = file.api?.metrics
-        config.forwarder = file.forwarder
+        config.forwarder = file.forwarder?.settings
         for (name, value) in (file.drivers ?? [:]).sorted(by: { $0.key < $1.key }) {
             let instance = try driver(name, value, catalog: catalog)
             config.drivers[name] = instance

@@ -1,7 +1,9 @@
 import DriverKit
 import Foundation
 import HealthModel
+import HealthPipeline
 import HealthStore
+import HealthSync
 import LinuxAdapters
 import Logging
 import ServiceLifecycle
@@ -50,7 +52,8 @@ public enum Daemon {
         let metrics = DaemonMetrics()
         metrics.outboxDepth.set(Double(try await store.outboxDepth()))
         let forwarder = config.forwarder.map {
-            ForwarderService(store: store, settings: $0, database: config.database, state: state, metrics: metrics, logger: logger)
+            ForwarderService(store: store, settings: $0, database: config.database, logger: logger,
+                             onCycle: { cycle in await record(cycle, state: state, metrics: metrics) })
         }
         let events = DriverEvents(state: state, metrics: metrics)
         let importers = try options.drivers.makeFileImporters(
@@ -76,6 +79,24 @@ public enum Daemon {
                                           "server": "\(config.forwarder?.server.absoluteString ?? "none")"])
         try await group.run()
         logger.info("stopped")
+    }
+
+    /// What a forwarding cycle did, into the status and the metrics.
+    static func record(_ cycle: ForwarderCycle, state: DaemonState, metrics: DaemonMetrics) async {
+        switch cycle.result {
+        case .forwarded(let records, let problem, let duration):
+            await state.synced(forwarded: records, error: problem)
+            metrics.forwarded.increment(by: Int64(records))
+            metrics.forwardSeconds.record(duration)
+        case .notStarted(let reason):
+            await state.synced(forwarded: 0, error: reason)
+        case .failed(let error):
+            metrics.error("forward")
+            await state.synced(forwarded: 0, error: error)
+        case .cancelled:
+            break
+        }
+        if let depth = cycle.outboxDepth { metrics.outboxDepth.set(Double(depth)) }
     }
 }
 

@@ -12,11 +12,16 @@ public struct ImportOptions: Sendable {
     public var dryRun: Bool
     /// Body weight for estimated energy.
     public var bodyWeightKg: Double
+    /// A file whose records weigh more than this is committed in several transactions
+    /// (``ImportLimits/transactionWeight``; smaller in tests).
+    public var transactionWeight: Int
 
-    public init(range: DateRange = DateRange(), dryRun: Bool = false, bodyWeightKg: Double = 70) {
+    public init(range: DateRange = DateRange(), dryRun: Bool = false, bodyWeightKg: Double = 70,
+                transactionWeight: Int = ImportLimits.transactionWeight) {
         self.range = range
         self.dryRun = dryRun
         self.bodyWeightKg = bodyWeightKg
+        self.transactionWeight = transactionWeight
     }
 }
 
@@ -52,7 +57,8 @@ public struct ImportTotals: Sendable, Encodable, Equatable {
 /// Runs files through drivers, the normalizer and the store: the import half of the data flow.
 ///
 /// Each file is hashed first; content the ledger already holds is not decoded again. A file's
-/// records, outbox rows and ledger entry are committed in one transaction.
+/// records, outbox rows and ledger entry are committed in one transaction, a large file's in
+/// several (see DriverKit's ``FileImporter``).
 public struct ImportPipeline: FileSink {
     public let store: HealthStore?
     /// The file importers, in the order they are asked whether they read a file.
@@ -113,56 +119,98 @@ public struct ImportPipeline: FileSink {
 
     /// Imports one file. `explicit` says the user named it (so an unknown type is a failure
     /// rather than a skipped file in a folder). Never throws: every outcome is a report.
+    ///
+    /// The file is read twice, in chunks and off the cooperative pool: once for its content hash
+    /// (content the ledger holds is not decoded again), once by its importer. A small file is
+    /// committed in one transaction; a large one in parts, and an interrupted import of it resumes
+    /// after the records its committed parts cover (see DriverKit's ``FileImporter``).
     public func importFile(_ path: String, explicit: Bool) async -> FileReport {
         let source: ImportSource
         do {
-            source = try ImportSource(contentsOf: path)
+            source = try await ImportSource.open(path)
         } catch {
-            return FileReport(path: path, status: .failed, error: "\(path): cannot read: \(Self.describe(error))")
+            return FileReport(path: path, status: .failed, error: error.description)
         }
         guard let importer = importer(for: source.probe) else {
             return FileReport(path: path, status: explicit ? .failed : .skipped,
                               error: explicit ? "\(path): no driver reads this kind of file" : nil)
         }
         let driverID = type(of: importer).id
-        let hash = Hex.lowercase(SHA256.hash(data: source.data))
-
+        let hash: String
         do {
-            if let store, let entry = try await store.ledgerEntry(contentHash: hash), entry.isComplete {
-                return FileReport(path: path, status: .alreadyImported, driver: driverID,
-                                  error: entry.path == path ? nil : "same content as \(entry.path)")
+            var hasher = SHA256()
+            for try await chunk in source.chunks() { hasher.update(data: chunk) }
+            hash = Hex.lowercase(hasher.finalize())
+        } catch {
+            return FileReport(path: path, status: .failed, driver: driverID, error: "\(error)")
+        }
+
+        var resumeAfter = 0
+        do {
+            if let store, let entry = try await store.ledgerEntry(contentHash: hash) {
+                if entry.isComplete {
+                    return FileReport(path: path, status: .alreadyImported, driver: driverID,
+                                      error: entry.path == path ? nil : "same content as \(entry.path)")
+                }
+                if entry.status == .inProgress { resumeAfter = entry.handedOver }
             }
         } catch {
             return FileReport(path: path, status: .failed, driver: driverID, error: "database: \(Self.describe(error))")
         }
 
         // Decode: records emitted before a DecodeError make the file partial.
-        let sink = CollectingSink()
+        let header = FileImport(contentHash: hash, path: path, sizeBytes: source.size, driver: driverID, records: [],
+                                status: .imported)
+        let normalizer = Normalizer(energy: EnergyEstimator(bodyWeightKg: options.bodyWeightKg),
+                                    since: options.range.since, until: options.range.until)
+        let filtered = options.range.since != nil || options.range.until != nil
+        let committer = FileCommitter(header: header, store: store, normalizer: normalizer, dryRun: options.dryRun,
+                                      skip: filtered ? 0 : resumeAfter, recordsProgress: !filtered,
+                                      transactionWeight: options.transactionWeight)
         var decodeError: String?
+        var storeError: String?
         do {
-            try await importer.importFile(source, into: sink)
+            try await importer.importFile(source, into: committer)
+        } catch let done as FileCommitter.AlreadyImported {
+            return FileReport(path: path, status: .alreadyImported, driver: driverID,
+                              error: done.entry.path == path ? nil : "same content as \(done.entry.path)")
+        } catch is CancellationError {
+            storeError = "\(path): interrupted"
+        } catch let failure as FileCommitter.StoreFailure {
+            storeError = "\(path): database: \(Self.describe(failure.error))"
         } catch let error as DecodeError {
             decodeError = error.inFile(path).description
+        } catch let error as FileReadError {
+            decodeError = error.description
         } catch {
             decodeError = "\(path): \(Self.describe(error))"
         }
-        let decoded = sink.records
+        let handedOver = await committer.handedOver, accepted = await committer.accepted
+        let outOfRange = await committer.outOfRange, rejected = await committer.rejected
+        let parts = await committer.parts
+        var stored = await committer.stored
 
-        let normalizer = Normalizer(energy: EnergyEstimator(bodyWeightKg: options.bodyWeightKg),
-                                    since: options.range.since, until: options.range.until)
-        let outcome = normalizer.normalize(decoded)
-        var report = FileReport(path: path, status: .imported, driver: driverID, outOfRange: outcome.outOfRange,
-                                rejected: outcome.rejected.map(\.description), error: decodeError)
-        if decoded.isEmpty, decodeError != nil {
+        var report = FileReport(path: path, status: .imported, driver: driverID, outOfRange: outOfRange,
+                                rejected: rejected.map(\.description), error: decodeError)
+        if let storeError {
+            // A part failed to commit (disk full ...), or the import was told to stop between two
+            // parts: the parts before stay, and the ledger says where the next import resumes.
             report.status = .failed
-        } else if decodeError != nil || !outcome.rejected.isEmpty {
-            report.status = outcome.accepted.isEmpty && outcome.outOfRange == 0 ? .failed : .partial
-            if report.error == nil { report.error = "\(outcome.rejected.count) record(s) rejected" }
+            report.records = stored.stored
+            report.error = parts == 0 ? storeError + "; nothing stored for this file"
+                : storeError + "; \(stored.stored) record(s) stored before it stay, importing the file again resumes after them"
+            return report
+        }
+        if handedOver == 0, decodeError != nil {
+            report.status = .failed
+        } else if decodeError != nil || !rejected.isEmpty {
+            report.status = accepted == 0 && outOfRange == 0 && resumeAfter == 0 ? .failed : .partial
+            if report.error == nil { report.error = "\(rejected.count) record(s) rejected" }
         }
 
         if options.dryRun {
             if report.status == .imported { report.status = .wouldImport }
-            report.records = outcome.accepted.count
+            report.records = accepted
             return report
         }
         guard let store else {
@@ -173,24 +221,28 @@ public struct ImportPipeline: FileSink {
         // A file imported with a date range stays open: importing it again stores the rest.
         let ledgerStatus: ImportStatus =
             report.status == .failed ? .failed
-            : outcome.outOfRange > 0 ? .filtered
+            : outOfRange > 0 ? .filtered
             : report.status == .partial ? .partial : .imported
-        let file = FileImport(contentHash: hash, path: path, sizeBytes: source.data.count, driver: driverID,
-                              records: report.status == .failed ? [] : outcome.accepted, status: ledgerStatus,
-                              error: report.error)
+        var last = header
+        last.records = report.status == .failed ? [] : await committer.takePending()
+        last.status = ledgerStatus
+        last.error = report.error
         do {
-            switch try await store.commit(file) {
+            switch try await store.commit(last) {
             case .alreadyImported:
                 report.status = .alreadyImported
                 report.error = nil
             case .committed(let result):
-                report.records = result.stored
-                report.unchanged = result.unchanged
+                stored.add(result)
+                report.records = stored.stored
+                report.unchanged = stored.unchanged
             }
         } catch {
             report.status = .failed
-            report.records = 0
-            report.error = "\(path): database: \(Self.describe(error)); nothing stored for this file"
+            report.records = stored.stored
+            report.error = "\(path): database: \(Self.describe(error)); "
+                + (parts == 0 ? "nothing stored for this file"
+                   : "\(stored.stored) record(s) stored before it stay, importing the file again resumes after them")
         }
         return report
     }

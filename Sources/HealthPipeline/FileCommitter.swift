@@ -1,0 +1,109 @@
+import DriverKit
+import Foundation
+import HealthModel
+import HealthStore
+
+/// The sink of one file's import: normalizes what the importer hands over and keeps it until the
+/// end, where the pipeline commits it with the ledger entry in one transaction; a large file's
+/// records are committed in parts of about `transactionWeight` as they come, each part noting in
+/// the ledger how many records the importer had handed over (DriverKit's ``FileImporter``
+/// states the rule). A dry run keeps only counts.
+actor FileCommitter: RecordSink {
+    /// Who the file is, for the ledger.
+    let header: FileImport
+    let store: HealthStore?
+    let normalizer: Normalizer
+    let dryRun: Bool
+    /// Records an interrupted import of the same content already stored: skipped.
+    let skip: Int
+    /// Whether a part may record progress for a resumed import to skip (not with a date range:
+    /// the records it filtered out would be skipped for good).
+    let recordsProgress: Bool
+    let transactionWeight: Int
+
+    /// Records the importer handed over (skipped ones included).
+    private(set) var handedOver = 0
+    private(set) var accepted = 0
+    private(set) var outOfRange = 0
+    private(set) var rejected: [ValidationError] = []
+    /// What the parts committed so far stored.
+    private(set) var stored = WriteResult()
+    private(set) var parts = 0
+    /// Normalized records not committed yet.
+    private(set) var pending: [HealthRecord] = []
+    private var pendingWeight = 0
+    private var assembler = WorkoutAssembler()
+
+    init(header: FileImport, store: HealthStore?, normalizer: Normalizer, dryRun: Bool, skip: Int, recordsProgress: Bool,
+         transactionWeight: Int = ImportLimits.transactionWeight) {
+        self.header = header
+        self.store = store
+        self.normalizer = normalizer
+        self.dryRun = dryRun
+        self.skip = skip
+        self.recordsProgress = recordsProgress
+        self.transactionWeight = max(1, transactionWeight)
+    }
+
+    func emit(_ batch: [HealthRecord]) async throws {
+        let alreadyStored = min(max(0, skip - handedOver), batch.count)
+        handedOver += batch.count
+        let fresh = alreadyStored == 0 ? batch : Array(batch.dropFirst(alreadyStored))
+        guard !fresh.isEmpty else { return }
+        let outcome = normalizer.normalize(fresh)
+        accepted += outcome.accepted.count
+        outOfRange += outcome.outOfRange
+        rejected += outcome.rejected
+        guard !dryRun else { return }
+        pending += outcome.accepted
+        pendingWeight += outcome.accepted.reduce(0) { $0 + ImportLimits.weight(of: $1) }
+        if pendingWeight >= transactionWeight { try await commitPart() }
+    }
+
+    /// A file importer may hand over a workout in pieces too: it counts once finished.
+    func emit(_ batch: LiveBatch) async throws {
+        let finished = assembler.add(batch)
+        if !finished.isEmpty { try await emit(finished) }
+    }
+
+    /// Takes the records not committed yet, for the final transaction.
+    func takePending() -> [HealthRecord] {
+        defer {
+            pending = []
+            pendingWeight = 0
+        }
+        return pending
+    }
+
+    private func commitPart() async throws {
+        guard let store else { return }
+        var part = header
+        part.records = pending
+        part.status = .inProgress
+        part.handedOver = recordsProgress ? handedOver : 0
+        let outcome: CommitOutcome
+        do { outcome = try await store.commit(part) } catch { throw StoreFailure(error: error) }
+        switch outcome {
+        case .alreadyImported(let entry):
+            throw AlreadyImported(entry: entry)
+        case .committed(let result):
+            stored.add(result)
+            parts += 1
+            pending = []
+            pendingWeight = 0
+        }
+        // Told to stop (the daemon at SIGTERM): a large file stops between two parts, and the
+        // next import resumes after this one.
+        if Task.isCancelled { throw CancellationError() }
+    }
+
+    /// Another import of the same content finished while this one was under way.
+    struct AlreadyImported: Error {
+        var entry: LedgerEntry
+    }
+
+    /// A part could not be committed (disk full, database locked ...).
+    struct StoreFailure: Error {
+        var error: any Error
+    }
+}
