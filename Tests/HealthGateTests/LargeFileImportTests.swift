@@ -3,7 +3,7 @@ import Foundation
 import HealthModel
 import HealthStore
 import Testing
-@testable import HealthGate
+@testable import HealthPipeline
 
 /// A file importer for these tests: a `.steps` file holds one step count per line; each line is
 /// a measurement whose id derives from its line number and value (the same bytes give the same
