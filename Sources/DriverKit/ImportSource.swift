@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+public import Foundation
 
 /// One file handed to a ``FileImporter``: its path (for messages and provenance), its size, the
 /// first bytes (``probe``), and its contents, read in chunks (``chunks(of:)``) or mapped whole

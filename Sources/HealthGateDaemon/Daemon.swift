@@ -1,11 +1,11 @@
-import DriverKit
+public import DriverKit
 import Foundation
 import HealthModel
 import HealthPipeline
 import HealthStore
 import HealthSync
-import LinuxAdapters
-import Logging
+public import LinuxAdapters
+public import Logging
 import ServiceLifecycle
 import UnixSignals
 

@@ -1,6 +1,6 @@
-import DriverKit
+public import DriverKit
 import Foundation
-import HealthSync
+public import HealthSync
 import TOMLKit
 import Timing
 

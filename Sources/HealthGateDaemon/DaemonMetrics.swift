@@ -3,7 +3,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import Prometheus
+public import Prometheus
 import ServiceLifecycle
 import Synchronization
 

@@ -1,7 +1,7 @@
-import DriverKit
+public import DriverKit
 import Foundation
-import Logging
-import Timing
+public import Logging
+public import Timing
 
 /// A driver instance ready to run: runs until cancelled (then stops in order, storing what it
 /// has) or until it fails.

@@ -1,10 +1,10 @@
 import Foundation
 import LinuxAdapters
 import HealthStore
-import Logging
+public import Logging
 import NIOCore
 import NIOPosix
-import ServiceLifecycle
+public import ServiceLifecycle
 import Timing
 
 /// The local status API: a Unix socket that answers every connection with the daemon's

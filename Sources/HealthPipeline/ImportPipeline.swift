@@ -1,8 +1,8 @@
 import Crypto
-import DriverKit
+public import DriverKit
 import Foundation
 import HealthModel
-import HealthStore
+public import HealthStore
 
 /// Options of one `healthgate import` run.
 public struct ImportOptions: Sendable {

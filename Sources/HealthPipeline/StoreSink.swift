@@ -1,7 +1,7 @@
-import DriverKit
-import Foundation
-import HealthModel
-import HealthStore
+public import DriverKit
+public import Foundation
+public import HealthModel
+public import HealthStore
 import Synchronization
 
 /// The sink of live drivers: normalizes each batch and writes it to the store in one

@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import HealthModel
-import HealthStore
+public import HealthStore
 
 /// Calendar periods for `healthgate stats`.
 public enum StatsPeriod: String, Sendable, CaseIterable {

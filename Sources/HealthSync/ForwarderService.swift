@@ -1,7 +1,7 @@
-import Foundation
-import HealthStore
-import Logging
-import ServiceLifecycle
+public import Foundation
+public import HealthStore
+public import Logging
+public import ServiceLifecycle
 import Timing
 
 /// Forwards the outbox to the tracking server and pulls the other devices' history: at start,
