@@ -82,6 +82,12 @@ public enum PhysicalLimits {
 
     /// A habit event's value (a drink's volume, a count, a rating).
     public static let habitValue: ClosedRange<Double> = -1e9...1e9
+    /// One drink, in ml: a sip to a 5-litre jug (a 50-litre "drink" is a typo).
+    public static let drinkMl: ClosedRange<Double> = 1...5_000
+    /// One meal, in kcal.
+    public static let mealKcal: ClosedRange<Double> = 0...10_000
+    /// Categories of one habit, ingredients of one saved meal.
+    public static let definitionItems = 0...100
     public static let habitNameCharacters = 1...100
     /// Category, unit, label, sport names, source fields.
     public static let shortTextCharacters = 0...200

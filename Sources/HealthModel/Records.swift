@@ -310,6 +310,7 @@ public enum HealthRecord: Hashable, Sendable {
     case sleep(SleepSession)
     case habit(HabitEvent)
     case measurement(Measurement)
+    case definition(Definition)
 
     public var id: RecordID {
         switch self {
@@ -317,6 +318,7 @@ public enum HealthRecord: Hashable, Sendable {
         case .sleep(let s): s.id
         case .habit(let h): h.id
         case .measurement(let m): m.id
+        case .definition(let d): d.id
         }
     }
 
@@ -326,6 +328,7 @@ public enum HealthRecord: Hashable, Sendable {
         case .sleep(let s): s.version
         case .habit(let h): h.version
         case .measurement(let m): m.version
+        case .definition(let d): d.version
         }
     }
 
@@ -336,6 +339,7 @@ public enum HealthRecord: Hashable, Sendable {
         case .sleep(let s): s.start
         case .habit(let h): h.time
         case .measurement(let m): m.time
+        case .definition(let d): d.time
         }
     }
 
@@ -346,16 +350,18 @@ public enum HealthRecord: Hashable, Sendable {
         case .sleep(let s): s.end
         case .habit(let h): h.time
         case .measurement(let m): m.end ?? m.time
+        case .definition(let d): d.time
         }
     }
 
-    /// The record type as stored: `workout`, `sleep`, `habit`, `measurement`.
+    /// The record type as stored: `workout`, `sleep`, `habit`, `measurement`, `definition`.
     public var type: RecordType {
         switch self {
         case .workout: .workout
         case .sleep: .sleep
         case .habit: .habit
         case .measurement: .measurement
+        case .definition: .definition
         }
     }
 
@@ -365,11 +371,12 @@ public enum HealthRecord: Hashable, Sendable {
         case .sleep(let s): s.source
         case .habit(let h): h.source
         case .measurement(let m): m.source
+        case .definition(let d): d.source
         }
     }
 }
 
-/// The four record types, spelled as stored and sent to the server.
+/// The record types, spelled as stored and sent to the server.
 public enum RecordType: String, Codable, Sendable, CaseIterable {
-    case workout, sleep, habit, measurement
+    case workout, sleep, habit, measurement, definition
 }

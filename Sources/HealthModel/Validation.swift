@@ -66,6 +66,7 @@ public struct RecordValidator: Sendable {
         case .sleep(let s): try check(s)
         case .habit(let h): try check(h)
         case .measurement(let m): try check(m)
+        case .definition(let d): try check(d)
         }
     }
 
@@ -133,6 +134,54 @@ public struct RecordValidator: Sendable {
         try text("unit", h.unit, PhysicalLimits.shortTextCharacters)
         try text("label", h.label, PhysicalLimits.shortTextCharacters)
         try text("note", h.note, PhysicalLimits.noteCharacters)
+        switch h.habit {
+        case BuiltInHabit.hydration:
+            guard let volume = h.value else { throw Problem("a drink needs its volume (value, in ml)") }
+            try value("drink", volume, PhysicalLimits.drinkMl, "ml")
+        case BuiltInHabit.meal:
+            try value("meal", h.value, PhysicalLimits.mealKcal, "kcal")
+        case BuiltInHabit.vaping:
+            if let trigger = h.category, trigger.trimmingCharacters(in: .whitespaces).isEmpty {
+                throw Problem("a vaping session's trigger is empty")
+            }
+        default:
+            break
+        }
+    }
+
+    private func check(_ d: Definition) throws(Problem) {
+        try text("name", d.name, PhysicalLimits.habitNameCharacters)
+        if d.name.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw Problem("name is empty") }
+        if d.id != Definition.id(d.kind, name: d.name) {
+            throw Problem("id \(d.id) is not the one of the \(d.kind.rawValue) '\(d.name)' (\(Definition.id(d.kind, name: d.name)))")
+        }
+        switch d.body {
+        case .habit(let habit):
+            try text("unit", habit.unit, PhysicalLimits.shortTextCharacters)
+            guard PhysicalLimits.definitionItems.contains(habit.categories.count) else {
+                throw Problem("\(habit.categories.count) categories: at most \(PhysicalLimits.definitionItems.upperBound)")
+            }
+            for (i, category) in habit.categories.enumerated() { try text("categories[\(i)]", category, 1...PhysicalLimits.shortTextCharacters.upperBound) }
+            if habit.valueKind == .categorical && habit.categories.isEmpty { throw Problem("a categorical habit needs its categories") }
+            if let target = habit.target {
+                try value("target", target.amount, 0...PhysicalLimits.habitValue.upperBound, habit.unit ?? "")
+            }
+        case .trigger:
+            break
+        case .meal(let meal):
+            try value("kcal", meal.kcal, PhysicalLimits.mealKcal, "kcal")
+            guard PhysicalLimits.definitionItems.contains(meal.ingredients.count) else {
+                throw Problem("\(meal.ingredients.count) ingredients: at most \(PhysicalLimits.definitionItems.upperBound)")
+            }
+            for (i, ingredient) in meal.ingredients.enumerated() {
+                try text("ingredients[\(i)].name", ingredient.name, 1...PhysicalLimits.shortTextCharacters.upperBound)
+                try value("ingredients[\(i)].kcal", ingredient.kcal, PhysicalLimits.mealKcal, "kcal")
+            }
+        case .profile(let profile):
+            try value("weight", profile.weightKg, PhysicalLimits.range(of: .weight), "kg")
+        case .preferences:
+            break
+        }
     }
 
     private func check(_ m: Measurement) throws(Problem) {

@@ -180,12 +180,31 @@ extension HealthStore {
         }
     }
 
+    /// The definitions (of `kind`, or all), not deleted, by kind and name.
+    public func definitions(_ kind: DefinitionKind? = nil) async throws -> [Definition] {
+        try await reading { db in
+            let condition = kind == nil ? "" : " AND kind = ?"
+            let arguments: StatementArguments = kind.map { [$0.rawValue] } ?? []
+            return try Row.fetchAll(db, sql: "SELECT \(RowDecoder.definitionColumns) FROM definitions WHERE deleted = 0\(condition) ORDER BY kind, name COLLATE NOCASE",
+                                    arguments: arguments).compactMap(RowDecoder.definition)
+        }
+    }
+
+    /// The definition of `kind` named `name` (case-insensitive), if defined and not deleted.
+    public func definition(_ kind: DefinitionKind, name: String) async throws -> Definition? {
+        let id = Definition.id(kind, name: name).description
+        return try await reading { db in
+            try Row.fetchOne(db, sql: "SELECT \(RowDecoder.definitionColumns) FROM definitions WHERE id = ? AND deleted = 0",
+                             arguments: [id]).flatMap(RowDecoder.definition)
+        }
+    }
+
     /// Rows in each table, for status output and tests.
     public func tableCounts() async throws -> [String: Int] {
         try await reading { db in
             var counts: [String: Int] = [:]
             for table in ["workouts", "laps", "samples", "rr_intervals", "swim_lengths", "sleep_sessions", "sleep_stages",
-                          "habit_events", "measurements", "outbox", "imports"] {
+                          "habit_events", "measurements", "definitions", "outbox", "imports"] {
                 counts[table] = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table)") ?? 0
             }
             return counts

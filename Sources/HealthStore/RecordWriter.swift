@@ -34,6 +34,7 @@ struct RecordWriter {
             case .sleep(let s): try insert(s, importHash: importHash)
             case .habit(let h): try insert(h, importHash: importHash)
             case .measurement(let m): try insert(m, importHash: importHash)
+            case .definition(let d): try insert(d, importHash: importHash)
             }
             if enqueue { try self.enqueue(record.type, id: record.id, version: record.version) }
         }
@@ -46,6 +47,7 @@ struct RecordWriter {
         case .sleep: "sleep_sessions"
         case .habit: "habit_events"
         case .measurement: "measurements"
+        case .definition: "definitions"
         }
     }
 
@@ -227,6 +229,41 @@ struct RecordWriter {
             """, [m.id.description, m.version, m.kind.rawValue, ISO8601.string(m.time),
                              m.end.map(ISO8601.string), m.value, m.unit, Self.json(m.extra)]
                 + sourceArguments(m.source, importHash))
+    }
+
+    private func insert(_ d: Definition, importHash: String?) throws {
+        var habit: HabitDefinition?
+        var meal: SavedMeal?
+        var weight: Double?
+        var preferences: Preferences?
+        switch d.body {
+        case .habit(let h): habit = h
+        case .trigger: break
+        case .meal(let m): meal = m
+        case .profile(let p): weight = p.weightKg
+        case .preferences(let p): preferences = p
+        }
+        let categories = habit.map { $0.categories.isEmpty ? nil : Self.jsonText($0.categories) } ?? nil
+        let ingredients = meal.map { m in
+            m.ingredients.isEmpty ? nil : Self.jsonText(m.ingredients.map { ["name": $0.name, "kcal": $0.kcal] as [String: any Sendable] })
+        } ?? nil
+        let columns: [(any DatabaseValueConvertible)?] = [
+            d.id.description, d.version, d.kind.rawValue, d.name, ISO8601.string(d.time),
+            habit?.valueKind.rawValue, habit?.unit, categories, habit?.target?.amount, habit?.target?.period.rawValue,
+            habit?.target?.direction.rawValue, meal?.kcal, ingredients, weight, preferences?.volume.rawValue, preferences?.mass.rawValue,
+        ]
+        try run("""
+            INSERT INTO definitions (id, version, kind, name, time, value_kind, unit, categories, target_amount, target_period,
+                target_direction, kcal, ingredients, weight_kg, volume_unit, mass_unit,
+                source_driver, source_device, source_file, import_hash, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, StatementArguments(columns) + sourceArguments(d.source, importHash))
+    }
+
+    /// Compact JSON text with sorted keys (arrays of names, ingredients).
+    static func jsonText(_ value: Any) -> String? {
+        guard let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes]) else { return nil }
+        return String(decoding: data, as: UTF8.self)
     }
 
     /// `{"diastolic":80,...}` with sorted keys, or nil when empty.

@@ -72,6 +72,53 @@ enum RowDecoder {
     /// The columns ``habit(_:)`` reads, in its order.
     static let habitColumns = "id, version, habit, time, value, category, unit, label, note, source_driver, source_device, source_file"
 
+    /// The columns ``definition(_:)`` reads, in its order.
+    static let definitionColumns = """
+        id, version, kind, name, time, value_kind, unit, categories, target_amount, target_period, target_direction, kcal,
+        ingredients, weight_kg, volume_unit, mass_unit, source_driver, source_device, source_file
+        """
+
+    /// A row of ``definitionColumns``; nil for a kind or spelling this version does not know.
+    static func definition(_ row: Row) -> Definition? {
+        guard let id = RecordID(string: row[0]), let kind = DefinitionKind(rawValue: row[2]) else { return nil }
+        let body: DefinitionBody
+        switch kind {
+        case .habit:
+            guard let valueKind = HabitDefinition.ValueKind(rawValue: row[5] as String? ?? "") else { return nil }
+            var target: HabitTarget?
+            if let amount: Double = row[8] {
+                guard let period = HabitTarget.Period(rawValue: row[9] as String? ?? ""),
+                      let direction = HabitTarget.Direction(rawValue: row[10] as String? ?? "") else { return nil }
+                target = HabitTarget(amount: amount, period: period, direction: direction)
+            }
+            let categories = (row[7] as String?).flatMap { jsonArray($0) as? [String] } ?? []
+            body = .habit(HabitDefinition(valueKind: valueKind, unit: row[6], categories: categories, target: target))
+        case .trigger:
+            body = .trigger
+        case .meal:
+            guard let kcal: Double = row[11] else { return nil }
+            let items = (row[12] as String?).flatMap { jsonArray($0) as? [[String: Any]] } ?? []
+            let ingredients = items.compactMap { item -> SavedMeal.Ingredient? in
+                guard let name = item["name"] as? String, let kcal = (item["kcal"] as? NSNumber)?.doubleValue else { return nil }
+                return SavedMeal.Ingredient(name: name, kcal: kcal)
+            }
+            body = .meal(SavedMeal(kcal: kcal, ingredients: ingredients))
+        case .profile:
+            guard let weight: Double = row[13] else { return nil }
+            body = .profile(BodyProfile(weightKg: weight))
+        case .preferences:
+            guard let volume = Preferences.VolumeUnit(rawValue: row[14] as String? ?? ""),
+                  let mass = Preferences.MassUnit(rawValue: row[15] as String? ?? "") else { return nil }
+            body = .preferences(Preferences(volume: volume, mass: mass))
+        }
+        return Definition(id: id, version: row[1], name: row[3], time: date(row[4]), body: body,
+                          source: Source(driver: row[16], device: row[17], file: row[18]))
+    }
+
+    private static func jsonArray(_ text: String) -> Any? {
+        try? JSONSerialization.jsonObject(with: Data(text.utf8))
+    }
+
     /// A row of ``habitColumns``.
     static func habit(_ row: Row) -> HabitEvent {
         HabitEvent(id: RecordID(string: row[0])!, version: row[1], habit: row[2], time: date(row[3]), value: row[4],
@@ -82,6 +129,14 @@ enum RowDecoder {
     /// The stored record of `type` with `id` as an outbox sends it: the record, gone, or
     /// unreadable by this version (a measurement kind a newer install wrote).
     static func content(_ db: Database, type: RecordType, id: String) throws -> OutboxContent {
+        if type == .definition {
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(definitionColumns) FROM definitions WHERE id = ?"),
+                                             arguments: [id]) else { return .gone }
+            guard let d = definition(row) else {
+                return .unreadable("definition '\(row[3] as String? ?? "")' of kind '\(row[2] as String? ?? "")' is not readable by this version of HealthGate")
+            }
+            return .record(.definition(d))
+        }
         if type == .measurement {
             guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(measurementColumns) FROM measurements WHERE id = ?"),
                                              arguments: [id]) else { return .gone }
@@ -99,6 +154,7 @@ enum RowDecoder {
         let columns = switch type {
         case .measurement: measurementColumns
         case .habit: habitColumns
+        case .definition: definitionColumns
         case .workout, .sleep: "*"
         }
         guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(columns) FROM \(table) WHERE id = ?"),
@@ -108,6 +164,7 @@ enum RowDecoder {
         case .sleep: return .sleep(try sleep(db, row))
         case .habit: return .habit(habit(row))
         case .measurement: return measurement(row).map { .measurement($0) }
+        case .definition: return definition(row).map { .definition($0) }
         }
     }
 }

@@ -13,6 +13,7 @@ enum Schema {
         migrator.registerMigration("v4-outbox-sequential", migrate: outboxWithoutIdIndex)
         migrator.registerMigration("v5-held-records", migrate: createHeldRecords)
         migrator.registerMigration("v6-import-progress", migrate: importLedgerWithProgress)
+        migrator.registerMigration("v7-definitions", migrate: createDefinitions)
         return migrator
     }
 
@@ -255,6 +256,58 @@ enum Schema {
             DROP TABLE imports;
             ALTER TABLE imports_v6 RENAME TO imports;
             """)
+    }
+
+    /// Habits with their goals, vaping triggers, saved meals, the body profile and preferred units
+    /// (HealthModel's `Definition`): records like the others, one row per definition, the kind's
+    /// fields in columns (NULL where the kind has none).
+    private static func createDefinitions(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE definitions (
+                id TEXT PRIMARY KEY,                    -- derived from kind and name (case-folded)
+                version INTEGER NOT NULL CHECK (version >= 1),
+                kind TEXT NOT NULL,                     -- habit, trigger, meal, profile, preferences
+                name TEXT NOT NULL,
+                time TEXT NOT NULL,                     -- defined or last changed
+                value_kind TEXT,                        -- habit: numeric, categorical, yes_no
+                unit TEXT,                              -- habit
+                categories TEXT,                        -- habit: JSON array of strings
+                target_amount REAL,                     -- habit
+                target_period TEXT,                     -- habit: day, week
+                target_direction TEXT,                  -- habit: at_least, at_most
+                kcal REAL,                              -- meal
+                ingredients TEXT,                       -- meal: JSON array of {"name", "kcal"}
+                weight_kg REAL,                         -- profile
+                volume_unit TEXT,                       -- preferences: ml, fl_oz
+                mass_unit TEXT,                         -- preferences: kg, lb
+                source_driver TEXT NOT NULL,
+                source_device TEXT,
+                source_file TEXT,
+                import_hash TEXT REFERENCES imports(content_hash),
+                deleted INTEGER NOT NULL DEFAULT 0,
+                updated_at TEXT NOT NULL
+            ) STRICT;
+            CREATE INDEX definitions_by_kind ON definitions(kind, name);
+            """)
+        // The outbox queues definitions too: its CHECK of the record types is rebuilt (numbering kept).
+        let last = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'outbox'")
+        try db.execute(sql: """
+            CREATE TABLE outbox_v7 (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                record_type TEXT NOT NULL CHECK (record_type IN ('workout', 'sleep', 'habit', 'measurement', 'definition')),
+                record_id TEXT NOT NULL,
+                version INTEGER NOT NULL,
+                enqueued_at TEXT NOT NULL
+            ) STRICT;
+            INSERT INTO outbox_v7 (seq, record_type, record_id, version, enqueued_at)
+                SELECT seq, record_type, record_id, version, enqueued_at FROM outbox ORDER BY seq;
+            DROP TABLE outbox;
+            ALTER TABLE outbox_v7 RENAME TO outbox;
+            """)
+        if let last {
+            try db.execute(sql: "DELETE FROM sqlite_sequence WHERE name = 'outbox'")
+            try db.execute(sql: "INSERT INTO sqlite_sequence (name, seq) VALUES ('outbox', ?)", arguments: [last])
+        }
     }
 
     private static func createHeldRecords(_ db: Database) throws {

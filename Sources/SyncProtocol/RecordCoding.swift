@@ -267,3 +267,135 @@ extension HealthModel.Measurement: Codable {
         try c.encode(source, forKey: .source)
     }
 }
+
+extension Definition: Codable {
+    enum CodingKeys: String, CodingKey { case id, version, name, time, kind, habit, meal, profile, preferences, source }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let body: DefinitionBody
+        switch try c.decode(DefinitionKind.self, forKey: .kind) {
+        case .habit: body = .habit(try c.decode(HabitDefinition.self, forKey: .habit))
+        case .trigger: body = .trigger
+        case .meal: body = .meal(try c.decode(SavedMeal.self, forKey: .meal))
+        case .profile: body = .profile(try c.decode(BodyProfile.self, forKey: .profile))
+        case .preferences: body = .preferences(try c.decode(Preferences.self, forKey: .preferences))
+        }
+        self.init(id: try c.decode(RecordID.self, forKey: .id), version: try c.decode(Int.self, forKey: .version),
+                  name: try c.decode(String.self, forKey: .name), time: try c.decode(Date.self, forKey: .time), body: body,
+                  source: try c.decode(Source.self, forKey: .source))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(version, forKey: .version)
+        try c.encode(name, forKey: .name)
+        try c.encode(time, forKey: .time)
+        try c.encode(kind, forKey: .kind)
+        switch body {
+        case .habit(let habit): try c.encode(habit, forKey: .habit)
+        case .trigger: break
+        case .meal(let meal): try c.encode(meal, forKey: .meal)
+        case .profile(let profile): try c.encode(profile, forKey: .profile)
+        case .preferences(let preferences): try c.encode(preferences, forKey: .preferences)
+        }
+        try c.encode(source, forKey: .source)
+    }
+}
+
+extension HabitDefinition: Codable {
+    enum CodingKeys: String, CodingKey { case valueKind = "value_kind", unit, categories, target }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(valueKind: try c.decode(ValueKind.self, forKey: .valueKind), unit: try c.decodeIfPresent(String.self, forKey: .unit),
+                  categories: try c.decodeIfPresent([String].self, forKey: .categories) ?? [],
+                  target: try c.decodeIfPresent(HabitTarget.self, forKey: .target))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(valueKind, forKey: .valueKind)
+        try c.encodeIfPresent(unit, forKey: .unit)
+        if !categories.isEmpty { try c.encode(categories, forKey: .categories) }
+        try c.encodeIfPresent(target, forKey: .target)
+    }
+}
+
+extension HabitTarget: Codable {
+    enum CodingKeys: String, CodingKey { case amount, period, direction }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(amount: try c.decode(Double.self, forKey: .amount), period: try c.decode(Period.self, forKey: .period),
+                  direction: try c.decode(Direction.self, forKey: .direction))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(amount, forKey: .amount)
+        try c.encode(period, forKey: .period)
+        try c.encode(direction, forKey: .direction)
+    }
+}
+
+extension SavedMeal: Codable {
+    enum CodingKeys: String, CodingKey { case kcal, ingredients }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(kcal: try c.decode(Double.self, forKey: .kcal),
+                  ingredients: try c.decodeIfPresent([Ingredient].self, forKey: .ingredients) ?? [])
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(kcal, forKey: .kcal)
+        if !ingredients.isEmpty { try c.encode(ingredients, forKey: .ingredients) }
+    }
+}
+
+extension SavedMeal.Ingredient: Codable {
+    enum CodingKeys: String, CodingKey { case name, kcal }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(name: try c.decode(String.self, forKey: .name), kcal: try c.decode(Double.self, forKey: .kcal))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(name, forKey: .name)
+        try c.encode(kcal, forKey: .kcal)
+    }
+}
+
+extension BodyProfile: Codable {
+    enum CodingKeys: String, CodingKey { case weightKg = "weight_kg" }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(weightKg: try c.decode(Double.self, forKey: .weightKg))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(weightKg, forKey: .weightKg)
+    }
+}
+
+extension Preferences: Codable {
+    enum CodingKeys: String, CodingKey { case volume, mass }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(volume: try c.decode(VolumeUnit.self, forKey: .volume), mass: try c.decode(MassUnit.self, forKey: .mass))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(volume, forKey: .volume)
+        try c.encode(mass, forKey: .mass)
+    }
+}

@@ -184,7 +184,8 @@ public struct WireRecord: Codable, Sendable, Equatable {
             case "sleep": data = .sleep(try c.decode(SleepSession.self, forKey: .data))
             case "habit": data = .habit(try c.decode(HabitEvent.self, forKey: .data))
             case "measurement": data = .measurement(try c.decode(HealthModel.Measurement.self, forKey: .data))
-            default: problem = "unknown record type '\(type)' (workout, sleep, habit or measurement)"
+            case "definition": data = .definition(try c.decode(Definition.self, forKey: .data))
+            default: problem = "unknown record type '\(type)' (workout, sleep, habit, measurement or definition)"
             }
         } catch let error as DecodingError {
             problem = "data is not a valid \(type): " + SyncAPI.describe(error)
@@ -207,6 +208,7 @@ public struct WireRecord: Codable, Sendable, Equatable {
         case .sleep(let s): try c.encode(s, forKey: .data)
         case .habit(let h): try c.encode(h, forKey: .data)
         case .measurement(let m): try c.encode(m, forKey: .data)
+        case .definition(let d): try c.encode(d, forKey: .data)
         case nil: try c.encodeNil(forKey: .data)
         }
     }

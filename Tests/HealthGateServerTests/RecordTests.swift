@@ -39,6 +39,28 @@ import TestSupport
         #expect(results.map(\.status) == [.duplicate, .accepted])
     }
 
+    /// Definitions (a habit's goal, a saved meal) are records the server keeps like the others;
+    /// one whose id is not its kind and name's is refused.
+    @Test func definitionsAreStoredAndVersioned() async throws {
+        let scratch = try Scratch()
+        let server = try await ServerProcess.start(databasePath: scratch.dbPath)
+        let (api, _) = try await APIClient(server).account("ann@example.org")
+        let time = Date(timeIntervalSince1970: 1_763_800_000)
+        var goal = Definition(name: "hydration", time: time, body: .habit(HabitDefinition(valueKind: .numeric, unit: "ml",
+                                                                                          target: HabitTarget(amount: 2000))),
+                              source: Source(driver: "manual"))
+        let meal = Definition(name: "porridge", time: time, body: .meal(SavedMeal(kcal: 350)), source: Source(driver: "manual"))
+        var forged = Definition(name: "porridge", time: time, body: .trigger, source: Source(driver: "manual"))
+        forged.id = RecordID.derive("forged")
+        #expect(try await api.uploadStatuses([WireRecord(.definition(goal)), WireRecord(.definition(meal)), WireRecord(.definition(forged))])
+                    == [.accepted, .accepted, .rejected])
+        goal.version = 2
+        goal.body = .habit(HabitDefinition(valueKind: .numeric, unit: "ml", target: HabitTarget(amount: 2500)))
+        #expect(try await api.uploadStatuses([WireRecord(.definition(goal))]) == [.accepted])
+        let history = try await api.history()
+        #expect(Set(try history.records.map { try $0.record() }) == [.definition(goal), .definition(meal)])
+    }
+
     @Test func rejectedRecordsCarryReasonsAndTheRestIsStored() async throws {
         let scratch = try Scratch()
         let server = try await ServerProcess.start(databasePath: scratch.dbPath)

@@ -388,7 +388,7 @@ extension Result {
             try db.execute(sql: "DELETE FROM records WHERE record_id = 'gone'")
         }
         let store = try SQLiteServerStore(path: path)
-        #expect(try store.appliedMigrations().suffix(2) == ["server-v2-history-per-user", "server-v2-email-nfkc-casefold"])
+        #expect(try store.appliedMigrations().suffix(3) == ["server-v2-history-per-user", "server-v2-email-nfkc-casefold", "server-v3-definitions"])
         let a = try await store.history(userId: "a", after: 0, limit: 100, byteBudget: 1 << 20)
         let b = try await store.history(userId: "b", after: 0, limit: 100, byteBudget: 1 << 20)
         #expect(a.records.map(\.id) == ["r1", "r2", "r3"] && a.records.map(\.seq) == [1, 2, 3])

@@ -32,11 +32,29 @@ import Testing
                                  source: Source(driver: "fit", device: nil, file: "sleep.fit"))
         let habit = HabitEvent(id: RecordID.derive("h", "1"), habit: "water", time: t0, value: 250, category: "hydration",
                                unit: "ml", label: "glass", note: "after run", source: Source(driver: "csv"))
-        for record in [HealthRecord.workout(workout()), .measurement(m), .sleep(sleep), .habit(habit)] {
+        let goal = Definition(name: "Reading", time: t0, body: .habit(HabitDefinition(valueKind: .numeric, unit: "pages",
+                                                                                    target: HabitTarget(amount: 20, period: .week, direction: .atLeast))),
+                              source: Source(driver: "manual"))
+        let definitions: [HealthRecord] = [
+            .definition(goal),
+            .definition(Definition(name: "mood", time: t0, body: .habit(HabitDefinition(valueKind: .categorical, categories: ["a", "b"])),
+                                   source: Source(driver: "manual"))),
+            .definition(Definition(name: "doomscrolling", time: t0, body: .trigger, source: Source(driver: "manual"))),
+            .definition(Definition(name: "porridge", time: t0, body: .meal(SavedMeal(kcal: 350, ingredients: [.init(name: "oats", kcal: 300)])),
+                                   source: Source(driver: "manual"))),
+            .definition(Definition(name: "profile", time: t0, body: .profile(BodyProfile(weightKg: 71.5)), source: Source(driver: "manual"))),
+            .definition(Definition(name: "preferences", time: t0, body: .preferences(Preferences(volume: .flOz, mass: .lb)),
+                                   source: Source(driver: "manual"))),
+        ]
+        for record in [HealthRecord.workout(workout()), .measurement(m), .sleep(sleep), .habit(habit)] + definitions {
             let back = try roundTrip(record)
             #expect(back.problem == nil)
             #expect(try back.record() == record)  // times here are whole milliseconds
         }
+        // The definition's spelling on the wire.
+        let json = String(decoding: try SyncAPI.encoder().encode(goal), as: UTF8.self)
+        #expect(json.contains("\"kind\":\"habit\"") && json.contains("\"value_kind\":\"numeric\"")
+                    && json.contains("\"target\":{\"amount\":20,\"direction\":\"at_least\",\"period\":\"week\"}"), "\(json)")
     }
 
     @Test func keysAreSnakeCaseAndExtraKeysAreKept() throws {

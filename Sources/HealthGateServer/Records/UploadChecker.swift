@@ -62,6 +62,7 @@ public struct UploadChecker: Sendable {
         case .sleep(let s): return try encoder.encode(s)
         case .habit(let h): return try encoder.encode(h)
         case .measurement(let m): return try encoder.encode(m)
+        case .definition(let d): return try encoder.encode(d)
         }
     }
 }

@@ -9,6 +9,7 @@ enum SQLiteServerSchema {
         migrator.registerMigration("server-v1-records", migrate: createRecords)
         migrator.registerMigration("server-v2-history-per-user", migrate: historyPerUser)
         migrator.registerMigration("server-v2-email-nfkc-casefold", migrate: normalizeEmails)
+        migrator.registerMigration("server-v3-definitions", migrate: recordsWithDefinitions)
         return migrator
     }
 
@@ -107,6 +108,36 @@ enum SQLiteServerSchema {
                 value TEXT NOT NULL
             ) STRICT;
             INSERT INTO server_meta (key, value) VALUES ('history_epoch', lower(hex(randomblob(16))));
+            """)
+    }
+
+    /// Definitions (habits and goals, triggers, saved meals, profile, preferences) are a record
+    /// type too. SQLite cannot change a CHECK constraint: the table is rebuilt with every row kept.
+    private static func recordsWithDefinitions(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE records_v3 (
+                user_id TEXT NOT NULL REFERENCES users(id),
+                seq INTEGER NOT NULL,                   -- the user's change number: a new version or a deletion gets a new one
+                record_id TEXT NOT NULL,                -- UUID, lower case
+                version INTEGER NOT NULL CHECK (version >= 1),
+                type TEXT NOT NULL CHECK (type IN ('workout', 'sleep', 'habit', 'measurement', 'definition')),
+                start_time REAL NOT NULL,               -- Unix epoch seconds (UTC); 0 for a tombstone
+                end_time REAL NOT NULL,
+                body TEXT,                              -- the record as canonical JSON; NULL: deleted (a tombstone)
+                device_id TEXT NOT NULL REFERENCES devices(id),  -- the uploader of this version, or the deleter
+                received_at TEXT NOT NULL,
+                active_s REAL NOT NULL DEFAULT 0,       -- what the record adds to summaries
+                distance_m REAL NOT NULL DEFAULT 0,
+                energy_kcal REAL NOT NULL DEFAULT 0,
+                sleep_s REAL NOT NULL DEFAULT 0,
+                UNIQUE (user_id, record_id)
+            ) STRICT;
+            INSERT INTO records_v3 SELECT user_id, seq, record_id, version, type, start_time, end_time, body, device_id,
+                received_at, active_s, distance_m, energy_kcal, sleep_s FROM records;
+            DROP TABLE records;
+            ALTER TABLE records_v3 RENAME TO records;
+            CREATE UNIQUE INDEX records_by_user_seq ON records(user_id, seq);
+            CREATE INDEX records_by_user_start ON records(user_id, start_time);
             """)
     }
 

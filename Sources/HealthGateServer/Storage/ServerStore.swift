@@ -144,7 +144,7 @@ public struct RecordFigures: Sendable, Equatable {
             self.init(activeS: w.timerS ?? w.elapsedS, distanceM: w.distanceM ?? 0, energyKcal: w.energyKcal ?? 0)
         case .sleep(let s):
             self.init(sleepS: s.totalSleepS)
-        case .habit, .measurement:
+        case .habit, .measurement, .definition:
             self.init()
         }
     }
