@@ -51,12 +51,7 @@ final class DaemonProcess {
         return false
     }
 
-    deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
+    deinit { end(process, signal: SIGKILL) }
 }
 
 /// A TCP port on 127.0.0.1 that nothing listens on now, below the kernel's ephemeral range

@@ -349,8 +349,7 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
                 usleep(5_000)
                 depth = try connection.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM outbox") ?? 0 }
             }
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            end(process, signal: SIGKILL)
         }
         let left = try await a.store.outboxDepth()
         #expect(left > 0 && left < start, "killed with \(left) of \(start) left")

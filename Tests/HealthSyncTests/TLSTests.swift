@@ -67,8 +67,7 @@ import TestSupport
         }
 
         func stop() {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            end(process, signal: SIGKILL)
             try? FileManager.default.removeItem(atPath: folder)
         }
     }

@@ -183,10 +183,7 @@ public final class BLEPeer: @unchecked Sendable {
     public func stop() {
         if controlFD >= 0 { close(controlFD); controlFD = -1 }
         try? stdin.fileHandleForWriting.close()
-        if process.isRunning { process.terminate() }
-        let deadline = Date().addingTimeInterval(5)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        end(process)
         try? FileManager.default.removeItem(at: directory)
     }
 

@@ -58,8 +58,7 @@ public final class HostileProxy: @unchecked Sendable {
 
     public func stop() {
         try? stdin.fileHandleForWriting.close()
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+        end(process)
         try? FileManager.default.removeItem(atPath: folder)
     }
 

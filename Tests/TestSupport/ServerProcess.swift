@@ -82,8 +82,7 @@ public final class ServerProcess: @unchecked Sendable {
     /// Kills the server at once (SIGKILL: no clean shutdown) and starts it again on the same
     /// port and database.
     public func crashAndRestart() throws {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        end(process, signal: SIGKILL)
         try start(port: url.port ?? 0)
     }
 
@@ -100,12 +99,10 @@ public final class ServerProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
-    public func stop() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
-    }
+    /// Stops the server (SIGTERM, SIGKILL after 5 s) from synchronous code.
+    public func stop() { end(process) }
 
-    deinit { stop() }
+    /// A server nobody holds any more is killed at once: nothing waits for its graceful shutdown,
+    /// which may wait for a connection of this process (see ``end(_:signal:grace:)``).
+    deinit { end(process, signal: SIGKILL) }
 }
