@@ -158,7 +158,7 @@ public final class Forwarder: Sendable {
                     let batch = try await encodeBatch(entries)
                     readUpTo = batch.lastSeq
                     if !batch.missing.isEmpty || !batch.givenUp.isEmpty {
-                        // Replaced or deleted since: nothing to send. Unreadable or too large for the
+                        // No longer stored: nothing to send. Unreadable or too large for the
                         // protocol: kept as dead letters.
                         try await store.settle(acknowledged: batch.missing, refused: batch.givenUp)
                         settled += batch.missing.count + batch.givenUp.count
@@ -241,7 +241,7 @@ public final class Forwarder: Sendable {
         var bytes = 0
         let encoder = SyncJSONEncoder()
         for (entry, content) in zip(entries, try await store.records(for: entries)) {
-            let record: HealthRecord
+            let wire: WireRecord
             switch content {
             case .gone:
                 batch.missing.append(entry.seq)
@@ -251,10 +251,12 @@ public final class Forwarder: Sendable {
                 batch.givenUp.append((entry.seq, reason))
                 batch.lastSeq = entry.seq
                 continue
-            case .record(let r):
-                record = r
+            case .record(let record):
+                wire = WireRecord(record)
+            case .tombstone(let type, let id, let version):
+                wire = WireRecord(tombstone: id, type: type, version: version)
             }
-            let body = ByteBuffer(bytes: try encoder.encode(WireRecord(record)))
+            let body = ByteBuffer(bytes: try encoder.encode(wire))
             guard body.readableBytes < SyncAPI.maxBodyBytes - 64 else {
                 batch.givenUp.append((entry.seq, "\(body.readableBytes) bytes: larger than an upload can be (\(SyncAPI.maxBodyBytes) bytes)"))
                 batch.lastSeq = entry.seq
