@@ -193,10 +193,14 @@ extension HealthStore {
     /// when the version held here is not newer: at equal versions the tombstone wins, as on the
     /// server (a record held here as a tombstone is not brought back by data of its version).
     @discardableResult
+    ///
+    /// `serverKept`: records another device uploaded, which the server holds as their latest
+    /// version: each replaces data of the same version held here (two installs that edited one
+    /// version offline end with the version the server stored first), but not a tombstone of it.
     public func writePulled(_ records: [HealthRecord], deletions: [PulledDeletion] = [], held: [HeldRecord] = [], cursor: Int64,
-                            epoch: String? = nil) async throws -> WriteResult {
+                            epoch: String? = nil, serverKept: Set<RecordID> = []) async throws -> WriteResult {
         try await writing { db in
-            var result = try RecordWriter(db: db).write(records, importHash: nil, enqueue: false)
+            var result = try RecordWriter(db: db).write(records, importHash: nil, enqueue: false, replacingEqual: serverKept)
             let now = ISO8601.string(Date())
             let writer = RecordWriter(db: db)
             for deletion in deletions {

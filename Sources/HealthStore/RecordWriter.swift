@@ -14,15 +14,22 @@ struct RecordWriter {
     let now = ISO8601.string(Date())
 
     /// `enqueue: false` for records that came from the server (they are there already).
-    func write(_ records: [HealthRecord], importHash: String?, enqueue: Bool = true) throws -> WriteResult {
+    /// `replacingEqual`: records that replace data (not a tombstone) of their own version.
+    func write(_ records: [HealthRecord], importHash: String?, enqueue: Bool = true, replacingEqual: Set<RecordID> = []) throws
+        -> WriteResult {
         var result = WriteResult()
         for record in records {
             let table = Self.table(of: record.type)
-            let existing = try Int.fetchOne(db.cachedStatement(sql: "SELECT version FROM \(table) WHERE id = ?"),
-                                            arguments: [record.id.description])
-            if let existing, existing >= record.version {
-                result.unchanged += 1
-                continue
+            let state = try Row.fetchOne(db.cachedStatement(sql: "SELECT version, deleted FROM \(table) WHERE id = ?"),
+                                         arguments: [record.id.description])
+            let existing: Int? = state?["version"]
+            if let state, let existing, existing >= record.version {
+                var replaces = existing == record.version && (state["deleted"] as Int) == 0 && replacingEqual.contains(record.id)
+                if replaces { replaces = try RowDecoder.record(db, type: record.type, id: record.id.description) != record }
+                if !replaces {
+                    result.unchanged += 1
+                    continue
+                }
             }
             if existing != nil {
                 try keepVersion(type: record.type, id: record.id.description)

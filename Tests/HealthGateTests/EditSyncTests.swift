@@ -138,6 +138,28 @@ import TestSupport
         try await race(deleterFirst: false, email: "race2@example.org")
     }
 
+    /// Two installs edit the same version offline: whichever syncs first is the version the
+    /// server keeps, and the other install takes it when it pulls.
+    @Test func twoEditsOfOneVersionConvergeOnTheFirstStored() async throws {
+        let server = try await ServerProcess.start()
+        defer { server.stop() }
+        let db = try await installs(2, on: server, email: "edits@example.org")
+        let (a, b) = (db[0], db[1])
+        let id = try await logDrink(330, on: a, at: t0)
+        try await sync(a)
+        try await sync(b)
+        try await succeed(["edit", id, "--value", "500", "--note", "from A"], a)
+        try await succeed(["edit", id, "--value", "750"], b)
+        try await sync(b)
+        try await sync(a)
+        try await sync(b)
+        for install in [a, b] {
+            let event = try #require(try await events(install)[id])
+            #expect(event.version == 2 && event.value == 750 && event.note == nil, "B's edit was stored first")
+        }
+        #expect(try await HealthStore(path: a.dbPath).outboxDepth() == 0)
+    }
+
     @Test func anEditedAndADeletedImportedWorkoutSyncAndStaySo() async throws {
         let server = try await ServerProcess.start()
         defer { server.stop() }
