@@ -186,6 +186,8 @@ import TestSupport
             #expect(workouts.first?.energyKcal == 432 && workouts.first?.distanceM == 5000 && workouts.first?.sport == "trail_running")
             #expect(workouts.first?.version == 2 && (workouts.first?.samples ?? 0) > 0, "the series stay")
             #expect(try await versions(gone, install) == ["2-deleted", "1"])
+            let shown = try await run(["show", gone], install)
+            #expect(shown.status == 1 && shown.stderr.contains("no workout with id \(gone)"), "a deleted workout is not shown")
         }
     }
 
