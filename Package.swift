@@ -90,7 +90,7 @@ let package = Package(
         .target(name: "SyncProtocol", dependencies: ["HealthModel"], path: "Sources/SyncProtocol"),
 
         // SQLite store: migrations, writes, queries, import ledger, outbox.
-        .target(name: "HealthStore", dependencies: ["HealthModel", "LinuxAdapters", .product(name: "GRDB", package: "GRDB.swift"),
+        .target(name: "HealthStore", dependencies: ["HealthModel", "SyncProtocol", "LinuxAdapters", .product(name: "GRDB", package: "GRDB.swift"),
                                                     .product(name: "GRDBSQLite", package: "GRDB.swift")],
                 path: "Sources/HealthStore"),
         // The forwarder: drains the outbox to the tracking server and pulls the merged history;

@@ -19,7 +19,9 @@ public struct OutboxEntry: Sendable, Equatable {
 public enum OutboxContent: Sendable, Equatable {
     /// The record, to send.
     case record(HealthRecord)
-    /// Replaced or deleted since it was queued: nothing to send.
+    /// Deleted: its tombstone (type, id and the version of the deletion), to send.
+    case tombstone(type: RecordType, id: String, version: Int)
+    /// No longer stored (never written, or erased): nothing to send.
     case gone
     /// There, but this version cannot read it (a type or kind a newer install wrote): kept, and
     /// given up as a dead letter with this reason until an upgrade can send it.
@@ -188,14 +190,25 @@ extension HealthStore {
     /// what was stored are dropped, and the history cursor (and the server's cursor epoch) saved,
     /// so a crash never skips or repeats a page and nothing the cursor moved past is lost.
     /// Tombstones (records deleted on another device or on request) mark the record deleted here
-    /// when the version held here is not newer.
+    /// when the version held here is not newer: at equal versions the tombstone wins, as on the
+    /// server (a record held here as a tombstone is not brought back by data of its version).
     @discardableResult
+    ///
+    /// `serverKept`: records another device uploaded, which the server holds as their latest
+    /// version: each replaces data of the same version held here (two installs that edited one
+    /// version offline end with the version the server stored first), but not a tombstone of it.
     public func writePulled(_ records: [HealthRecord], deletions: [PulledDeletion] = [], held: [HeldRecord] = [], cursor: Int64,
-                            epoch: String? = nil) async throws -> WriteResult {
+                            epoch: String? = nil, serverKept: Set<RecordID> = []) async throws -> WriteResult {
         try await writing { db in
-            var result = try RecordWriter(db: db).write(records, importHash: nil, enqueue: false)
+            var result = try RecordWriter(db: db).write(records, importHash: nil, enqueue: false, replacingEqual: serverKept)
             let now = ISO8601.string(Date())
+            let writer = RecordWriter(db: db)
             for deletion in deletions {
+                let table = RecordWriter.table(of: deletion.type)
+                if try Bool.fetchOne(db, sql: "SELECT 1 FROM \(table) WHERE id = ? AND version <= ? AND deleted = 0",
+                                     arguments: [deletion.id, deletion.version]) != nil {
+                    try writer.keepVersion(type: deletion.type, id: deletion.id)
+                }
                 try db.execute(sql: """
                     UPDATE \(RecordWriter.table(of: deletion.type)) SET deleted = 1, version = ?, updated_at = ?
                     WHERE id = ? AND version <= ? AND deleted = 0

@@ -139,10 +139,11 @@ extension HealthStore {
         }
     }
 
-    /// One workout with its laps, lengths and samples, or nil. `id` may be a unique prefix.
+    /// One workout with its laps, lengths and samples, or nil (also for a deleted one). `id` may
+    /// be a unique prefix.
     public func workout(id: String) async throws -> Workout? {
         try await reading { db in
-            let rows = try Row.fetchAll(db, sql: "SELECT * FROM workouts WHERE id LIKE ? || '%' LIMIT 2",
+            let rows = try Row.fetchAll(db, sql: "SELECT * FROM workouts WHERE id LIKE ? || '%' AND deleted = 0 LIMIT 2",
                                         arguments: [id.lowercased()])
             guard rows.count == 1, let row = rows.first else { return nil }
             return try RowDecoder.workout(db, row)

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import GRDBSQLite
 import HealthModel
+import SyncProtocol
 
 /// Writes records and their outbox rows inside a transaction the caller owns.
 ///
@@ -13,17 +14,25 @@ struct RecordWriter {
     let now = ISO8601.string(Date())
 
     /// `enqueue: false` for records that came from the server (they are there already).
-    func write(_ records: [HealthRecord], importHash: String?, enqueue: Bool = true) throws -> WriteResult {
+    /// `replacingEqual`: records that replace data (not a tombstone) of their own version.
+    func write(_ records: [HealthRecord], importHash: String?, enqueue: Bool = true, replacingEqual: Set<RecordID> = []) throws
+        -> WriteResult {
         var result = WriteResult()
         for record in records {
             let table = Self.table(of: record.type)
-            let existing = try Int.fetchOne(db.cachedStatement(sql: "SELECT version FROM \(table) WHERE id = ?"),
-                                            arguments: [record.id.description])
-            if let existing, existing >= record.version {
-                result.unchanged += 1
-                continue
+            let state = try Row.fetchOne(db.cachedStatement(sql: "SELECT version, deleted FROM \(table) WHERE id = ?"),
+                                         arguments: [record.id.description])
+            let existing: Int? = state?["version"]
+            if let state, let existing, existing >= record.version {
+                var replaces = existing == record.version && (state["deleted"] as Int) == 0 && replacingEqual.contains(record.id)
+                if replaces { replaces = try RowDecoder.record(db, type: record.type, id: record.id.description) != record }
+                if !replaces {
+                    result.unchanged += 1
+                    continue
+                }
             }
             if existing != nil {
+                try keepVersion(type: record.type, id: record.id.description)
                 try run("DELETE FROM \(table) WHERE id = ?", [record.id.description])
                 result.updated += 1
             } else {
@@ -131,10 +140,43 @@ struct RecordWriter {
         try db.cachedStatement(sql: sql).execute(arguments: arguments)
     }
 
-    private func enqueue(_ type: RecordType, id: RecordID, version: Int) throws {
+    func enqueue(_ type: RecordType, id: RecordID, version: Int) throws {
+        try enqueue(type, id: id.description, version: version)
+    }
+
+    func enqueue(_ type: RecordType, id: String, version: Int) throws {
         try run("""
             INSERT INTO outbox (record_type, record_id, version, enqueued_at) VALUES (?, ?, ?, ?)
-            """, [type.rawValue, id.description, version, now])
+            """, [type.rawValue, id, version, now])
+    }
+
+    /// Keeps the stored version of `id` (before it is replaced or deleted) in `record_versions`,
+    /// for `HealthStore.history(id:)`. A version kept before stays as it was.
+    func keepVersion(type: RecordType, id: String) throws {
+        guard let current = try versionJSON(type: type, id: id) else { return }
+        try run("""
+            INSERT OR IGNORE INTO record_versions (record_id, version, record_type, deleted, body, replaced_at)
+            VALUES (?, ?, ?, ?, ?, ?)
+            """, [id, current.version, type.rawValue, current.deleted ? 1 : 0, current.json, now])
+    }
+
+    /// The stored version of `id` as the sync protocol's record JSON (a tombstone when deleted;
+    /// a workout without its series), or nil when there is no such row or this version cannot
+    /// read it.
+    func versionJSON(type: RecordType, id: String) throws -> (version: Int, deleted: Bool, json: String)? {
+        let state = try Row.fetchOne(db.cachedStatement(sql: "SELECT version, deleted FROM \(Self.table(of: type)) WHERE id = ?"),
+                                     arguments: [id])
+        guard let state else { return nil }
+        let version: Int = state["version"]
+        let wire: WireRecord
+        if (state["deleted"] as Int) != 0 {
+            wire = WireRecord(tombstone: id, type: type, version: version)
+        } else {
+            guard let record = try RowDecoder.record(db, type: type, id: id, series: false) else { return nil }
+            wire = WireRecord(record)
+        }
+        let json = String(decoding: try SyncJSONEncoder().encode(wire), as: UTF8.self)
+        return (version, wire.deleted, json)
     }
 
     private func insertSamples(_ samples: [Sample], workoutID: String, from offset: Int = 0) throws {

@@ -8,8 +8,20 @@ enum RowDecoder {
         Source(driver: row["source_driver"], device: row["source_device"], file: row["source_file"])
     }
 
-    static func workout(_ db: Database, _ row: Row) throws -> Workout {
+    /// A workout row with its laps, lengths, samples and RR intervals (none of them when `series` is false).
+    static func workout(_ db: Database, _ row: Row, series: Bool = true) throws -> Workout {
         let workoutID: String = row["id"]
+        guard series else {
+            return Workout(id: RecordID(string: workoutID)!, version: row["version"], sport: row["sport"],
+                           subSport: row["sub_sport"], start: date(row["start_time"]), end: date(row["end_time"]),
+                           elapsedS: row["elapsed_s"], timerS: row["timer_s"], distanceM: row["distance_m"],
+                           energyKcal: row["energy_kcal"],
+                           energySource: (row["energy_source"] as String?).flatMap(EnergySource.init(rawValue:)),
+                           avgHeartRate: row["avg_hr"], maxHeartRate: row["max_hr"], ascentM: row["ascent_m"],
+                           descentM: row["descent_m"],
+                           multisportID: (row["multisport_id"] as String?).flatMap(RecordID.init(string:)),
+                           laps: [], samples: [], rrIntervals: [], lengths: [], source: source(row))
+        }
         let laps = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM laps WHERE workout_id = ? ORDER BY lap_index"),
                                     arguments: [workoutID]).map { r in
             Lap(start: date(r["start_time"]), end: date(r["end_time"]), elapsedS: r["elapsed_s"], timerS: r["timer_s"],
@@ -126,9 +138,13 @@ enum RowDecoder {
                    source: Source(driver: row[9], device: row[10], file: row[11]))
     }
 
-    /// The stored record of `type` with `id` as an outbox sends it: the record, gone, or
-    /// unreadable by this version (a measurement kind a newer install wrote).
+    /// The stored record of `type` with `id` as an outbox sends it: the record, its tombstone
+    /// (deleted), gone, or unreadable by this version (a measurement kind a newer install wrote).
     static func content(_ db: Database, type: RecordType, id: String) throws -> OutboxContent {
+        let state = try Row.fetchOne(db.cachedStatement(sql: "SELECT version, deleted FROM \(RecordWriter.table(of: type)) WHERE id = ?"),
+                                     arguments: [id])
+        guard let state else { return .gone }
+        if (state["deleted"] as Int) != 0 { return .tombstone(type: type, id: id, version: state["version"]) }
         if type == .definition {
             guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(definitionColumns) FROM definitions WHERE id = ?"),
                                              arguments: [id]) else { return .gone }
@@ -149,7 +165,7 @@ enum RowDecoder {
     }
 
     /// The stored record of `type` with `id`, or nil.
-    static func record(_ db: Database, type: RecordType, id: String) throws -> HealthRecord? {
+    static func record(_ db: Database, type: RecordType, id: String, series: Bool = true) throws -> HealthRecord? {
         let table = RecordWriter.table(of: type)
         let columns = switch type {
         case .measurement: measurementColumns
@@ -160,7 +176,7 @@ enum RowDecoder {
         guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(columns) FROM \(table) WHERE id = ?"),
                                          arguments: [id]) else { return nil }
         switch type {
-        case .workout: return .workout(try workout(db, row))
+        case .workout: return .workout(try workout(db, row, series: series))
         case .sleep: return .sleep(try sleep(db, row))
         case .habit: return .habit(habit(row))
         case .measurement: return measurement(row).map { .measurement($0) }

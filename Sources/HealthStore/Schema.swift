@@ -14,6 +14,7 @@ enum Schema {
         migrator.registerMigration("v5-held-records", migrate: createHeldRecords)
         migrator.registerMigration("v6-import-progress", migrate: importLedgerWithProgress)
         migrator.registerMigration("v7-definitions", migrate: createDefinitions)
+        migrator.registerMigration("v8-record-versions", migrate: createRecordVersions)
         return migrator
     }
 
@@ -323,6 +324,24 @@ enum Schema {
                 received_at TEXT NOT NULL
             ) STRICT;
             CREATE INDEX held_records_by_record ON held_records(record_id);
+            """)
+    }
+
+    /// The versions a record had before it was edited, deleted or replaced (by a pull, or an
+    /// import of a newer version), for `healthgate history`: each as the sync protocol's record
+    /// JSON, the one encoding of a whole record HealthGate has (a workout without its series,
+    /// which an edit never changes). The stored row is the newest version; this table the others.
+    private static func createRecordVersions(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE record_versions (
+                record_id TEXT NOT NULL,
+                version INTEGER NOT NULL,
+                record_type TEXT NOT NULL,
+                deleted INTEGER NOT NULL CHECK (deleted IN (0, 1)),
+                body TEXT NOT NULL,                     -- {"data":...,"id","type","version"} or {"deleted":true,...}
+                replaced_at TEXT NOT NULL,
+                PRIMARY KEY (record_id, version)
+            ) STRICT, WITHOUT ROWID;
             """)
     }
 }

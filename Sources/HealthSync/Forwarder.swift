@@ -105,19 +105,23 @@ public final class Forwarder: Sendable {
     public let store: HealthStore
     public let client: SyncClient
     public let token: String
+    /// This install's device id on the server (from its login): a pulled version another device
+    /// uploaded replaces data of the same version held here (the server kept that one).
+    public let deviceId: String?
     public let configuration: Configuration
     /// Applied to pulled records as to every record stored here.
     public let validator: RecordValidator
     private let sleep: @Sendable (Duration) async throws -> Void
     private let random: @Sendable () -> Double
 
-    public init(store: HealthStore, client: SyncClient, token: String, configuration: Configuration = Configuration(),
+    public init(store: HealthStore, client: SyncClient, token: String, deviceId: String? = nil, configuration: Configuration = Configuration(),
                 validator: RecordValidator = RecordValidator(),
                 sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
                 random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }) {
         self.store = store
         self.client = client
         self.token = token
+        self.deviceId = deviceId
         self.configuration = configuration
         self.validator = validator
         self.sleep = sleep
@@ -158,7 +162,7 @@ public final class Forwarder: Sendable {
                     let batch = try await encodeBatch(entries)
                     readUpTo = batch.lastSeq
                     if !batch.missing.isEmpty || !batch.givenUp.isEmpty {
-                        // Replaced or deleted since: nothing to send. Unreadable or too large for the
+                        // No longer stored: nothing to send. Unreadable or too large for the
                         // protocol: kept as dead letters.
                         try await store.settle(acknowledged: batch.missing, refused: batch.givenUp)
                         settled += batch.missing.count + batch.givenUp.count
@@ -241,7 +245,7 @@ public final class Forwarder: Sendable {
         var bytes = 0
         let encoder = SyncJSONEncoder()
         for (entry, content) in zip(entries, try await store.records(for: entries)) {
-            let record: HealthRecord
+            let wire: WireRecord
             switch content {
             case .gone:
                 batch.missing.append(entry.seq)
@@ -251,10 +255,12 @@ public final class Forwarder: Sendable {
                 batch.givenUp.append((entry.seq, reason))
                 batch.lastSeq = entry.seq
                 continue
-            case .record(let r):
-                record = r
+            case .record(let record):
+                wire = WireRecord(record)
+            case .tombstone(let type, let id, let version):
+                wire = WireRecord(tombstone: id, type: type, version: version)
             }
-            let body = ByteBuffer(bytes: try encoder.encode(WireRecord(record)))
+            let body = ByteBuffer(bytes: try encoder.encode(wire))
             guard body.readableBytes < SyncAPI.maxBodyBytes - 64 else {
                 batch.givenUp.append((entry.seq, "\(body.readableBytes) bytes: larger than an upload can be (\(SyncAPI.maxBodyBytes) bytes)"))
                 batch.lastSeq = entry.seq
@@ -402,16 +408,22 @@ public final class Forwarder: Sendable {
                 throw SyncError.invalidResponse("the history did not advance past cursor \(cursor) although it says there is more")
             }
             var records: [HealthRecord] = []
+            var serverKept: Set<RecordID> = []
             var deletions: [PulledDeletion] = []
             var held: [HeldRecord] = []
             for raw in page.records {
                 switch admit(raw.bytes) {
-                case .store(let record): records.append(record)
+                case .store(let record, let uploader):
+                    records.append(record)
+                    // Another device's version is the one the server kept, also against data of
+                    // the same version made here (two edits of one version: the first stored wins).
+                    if let deviceId, let uploader, uploader != deviceId { serverKept.insert(record.id) }
                 case .delete(let deletion): deletions.append(deletion)
                 case .hold(let hold): held.append(hold)
                 }
             }
-            let written = try await store.writePulled(records, deletions: deletions, held: held, cursor: page.next, epoch: epoch)
+            let written = try await store.writePulled(records, deletions: deletions, held: held, cursor: page.next, epoch: epoch,
+                                                      serverKept: serverKept)
             report.pages += 1
             report.received += page.records.count
             report.stored += written.stored
@@ -433,7 +445,7 @@ public final class Forwarder: Sendable {
         var still: [(number: Int64, reason: String)] = []
         for h in held {
             switch admit(Array(h.body.utf8)) {
-            case .store(let record): ready.append((h.number, record))
+            case .store(let record, _): ready.append((h.number, record))
             case .hold(let again): still.append((h.number, again.reason))
             // Only a tombstone of an unknown type is held: still unknown, or this would not be held.
             case .delete: still.append((h.number, h.reason))
@@ -445,7 +457,8 @@ public final class Forwarder: Sendable {
 
     /// What becomes of a pulled record.
     enum Admission {
-        case store(HealthRecord)
+        /// A record to store, with the device that uploaded it (when the page says).
+        case store(HealthRecord, uploader: String?)
         case delete(PulledDeletion)
         case hold(HeldRecord)
     }
@@ -478,7 +491,7 @@ public final class Forwarder: Sendable {
         do { try validator.validate(record) } catch let error as ValidationError { return hold(error.reason) } catch {
             return hold("\(error)")
         }
-        return .store(record)
+        return .store(record, uploader: wire.deviceId)
     }
 
     /// What can be read of a record's envelope when the record itself cannot.

@@ -95,7 +95,8 @@ public final class ForwarderService: Service, Sendable {
         forwarding.maxBytes = settings.batchBytes
         forwarding.concurrentUploads = settings.concurrentUploads
         forwarding.maxConsecutiveFailures = 4  // then wait for the next cycle, with the error in the status
-        let forwarder = Forwarder(store: store, client: client, token: credentials.token, configuration: forwarding)
+        let forwarder = Forwarder(store: store, client: client, token: credentials.token, deviceId: credentials.deviceId,
+                                  configuration: forwarding)
         var result = ForwarderCycle.Result.cancelled
         var serverWait: Duration?
         do {

@@ -154,7 +154,8 @@ public struct WireRecord: Codable, Sendable, Equatable {
     public var deviceId: String?
     /// In pulled history: the server's change sequence number of this version.
     public var seq: Int64?
-    /// In pulled history: the record was deleted (a tombstone: id, type and version, no data).
+    /// The record was deleted (a tombstone: id, type and version, no data): in pulled history,
+    /// and in uploads (a deletion made on a device).
     public var deleted: Bool
 
     public init(_ record: HealthRecord, deviceId: String? = nil, seq: Int64? = nil) {
@@ -165,6 +166,18 @@ public struct WireRecord: Codable, Sendable, Equatable {
         self.deviceId = deviceId
         self.seq = seq
         deleted = false
+    }
+
+    /// A tombstone: the record `id` of `type` deleted at `version` (an upload of a deletion, or
+    /// history). At equal versions a tombstone wins over data, on the server and in a pull.
+    public init(tombstone id: String, type: RecordType, version: Int, deviceId: String? = nil, seq: Int64? = nil) {
+        self.id = id
+        self.version = version
+        self.type = type.rawValue
+        data = nil
+        self.deviceId = deviceId
+        self.seq = seq
+        deleted = true
     }
 
     enum CodingKeys: String, CodingKey { case id, version, type, data, deviceId = "device_id", seq, deleted }

@@ -238,7 +238,8 @@ struct SyncCommand: AsyncParsableCommand {
         configuration.longestServerWait = longestWait.duration
         let showProgress = !output.json && Output.stderrIsTerminal
         let report = try await withClient(try credentials.client()) { client in
-            let forwarder = Forwarder(store: store, client: client, token: credentials.token, configuration: configuration)
+            let forwarder = Forwarder(store: store, client: client, token: credentials.token, deviceId: credentials.deviceId,
+                                      configuration: configuration)
             do {
                 let upload = try await forwarder.drain { p in
                     if showProgress { Output.stderr("\r\u{1B}[2Kuploading: \(p.settled)/\(p.total) records") }

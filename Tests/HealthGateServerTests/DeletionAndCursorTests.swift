@@ -122,3 +122,48 @@ import TestSupport
         #expect(try await again.history().epoch == epoch)
     }
 }
+
+/// Deletions uploaded by devices (tombstones in `POST /v1/records`), by version: a higher
+/// version wins whether data or tombstone, and at equal versions the tombstone wins.
+@Suite struct UploadedTombstoneTests {
+    func tombstone(_ record: WireRecord, version: Int) -> WireRecord {
+        WireRecord(tombstone: record.id, type: RecordType(rawValue: record.type)!, version: version)
+    }
+
+    @Test func aTombstoneWinsByVersionAndAtAnEqualOne() async throws {
+        let server = try await ServerProcess.start()
+        defer { server.stop() }
+        let (laptop, _) = try await APIClient(server).account("tess@example.org", device: "laptop")
+        let water = Make.habit("water", time: "2026-03-02T10:00:00Z")
+        #expect(try await laptop.uploadStatuses([water]) == [.accepted])
+        // The same version deleted (an edit elsewhere made data of version 2 too: the deletion wins).
+        let edited = Make.habit("water", version: 2, time: "2026-03-02T10:00:00Z", value: 500)
+        #expect(try await laptop.uploadStatuses([edited, tombstone(water, version: 2)]) == [.accepted, .accepted])
+        #expect(try await laptop.uploadStatuses([edited, tombstone(water, version: 2), tombstone(water, version: 1)])
+            == [.duplicate, .duplicate, .duplicate])
+        let history = try await laptop.allHistory()
+        #expect(history.count == 1 && history[0].deleted && history[0].version == 2)
+        let summary = try await laptop.summaries("period=year").decode(SummaryResponse.self)
+        #expect(summary.buckets.isEmpty, "a tombstone counts for nothing")
+        // A newer version brings it back.
+        #expect(try await laptop.uploadStatuses([Make.habit("water", version: 3, time: "2026-03-02T10:00:00Z")]) == [.accepted])
+        #expect(try await laptop.allHistory().map(\.deleted) == [false])
+
+        // A tombstone of an id the server never had is kept: its older data, uploaded later, stays out.
+        let tea = Make.habit("tea", version: 1, time: "2026-03-02T11:00:00Z")
+        #expect(try await laptop.uploadStatuses([tombstone(tea, version: 2), tea]) == [.accepted, .duplicate])
+        #expect(try await laptop.allHistory().filter { !$0.deleted }.count == 1)
+
+        // A tombstone must name a known type, a UUID and a version in range.
+        let bad = try await laptop.send(.POST, "/v1/records", body: Data("""
+            {"records":[{"id":"\(tea.id)","version":3,"type":"meal","deleted":true},
+                        {"id":"not-a-uuid","version":3,"type":"habit","deleted":true},
+                        {"id":"\(tea.id)","version":0,"type":"habit","deleted":true}]}
+            """.utf8))
+        let results = try bad.decode(UploadResponse.self).results
+        #expect(results.map(\.status) == [.rejected, .rejected, .rejected])
+        #expect(results[0].reason?.contains("unknown record type 'meal'") == true)
+        #expect(results[1].reason?.contains("is not a UUID") == true)
+        #expect(results[2].reason?.contains("version 0 is outside") == true)
+    }
+}

@@ -204,7 +204,7 @@ import TestSupport
         #expect(incoming.id == Make.id("run").description && incoming.version == 1 && incoming.type == .workout)
         #expect(incoming.figures == RecordFigures(activeS: 1700, distanceM: 5000, energyKcal: 300))
         // The stored body is the record as the protocol encodes it: it decodes back to the same record.
-        let decoded = try SyncAPI.decoder().decode(Workout.self, from: Data(incoming.body.utf8))
+        let decoded = try SyncAPI.decoder().decode(Workout.self, from: Data(try #require(incoming.body).utf8))
         #expect(HealthRecord.workout(decoded) == run.data)
 
         var upper = run

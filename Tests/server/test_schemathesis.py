@@ -28,6 +28,7 @@ import collections
 import itertools
 import json
 import os
+import uuid
 import select
 import signal
 import subprocess
@@ -40,6 +41,7 @@ import pytest
 import schemathesis
 import yaml
 import hypothesis
+import jsonschema
 from hypothesis import HealthCheck, Phase, settings
 from openapi_spec_validator import validate
 from schemathesis import GenerationMode
@@ -311,6 +313,36 @@ def test_unknown_routes_and_methods_answer_json(server):
     assert status == 405 and body["error"]["code"] == "method_not_allowed"
     status, body = server.request("GET", "/v1/records/6f1c0d8e-3b5a-4c1e-9a57-000000000001")
     assert status == 405 and body["error"]["code"] == "method_not_allowed"
+
+
+def test_definitions_and_uploaded_tombstones_conform(server):
+    """A definition (its id derived from kind and name) and a device's deletion upload as the
+    document says; in history the definition has its shape and the deletion is a tombstone. At
+    equal versions the tombstone wins; older data after it is a duplicate."""
+    account = server.throwaway()
+    namespace = uuid.UUID("6f1c0d8e-3b5a-4c1e-9a57-2f4d8b6e1a93")
+    habit_id = str(uuid.uuid5(namespace, "definition|habit|reading"))
+    definition = {"id": habit_id, "version": 1, "type": "definition",
+                  "data": {"id": habit_id, "version": 1, "name": "Reading", "time": "2025-03-01T09:00:00Z", "kind": "habit",
+                           "habit": {"value_kind": "numeric", "unit": "pages",
+                                     "target": {"amount": 20, "period": "day", "direction": "at_least"}},
+                           "source": {"driver": "manual"}}}
+    drink = sample_records(1)[2]
+    tombstone = {"id": drink["id"], "version": 1, "type": "habit", "deleted": True}
+    body = {"records": [definition, tombstone, drink]}
+    document = yaml.safe_load(SPEC.read_text())
+    components = document["components"]["schemas"]
+    resolver = jsonschema.RefResolver.from_schema(document)
+    jsonschema.validate(body, components["UploadRequest"], resolver=resolver)
+    status, answer = server.request("POST", "/v1/records", body, token=account.token)
+    assert status == 200, answer
+    assert [r["status"] for r in answer["results"]] == ["accepted", "accepted", "duplicate"], answer
+    status, page = server.request("GET", "/v1/records?after=0", token=account.token)
+    assert status == 200, page
+    jsonschema.validate(page, components["HistoryPage"], resolver=resolver)
+    latest = {r["id"]: r for r in page["records"]}
+    assert latest[habit_id]["data"]["habit"]["target"]["amount"] == 20
+    assert latest[drink["id"]]["deleted"] is True and "data" not in latest[drink["id"]]
 
 
 def test_the_document_is_valid_openapi():

@@ -17,6 +17,7 @@ public struct UploadChecker: Sendable {
 
     /// The record ready to store, or why it is rejected.
     public func check(_ wire: WireRecord, now: Date) -> Result<IncomingRecord, UploadRejection> {
+        if wire.deleted { return Self.checkTombstone(wire) }
         let record: HealthRecord
         do {
             record = try wire.record()
@@ -39,6 +40,25 @@ public struct UploadChecker: Sendable {
         return .success(IncomingRecord(id: record.id.description, version: record.version, type: record.type,
                                        start: record.start, end: record.end, body: String(decoding: body, as: UTF8.self),
                                        figures: figures))
+    }
+
+    /// A deletion made on a device (`"deleted": true`, no `data`): a known type, a UUID and a
+    /// version in range. Stored as a tombstone; see ``ServerStore/upsert(_:userId:deviceId:now:)``
+    /// for which version wins.
+    static func checkTombstone(_ wire: WireRecord) -> Result<IncomingRecord, UploadRejection> {
+        guard let type = RecordType(rawValue: wire.type) else {
+            return .failure(UploadRejection(reason: "unknown record type '\(wire.type)' (workout, sleep, habit, measurement or definition)"))
+        }
+        guard let id = RecordID(string: wire.id.lowercased()) else {
+            return .failure(UploadRejection(reason: "id \(wire.id) is not a UUID"))
+        }
+        guard PhysicalLimits.versions.contains(wire.version) else {
+            return .failure(UploadRejection(
+                reason: "version \(wire.version) is outside \(PhysicalLimits.versions.lowerBound)...\(PhysicalLimits.versions.upperBound)"))
+        }
+        let epoch = Date(timeIntervalSince1970: 0)
+        return .success(IncomingRecord(id: id.description, version: wire.version, type: type, start: epoch, end: epoch, body: nil,
+                                       figures: RecordFigures()))
     }
 
     /// What a record adds to summaries must be a real amount: from 0 to 10^12 (seconds, metres,

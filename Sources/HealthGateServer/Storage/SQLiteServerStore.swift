@@ -280,7 +280,7 @@ public final class SQLiteServerStore: ServerStore {
             var outcomes: [UpsertOutcome] = []
             outcomes.reserveCapacity(records.count)
             var counter = try Self.changeCounter(db, userId: userId)
-            let find = try db.cachedStatement(sql: "SELECT version FROM records WHERE user_id = ? AND record_id = ?")
+            let find = try db.cachedStatement(sql: "SELECT version, body IS NULL AS gone FROM records WHERE user_id = ? AND record_id = ?")
             let insert = try db.cachedStatement(sql: """
                 INSERT INTO records (user_id, seq, record_id, version, type, start_time, end_time, body, device_id, received_at,
                                      active_s, distance_m, energy_kcal, sleep_s)
@@ -292,8 +292,9 @@ public final class SQLiteServerStore: ServerStore {
                 WHERE user_id = ? AND record_id = ?
                 """)
             for record in records {
-                let stored = try Int.fetchOne(find, arguments: [userId, record.id])
-                if let stored, stored >= record.version {
+                let held = try Row.fetchOne(find, arguments: [userId, record.id])
+                let stored: Int? = held?["version"]
+                if let held, !Self.replaces(record, version: held["version"], tombstone: held["gone"]) {
                     outcomes.append(.duplicate)
                     continue
                 }
@@ -313,6 +314,13 @@ public final class SQLiteServerStore: ServerStore {
             try Self.saveChangeCounter(db, userId: userId, counter)
             return outcomes
         }
+    }
+
+    /// Whether an incoming record (or tombstone) replaces the version held: a higher version
+    /// does; at an equal version only a tombstone over data does (the deletion wins).
+    static func replaces(_ record: IncomingRecord, version: Int, tombstone: Bool) -> Bool {
+        if record.version != version { return record.version > version }
+        return record.body == nil && !tombstone
     }
 
     public func deleteRecord(id: String, userId: String, deviceId: String, now: Date) async throws -> Bool {

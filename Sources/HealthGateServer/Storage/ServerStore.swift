@@ -48,9 +48,11 @@ public protocol ServerStore: Sendable {
     /// Makes `deviceId` the user's only primary device and answers it.
     func markPrimary(deviceId: String, userId: String) async throws -> Device
 
-    /// Stores valid records for one user in one transaction: a new id or a higher version than
-    /// the one held (a tombstone holds the version the record had) is stored with the next
-    /// change number, anything else changes nothing. Answers one outcome per record, in order.
+    /// Stores valid records and tombstones for one user in one transaction: a new id or a higher
+    /// version than the one held (a tombstone holds the version of its deletion) is stored with the
+    /// next change number; at equal versions a tombstone replaces data (a deletion racing an edit
+    /// made offline elsewhere: the deletion wins, as in the client's pull); anything else changes
+    /// nothing. Answers one outcome per record, in order.
     func upsert(_ records: [IncomingRecord], userId: String, deviceId: String, now: Date) async throws -> [UpsertOutcome]
     /// Deletes one of the user's records: it becomes a tombstone (id, type and version kept,
     /// its data gone) with the next change number, so other devices learn of it from history.
@@ -116,8 +118,8 @@ public struct IncomingRecord: Sendable, Equatable {
     public var type: RecordType
     public var start: Date
     public var end: Date
-    /// The record (`data`) as canonical JSON (``SyncAPI/encoder()``).
-    public var body: String
+    /// The record (`data`) as canonical JSON (``SyncAPI/encoder()``); nil for a tombstone.
+    public var body: String?
     /// What the record adds to summaries.
     public var figures: RecordFigures
 }
