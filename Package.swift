@@ -51,7 +51,7 @@ let package = Package(
         // drivers` read it.
         .target(name: "DriverRegistry", dependencies: [
             "DriverKit", "FITDriver", "TCXDriver", "GPXDriver", "ExecDriver", "BLEDriver", "WatchFolderDriver", "MassStorageDriver",
-            "BLEReplayDriver",
+            "BLEReplayDriver", "ManualDriver",
         ], path: "Sources/DriverRegistry"),
         // A small streaming XML reader without DTD or entity expansion (TCX, GPX, Apple Health).
         .target(name: "XMLStream", path: "Sources/XMLStream"),
@@ -72,6 +72,10 @@ let package = Package(
         .target(name: "MassStorageDriver", dependencies: ["DriverKit", "LinuxAdapters"], path: "Drivers/MassStorage",
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
         .target(name: "BLEReplayDriver", dependencies: ["DriverKit", "HealthModel", "BLEDriver", "BLERuntime"], path: "Drivers/BLEReplay",
+                exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
+        // Entries people and scripts type (`healthgate log`, the daemon's `POST /entries`): the pure
+        // entry builder (units, times, definitions) and the `manual` driver.
+        .target(name: "ManualDriver", dependencies: ["HealthModel", "DriverKit"], path: "Drivers/Manual",
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
         // Bluetooth LE: pure decoders of the standard GATT health and fitness profiles.
         .target(name: "GATTProfiles", dependencies: ["HealthModel"], path: "Drivers/BluetoothLE/Profiles"),
@@ -125,14 +129,14 @@ let package = Package(
         // The import pipeline: files through the file importers, the normalizer and the import
         // ledger into the store (ImportPipeline), and the live drivers' sink (StoreSink).
         .target(name: "HealthPipeline", dependencies: [
-            "HealthModel", "DriverKit", "HealthStore", .product(name: "Crypto", package: "swift-crypto"),
+            "HealthModel", "DriverKit", "HealthStore", "ManualDriver", .product(name: "Crypto", package: "swift-crypto"),
         ], path: "Sources/HealthPipeline"),
         // Reports over the stored records: period statistics and the CSV export (`healthgate stats|export`).
         .target(name: "HealthReports", dependencies: ["HealthModel", "HealthStore"], path: "Sources/HealthReports"),
         // The daemon: configuration, services, driver supervisor, driver events, status socket,
         // metrics, systemd notify and reloads.
         .target(name: "HealthGateDaemon", dependencies: [
-            "HealthModel", "DriverKit", "HealthStore", "HealthSync", "HealthPipeline", "LinuxAdapters", "Timing",
+            "HealthModel", "DriverKit", "HealthStore", "HealthSync", "HealthPipeline", "LinuxAdapters", "Timing", "ManualDriver",
             .product(name: "TOMLKit", package: "TOMLKit"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -144,7 +148,7 @@ let package = Package(
         ], path: "Sources/HealthGateDaemon"),
         .executableTarget(name: "healthgate", dependencies: [
             "HealthPipeline", "HealthReports", "HealthGateDaemon", "HealthModel", "HealthStore", "HealthSync", "SyncProtocol", "DriverKit",
-            "DriverRegistry", "LinuxAdapters",
+            "DriverRegistry", "LinuxAdapters", "ManualDriver",
             "FITDriver", "BLEHost", "BLERuntime", "GATTProfiles", "BLEDriver",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
@@ -187,6 +191,7 @@ let package = Package(
         ]),
         // The contract itself: typed settings, every driver's sample and README, the registry.
         .testTarget(name: "DriverContractTests", dependencies: ["DriverKit", "DriverRegistry", "HealthGateDaemon", "TestSupport"]),
+        .testTarget(name: "ManualDriverTests", dependencies: ["ManualDriver", "DriverKit", "HealthModel"]),
         .testTarget(name: "BLEReplayDriverTests", dependencies: ["BLEReplayDriver", "DriverKit", "HealthModel", "TestSupport"]),
         .testTarget(name: "LinuxAdaptersTests", dependencies: ["LinuxAdapters", "TestSupport"]),
         .testTarget(name: "WatchFolderDriverTests", dependencies: ["WatchFolderDriver", "DriverKit", "LinuxAdapters", "TestSupport"]),

@@ -4,6 +4,7 @@ public import DriverKit
 import ExecDriver
 import FITDriver
 import GPXDriver
+import ManualDriver
 import MassStorageDriver
 import TCXDriver
 import WatchFolderDriver
@@ -20,6 +21,7 @@ public enum Registry {
         ExecDriver.descriptor,
         BLERecorder.descriptor,
         BLEReplayDriver.descriptor,
+        ManualDriver.descriptor,
     ])
 
     /// One instance of each file importer with its defaults (what `healthgate import` uses).

@@ -27,22 +27,42 @@ public enum Sport: String, Codable, Sendable, CaseIterable {
         }
     }
 
-    /// Typical metabolic equivalent (MET) of the sport at a moderate effort (Compendium of
-    /// Physical Activities averages), used when a device reports no energy.
-    public var met: Double {
-        switch self {
-        case .running: 9.8
-        case .cycling: 7.5
-        case .swimming: 7.0
-        case .walking: 3.5
-        case .hiking: 6.0
-        case .rowing: 7.0
-        case .paddling: 5.0
-        case .skiing: 7.0
-        case .strength: 5.0
-        case .fitnessEquipment: 6.0
-        case .transition: 4.0
-        case .other: 4.0
+    /// The sport's metabolic equivalent (MET) at a moderate effort, from ``METTable``: energy
+    /// estimates of workouts without a device figure (imported or typed) use it.
+    public var met: Double { METTable.row(for: self).met }
+}
+
+/// The one MET table: a sport's typical metabolic equivalent, each row a line of the 2011
+/// Compendium of Physical Activities (Ainsworth BE et al., "2011 Compendium of Physical
+/// Activities: a second update of codes and MET values", Med Sci Sports Exerc 43(8):1575-1581)
+/// named by its activity code. `transition` and `other` have no Compendium line: they use 4.0, a
+/// moderate effort (the Compendium's moderate band is 3.0 to 5.9 MET).
+public enum METTable {
+    public struct Row: Sendable, Equatable {
+        /// The Compendium's five-digit activity code; nil for HealthGate's own default.
+        public var code: String?
+        /// The Compendium's activity, as it reads there.
+        public var activity: String
+        public var met: Double
+    }
+
+    /// The edition every row comes from.
+    public static let edition = "2011 Compendium of Physical Activities"
+
+    public static func row(for sport: Sport) -> Row {
+        switch sport {
+        case .running: Row(code: "12050", activity: "running, 6 mph (10 min/mile)", met: 9.8)
+        case .cycling: Row(code: "01015", activity: "bicycling, general", met: 7.5)
+        case .swimming: Row(code: "18310", activity: "swimming, leisurely, not lap swimming, general", met: 6.0)
+        case .walking: Row(code: "17190", activity: "walking, 2.8 to 3.2 mph, level, moderate pace, firm surface", met: 3.5)
+        case .hiking: Row(code: "17080", activity: "hiking, cross country", met: 6.0)
+        case .rowing: Row(code: "02072", activity: "rowing, stationary, 100 watts, moderate effort", met: 7.0)
+        case .paddling: Row(code: "18080", activity: "kayaking, moderate effort", met: 5.0)
+        case .skiing: Row(code: "19075", activity: "skiing, general", met: 7.0)
+        case .strength: Row(code: "02054", activity: "resistance (weight) training, multiple exercises, 8-15 repetitions at varied resistance", met: 3.5)
+        case .fitnessEquipment: Row(code: "02048", activity: "elliptical trainer, moderate effort", met: 5.0)
+        case .transition: Row(code: nil, activity: "triathlon transition (no Compendium line: moderate effort)", met: 4.0)
+        case .other: Row(code: nil, activity: "any other sport (no Compendium line: moderate effort)", met: 4.0)
         }
     }
 }

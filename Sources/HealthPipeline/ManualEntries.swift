@@ -1,0 +1,34 @@
+public import Foundation
+public import HealthModel
+public import HealthStore
+public import ManualDriver
+
+/// Logs typed entries into the store: the one path of `healthgate log` and the daemon's
+/// `POST /entries`. Reads the definitions, builds the records with the pure ``EntryBuilder``
+/// and writes them with their outbox rows in one transaction.
+public enum ManualEntries {
+    /// Builds `request` against the stored definitions and stores it; returns what was stored.
+    /// Throws ``EntryError`` (nothing stored) for an entry that cannot be, or the store's error.
+    public static func log(_ request: EntryRequest, into store: HealthStore, now: Date = Date(),
+                           timeZone: TimeZone = .current) async throws -> [LoggedEntry] {
+        let builder = try await builder(store: store, now: now, timeZone: timeZone)
+        let entry = try builder.build(request)
+        try await store.write(entry.records)
+        return entry.records.map { LoggedEntry($0, notes: entry.notes, builder: builder) }
+    }
+
+    /// An ``EntryBuilder`` over the definitions stored now.
+    public static func builder(store: HealthStore, now: Date = Date(), timeZone: TimeZone = .current) async throws -> EntryBuilder {
+        EntryBuilder(definitions: DefinitionsSnapshot(try await store.definitions()), now: now, timeZone: timeZone)
+    }
+
+    /// Stores a new version of `definition` (version one more than the stored one), validated.
+    @discardableResult
+    public static func define(_ definition: Definition, into store: HealthStore, now: Date = Date()) async throws -> Definition {
+        var definition = definition
+        definition.version = (try await store.definition(definition.kind, name: definition.name)?.version ?? 0) + 1
+        do { try RecordValidator().validate(.definition(definition), now: now) } catch { throw EntryError("\(error)") }
+        try await store.write([.definition(definition)])
+        return definition
+    }
+}
