@@ -346,53 +346,21 @@ public struct EntryBuilder: Sendable {
 
     // MARK: Units
 
-    /// A volume in ml: `330ml`, `0.5l`, `33cl`, `12oz`, `12floz`, `12 fl oz` (US); a bare number
-    /// in the preferred unit.
+    /// A volume in ml (HealthModel's ``Quantities``); a bare number in the preferred unit.
     public func volumeMl(_ text: String) throws(EntryError) -> Double {
-        let (number, unit) = try Self.split(text, what: "volume", forms: "250ml, 0.5l, 12oz")
-        switch unit {
-        case "": return definitions.preferences.volume == .ml ? number : number * Units.millilitresPerFluidOunce
-        case "ml": return number
-        case "cl": return number * 10
-        case "l": return number * 1000
-        case "oz", "floz", "fl.oz", "fl_oz": return number * Units.millilitresPerFluidOunce
-        default: throw EntryError("'\(text)': unknown volume unit '\(unit)' (ml, l, oz)")
-        }
+        do { return try Quantities.millilitres(text, bare: definitions.preferences.volume) } catch { throw EntryError(error.description) }
     }
 
-    /// A mass in kg: `71.5kg`, `160lb`; a bare number in the preferred unit.
+    /// A mass in kg; a bare number in the preferred unit.
     public func massKg(_ text: String) throws(EntryError) -> Double {
-        let (number, unit) = try Self.split(text, what: "weight", forms: "71.5kg, 160lb")
-        switch unit {
-        case "": return definitions.preferences.mass == .kg ? number : number * Units.kilogramsPerPound
-        case "kg": return number
-        case "lb", "lbs": return number * Units.kilogramsPerPound
-        default: throw EntryError("'\(text)': unknown weight unit '\(unit)' (kg, lb)")
-        }
+        do { return try Quantities.kilograms(text, bare: definitions.preferences.mass) } catch { throw EntryError(error.description) }
     }
 
-    /// A distance in metres: `5km`, `3mi`, `800m`; a bare number is km.
+    /// A distance in metres; a bare number is km.
     public func distanceM(_ text: String) throws(EntryError) -> Double {
-        let (number, unit) = try Self.split(text, what: "distance", forms: "5km, 3mi, 800m")
-        switch unit {
-        case "", "km": return number * 1000
-        case "m": return number
-        case "mi": return number * 1609.344
-        default: throw EntryError("'\(text)': unknown distance unit '\(unit)' (km, m, mi)")
-        }
+        do { return try Quantities.metres(text) } catch { throw EntryError(error.description) }
     }
 
-    /// A number and its unit (lower-cased, spaces removed): `12 fl oz` is (12, `floz`).
-    static func split(_ text: String, what: String, forms: String) throws(EntryError) -> (Double, String) {
-        let compact = text.lowercased().filter { !$0.isWhitespace }
-        let digits = compact.prefix { $0.isNumber || $0 == "." || $0 == "-" || $0 == "+" }
-        guard let number = Double(digits), number.isFinite else { throw EntryError("'\(text)' is not a \(what) (\(forms))") }
-        guard number > 0 else { throw EntryError("'\(text)': a \(what) must be more than zero") }
-        return (number, String(compact.dropFirst(digits.count)))
-    }
-
-    /// A number for a message: whole numbers without a fraction.
-    static func show(_ value: Double) -> String {
-        value.isFinite && value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : "\(value)"
-    }
+    /// A number for a message.
+    static func show(_ value: Double) -> String { NumberText.plain(value) }
 }

@@ -210,4 +210,5 @@ public enum DrinkSize: String, Sendable, CaseIterable {
 public enum Units {
     public static let millilitresPerFluidOunce = 29.5735295625
     public static let kilogramsPerPound = 0.45359237
+    public static let metresPerMile = 1609.344
 }

@@ -52,3 +52,69 @@ public enum Durations {
         return total.isFinite ? total : nil
     }
 }
+
+/// Numbers as messages, tables and settings show them: whole numbers without a fraction (`2000`,
+/// not `2000.0`), others to at most six decimals (`0.3`, not `0.30000000000000004`), what is not
+/// finite as Swift prints it.
+public enum NumberText {
+    public static func plain(_ value: Double) -> String {
+        guard value.isFinite else { return "\(value)" }
+        let rounded = abs(value) < 1e9 ? (value * 1e6).rounded() / 1e6 : value
+        return rounded == rounded.rounded() && abs(rounded) < 1e15 ? String(Int64(rounded)) : "\(rounded)"
+    }
+}
+
+/// Quantities as people type them, in the model's units: a volume in ml (`330ml`, `0.5l`,
+/// `33cl`, `12oz`, `12 fl oz`: US fluid ounces), a mass in kg (`71.5kg`, `160lb`), a distance in
+/// metres (`5km`, `800m`, `3.1mi`). A bare number is in the unit given. Throws
+/// ``QuantityError`` saying which forms are accepted.
+public enum Quantities {
+    public static func millilitres(_ text: String, bare: Preferences.VolumeUnit = .ml) throws(QuantityError) -> Double {
+        let (number, unit) = try split(text, what: "volume", forms: "250ml, 0.5l, 12oz")
+        switch unit {
+        case "": return bare == .ml ? number : number * Units.millilitresPerFluidOunce
+        case "ml": return number
+        case "cl": return number * 10
+        case "l": return number * 1000
+        case "oz", "floz", "fl.oz", "fl_oz": return number * Units.millilitresPerFluidOunce
+        default: throw QuantityError("'\(text)': unknown volume unit '\(unit)' (ml, l, oz)")
+        }
+    }
+
+    public static func kilograms(_ text: String, bare: Preferences.MassUnit = .kg) throws(QuantityError) -> Double {
+        let (number, unit) = try split(text, what: "weight", forms: "71.5kg, 160lb")
+        switch unit {
+        case "": return bare == .kg ? number : number * Units.kilogramsPerPound
+        case "kg": return number
+        case "lb", "lbs": return number * Units.kilogramsPerPound
+        default: throw QuantityError("'\(text)': unknown weight unit '\(unit)' (kg, lb)")
+        }
+    }
+
+    /// A bare number is in kilometres.
+    public static func metres(_ text: String) throws(QuantityError) -> Double {
+        let (number, unit) = try split(text, what: "distance", forms: "5km, 3mi, 800m")
+        switch unit {
+        case "", "km": return number * 1000
+        case "m": return number
+        case "mi": return number * Units.metresPerMile
+        default: throw QuantityError("'\(text)': unknown distance unit '\(unit)' (km, m, mi)")
+        }
+    }
+
+    /// A number and its unit (lower-cased, spaces removed): `12 fl oz` is (12, `floz`). The
+    /// number must be more than zero.
+    static func split(_ text: String, what: String, forms: String) throws(QuantityError) -> (Double, String) {
+        let compact = text.lowercased().filter { !$0.isWhitespace }
+        let digits = compact.prefix { $0.isNumber || $0 == "." || $0 == "-" || $0 == "+" }
+        guard let number = Double(digits), number.isFinite else { throw QuantityError("'\(text)' is not a \(what) (\(forms))") }
+        guard number > 0 else { throw QuantityError("'\(text)': a \(what) must be more than zero") }
+        return (number, String(compact.dropFirst(digits.count)))
+    }
+}
+
+/// A quantity that could not be read, and the forms that can.
+public struct QuantityError: Error, Equatable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}

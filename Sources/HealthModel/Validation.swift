@@ -278,11 +278,8 @@ extension PhysicalLimits {
         return (s, removed)
     }
 
-    /// A number for a message: whole numbers without a fraction, others as Swift prints them.
-    static func show(_ v: Double) -> String {
-        if v.isFinite, v == v.rounded(), abs(v) < 1e15 { return String(Int64(v)) }
-        return "\(v)"
-    }
+    /// A number for a message.
+    static func show(_ v: Double) -> String { NumberText.plain(v) }
 }
 
 /// ISO 8601 UTC formatting shared by the store, the CLI and JSON output (`2019-05-18T19:16:02Z`,

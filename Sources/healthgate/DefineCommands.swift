@@ -225,7 +225,5 @@ struct DefinitionListing: Encodable {
 }
 
 enum LoggedEntryNumber {
-    static func show(_ value: Double) -> String {
-        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : "\(value)"
-    }
+    static func show(_ value: Double) -> String { NumberText.plain(value) }
 }

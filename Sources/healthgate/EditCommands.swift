@@ -76,16 +76,8 @@ struct EditCommand: AsyncParsableCommand {
             + (newest.changed.isEmpty ? "" : " (changed \(newest.changed.joined(separator: ", ")))"))
     }
 
-    /// A distance with its unit in metres: `5km`, `800m`, `3.1mi`; nil otherwise.
-    static func metres(_ text: String) -> Double? {
-        let lower = text.lowercased().trimmingCharacters(in: .whitespaces)
-        for (unit, scale) in [("km", 1000.0), ("mi", 1609.344), ("m", 1.0)] where lower.hasSuffix(unit) {
-            guard let number = Double(lower.dropLast(unit.count).trimmingCharacters(in: .whitespaces)), number.isFinite,
-                  number >= 0 else { return nil }
-            return number * scale
-        }
-        return nil
-    }
+    /// A distance with its unit in metres (HealthModel's ``Quantities``); nil otherwise.
+    static func metres(_ text: String) -> Double? { try? Quantities.metres(text) }
 }
 
 /// `healthgate delete ID`: a tombstone, synced.

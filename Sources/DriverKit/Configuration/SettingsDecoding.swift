@@ -82,10 +82,7 @@ extension KeyedDecodingContainer {
         return .clamped(seconds: seconds, maximum: range.upperBound)
     }
 
-    static func text(_ number: Double) -> String {
-        let number = abs(number) < 1e9 ? (number * 1e6).rounded() / 1e6 : number
-        return number == number.rounded() && abs(number) < 1e15 ? String(Int(number)) : String(number)
-    }
+    static func text(_ number: Double) -> String { NumberText.plain(number) }
 
     static func text(_ duration: Duration, _ unit: DurationUnit) -> String {
         text(duration.inSeconds / unit.seconds)
