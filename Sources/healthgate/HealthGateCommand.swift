@@ -31,6 +31,7 @@ struct HealthGateCommand: AsyncParsableCommand {
             RegisterCommand.self, LoginCommand.self, SyncCommand.self, StatusCommand.self, DeadLettersCommand.self, LogoutCommand.self,
             DevicesCommand.self, PasswordCommand.self, AccountCommand.self,
             DaemonCommand.self, DriversCommand.self,
+            TodayCommand.self, AchievementsCommand.self,
         ]
     )
 
