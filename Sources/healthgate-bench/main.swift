@@ -2,14 +2,14 @@
 // same run on the same machine (these machines are noisy, so only the ratios mean much). Not a
 // test: it asserts nothing and never runs in CI.
 //
-//     healthgate-bench [all|files|ble|sync|daemon|server-load] [--records N] [--backlog N] [--idle S]
+//     healthgate-bench [all|files|ble|sync|daemon|server-load|views] [--records N] [--backlog N] [--idle S]
 //                      [--seconds S] [--accounts N] [FIXTURES]
 import Foundation
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.contains(where: { ["-h", "--help", "help"].contains($0) }) {
     print("""
-        USAGE: healthgate-bench [all|files|ble|sync|daemon|server-load] [--records N] [--backlog N] [--idle S]
+        USAGE: healthgate-bench [all|files|ble|sync|daemon|server-load|views] [--records N] [--backlog N] [--idle S]
                                 [--seconds S] [--accounts N] [FIXTURES]
 
         Speed and footprint figures of the release build, each next to a baseline measured in the same run.
@@ -20,6 +20,8 @@ if arguments.contains(where: { ["-h", "--help", "help"].contains($0) }) {
           server-load  --accounts N (default 4) normal accounts uploading 100-record batches for --seconds S
                    (default 20), then as long again with one account sending hostile bodies: the p99 latencies
                    of the normal uploads and their ratio (the server next to this executable)
+          views    `today` and `stats --period week` over five years of daily entries (20,000 habit events,
+                   2,000 workouts), each next to sqlite3 running a plain SQL query of the same totals
           all      everything (the default)
         """)
     exit(0)
@@ -36,7 +38,7 @@ let syncBacklog = option("--backlog", 1_000_000, in: &arguments)
 let idleSeconds = option("--idle", 60, in: &arguments)
 let loadSeconds = option("--seconds", 20, in: &arguments)
 let loadAccounts = option("--accounts", 4, in: &arguments)
-let modes = ["all", "files", "ble", "sync", "daemon", "server-load"]
+let modes = ["all", "files", "ble", "sync", "daemon", "server-load", "views"]
 let mode = arguments.first.flatMap { modes.contains($0) ? $0 : nil } ?? "all"
 let fixtures = arguments.first { !modes.contains($0) } ?? "Fixtures"
 if let unknown = arguments.first(where: { $0.hasPrefix("-") }) {
@@ -67,6 +69,9 @@ if mode == "all" || mode == "daemon" {
 }
 if mode == "all" || mode == "server-load" {
     try await serverLoadBenchmarks(seconds: loadSeconds, accounts: loadAccounts)
+}
+if mode == "all" || mode == "views" {
+    try await viewsBenchmarks()
 }
 
 var usage = rusage()
