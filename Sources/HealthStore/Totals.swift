@@ -56,10 +56,14 @@ extension HealthStore {
         return text.contains(".") ? text : String(text.dropLast()) + ".000Z"
     }
 
-    /// The bucket list as a CTE `r(i, s, e)`: bucket `i` from `s` (inclusive) to `e` (exclusive).
+    /// The bucket list as a CTE `r(i, s, e)`: bucket `i` from `s` (inclusive) to `e` (exclusive),
+    /// each bound paired with the next by `lead` (a self-join on `i + 1` was quadratic). The
+    /// queries write `+x.deleted = 0` so that the planner seeks the time index per bucket rather
+    /// than building an index on `deleted`.
     static let bucketsCTE = """
-        WITH b AS (SELECT CAST(key AS INTEGER) AS i, value AS s FROM json_each(?)),
-        r AS MATERIALIZED (SELECT b.i AS i, b.s AS s, n.s AS e FROM b JOIN b AS n ON n.i = b.i + 1)
+        WITH b AS MATERIALIZED (SELECT CAST(key AS INTEGER) AS i, value AS s, lead(value) OVER (ORDER BY CAST(key AS INTEGER)) AS e
+                                FROM json_each(?)),
+        r AS MATERIALIZED (SELECT i, s, e FROM b WHERE e IS NOT NULL)
         """
 
     /// Entries of `habit` per bucket (count and sum of values), optionally also per category
@@ -73,7 +77,7 @@ extension HealthStore {
                 \(Self.bucketsCTE)
                 SELECT r.i, \(key), count(*), total(h.value) FROM r
                 JOIN habit_events h ON h.habit = ? AND h.time >= r.s AND h.time < r.e
-                WHERE h.deleted = 0 GROUP BY r.i, \(key) ORDER BY r.i
+                WHERE +h.deleted = 0 GROUP BY r.i, \(key) ORDER BY r.i
                 """, arguments: [json, habit]).map { BucketTotal(bucket: $0[0], key: $0[1], count: $0[2], sum: $0[3]) }
         }
     }
@@ -87,7 +91,7 @@ extension HealthStore {
                 \(Self.bucketsCTE)
                 SELECT r.i, count(*), total(m.value) FROM r
                 JOIN measurements m ON m.kind = ? AND m.time >= r.s AND m.time < r.e
-                WHERE m.deleted = 0 GROUP BY r.i ORDER BY r.i
+                WHERE +m.deleted = 0 GROUP BY r.i ORDER BY r.i
                 """, arguments: [json, kind.rawValue]).map { BucketTotal(bucket: $0[0], count: $0[1], sum: $0[2]) }
         }
     }
@@ -105,7 +109,7 @@ extension HealthStore {
                     total(CASE WHEN w.avg_hr IS NOT NULL AND coalesce(w.timer_s, w.elapsed_s) > 0
                           THEN coalesce(w.timer_s, w.elapsed_s) END)
                 FROM r JOIN workouts w ON w.start_time >= r.s AND w.start_time < r.e
-                WHERE w.deleted = 0 GROUP BY r.i ORDER BY r.i
+                WHERE +w.deleted = 0 GROUP BY r.i ORDER BY r.i
                 """, arguments: [json]).map {
                 WorkoutBucketTotal(bucket: $0[0], count: $0[1], activeS: $0[2], distanceM: $0[3], energyKcal: $0[4],
                                    hrSeconds: $0[5], hrWeight: $0[6])
@@ -122,7 +126,7 @@ extension HealthStore {
                 \(Self.bucketsCTE)
                 SELECT r.i, count(*), total(s.total_sleep_s) FROM r
                 JOIN sleep_sessions s ON s.start_time >= r.s AND s.start_time < r.e
-                WHERE s.deleted = 0 GROUP BY r.i ORDER BY r.i
+                WHERE +s.deleted = 0 GROUP BY r.i ORDER BY r.i
                 """, arguments: [json]).map { SleepBucketTotal(bucket: $0[0], count: $0[1], sleepS: $0[2]) }
         }
     }
