@@ -157,7 +157,7 @@ let package = Package(
         // measured in the same run.
         .executableTarget(name: "healthgate-bench", dependencies: [
             "HealthPipeline", "HealthStore", "HealthModel", "DriverKit", "FITDriver", "BLEDriver", "BLERuntime", "BLEHost", "TestSupport",
-            "HealthSync", "SyncProtocol",
+            "HealthSync", "SyncProtocol", "HealthReports",
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
@@ -188,6 +188,7 @@ let package = Package(
         .testTarget(name: "HealthGateTests", dependencies: [
             "TestSupport", "HealthPipeline", "HealthReports", "HealthGateDaemon", "HealthSync", "HealthStore", "HealthModel",
             "DriverKit", "DriverRegistry", "LinuxAdapters", "Timing",
+            "SyncProtocol",
         ]),
         // The contract itself: typed settings, every driver's sample and README, the registry.
         .testTarget(name: "DriverContractTests", dependencies: ["DriverKit", "DriverRegistry", "HealthGateDaemon", "TestSupport"]),

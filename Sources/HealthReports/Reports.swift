@@ -31,6 +31,8 @@ public enum StatsPeriod: String, Sendable, CaseIterable {
 public struct PeriodStats: Sendable, Encodable, Equatable {
     public var period: String
     public var start: String
+    /// Local days the averages divide by: the period's days from the first record's day to today.
+    public var days = 0
     public var workouts = 0
     public var activeS = 0.0
     public var distanceM = 0.0
@@ -42,17 +44,34 @@ public struct PeriodStats: Sendable, Encodable, Equatable {
     public var steps = 0.0
     public var avgWeightKg: Double?
     public var habitEvents = 0
+    /// Drinks (`hydration`): how many, their volume in ml and the mean per day.
+    public var drinks = 0
+    public var drinksMl = 0.0
+    public var drinksMlPerDay = 0.0
+    /// Vaping sessions: how many, per day, and per trigger.
+    public var vapingSessions = 0
+    public var vapingPerDay = 0.0
+    public var vapingByTrigger: [String: Int] = [:]
+    /// Meals: how many, their energy and the mean per day.
+    public var meals = 0
+    public var mealKcal = 0.0
+    public var mealKcalPerDay = 0.0
+    /// Every habit with entries in the period (the built-in ones too), by name.
+    public var habits: [HabitPeriodStats] = []
 
     enum CodingKeys: String, CodingKey {
-        case period, start, workouts, activeS = "active_s", distanceM = "distance_m", energyKcal = "energy_kcal"
+        case period, start, days, workouts, activeS = "active_s", distanceM = "distance_m", energyKcal = "energy_kcal"
         case avgHR = "avg_hr", sleepSessions = "sleep_sessions", avgSleepS = "avg_sleep_s", steps
-        case avgWeightKg = "avg_weight_kg", habitEvents = "habit_events"
+        case avgWeightKg = "avg_weight_kg", habitEvents = "habit_events", drinks, drinksMl = "drinks_ml"
+        case drinksMlPerDay = "drinks_ml_per_day", vapingSessions = "vaping_sessions", vapingPerDay = "vaping_per_day"
+        case vapingByTrigger = "vaping_by_trigger", meals, mealKcal = "meal_kcal", mealKcalPerDay = "meal_kcal_per_day", habits
     }
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(period, forKey: .period)
         try c.encode(start, forKey: .start)
+        try c.encode(days, forKey: .days)
         try c.encode(workouts, forKey: .workouts)
         try c.encode(activeS, forKey: .activeS)
         try c.encode(distanceM, forKey: .distanceM)
@@ -63,62 +82,149 @@ public struct PeriodStats: Sendable, Encodable, Equatable {
         try c.encode(steps, forKey: .steps)
         try c.encode(avgWeightKg, forKey: .avgWeightKg)
         try c.encode(habitEvents, forKey: .habitEvents)
+        try c.encode(drinks, forKey: .drinks)
+        try c.encode(drinksMl, forKey: .drinksMl)
+        try c.encode(drinksMlPerDay, forKey: .drinksMlPerDay)
+        try c.encode(vapingSessions, forKey: .vapingSessions)
+        try c.encode(vapingPerDay, forKey: .vapingPerDay)
+        try c.encode(vapingByTrigger, forKey: .vapingByTrigger)
+        try c.encode(meals, forKey: .meals)
+        try c.encode(mealKcal, forKey: .mealKcal)
+        try c.encode(mealKcalPerDay, forKey: .mealKcalPerDay)
+        try c.encode(habits, forKey: .habits)
+    }
+}
+
+/// One habit's entries in one period.
+public struct HabitPeriodStats: Sendable, Encodable, Equatable {
+    public var habit: String
+    public var entries: Int
+    /// The sum of the entries' values.
+    public var total: Double
+    /// `total` per day of the period (``PeriodStats/days``).
+    public var perDay: Double
+    /// Days of the period meeting a daily goal (or done, for a yes/no habit without a target),
+    /// and the days counted; nil for a habit without a daily goal.
+    public var daysMet: Int?
+    public var completionRate: Double?
+
+    enum CodingKeys: String, CodingKey {
+        case habit, entries, total, perDay = "per_day", daysMet = "days_met", completionRate = "completion_rate"
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(habit, forKey: .habit)
+        try c.encode(entries, forKey: .entries)
+        try c.encode(total, forKey: .total)
+        try c.encode(perDay, forKey: .perDay)
+        try c.encode(daysMet, forKey: .daysMet)
+        try c.encode(completionRate, forKey: .completionRate)
     }
 }
 
 /// Read-side reports over the store: period statistics and the spreadsheet export.
 public enum Reports {
-    /// Statistics per period, oldest first, for periods that hold any record.
+    /// Statistics per period, oldest first, for periods that hold any record. Totals are summed
+    /// in SQL per period of the local calendar (``HealthStore/habitTotals(_:bounds:byCategory:)``).
+    /// Per-day means divide by the period's days from the first record's day to `now`'s.
     public static func stats(_ store: HealthStore, period: StatsPeriod, range: DateRange = DateRange(),
-                             timeZone: TimeZone = .current) async throws -> [PeriodStats] {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = timeZone
-        var buckets: [String: PeriodStats] = [:]
-        var hrWeight: [String: (sum: Double, weight: Double)] = [:]
-        var sleepTotal: [String: Double] = [:]
-        var weights: [String: [Double]] = [:]
-
-        func withBucket(_ date: Date, _ update: (inout PeriodStats, String) -> Void) {
-            let (label, start) = period.bucket(date, calendar: calendar)
-            var stats = buckets[label] ?? PeriodStats(period: label, start: ISO8601.string(start))
-            update(&stats, label)
-            buckets[label] = stats
+                             timeZone: TimeZone = .current, now: Date = Date()) async throws -> [PeriodStats] {
+        let calendar = Calendar.gregorian(in: timeZone)
+        guard let span = try await store.recordSpan(in: range) else { return [] }
+        let periods = Periods(period, calendar: calendar, from: span.first, through: span.last)
+        // The range cuts the first and last periods: their bounds move to the range's.
+        var bounds = periods.bounds
+        if let since = range.since, since > bounds[0] { bounds[0] = since }
+        if let until = range.until, until < bounds[bounds.count - 1] { bounds[bounds.count - 1] = until }
+        var buckets: [Int: PeriodStats] = [:]
+        func update(_ i: Int, _ change: (inout PeriodStats) -> Void) {
+            var s = buckets[i] ?? PeriodStats(period: periods.label(i), start: ISO8601.string(periods.bounds[i]))
+            change(&s)
+            buckets[i] = s
         }
 
-        for w in try await store.workouts(in: range) {
-            withBucket(ISO8601.parse(w.start) ?? Date(timeIntervalSince1970: 0)) { s, label in
-                let active = w.timerS ?? w.elapsedS
-                s.workouts += 1
-                s.activeS += active
-                s.distanceM += w.distanceM ?? 0
-                s.energyKcal += w.energyKcal ?? 0
-                if let hr = w.avgHR, active > 0 {
-                    let acc = hrWeight[label] ?? (0, 0)
-                    hrWeight[label] = (acc.sum + Double(hr) * active, acc.weight + active)
+        for w in try await store.workoutTotals(bounds: bounds) {
+            update(w.bucket) { s in
+                s.workouts = w.count
+                s.activeS = w.activeS
+                s.distanceM = w.distanceM
+                s.energyKcal = w.energyKcal
+                if w.hrWeight > 0 { s.avgHR = (w.hrSeconds / w.hrWeight * 10).rounded() / 10 }
+            }
+        }
+        for t in try await store.sleepTotals(bounds: bounds) {
+            update(t.bucket) { s in
+                s.sleepSessions = t.count
+                if t.count > 0 { s.avgSleepS = t.sleepS / Double(t.count) }
+            }
+        }
+        for t in try await store.measurementTotals(.steps, bounds: bounds) { update(t.bucket) { $0.steps = t.sum } }
+        for t in try await store.measurementTotals(.weight, bounds: bounds) where t.count > 0 {
+            update(t.bucket) { $0.avgWeightKg = t.sum / Double(t.count) }
+        }
+
+        // Habits: per period; daily goals counted per local day within each period.
+        let goals = try await Self.goals(store)
+        let days = Periods(.day, calendar: calendar, from: max(range.since ?? span.first, span.first),
+                           through: max(min(now, range.until ?? now), span.last))
+        for name in try await store.habitNames() {
+            let totals = try await store.habitTotals(name, bounds: bounds)
+            guard !totals.isEmpty else { continue }
+            let goal = goals[Definition.key(name)].flatMap { $0.period == .day ? $0 : nil }
+            var met: [Int: (met: Int, counted: Int)] = [:]
+            if let goal {
+                let daily = Dictionary(try await store.habitTotals(name, bounds: days.bounds).map { ($0.bucket, $0) }) { a, _ in a }
+                for d in 0..<days.count where days.bounds[d] <= now {
+                    guard let p = periods.index(of: days.bounds[d]) else { continue }
+                    let isMet = goal.isMet(daily[d])
+                    // Today counts once met, or when an at-most goal is already exceeded.
+                    if days.bounds[d + 1] > now && !isMet && goal.currentCanStillBeMet { continue }
+                    met[p, default: (0, 0)].counted += 1
+                    if isMet { met[p, default: (0, 0)].met += 1 }
+                }
+            }
+            for t in totals {
+                update(t.bucket) { s in
+                    s.habitEvents += t.count
+                    let m = goal == nil ? nil : met[t.bucket] ?? (0, 0)
+                    s.habits.append(HabitPeriodStats(habit: name, entries: t.count, total: t.sum, perDay: 0, daysMet: m?.met,
+                                                     completionRate: m.flatMap { $0.counted > 0 ? Double($0.met) / Double($0.counted) : nil }))
+                    switch name {
+                    case BuiltInHabit.hydration: s.drinks = t.count; s.drinksMl = t.sum
+                    case BuiltInHabit.vaping: s.vapingSessions = t.count
+                    case BuiltInHabit.meal: s.meals = t.count; s.mealKcal = t.sum
+                    default: break
+                    }
                 }
             }
         }
-        for sleep in try await store.sleepSessions(in: range) {
-            withBucket(sleep.start) { s, label in
-                s.sleepSessions += 1
-                sleepTotal[label, default: 0] += sleep.totalSleepS
-            }
+        for t in try await store.habitTotals(BuiltInHabit.vaping, bounds: bounds, byCategory: true) {
+            update(t.bucket) { $0.vapingByTrigger[t.key ?? "", default: 0] += t.count }
         }
-        for m in try await store.measurements(in: range) where m.kind == .steps || m.kind == .weight {
-            withBucket(m.time) { s, label in
-                if m.kind == .steps { s.steps += m.value } else { weights[label, default: []].append(m.value) }
-            }
+
+        // Per-day means: the period's days from the first record's day up to today (or the
+        // last record's day, for records after now).
+        for (i, var s) in buckets {
+            let from = days.index(of: max(periods.bounds[i], days.bounds[0])) ?? 0
+            let through = days.index(of: min(periods.bounds[i + 1], days.bounds[days.count]).addingTimeInterval(-0.001)) ?? from
+            s.days = max(1, through - from + 1)
+            let n = Double(s.days)
+            s.drinksMlPerDay = s.drinksMl / n
+            s.vapingPerDay = Double(s.vapingSessions) / n
+            s.mealKcalPerDay = s.mealKcal / n
+            for h in s.habits.indices { s.habits[h].perDay = s.habits[h].total / n }
+            buckets[i] = s
         }
-        for h in try await store.habitEvents(in: range) {
-            withBucket(h.time) { s, _ in s.habitEvents += 1 }
-        }
-        return buckets.values.map { stats in
-            var s = stats
-            if let acc = hrWeight[s.period], acc.weight > 0 { s.avgHR = (acc.sum / acc.weight * 10).rounded() / 10 }
-            if s.sleepSessions > 0 { s.avgSleepS = (sleepTotal[s.period] ?? 0) / Double(s.sleepSessions) }
-            if let list = weights[s.period], !list.isEmpty { s.avgWeightKg = list.reduce(0, +) / Double(list.count) }
-            return s
-        }.sorted { $0.start < $1.start }
+        return buckets.keys.sorted().map { buckets[$0]! }
+    }
+
+    /// The counted habits' goals by case-folded name: every habit definition with a target, and
+    /// yes/no ones without.
+    static func goals(_ store: HealthStore) async throws -> [String: HabitGoal] {
+        var goals: [String: HabitGoal] = [:]
+        for d in try await store.definitions(.habit) { if let goal = HabitGoal(d) { goals[Definition.key(d.name)] = goal } }
+        return goals
     }
 
     /// Column names of ``csv(_:range:write:)``.
@@ -155,6 +261,32 @@ public enum Reports {
             write(csvLine(["habit", h.id.description, String(h.version), ISO8601.string(h.time), ISO8601.string(h.time),
                            h.habit, n(h.value), h.unit ?? "", "", "", "", "", "",
                            [h.category, h.label].compactMap { $0 }.joined(separator: " "), h.note ?? ""] + src(h.source)))
+        }
+        for d in try await store.definitions() where range.contains(d.time) {
+            let (value, unit, detail) = definitionCells(d.body, number: n)
+            write(csvLine(["definition", d.id.description, String(d.version), ISO8601.string(d.time), ISO8601.string(d.time), d.name,
+                           value, unit, "", "", "", "", "", detail, ""] + src(d.source)))
+        }
+    }
+
+    /// A definition's `value`, `unit` and `detail` cells: `kind=...` first, then what the kind
+    /// holds (a habit's value kind, categories and target; a saved meal's ingredients).
+    static func definitionCells(_ body: DefinitionBody, number n: (Double?) -> String) -> (String, String, String) {
+        switch body {
+        case .habit(let h):
+            var detail = ["kind=habit", "value_kind=\(h.valueKind.rawValue)"]
+            if !h.categories.isEmpty { detail.append("categories=" + h.categories.joined(separator: "|")) }
+            if let t = h.target { detail.append("target=\(t.direction.rawValue) \(n(t.amount))/\(t.period.rawValue)") }
+            return (n(h.target?.amount), h.unit ?? "", detail.joined(separator: " "))
+        case .trigger:
+            return ("", "", "kind=trigger")
+        case .meal(let m):
+            let parts = m.ingredients.map { "\($0.name)=\(n($0.kcal))kcal" }.joined(separator: "|")
+            return (n(m.kcal), "kcal", "kind=meal" + (parts.isEmpty ? "" : " ingredients=" + parts))
+        case .profile(let p):
+            return (n(p.weightKg), "kg", "kind=profile")
+        case .preferences(let p):
+            return ("", "", "kind=preferences volume=\(p.volume.rawValue) mass=\(p.mass.rawValue)")
         }
     }
 

@@ -112,13 +112,34 @@ public struct DateRange: Sendable, Equatable {
         self.until = until
     }
 
-    /// SQL condition on `column` (ISO 8601 text compares in time order) and its arguments.
+    /// Whether `date` is within the range.
+    public func contains(_ date: Date) -> Bool {
+        (since.map { date >= $0 } ?? true) && (until.map { date < $0 } ?? true)
+    }
+
+    /// SQL condition on `column` and its arguments.
     func condition(_ column: String) -> (sql: String, arguments: StatementArguments) {
         var parts = ["1"]
         var arguments: StatementArguments = []
-        if let since { parts.append("\(column) >= ?"); arguments += [ISO8601.string(since)] }
-        if let until { parts.append("\(column) < ?"); arguments += [ISO8601.string(until)] }
+        for (bound, isSince) in [(since, true), (until, false)] {
+            guard let bound else { continue }
+            let (sql, values) = Self.compare(column, isSince ? ">=" : "<", bound)
+            parts.append(sql)
+            arguments += values
+        }
         return (parts.joined(separator: " AND "), arguments)
+    }
+
+    /// `column >= date` or `column < date` on stored times, as text (so the column's index
+    /// serves). Stored times are ``ISO8601/string(_:)``'s: `…:SSZ`, or `…:SS.fffZ` with a
+    /// fraction, and `Z` sorts after `.`, so the bound is spelled with milliseconds (`…:SS.000Z`
+    /// sorts before `…:SS.500Z` and before `…:SSZ`, the same instant); a bound with a fraction
+    /// sorts before the whole second it comes after, so that stored time is handled apart.
+    static func compare(_ column: String, _ op: String, _ date: Date) -> (String, StatementArguments) {
+        let text = HealthStore.boundText(date)
+        guard !text.hasSuffix(".000Z") else { return ("\(column) \(op) ?", [text]) }
+        let whole = String(text.prefix(19)) + "Z"
+        return op == ">=" ? ("(\(column) >= ? AND \(column) != ?)", [text, whole]) : ("(\(column) < ? OR \(column) = ?)", [text, whole])
     }
 }
 

@@ -2,14 +2,14 @@
 // same run on the same machine (these machines are noisy, so only the ratios mean much). Not a
 // test: it asserts nothing and never runs in CI.
 //
-//     healthgate-bench [all|files|ble|sync|daemon|server-load|log] [--records N] [--backlog N] [--idle S]
+//     healthgate-bench [all|files|ble|sync|daemon|server-load|log|views] [--records N] [--backlog N] [--idle S]
 //                      [--seconds S] [--accounts N] [FIXTURES]
 import Foundation
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.contains(where: { ["-h", "--help", "help"].contains($0) }) {
     print("""
-        USAGE: healthgate-bench [all|files|ble|sync|daemon|server-load|log] [--records N] [--backlog N] [--idle S]
+        USAGE: healthgate-bench [all|files|ble|sync|daemon|server-load|log|views] [--records N] [--backlog N] [--idle S]
                                 [--seconds S] [--accounts N] [FIXTURES]
 
         Speed and footprint figures of the release build, each next to a baseline measured in the same run.
@@ -21,6 +21,8 @@ if arguments.contains(where: { ["-h", "--help", "help"].contains($0) }) {
                    (default 20), then as long again with one account sending hostile bodies: the p99 latencies
                    of the normal uploads and their ratio (the server next to this executable)
           log      `healthgate log water 250ml` start to committed row, 200 runs, vs sqlite3 inserting one row
+          views    `today` and `stats --period week` over five years of daily entries (20,000 habit events,
+                   2,000 workouts), each next to sqlite3 running a plain SQL query of the same totals
           all      everything (the default)
         """)
     exit(0)
@@ -37,7 +39,7 @@ let syncBacklog = option("--backlog", 1_000_000, in: &arguments)
 let idleSeconds = option("--idle", 60, in: &arguments)
 let loadSeconds = option("--seconds", 20, in: &arguments)
 let loadAccounts = option("--accounts", 4, in: &arguments)
-let modes = ["all", "files", "ble", "sync", "daemon", "server-load", "log"]
+let modes = ["all", "files", "ble", "sync", "daemon", "server-load", "log", "views"]
 let mode = arguments.first.flatMap { modes.contains($0) ? $0 : nil } ?? "all"
 let fixtures = arguments.first { !modes.contains($0) } ?? "Fixtures"
 if let unknown = arguments.first(where: { $0.hasPrefix("-") }) {
@@ -71,6 +73,9 @@ if mode == "all" || mode == "server-load" {
 }
 if mode == "all" || mode == "log" {
     try await logBenchmarks(runs: 200)
+}
+if mode == "all" || mode == "views" {
+    try await viewsBenchmarks()
 }
 
 var usage = rusage()

@@ -1,8 +1,27 @@
 import ArgumentParser
 import Foundation
+import HealthModel
 import HealthReports
 import HealthStore
 import LinuxAdapters
+import SyncProtocol
+
+/// `--at`: the time a view is computed for (which day is today, how long ago, streaks so far).
+struct AsOfOptions: ParsableArguments {
+    @Option(name: .customLong("at"),
+            help: ArgumentHelp("Compute as of this time instead of now (local unless it says Z or an offset).", valueName: "TIME"))
+    var at: String?
+
+    func validate() throws { _ = try now() }
+
+    func now() throws -> Date {
+        guard let at else { return Date() }
+        guard let date = RangeOptions.localDate(at, timeZone: .current) else {
+            throw ValidationError("--at '\(at)' is not a time (use YYYY-MM-DD, YYYY-MM-DDTHH:MM or YYYY-MM-DDTHH:MM:SSZ)")
+        }
+        return date
+    }
+}
 
 struct StatsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -13,6 +32,8 @@ struct StatsCommand: AsyncParsableCommand {
     @OptionGroup var range: RangeOptions
     @OptionGroup var output: OutputOptions
 
+    @OptionGroup var asOf: AsOfOptions
+
     @Option(help: "day, week, month or year.")
     var period: String = "week"
 
@@ -21,42 +42,90 @@ struct StatsCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let stats = try await Reports.stats(database.open(), period: StatsPeriod(rawValue: period)!, range: try range.range())
+        let store = try await database.open()
+        let stats = try await Reports.stats(store, period: StatsPeriod(rawValue: period)!, range: try range.range(),
+                                             now: try asOf.now())
         if output.json { return try Output.printJSON(stats) }
         guard !stats.isEmpty else { return print("No records.") }
-        Output.printTable(["PERIOD", "WORKOUTS", "ACTIVE", "DIST km", "kcal", "AVG HR", "SLEEP avg", "STEPS", "WEIGHT kg"],
+        Output.printTable(["PERIOD", "WORKOUTS", "ACTIVE", "DIST km", "kcal", "AVG HR", "SLEEP avg", "STEPS", "WEIGHT kg",
+                           "WATER ml", "VAPES", "MEAL kcal"],
                           stats.map { s in
             [s.period, String(s.workouts), Output.duration(s.activeS), Output.number(s.distanceM, decimals: 1, scale: 0.001),
              Output.number(s.energyKcal, decimals: 0), Output.number(s.avgHR, decimals: 0),
              s.avgSleepS.map { Output.duration($0) } ?? "-", Output.number(s.steps, decimals: 0),
-             Output.number(s.avgWeightKg, decimals: 1)]
+             Output.number(s.avgWeightKg, decimals: 1), Output.number(s.drinksMl, decimals: 0), String(s.vapingSessions),
+             Output.number(s.mealKcal, decimals: 0)]
         })
+        let habitRows = stats.flatMap { s in
+            s.habits.map { h in
+                [s.period, h.habit, String(h.entries), Output.number(h.total, decimals: 1), Output.number(h.perDay, decimals: 1),
+                 h.daysMet.map { "\($0)" } ?? "-", h.completionRate.map { Output.number($0 * 100, decimals: 0) + "%" } ?? "-"]
+            }
+        }
+        if !habitRows.isEmpty {
+            print("")
+            Output.printTable(["PERIOD", "HABIT", "ENTRIES", "TOTAL", "PER DAY", "DAYS MET", "RATE"], habitRows)
+        }
+        let triggers = stats.flatMap { s in s.vapingByTrigger.sorted { $0.key < $1.key }.map { [s.period, $0.key, String($0.value)] } }
+        if !triggers.isEmpty {
+            print("")
+            Output.printTable(["PERIOD", "TRIGGER", "SESSIONS"], triggers)
+        }
+        let (_, progress, _) = try await Reports.progress(store, calendar: .gregorian(in: .current), now: try asOf.now())
+        if !progress.isEmpty {
+            print("")
+            Output.printTable(["HABIT", "STREAK", "LONGEST", "MET", "RATE", "SINCE"], progress.map { p in
+                ["\(p.habit)", "\(p.currentStreak) \(p.unit)s", "\(p.longestStreak) \(p.unit)s", "\(p.met)/\(p.counted)",
+                 p.completionRate.map { Output.number($0 * 100, decimals: 0) + "%" } ?? "-", p.since ?? "-"]
+            })
+        }
     }
 }
 
 struct ExportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "export", abstract: "Export every entry as a spreadsheet-friendly file.",
-        discussion: "CSV columns: \(Reports.csvHeader.joined(separator: ", ")). One row per workout, sleep session, measurement and habit event.")
+        commandName: "export", abstract: "Export every entry as a spreadsheet-friendly file, or as JSON lines.",
+        discussion: """
+            CSV columns: \(Reports.csvHeader.joined(separator: ", ")). One row per workout, sleep session, measurement, \
+            habit event (drinks, vaping sessions, meals, habits) and definition (habits with their goals, triggers, saved \
+            meals, profile, preferences); docs/cli.md describes what each column holds per type. Text a spreadsheet would \
+            run as a formula gets a leading apostrophe.
+            JSON: one object per line per record, as the sync protocol sends it ({"id", "version", "type", "data"}): \
+            nothing is left out (samples, laps, stages, extras).
+            """)
 
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var range: RangeOptions
 
-    @Option(help: "Output format (csv).")
+    @Option(help: "Output format: csv or json (one record per line, the sync protocol's shape).")
     var format: String = "csv"
 
     @Option(name: [.short, .long], help: ArgumentHelp("Write to this file instead of standard output.", valueName: "FILE"))
     var output: String?
 
     func validate() throws {
-        guard format == "csv" else { throw ValidationError("--format: only csv is supported") }
+        guard format == "csv" || format == "json" else { throw ValidationError("--format must be csv or json") }
     }
 
     func run() async throws {
         let store = try await database.open()
         var text = ""
-        try await Reports.csv(store, range: try range.range()) { line in
-            if output == nil { print(line) } else { text += line + "\r\n" }
+        let emit: (String) -> Void = { line in
+            if output == nil { print(line) } else { text += line + (format == "csv" ? "\r\n" : "\n") }
+        }
+        if format == "csv" {
+            try await Reports.csv(store, range: try range.range(), write: emit)
+        } else {
+            let encoder = SyncJSONEncoder()
+            for type in RecordType.allCases {
+                var after: (start: String, id: String)?
+                while true {
+                    let page = try await store.records(type, in: try range.range(), after: after)
+                    for (_, record) in page { emit(String(decoding: try encoder.encode(WireRecord(record)), as: UTF8.self)) }
+                    guard let last = page.last, page.count == 500 else { break }
+                    after = (last.start, last.record.id.description)
+                }
+            }
         }
         if let output {
             do {
@@ -65,5 +134,99 @@ struct ExportCommand: AsyncParsableCommand {
                 throw RuntimeFailure("cannot write \(output): \(error.localizedDescription)")
             }
         }
+    }
+}
+
+struct TodayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "today", abstract: "Today so far: water, vaping, habits and streaks, energy, sleep, steps.",
+        discussion: """
+            Today is the local day of the time zone (TZ). Water is compared with the `hydration` habit's daily target \
+            and shown in the preferred volume unit; vaping with the `vaping` habit's at-most target; each defined habit \
+            shows today's amount and its current streak (days, or ISO weeks for a weekly target). Energy eaten is the \
+            meals' kcal; burned is the workouts' energy plus `energy` measurements. Last night is the longest sleep \
+            session ending today.
+            """)
+
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var output: OutputOptions
+    @OptionGroup var asOf: AsOfOptions
+
+    func run() async throws {
+        let report = try await Reports.today(database.open(), calendar: .gregorian(in: .current), now: try asOf.now())
+        if output.json { return try Output.printJSON(report) }
+        print("Today \(report.date) (\(report.timeZone))")
+        let unit = report.water.unit == "fl_oz" ? "fl oz" : "ml"
+        let decimals = report.water.unit == "fl_oz" ? 1 : 0
+        var rows: [[String]] = []
+        var water = "\(Output.number(report.water.amount, decimals: decimals)) \(unit)"
+        if let goal = report.water.goal, let progress = report.water.progress {
+            water += " of \(Output.number(goal, decimals: decimals)) \(unit) (\(Output.number(progress * 100, decimals: 0))%)"
+        }
+        rows.append(["Water", water + ", " + Self.count(report.water.drinks, "drink")])
+        var vaping = Self.count(report.vaping.sessions, "session")
+        if let goal = report.vaping.goalAtMost { vaping += " (at most \(Output.number(goal, decimals: 0)))" }
+        vaping += report.vaping.sinceLastS.map { ", last \(Self.ago($0)) ago" } ?? ", none yet"
+        rows.append(["Vaping", vaping])
+        for h in report.habits {
+            var text: String
+            if h.kind == "yes_no" && h.target == nil {
+                text = h.entries > 0 ? "done" : "not done yet"
+            } else {
+                text = Output.number(h.amount, decimals: h.amount == h.amount.rounded() ? 0 : 1)
+                if let unit = h.unit, h.kind != "yes_no" { text += " \(unit)" }
+                if let target = h.target {
+                    let direction = h.direction == "at_most" ? "at most" : "at least"
+                    text += " (\(direction) \(Output.number(target, decimals: target == target.rounded() ? 0 : 1))/\(h.targetPeriod ?? "day"))"
+                }
+                if let met = h.met { text += met ? ", met" : ", not yet" }
+            }
+            if let streak = h.currentStreak { text += ", streak " + Self.count(streak, h.streakUnit ?? "day") }
+            rows.append(["Habit " + h.name, text])
+        }
+        rows.append(["Energy", "\(Output.number(report.energy.eatenKcal, decimals: 0)) kcal eaten (\(Self.count(report.energy.meals, "meal"))), "
+                     + "\(Output.number(report.energy.burnedKcal, decimals: 0)) kcal burned (\(Self.count(report.energy.workouts, "workout")))"])
+        rows.append(["Sleep", report.sleep.map { s in
+            "\(Output.duration(s.asleepS)) asleep, \(Self.clock(s.start))-\(Self.clock(s.end))"
+        } ?? "-"])
+        rows.append(["Steps", Output.number(report.steps, decimals: 0)])
+        Output.printTable(["WHAT", "TODAY"], rows)
+    }
+
+    /// `1 meal`, `2 meals`.
+    static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
+
+    /// `3h 05m`, `12m`.
+    static func ago(_ seconds: Double) -> String {
+        let minutes = Int(seconds / 60)
+        if minutes >= 24 * 60 { return "\(minutes / 1440)d \(minutes % 1440 / 60)h" }
+        return minutes >= 60 ? String(format: "%dh %02dm", minutes / 60, minutes % 60) : "\(minutes)m"
+    }
+
+    /// Local `HH:MM`.
+    static func clock(_ date: Date) -> String {
+        let c = Calendar.gregorian(in: .current).dateComponents([.hour, .minute], from: date)
+        return String(format: "%02d:%02d", c.hour ?? 0, c.minute ?? 0)
+    }
+}
+
+struct AchievementsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "achievements", abstract: "Achievements reached, derived from the data.",
+        discussion: """
+            First vape-free day (a full local day without a vaping session after one with), 7-day water streak (the \
+            `hydration` daily goal met 7 days running), and a 30-day streak of any habit with a daily goal; each with \
+            the local day (TZ) it was reached. Nothing is stored: edits and deletes change the list.
+            """)
+
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var output: OutputOptions
+    @OptionGroup var asOf: AsOfOptions
+
+    func run() async throws {
+        let list = try await Reports.achievements(database.open(), calendar: .gregorian(in: .current), now: try asOf.now())
+        if output.json { return try Output.printJSON(list) }
+        guard !list.isEmpty else { return print("No achievements yet.") }
+        Output.printTable(["EARNED", "ACHIEVEMENT", "HABIT"], list.map { [$0.earned, $0.title, $0.habit] })
     }
 }
