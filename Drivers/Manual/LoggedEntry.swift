@@ -75,7 +75,5 @@ public struct LoggedEntry: Codable, Hashable, Sendable {
         return parts.joined(separator: " ")
     }
 
-    static func number(_ value: Double) -> String {
-        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(format: "%.2f", value)
-    }
+    static func number(_ value: Double) -> String { NumberText.plain(value) }
 }

@@ -82,13 +82,13 @@ struct BLEReplayCommand: AsyncParsableCommand {
     /// What the capture held: links, values per device and characteristic, what was not understood.
     static func summary(_ result: CaptureReplay.Result, file: String) -> String {
         let s = result.statistics
-        var out = "\((file as NSString).lastPathComponent): \(count(s.records, "record")) (btsnoop \(result.datalink == .h4 ? "H4" : "H1"))"
+        var out = "\((file as NSString).lastPathComponent): \(Output.count(s.records, "record")) (btsnoop \(result.datalink == .h4 ? "H4" : "H1"))"
         if let first = result.firstRecordAt, let last = result.lastRecordAt {
             out += ", \(ISO8601.string(first)) to \(ISO8601.string(last))"
         }
-        out += "\n\(count(s.connections, "connection")), \(count(s.notifications, "notification")), "
-            + "\(count(s.indications, "indication")), \(count(s.reads, "read")); "
-            + "\(count(s.valuesOnUnknownHandles, "value")) on unknown handles, \(count(s.decodeErrors, "decode error"))\n"
+        out += "\n\(Output.count(s.connections, "connection")), \(Output.count(s.notifications, "notification")), "
+            + "\(Output.count(s.indications, "indication")), \(Output.count(s.reads, "read")); "
+            + "\(Output.count(s.valuesOnUnknownHandles, "value")) on unknown handles, \(Output.count(s.decodeErrors, "decode error"))\n"
         for (index, connection) in result.connections.enumerated() {
             let who = connection.peer?.description ?? "unknown device (connected before the capture began)"
             out += "  \(who), link 0x\(hex(connection.handle, 4))"
@@ -105,16 +105,16 @@ struct BLEReplayCommand: AsyncParsableCommand {
             }
             for key in order {
                 let kinds = [CaptureReplay.ValueKind.notification, .indication, .read].compactMap { kind in
-                    counts[key]?[kind].map { count($0, kind.rawValue) }
+                    counts[key]?[kind].map { Output.count($0, kind.rawValue) }
                 }
                 out += "    \(key): \(kinds.joined(separator: ", "))\n"
             }
         }
         if s.valuesWithoutPeer > 0 {
-            out += "\(count(s.valuesWithoutPeer, "value")) on links whose connection is not in the capture (no device address)\n"
+            out += "\(Output.count(s.valuesWithoutPeer, "value")) on links whose connection is not in the capture (no device address)\n"
         }
-        if s.truncatedRecords > 0 { out += "\(count(s.truncatedRecords, "record")) cut short by the capture writer (skipped)\n" }
-        if s.droppedByWriter > 0 { out += "the capture writer reports \(count(Int(s.droppedByWriter), "dropped packet"))\n" }
+        if s.truncatedRecords > 0 { out += "\(Output.count(s.truncatedRecords, "record")) cut short by the capture writer (skipped)\n" }
+        if s.droppedByWriter > 0 { out += "the capture writer reports \(Output.count(Int(s.droppedByWriter), "dropped packet"))\n" }
         for problem in result.problems { out += "  \(problem)\n" }
         if s.decodeErrors > result.problems.count { out += "  ... and \(s.decodeErrors - result.problems.count) more\n" }
         return out
@@ -129,7 +129,4 @@ struct BLEReplayCommand: AsyncParsableCommand {
         String(format: "%0\(width)X", value)
     }
 
-    private static func count(_ n: Int, _ noun: String) -> String {
-        "\(n) \(noun)\(n == 1 ? "" : "s")"
-    }
 }

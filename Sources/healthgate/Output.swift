@@ -46,6 +46,9 @@ enum Output {
 
     static func int(_ value: Int?) -> String { value.map(String.init) ?? "-" }
 
+    /// `1 meal`, `2 meals`, `0 days`.
+    static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
+
     /// Minutes precision for tables: `2019-05-18 19:16`.
     static func shortTime(_ iso: String) -> String {
         String(iso.prefix(16)).replacingOccurrences(of: "T", with: " ")

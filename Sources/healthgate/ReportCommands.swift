@@ -75,7 +75,7 @@ struct StatsCommand: AsyncParsableCommand {
         if !progress.isEmpty {
             print("")
             Output.printTable(["HABIT", "STREAK", "LONGEST", "MET", "RATE", "SINCE"], progress.map { p in
-                ["\(p.habit)", "\(p.currentStreak) \(p.unit)s", "\(p.longestStreak) \(p.unit)s", "\(p.met)/\(p.counted)",
+                ["\(p.habit)", Output.count(p.currentStreak, p.unit), Output.count(p.longestStreak, p.unit), "\(p.met)/\(p.counted)",
                  p.completionRate.map { Output.number($0 * 100, decimals: 0) + "%" } ?? "-", p.since ?? "-"]
             })
         }
@@ -163,12 +163,18 @@ struct TodayCommand: AsyncParsableCommand {
         if let goal = report.water.goal, let progress = report.water.progress {
             water += " of \(Output.number(goal, decimals: decimals)) \(unit) (\(Output.number(progress * 100, decimals: 0))%)"
         }
-        rows.append(["Water", water + ", " + Self.count(report.water.drinks, "drink")])
-        var vaping = Self.count(report.vaping.sessions, "session")
+        water += ", " + Output.count(report.water.drinks, "drink")
+        if let streak = report.habits.first(where: { $0.name == BuiltInHabit.hydration })?.currentStreak {
+            water += ", goal streak " + Output.count(streak, "day")
+        }
+        rows.append(["Water", water])
+        var vaping = Output.count(report.vaping.sessions, "session")
         if let goal = report.vaping.goalAtMost { vaping += " (at most \(Output.number(goal, decimals: 0)))" }
-        vaping += report.vaping.sinceLastS.map { ", last \(Self.ago($0)) ago" } ?? ", none yet"
+        vaping += report.vaping.sinceLastS.map { $0 < 60 ? ", last just now" : ", last \(Self.ago($0)) ago" } ?? ", none yet"
         rows.append(["Vaping", vaping])
-        for h in report.habits {
+        // The apps' own habits have their rows above (water, vaping) and below (energy eaten).
+        for h in report.habits
+        where h.name != BuiltInHabit.hydration && h.name != BuiltInHabit.meal && (h.name != BuiltInHabit.vaping || h.target != nil) {
             var text: String
             if h.kind == "yes_no" && h.target == nil {
                 text = h.entries > 0 ? "done" : "not done yet"
@@ -181,20 +187,17 @@ struct TodayCommand: AsyncParsableCommand {
                 }
                 if let met = h.met { text += met ? ", met" : ", not yet" }
             }
-            if let streak = h.currentStreak { text += ", streak " + Self.count(streak, h.streakUnit ?? "day") }
+            if let streak = h.currentStreak { text += ", streak " + Output.count(streak, h.streakUnit ?? "day") }
             rows.append(["Habit " + h.name, text])
         }
-        rows.append(["Energy", "\(Output.number(report.energy.eatenKcal, decimals: 0)) kcal eaten (\(Self.count(report.energy.meals, "meal"))), "
-                     + "\(Output.number(report.energy.burnedKcal, decimals: 0)) kcal burned (\(Self.count(report.energy.workouts, "workout")))"])
+        rows.append(["Energy", "\(Output.number(report.energy.eatenKcal, decimals: 0)) kcal eaten (\(Output.count(report.energy.meals, "meal"))), "
+                     + "\(Output.number(report.energy.burnedKcal, decimals: 0)) kcal burned (\(Output.count(report.energy.workouts, "workout")))"])
         rows.append(["Sleep", report.sleep.map { s in
             "\(Output.duration(s.asleepS)) asleep, \(Self.clock(s.start))-\(Self.clock(s.end))"
         } ?? "-"])
         rows.append(["Steps", Output.number(report.steps, decimals: 0)])
         Output.printTable(["WHAT", "TODAY"], rows)
     }
-
-    /// `1 meal`, `2 meals`.
-    static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
 
     /// `3h 05m`, `12m`.
     static func ago(_ seconds: Double) -> String {

@@ -118,16 +118,14 @@ import TestSupport
         let lines = text.split(separator: "\n").map(String.init)
         #expect(lines == [
             "Today 2026-04-02 (Europe/Berlin)",
-            "WHAT             TODAY",
-            "Water            250 ml of 2000 ml (12%), 1 drink",
-            "Vaping           0 sessions (at most 3), last 4d 20h ago",
-            "Habit hydration  250 ml (at least 2000/day), not yet, streak 0 days",
-            "Habit meal       650 kcal",
-            "Habit stretch    not done yet, streak 32 days",
-            "Habit vaping     0 (at most 3/day), met, streak 33 days",
-            "Energy           650 kcal eaten (1 meal), 400 kcal burned (1 workout)",
-            "Sleep            7:10:00 asleep, 23:10-06:40",
-            "Steps            8000",
+            "WHAT           TODAY",
+            "Water          250 ml of 2000 ml (12%), 1 drink, goal streak 0 days",
+            "Vaping         0 sessions (at most 3), last 4d 20h ago",
+            "Habit stretch  not done yet, streak 32 days",
+            "Habit vaping   0 (at most 3/day), met, streak 33 days",
+            "Energy         650 kcal eaten (1 meal), 400 kcal burned (1 workout)",
+            "Sleep          7:10:00 asleep, 23:10-06:40",
+            "Steps          8000",
         ], "\(text)")
     }
 
