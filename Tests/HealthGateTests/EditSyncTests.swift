@@ -191,6 +191,32 @@ import TestSupport
         }
     }
 
+    /// Definitions travel like entries: a habit and a water goal defined on A are there on B,
+    /// where the habit can be logged and the goal counts; B's new goal (version 2) reaches A.
+    @Test func definitionsReachTheOtherInstall() async throws {
+        let server = try await ServerProcess.start()
+        defer { server.stop() }
+        let db = try await installs(2, on: server, email: "dee@example.org")
+        let (a, b) = (db[0], db[1])
+        try await succeed(["define", "habit", "Reading", "--kind", "numeric", "--unit", "pages", "--target", "20", "--per", "day"], a)
+        try await succeed(["define", "goal", "water", "2l"], a)
+        try await sync(a)
+        try await sync(b)
+        let logged = try await succeed(["log", "habit", "reading", "25", "--json"], b)
+        #expect(logged.contains("\"pages\""), "\(logged)")
+        let onB = try await HealthStore(path: b.dbPath).definitions(.habit)
+        #expect(onB.map(\.name).sorted() == ["Reading", "hydration"])
+
+        try await succeed(["define", "goal", "water", "2.5l"], b)
+        try await sync(b)
+        try await sync(a)
+        let goal = try #require(try await HealthStore(path: a.dbPath).definition(.habit, name: "hydration"))
+        #expect(goal.version == 2)
+        if case .habit(let habit) = goal.body { #expect(habit.target?.amount == 2500) } else { Issue.record("not a habit: \(goal)") }
+        let today = try await succeed(["today", "--json"], a)
+        #expect(today.contains("2500"), "\(today)")
+    }
+
     @Test func clearErrorsAndHelp() async throws {
         let a = try Scratch()
         let id = try await logDrink(250, on: a, at: t0)
