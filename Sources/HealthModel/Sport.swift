@@ -57,7 +57,7 @@ public enum METTable {
         case .walking: Row(code: "17190", activity: "walking, 2.8 to 3.2 mph, level, moderate pace, firm surface", met: 3.5)
         case .hiking: Row(code: "17080", activity: "hiking, cross country", met: 6.0)
         case .rowing: Row(code: "02072", activity: "rowing, stationary, 100 watts, moderate effort", met: 7.0)
-        case .paddling: Row(code: "18080", activity: "kayaking, moderate effort", met: 5.0)
+        case .paddling: Row(code: "18100", activity: "kayaking, moderate effort", met: 5.0)
         case .skiing: Row(code: "19075", activity: "skiing, general", met: 7.0)
         case .strength: Row(code: "02054", activity: "resistance (weight) training, multiple exercises, 8-15 repetitions at varied resistance", met: 3.5)
         case .fitnessEquipment: Row(code: "02048", activity: "elliptical trainer, moderate effort", met: 5.0)

@@ -216,6 +216,16 @@ import Testing
             #expect(sport.met == row.met)
             #expect(row.code?.count ?? 5 == 5, "\(sport)")
         }
+        // Each row as the 2011 Compendium publishes it (code, MET), checked against its table.
+        let published: [Sport: (String, Double)] = [
+            .running: ("12050", 9.8), .cycling: ("01015", 7.5), .swimming: ("18310", 6.0), .walking: ("17190", 3.5),
+            .hiking: ("17080", 6.0), .rowing: ("02072", 7.0), .paddling: ("18100", 5.0), .skiing: ("19075", 7.0),
+            .strength: ("02054", 3.5), .fitnessEquipment: ("02048", 5.0),
+        ]
+        for (sport, (code, met)) in published {
+            #expect(METTable.row(for: sport).code == code, "\(sport)")
+            #expect(METTable.row(for: sport).met == met, "\(sport)")
+        }
         // The import path's estimate uses the same table: walking 3.5 x 60 kg x 2 h = 420 kcal.
         #expect(EnergyEstimator(bodyWeightKg: 60).estimate(sport: "walking", activeSeconds: 7200) == 420)
         // Strength 3.5 (02054) x 70 kg x 1 h = 245 kcal.
