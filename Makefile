@@ -87,6 +87,7 @@ fuzz-corpus:
 # Regenerate the expected outputs from the independent reference decoders (PyPI).
 reference:
 	python3 Drivers/FIT/tools/fit_reference.py
+	python3 Drivers/FIT/tools/sleep_reference.py
 	python3 Drivers/TCX/tools/tcx_reference.py Fixtures/tcx/*.tcx
 	python3 Drivers/GPX/tools/gpx_reference.py $$(find Fixtures/gpx -name '*.gpx' | sort)
 

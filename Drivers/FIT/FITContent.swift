@@ -1,4 +1,5 @@
 import Foundation
+public import HealthModel
 
 /// The messages the normalizer reads, copied out of a decode. One ``Group`` per `file_id`
 /// (chained files without their own `file_id` continue the group before them).
@@ -103,6 +104,10 @@ public struct FITContent: Sendable {
         /// Local time minus UTC, from `monitoring_info` or `activity` (seconds).
         public var utcOffsetS: Int?
         public var sleepLevels: [SleepLevel] = []
+        /// When the night ended: the last `event` 74 (sleep) of type stop or stop_all.
+        public var sleepStop: UInt32?
+        /// `sleep_assessment` (346): overall score and awakenings.
+        public var sleepAssessment: SleepAssessment?
         public var weights: [WeightReading] = []
         /// The latest timestamp of any message in the group.
         public var lastTimestamp: UInt32?
@@ -218,6 +223,13 @@ public struct FITCollector: FITVisitor {
         case 275: // sleep_level
             guard let t = m.timestamp, let level = m.int(0) else { return }
             update { $0.sleepLevels.append(.init(time: t, level: level)) }
+        case 21: // event: the sleep event's stop ends the night (event 74; type 1 stop, 4 stop_all)
+            guard let t = m.timestamp, m.int(0) == 74, let type = m.int(1), type == 1 || type == 4 else { return }
+            update { $0.sleepStop = t }
+        case 346: // sleep_assessment: overall_sleep_score (6), awakenings_count (11)
+            let assessment = SleepAssessment(score: m.int(6), awakenings: m.int(11))
+            guard assessment.score != nil || assessment.awakenings != nil else { return }
+            update { $0.sleepAssessment = assessment }
         case 30: // weight_scale
             guard let t = m.timestamp else { return }
             let weight = m.value(0).flatMap { $0 < 655.34 ? $0 : nil } // 0xFFFE means "calculating"

@@ -243,20 +243,30 @@ public enum FITNormalizer {
     }
 
     /// One session from `sleep_level` messages: each level lasts until the next one, the last
-    /// until the group's last timestamp.
+    /// until the sleep event's stop (event 74). A file without that stop ends the night at its
+    /// last timestamp (Garmin writes the file later than the night ends, so that is a fallback);
+    /// levels after the stop are dropped; consecutive levels of one stage are one stage. The
+    /// device's `sleep_assessment` stays on the session.
     static func sleep(_ group: FITContent.Group, source: Source) -> SleepSession? {
-        let levels = group.sleepLevels.sorted { $0.time < $1.time }
+        var levels = group.sleepLevels.sorted { $0.time < $1.time }
+        if let stop = group.sleepStop { levels.removeAll { $0.time >= stop } }
         guard let first = levels.first, let lastLevel = levels.last else { return nil }
-        let end = max(group.lastTimestamp ?? lastLevel.time, lastLevel.time)
+        let end = max(group.sleepStop ?? group.lastTimestamp ?? lastLevel.time, lastLevel.time)
         var stages: [SleepStageSpan] = []
         for (i, level) in levels.enumerated() {
             let stageEnd = i + 1 < levels.count ? levels[i + 1].time : end
             guard stageEnd > level.time else { continue }
-            stages.append(SleepStageSpan(start: date(level.time), end: date(stageEnd), stage: sleepStage(level.level)))
+            let stage = sleepStage(level.level)
+            if let last = stages.last, last.stage == stage, last.end == date(level.time) {
+                stages[stages.count - 1].end = date(stageEnd) // Garmin writes a level each minute: one stage
+            } else {
+                stages.append(SleepStageSpan(start: date(level.time), end: date(stageEnd), stage: stage))
+            }
         }
         let epoch = Int(fitEpoch) + Int(first.time)
         return SleepSession(id: RecordID.derive("sleep", "fit", source.device ?? "unknown", String(epoch)),
-                            start: date(first.time), end: date(end), stages: stages, source: source)
+                            start: date(first.time), end: date(end), stages: stages, assessment: group.sleepAssessment,
+                            source: source)
     }
 
     // MARK: Weight scale

@@ -186,6 +186,8 @@ public struct SleepSession: Hashable, Sendable {
     public var start: Date
     public var end: Date
     public var stages: [SleepStageSpan]
+    /// The device's own judgement of the night, when it gives one (Garmin's `sleep_assessment`).
+    public var assessment: SleepAssessment?
     public var source: Source
 
     /// Time asleep: every stage but `awake`; the whole span when no stages are known.
@@ -195,13 +197,26 @@ public struct SleepSession: Hashable, Sendable {
     }
 
     public init(id: RecordID, version: Int = 1, start: Date, end: Date, stages: [SleepStageSpan] = [],
-                source: Source) {
+                assessment: SleepAssessment? = nil, source: Source) {
         self.id = id
         self.version = version
         self.start = start
         self.end = end
         self.stages = stages
+        self.assessment = assessment
         self.source = source
+    }
+}
+
+/// What a device concluded about a night: its overall score (0 to 100) and how often the sleeper
+/// woke up. Either may be missing.
+public struct SleepAssessment: Hashable, Sendable {
+    public var score: Int?
+    public var awakenings: Int?
+
+    public init(score: Int? = nil, awakenings: Int? = nil) {
+        self.score = score
+        self.awakenings = awakenings
     }
 }
 

@@ -119,6 +119,8 @@ public struct RecordValidator: Sendable {
     private func check(_ s: SleepSession) throws(Problem) {
         try duration("sleep session", s.end.timeIntervalSince(s.start), PhysicalLimits.sleepSpanS)
         try count("stages", s.stages.count)
+        try value("assessment.score", s.assessment?.score.map(Double.init), 0...100, "")
+        try value("assessment.awakenings", s.assessment?.awakenings.map(Double.init), 0...1000, "")
         let within = s.start.addingTimeInterval(-PhysicalLimits.childToleranceS)...s.end.addingTimeInterval(PhysicalLimits.childToleranceS)
         for (i, stage) in s.stages.enumerated() {
             try inside("stages[\(i)].start", stage.start, within, of: "the session")

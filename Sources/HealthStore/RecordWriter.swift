@@ -243,10 +243,10 @@ struct RecordWriter {
     private func insert(_ s: SleepSession, importHash: String?) throws {
         let id = s.id.description
         try run("""
-            INSERT INTO sleep_sessions (id, version, start_time, end_time, total_sleep_s,
-                source_driver, source_device, source_file, import_hash, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, [id, s.version, ISO8601.string(s.start), ISO8601.string(s.end), s.totalSleepS]
-                + sourceArguments(s.source, importHash))
+            INSERT INTO sleep_sessions (id, version, start_time, end_time, total_sleep_s, score, awakenings,
+                source_driver, source_device, source_file, import_hash, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, [id, s.version, ISO8601.string(s.start), ISO8601.string(s.end), s.totalSleepS, s.assessment?.score,
+                  s.assessment?.awakenings] + sourceArguments(s.source, importHash))
         for (index, span) in s.stages.enumerated() {
             try run("""
                 INSERT INTO sleep_stages (session_id, stage_index, start_time, end_time, stage) VALUES (?, ?, ?, ?, ?)

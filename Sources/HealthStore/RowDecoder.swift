@@ -60,8 +60,10 @@ enum RowDecoder {
             SleepStageSpan(start: date(r["start_time"]), end: date(r["end_time"]),
                            stage: SleepStage(rawValue: r["stage"]) ?? .unknown)
         }
+        let assessment = SleepAssessment(score: row["score"], awakenings: row["awakenings"])
         return SleepSession(id: RecordID(string: id)!, version: row["version"], start: date(row["start_time"]),
-                            end: date(row["end_time"]), stages: stages, source: source(row))
+                            end: date(row["end_time"]), stages: stages,
+                            assessment: assessment == SleepAssessment() ? nil : assessment, source: source(row))
     }
 
     /// The columns ``measurement(_:)`` reads, in its order (read by index: looking a column up by

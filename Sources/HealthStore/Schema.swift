@@ -15,6 +15,7 @@ enum Schema {
         migrator.registerMigration("v6-import-progress", migrate: importLedgerWithProgress)
         migrator.registerMigration("v7-definitions", migrate: createDefinitions)
         migrator.registerMigration("v8-record-versions", migrate: createRecordVersions)
+        migrator.registerMigration("v9-sleep-assessment", migrate: addSleepAssessment)
         return migrator
     }
 
@@ -342,6 +343,14 @@ enum Schema {
                 replaced_at TEXT NOT NULL,
                 PRIMARY KEY (record_id, version)
             ) STRICT, WITHOUT ROWID;
+            """)
+    }
+
+    /// A device's judgement of a night (Garmin's sleep score and awakenings), when it gives one.
+    private static func addSleepAssessment(_ db: Database) throws {
+        try db.execute(sql: """
+            ALTER TABLE sleep_sessions ADD COLUMN score INTEGER CHECK (score BETWEEN 0 AND 100);
+            ALTER TABLE sleep_sessions ADD COLUMN awakenings INTEGER CHECK (awakenings >= 0);
             """)
     }
 }

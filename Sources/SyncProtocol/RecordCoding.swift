@@ -196,13 +196,15 @@ extension SleepStageSpan: Codable {
 }
 
 extension SleepSession: Codable {
-    enum CodingKeys: String, CodingKey { case id, version, start, end, stages, source }
+    enum CodingKeys: String, CodingKey { case id, version, start, end, stages, assessment, source }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(id: try c.decode(RecordID.self, forKey: .id), version: try c.decode(Int.self, forKey: .version),
                   start: try c.decode(Date.self, forKey: .start), end: try c.decode(Date.self, forKey: .end),
-                  stages: try c.decode([SleepStageSpan].self, forKey: .stages), source: try c.decode(Source.self, forKey: .source))
+                  stages: try c.decode([SleepStageSpan].self, forKey: .stages),
+                  assessment: try c.decodeIfPresent(SleepAssessment.self, forKey: .assessment),
+                  source: try c.decode(Source.self, forKey: .source))
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -212,7 +214,24 @@ extension SleepSession: Codable {
         try c.encode(start, forKey: .start)
         try c.encode(end, forKey: .end)
         try c.encode(stages, forKey: .stages)
+        try c.encodeIfPresent(assessment, forKey: .assessment)
         try c.encode(source, forKey: .source)
+    }
+}
+
+extension SleepAssessment: Codable {
+    enum CodingKeys: String, CodingKey { case score, awakenings }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(score: try c.decodeIfPresent(Int.self, forKey: .score),
+                  awakenings: try c.decodeIfPresent(Int.self, forKey: .awakenings))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodeIfPresent(score, forKey: .score)
+        try c.encodeIfPresent(awakenings, forKey: .awakenings)
     }
 }
 

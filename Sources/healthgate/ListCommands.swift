@@ -38,6 +38,8 @@ struct SleepCommand: AsyncParsableCommand {
 
     struct SleepJSON: Encodable {
         var id: String, version: Int, start: String, end: String, total_sleep_s: Double
+        /// The device's overall sleep score (0 to 100) and awakenings; absent when it gave none.
+        var score: Int?, awakenings: Int?
         var stages: [String: Double]
         var spans: [Span]
         var source: [String: String?]
@@ -54,17 +56,18 @@ struct SleepCommand: AsyncParsableCommand {
         if output.json {
             return try Output.printJSON(sessions.map { s in
                 SleepJSON(id: s.id.description, version: s.version, start: ISO8601.string(s.start), end: ISO8601.string(s.end),
-                          total_sleep_s: s.totalSleepS, stages: perStage(s),
+                          total_sleep_s: s.totalSleepS, score: s.assessment?.score, awakenings: s.assessment?.awakenings,
+                          stages: perStage(s),
                           spans: s.stages.map { .init(start: ISO8601.string($0.start), end: ISO8601.string($0.end), stage: $0.stage.rawValue) },
                           source: ["driver": s.source.driver, "device": s.source.device, "file": s.source.file])
             })
         }
         guard !sessions.isEmpty else { return print("No sleep sessions.") }
-        Output.printTable(["ID", "START (UTC)", "END (UTC)", "ASLEEP", "DEEP", "LIGHT", "REM", "AWAKE"], sessions.map { s in
+        Output.printTable(["ID", "START (UTC)", "END (UTC)", "ASLEEP", "DEEP", "LIGHT", "REM", "AWAKE", "SCORE"], sessions.map { s in
             let t = perStage(s)
             return [String(s.id.description.prefix(8)), Output.shortTime(ISO8601.string(s.start)), Output.shortTime(ISO8601.string(s.end)),
                     Output.duration(s.totalSleepS), Output.duration(t["deep"] ?? 0), Output.duration(t["light"] ?? 0),
-                    Output.duration(t["rem"] ?? 0), Output.duration(t["awake"] ?? 0)]
+                    Output.duration(t["rem"] ?? 0), Output.duration(t["awake"] ?? 0), s.assessment?.score.map(String.init) ?? "-"]
         })
     }
 }

@@ -36,7 +36,7 @@ func sampleWorkout(start: Double = 1_495_129_762, version: Int = 1, samples: Int
     @Test func migratesByName() async throws {
         let t = try await TempStore()
         #expect(try await t.store.appliedMigrations() == ["v1-import-ledger", "v1-records", "v1-outbox", "v2-live-workouts", "v3-sync",
-                                                    "v4-outbox-sequential", "v5-held-records", "v6-import-progress", "v7-definitions", "v8-record-versions"])
+                                                    "v4-outbox-sequential", "v5-held-records", "v6-import-progress", "v7-definitions", "v8-record-versions", "v9-sleep-assessment"])
         let mode = try await t.store.reading { try String.fetchOne($0, sql: "PRAGMA journal_mode") }
         #expect(mode == "wal")
     }
@@ -170,7 +170,7 @@ func sampleWorkout(start: Double = 1_495_129_762, version: Int = 1, samples: Int
         let sleep = SleepSession(id: RecordID.derive("s"), start: t0, end: t0.addingTimeInterval(3600),
                                  stages: [SleepStageSpan(start: t0, end: t0.addingTimeInterval(600), stage: .awake),
                                           SleepStageSpan(start: t0.addingTimeInterval(600), end: t0.addingTimeInterval(3600), stage: .deep)],
-                                 source: Source(driver: "fit"))
+                                 assessment: SleepAssessment(score: 74, awakenings: 2), source: Source(driver: "fit"))
         let bp = HealthModel.Measurement(id: RecordID.derive("m"), kind: .bloodPressure, time: t0, value: 120,
                                          extra: ["diastolic": 80], source: Source(driver: "ble", device: "cuff"))
         let drink = HabitEvent(id: RecordID.derive("h"), habit: "hydration", time: t0, value: 8, category: "glass",
@@ -188,7 +188,7 @@ func sampleWorkout(start: Double = 1_495_129_762, version: Int = 1, samples: Int
     @Test func anInMemoryStoreHasTheSchemaAndTheRules() async throws {
         let store = try await HealthStore.inMemory()
         #expect(store.path == ":memory:")
-        #expect(try await store.appliedMigrations().last == "v8-record-versions")
+        #expect(try await store.appliedMigrations().last == "v9-sleep-assessment")
         #expect(try await store.reading { try Int.fetchOne($0, sql: "PRAGMA secure_delete") } == 1)
         let w = sampleWorkout()
         #expect(try await store.write([.workout(w)]) == WriteResult(inserted: 1))

@@ -40,8 +40,8 @@ import Testing
             id: RecordID.derive("golden", "sleep"), version: 2, start: t0, end: t0.addingTimeInterval(28_800),
             stages: [SleepStageSpan(start: t0, end: t0.addingTimeInterval(600), stage: .awake),
                      SleepStageSpan(start: t0.addingTimeInterval(600), end: t0.addingTimeInterval(28_800), stage: .rem)],
-            source: Source(driver: "fit", device: "garmin/venu/1")))),
-         #"{"data":{"end":"2025-11-22T16:26:40.25Z","id":"aa1236dd-dde5-5d53-b890-1c2917442daa","source":{"device":"garmin/venu/1","driver":"fit"},"stages":[{"end":"2025-11-22T08:36:40.25Z","stage":"awake","start":"2025-11-22T08:26:40.25Z"},{"end":"2025-11-22T16:26:40.25Z","stage":"rem","start":"2025-11-22T08:36:40.25Z"}],"start":"2025-11-22T08:26:40.25Z","version":2},"id":"aa1236dd-dde5-5d53-b890-1c2917442daa","type":"sleep","version":2}"#),
+            assessment: SleepAssessment(score: 81, awakenings: 3), source: Source(driver: "fit", device: "garmin/venu/1")))),
+         #"{"data":{"assessment":{"awakenings":3,"score":81},"end":"2025-11-22T16:26:40.25Z","id":"aa1236dd-dde5-5d53-b890-1c2917442daa","source":{"device":"garmin/venu/1","driver":"fit"},"stages":[{"end":"2025-11-22T08:36:40.25Z","stage":"awake","start":"2025-11-22T08:26:40.25Z"},{"end":"2025-11-22T16:26:40.25Z","stage":"rem","start":"2025-11-22T08:36:40.25Z"}],"start":"2025-11-22T08:26:40.25Z","version":2},"id":"aa1236dd-dde5-5d53-b890-1c2917442daa","type":"sleep","version":2}"#),
         ("sleep, no stages", WireRecord(.sleep(SleepSession(
             id: RecordID.derive("golden", "bare sleep"), start: t0, end: t0.addingTimeInterval(3600), source: Source(driver: "exec")))),
          #"{"data":{"end":"2025-11-22T09:26:40.25Z","id":"b08525e9-08e0-5ecf-8d02-c3eda3529a65","source":{"driver":"exec"},"stages":[],"start":"2025-11-22T08:26:40.25Z","version":1},"id":"b08525e9-08e0-5ecf-8d02-c3eda3529a65","type":"sleep","version":1}"#),
