@@ -14,15 +14,17 @@ public struct TodayInput: Sendable {
     public var lastVape: HabitEvent?
     /// Workouts starting today.
     public var workouts: [WorkoutSummary]
-    /// Measurements taken today (steps and energy are used).
-    public var measurements: [HealthModel.Measurement]
+    /// Steps today, overlapping sources counted once (``HealthStore/measurementTotals(_:bounds:)``).
+    public var steps: Double
+    /// Energy burned today that measurements recorded (not workouts), overlaps counted once.
+    public var measuredEnergyKcal: Double
     /// Sleep sessions ending today up to `now`.
     public var sleep: [SleepSession]
     /// Each counted habit's progress up to now, by habit name (case-folded).
     public var progress: [String: HabitProgress]
 
     public init(now: Date, calendar: Calendar, definitions: [Definition] = [], events: [HabitEvent] = [], lastVape: HabitEvent? = nil,
-                workouts: [WorkoutSummary] = [], measurements: [HealthModel.Measurement] = [], sleep: [SleepSession] = [],
+                workouts: [WorkoutSummary] = [], steps: Double = 0, measuredEnergyKcal: Double = 0, sleep: [SleepSession] = [],
                 progress: [String: HabitProgress] = [:]) {
         self.now = now
         self.calendar = calendar
@@ -30,7 +32,8 @@ public struct TodayInput: Sendable {
         self.events = events
         self.lastVape = lastVape
         self.workouts = workouts
-        self.measurements = measurements
+        self.steps = steps
+        self.measuredEnergyKcal = measuredEnergyKcal
         self.sleep = sleep
         self.progress = progress
     }
@@ -230,15 +233,13 @@ public struct TodayReport: Sendable, Equatable, Encodable {
         // Energy.
         let meals = habits(BuiltInHabit.meal)
         let workouts = input.workouts.filter { w in ISO8601.parse(w.start).map { $0 >= dayStart && $0 <= input.now } ?? false }
-        let measured = input.measurements.filter { $0.kind == .energy && $0.time >= dayStart && $0.time <= input.now }
         let energy = Energy(meals: meals.count, eatenKcal: meals.reduce(0) { $0 + ($1.value ?? 0) }, workouts: workouts.count,
-                            burnedKcal: workouts.reduce(0) { $0 + ($1.energyKcal ?? 0) } + measured.reduce(0) { $0 + $1.value })
+                            burnedKcal: workouts.reduce(0) { $0 + ($1.energyKcal ?? 0) } + input.measuredEnergyKcal)
 
         // Last night: the longest session ending today (a nap is shorter).
         let night = input.sleep.filter { $0.end >= dayStart && $0.end <= input.now }
             .max { ($0.totalSleepS, $0.end) < ($1.totalSleepS, $1.end) }
-        let steps = input.measurements.filter { $0.kind == .steps && $0.time >= dayStart && $0.time <= input.now }
-            .reduce(0) { $0 + $1.value }
+        let steps = input.steps
 
         let c = calendar.dateComponents([.year, .month, .day], from: input.now)
         return TodayReport(date: String(format: "%04d-%02d-%02d", c.year!, c.month!, c.day!), timeZone: calendar.timeZone.identifier,

@@ -40,6 +40,7 @@ extension Reports {
     public static func today(_ store: HealthStore, calendar: Calendar, now: Date) async throws -> TodayReport {
         let dayStart = calendar.startOfDay(for: now)
         let today = DateRange(since: dayStart, until: now.addingTimeInterval(0.001))
+        let todayBounds = [dayStart, now.addingTimeInterval(0.001)]
         let (_, progress, _) = try await Self.progress(store, calendar: calendar, now: now)
         var byName: [String: HabitProgress] = [:]
         for p in progress { byName[Definition.key(p.habit)] = p }
@@ -48,7 +49,8 @@ extension Reports {
             events: try await store.habitEvents(in: today),
             lastVape: try await store.lastHabitEvent(BuiltInHabit.vaping, atOrBefore: now),
             workouts: try await store.workouts(in: today),
-            measurements: try await store.measurements(kind: .steps, in: today) + store.measurements(kind: .energy, in: today),
+            steps: try await store.measurementTotals(.steps, bounds: todayBounds).first?.sum ?? 0,
+            measuredEnergyKcal: try await store.measurementTotals(.energy, bounds: todayBounds).first?.sum ?? 0,
             sleep: try await store.sleepSessions(endingIn: today), progress: byName)
         return TodayReport.compute(input)
     }
