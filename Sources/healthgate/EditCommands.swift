@@ -54,7 +54,7 @@ struct EditCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A workout's or sleep session's duration (45m, 1h30m): the start stays, the end moves.", valueName: "DURATION"))
     var duration: String?
 
-    @Option(help: "A habit definition's goal per period (more than zero).")
+    @Option(help: "A habit definition's goal per period, in the habit's unit (more than zero; water in ml: `define goal water 64oz` takes units).")
     var target: Double?
 
     @Option(help: "A habit definition's goal period: day or week.")
