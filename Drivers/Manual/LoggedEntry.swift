@@ -64,10 +64,13 @@ public struct LoggedEntry: Codable, Hashable, Sendable {
         }
     }
 
-    /// One line: `stored 2f1c... water 250 ml (custom) at 2025-06-01 08:30`.
-    public var line: String {
+    /// One line: `stored 2f1c... water 250 ml (custom) at 2025-06-01 08:30`, volumes and masses in ml and kg.
+    public var line: String { line(in: Preferences()) }
+
+    /// One line with volumes and masses in the preferred units (`stored 2f1c... water 8 fl oz [glass] at ...`).
+    public func line(in preferences: Preferences) -> String {
         var parts = ["stored", id, what]
-        if let value { parts.append(Self.number(value) + (unit.map { " \($0)" } ?? "")) }
+        if let value { parts.append(Quantities.text(value, unit: unit, preferences: preferences)) }
         if let energySource { parts.append("(\(energySource))") }
         if let category { parts.append("[\(category)]") }
         if let label { parts.append("\"\(label)\"") }
@@ -75,5 +78,4 @@ public struct LoggedEntry: Codable, Hashable, Sendable {
         return parts.joined(separator: " ")
     }
 
-    static func number(_ value: Double) -> String { NumberText.plain(value) }
 }

@@ -156,8 +156,16 @@ public struct Preferences: Hashable, Sendable {
     public enum VolumeUnit: String, Codable, Sendable, CaseIterable {
         case ml
         case flOz = "fl_oz"
+
+        /// As people read it: `ml`, `fl oz`.
+        public var symbol: String { self == .ml ? "ml" : "fl oz" }
     }
-    public enum MassUnit: String, Codable, Sendable, CaseIterable { case kg, lb }
+    public enum MassUnit: String, Codable, Sendable, CaseIterable {
+        case kg, lb
+
+        /// As people read it: `kg`, `lb`.
+        public var symbol: String { rawValue }
+    }
 
     public var volume: VolumeUnit
     public var mass: MassUnit

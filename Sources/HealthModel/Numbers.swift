@@ -102,6 +102,38 @@ public enum Quantities {
         }
     }
 
+    /// A volume stored in ml, in `unit` (the number only).
+    public static func volume(_ ml: Double, in unit: Preferences.VolumeUnit) -> Double {
+        unit == .ml ? ml : ml / Units.millilitresPerFluidOunce
+    }
+
+    /// A mass stored in kg, in `unit` (the number only).
+    public static func mass(_ kg: Double, in unit: Preferences.MassUnit) -> Double {
+        unit == .kg ? kg : kg / Units.kilogramsPerPound
+    }
+
+    /// A volume stored in ml as people read it in `unit`: `236.6 ml`, `8 fl oz` (to 0.1).
+    public static func text(millilitres ml: Double, in unit: Preferences.VolumeUnit) -> String {
+        NumberText.plain((volume(ml, in: unit) * 10).rounded() / 10) + " " + unit.symbol
+    }
+
+    /// A mass stored in kg as people read it in `unit`: `71.25 kg` (to 0.01), `157.6 lb` (to 0.1).
+    public static func text(kilograms kg: Double, in unit: Preferences.MassUnit) -> String {
+        let scale = unit == .kg ? 100.0 : 10.0
+        return NumberText.plain((mass(kg, in: unit) * scale).rounded() / scale) + " " + unit.symbol
+    }
+
+    /// A stored value with its stored unit as people read it: a volume (`ml`) or a mass (`kg`)
+    /// in the preferred unit, anything else as stored (`25 pages`, `430 kcal`, `7`).
+    public static func text(_ value: Double, unit: String?, preferences: Preferences) -> String {
+        switch unit {
+        case "ml": text(millilitres: value, in: preferences.volume)
+        case "kg": text(kilograms: value, in: preferences.mass)
+        case let unit?: NumberText.plain(value) + " " + unit
+        case nil: NumberText.plain(value)
+        }
+    }
+
     /// A number and its unit (lower-cased, spaces removed): `12 fl oz` is (12, `floz`). The
     /// number must be more than zero.
     static func split(_ text: String, what: String, forms: String) throws(QuantityError) -> (Double, String) {

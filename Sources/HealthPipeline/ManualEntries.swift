@@ -22,11 +22,17 @@ public enum ManualEntries {
         EntryBuilder(definitions: DefinitionsSnapshot(try await store.definitions()), now: now, timeZone: timeZone)
     }
 
-    /// Stores a new version of `definition` (version one more than the stored one), validated.
+    /// Stores a new version of `definition` (version one more than the stored one, a tombstone's
+    /// included: a definition deleted then defined again comes back), validated. The name keeps
+    /// the stored spelling: one definition, one name (`Reading` defined again as `reading` stays `Reading`).
     @discardableResult
     public static func define(_ definition: Definition, into store: HealthStore, now: Date = Date()) async throws -> Definition {
         var definition = definition
-        definition.version = (try await store.definition(definition.kind, name: definition.name)?.version ?? 0) + 1
+        let stored = try await store.definition(definition.kind, name: definition.name)
+        if let stored { definition.name = stored.name }
+        var latest = stored?.version ?? 0
+        if stored == nil, let versions = try? await store.history(id: definition.id.description) { latest = versions.first?.version ?? 0 }
+        definition.version = latest + 1
         do { try RecordValidator().validate(.definition(definition), now: now) } catch { throw EntryError("\(error)") }
         try await store.write([.definition(definition)])
         return definition

@@ -28,7 +28,10 @@ public final class StoreSink: RecordSink {
         let (accepted, rejected) = normalizer.normalize(batch)
         if !rejected.isEmpty { rejections.withLock { $0 += rejected } }
         guard !accepted.isEmpty else { return }
-        try await store.write(accepted)
+        // Habit events under the definition's spelling of their habit's name.
+        var canonical = accepted
+        canonical.records = try await store.canonicalHabitNames(accepted.records)
+        try await store.write(canonical)
         onCommit?(accepted, Date())
     }
 

@@ -168,7 +168,7 @@ public enum Reports {
         let goals = try await Self.goals(store)
         let days = Periods(.day, calendar: calendar, from: max(range.since ?? span.first, span.first),
                            through: max(min(now, range.until ?? now), span.last))
-        for name in try await store.habitNames() {
+        for name in try await Self.habitNames(store) {
             let totals = try await store.habitTotals(name, bounds: bounds)
             guard !totals.isEmpty else { continue }
             let goal = goals[Definition.key(name)].flatMap { $0.period == .day ? $0 : nil }
@@ -217,6 +217,19 @@ public enum Reports {
             buckets[i] = s
         }
         return buckets.keys.sorted().map { buckets[$0]! }
+    }
+
+    /// One name per habit with entries, whatever the spellings its entries carry (`Reading` and
+    /// `reading` are one habit): the definition's spelling, else the first stored one.
+    static func habitNames(_ store: HealthStore) async throws -> [String] {
+        var defined: [String: String] = [:]
+        for d in try await store.definitions(.habit) { defined[Definition.key(d.name)] = d.name }
+        var names: [String] = []
+        var seen: Set<String> = []
+        for name in try await store.habitNames() where seen.insert(Definition.key(name)).inserted {
+            names.append(defined[Definition.key(name)] ?? name)
+        }
+        return names
     }
 
     /// The counted habits' goals by case-folded name: every habit definition with a target, and

@@ -10,6 +10,7 @@ public struct RecordChanges: Sendable, Equatable {
     /// Habit event: its value; measurement: its value (in the kind's unit); body profile: the weight in kg.
     public var value: Double?
     public var note: String?
+    /// Habit event: its category.
     public var category: String?
     public var label: String?
     /// Habit event, or a habit definition: its unit.
@@ -18,11 +19,29 @@ public struct RecordChanges: Sendable, Equatable {
     public var energyKcal: Double?
     public var distanceM: Double?
     public var sport: String?
+    /// Workout or sleep session: the new duration in seconds; the start stays, the end moves.
+    public var durationS: Double?
+    /// Habit definition: the goal's amount, period and direction; a part not given keeps the
+    /// stored goal's (a habit without a goal needs the amount).
+    public var targetAmount: Double?
+    public var targetPeriod: HabitTarget.Period?
+    public var targetDirection: HabitTarget.Direction?
+    /// Habit definition: drop the goal.
+    public var removeTarget: Bool
+    /// Categorical habit definition: the new list of categories (replaces the stored one).
+    public var categories: [String]?
+    /// Saved meal: ingredients to add, or to replace the one of the same name (case-insensitive).
+    public var ingredients: [SavedMeal.Ingredient]
+    /// Saved meal: the names of ingredients to remove (case-insensitive).
+    public var removeIngredients: [String]
     /// A new time: always refused (a record's date cannot change); here so that callers say so.
     public var time: Date?
 
     public init(value: Double? = nil, note: String? = nil, category: String? = nil, label: String? = nil, unit: String? = nil,
-                energyKcal: Double? = nil, distanceM: Double? = nil, sport: String? = nil, time: Date? = nil) {
+                energyKcal: Double? = nil, distanceM: Double? = nil, sport: String? = nil, durationS: Double? = nil,
+                targetAmount: Double? = nil, targetPeriod: HabitTarget.Period? = nil, targetDirection: HabitTarget.Direction? = nil,
+                removeTarget: Bool = false, categories: [String]? = nil, ingredients: [SavedMeal.Ingredient] = [],
+                removeIngredients: [String] = [], time: Date? = nil) {
         self.value = value
         self.note = note
         self.category = category
@@ -31,6 +50,14 @@ public struct RecordChanges: Sendable, Equatable {
         self.energyKcal = energyKcal
         self.distanceM = distanceM
         self.sport = sport
+        self.durationS = durationS
+        self.targetAmount = targetAmount
+        self.targetPeriod = targetPeriod
+        self.targetDirection = targetDirection
+        self.removeTarget = removeTarget
+        self.categories = categories
+        self.ingredients = ingredients
+        self.removeIngredients = removeIngredients
         self.time = time
     }
 
@@ -39,12 +66,19 @@ public struct RecordChanges: Sendable, Equatable {
         var names: [String] = []
         if value != nil { names.append("value") }
         if note != nil { names.append("note") }
-        if category != nil { names.append("category") }
+        if category != nil || categories != nil { names.append("category") }
         if label != nil { names.append("label") }
         if unit != nil { names.append("unit") }
         if energyKcal != nil { names.append("kcal") }
         if distanceM != nil { names.append("distance") }
         if sport != nil { names.append("sport") }
+        if durationS != nil { names.append("duration") }
+        if targetAmount != nil { names.append("target") }
+        if targetPeriod != nil { names.append("per") }
+        if targetDirection != nil { names.append(targetDirection == .atMost ? "at-most" : "at-least") }
+        if removeTarget { names.append("no-target") }
+        if !ingredients.isEmpty { names.append("ingredient") }
+        if !removeIngredients.isEmpty { names.append("remove-ingredient") }
         return names
     }
 }
@@ -77,10 +111,12 @@ extension HealthStore {
     /// Writes a new version (version + 1) of the record `id` with `changes` applied, with its
     /// outbox row and the previous version kept for ``history(id:)``, in one transaction; answers
     /// the new version. Fields by type: a habit event takes value, note, category, label and unit;
-    /// a workout energy (kcal; its source no longer `estimated`), distance and sport; a
-    /// measurement its value; a definition its kind's own fields (a meal's kcal, the profile's
-    /// weight as value, a habit's unit). Throws ``EditError`` for an unknown or deleted record, a
-    /// change of time, a field the type does not have, or a result that breaks the model's rules.
+    /// a workout energy (kcal; its source no longer `estimated`), distance, sport and duration (the
+    /// end moves; never before its laps or samples); a sleep session its duration; a measurement
+    /// its value; a definition its kind's own fields (a meal's kcal and ingredients, the profile's
+    /// weight as value, a habit's unit, categories and goal). Throws ``EditError`` for an unknown
+    /// or deleted record, a change of time, a field the type does not have, or a result that
+    /// breaks the model's rules.
     @discardableResult
     public func edit(id: String, changes: RecordChanges, now: Date = Date()) async throws -> HealthRecord {
         try await writing { db in
@@ -198,14 +234,30 @@ extension HealthStore {
         switch record {
         case .habit(var h):
             try refuse(["value", "note", "category", "label", "unit"], "a habit event")
+            if (changes.categories?.count ?? 0) > 1 { throw EditError("a habit event has one category: give --category once") }
             if let v = changes.value { h.value = v }
             if let v = changes.note { h.note = v.isEmpty ? nil : v }
-            if let v = changes.category { h.category = v.isEmpty ? nil : v }
+            if let v = changes.category ?? changes.categories?.first { h.category = v.isEmpty ? nil : v }
             if let v = changes.label { h.label = v.isEmpty ? nil : v }
             if let v = changes.unit { h.unit = v.isEmpty ? nil : v }
             return .habit(h)
         case .workout(var w):
-            try refuse(["kcal", "distance", "sport"], "a workout")
+            try refuse(["kcal", "distance", "sport", "duration"], "a workout")
+            if let d = changes.durationS {
+                let end = w.start.addingTimeInterval(d)
+                if d < w.elapsedS, let last = seriesEnd(w), last > end {
+                    throw EditError("workout \(w.id) has laps or samples until \(ISO8601.string(last)): it cannot end before them "
+                        + "(at least \(NumberText.plain((last.timeIntervalSince(w.start) / 60).rounded(.up))) minutes)")
+                }
+                let oldActive = w.timerS ?? w.elapsedS
+                if let timer = w.timerS { w.timerS = timer == w.elapsedS ? d : min(timer, d) }
+                w.elapsedS = d
+                w.end = end
+                // An estimate (MET x weight x active time) follows the active time.
+                if changes.energyKcal == nil, w.energySource == .estimated, let kcal = w.energyKcal, oldActive > 0 {
+                    w.energyKcal = (kcal * (w.timerS ?? w.elapsedS) / oldActive * 10).rounded() / 10
+                }
+            }
             if let v = changes.energyKcal {
                 w.energyKcal = v
                 w.energySource = .device  // given, not estimated (the model has no third source)
@@ -220,28 +272,97 @@ extension HealthStore {
             try refuse(["value"], "a measurement")
             if let v = changes.value { m.value = v }
             return .measurement(m)
-        case .sleep:
-            try refuse([], "a sleep session")
-            return record
+        case .sleep(var s):
+            try refuse(["duration"], "a sleep session")
+            if let d = changes.durationS {
+                let end = s.start.addingTimeInterval(d)
+                if let last = s.stages.map(\.end).max(), last > end, end < s.end {
+                    throw EditError("sleep session \(s.id) has stages until \(ISO8601.string(last)): it cannot end before them")
+                }
+                s.end = end
+            }
+            return .sleep(s)
         case .definition(var d):
             switch d.body {
-            case .meal(var meal):
-                try refuse(["kcal"], "a saved meal")
-                if let v = changes.energyKcal { meal.kcal = v }
-                d.body = .meal(meal)
+            case .meal(let meal):
+                try refuse(["kcal", "ingredient", "remove-ingredient"], "a saved meal")
+                d.body = .meal(try Self.apply(changes, to: meal))
             case .profile(var profile):
                 try refuse(["value"], "the body profile")
                 if let v = changes.value { profile.weightKg = v }
                 d.body = .profile(profile)
-            case .habit(var habit):
-                try refuse(["unit"], "a habit definition")
-                if let v = changes.unit { habit.unit = v.isEmpty ? nil : v }
-                d.body = .habit(habit)
+            case .habit(let habit):
+                try refuse(["unit", "category", "target", "per", "at-most", "at-least", "no-target"], "a habit definition")
+                d.body = .habit(try Self.apply(changes, to: habit, name: d.name))
             case .trigger, .preferences:
                 try refuse([], "a \(d.kind.rawValue) definition")
             }
             return .definition(d)
         }
+    }
+
+    /// A habit definition with its unit, categories or goal changed. Its kind never changes (its
+    /// entries would change meaning); categories only for a categorical habit (entries keep the
+    /// category they were logged with); a goal's parts not given keep the stored goal's.
+    static func apply(_ changes: RecordChanges, to habit: HabitDefinition, name: String) throws -> HabitDefinition {
+        var habit = habit
+        if let v = changes.unit { habit.unit = v.isEmpty ? nil : v }
+        if let list = changes.categories ?? changes.category.map({ [$0] }) {
+            guard habit.valueKind == .categorical else {
+                throw EditError("'\(name)' is a \(habit.valueKind.rawValue) habit: only a categorical habit has categories")
+            }
+            let trimmed = list.map { $0.trimmingCharacters(in: .whitespaces) }
+            guard !trimmed.contains(where: \.isEmpty) else { throw EditError("a category cannot be blank") }
+            guard Swift.Set(trimmed.map(Definition.key)).count == trimmed.count else { throw EditError("the categories repeat a name") }
+            habit.categories = trimmed
+        }
+        let partsGiven = changes.targetAmount != nil || changes.targetPeriod != nil || changes.targetDirection != nil
+        if changes.removeTarget {
+            guard !partsGiven else { throw EditError("--no-target drops the goal: give it without --target, --per, --at-most or --at-least") }
+            habit.target = nil
+        } else if partsGiven {
+            guard let amount = changes.targetAmount ?? habit.target?.amount else {
+                throw EditError("'\(name)' has no goal yet: give --target N")
+            }
+            guard amount.isFinite, amount > 0 else { throw EditError("the target must be more than zero") }
+            habit.target = HabitTarget(amount: amount, period: changes.targetPeriod ?? habit.target?.period ?? .day,
+                                       direction: changes.targetDirection ?? habit.target?.direction ?? .atLeast)
+        }
+        return habit
+    }
+
+    /// A saved meal with ingredients added, replaced (by name, case-insensitive) or removed. Its
+    /// kcal: the one given; else, when the ingredients changed and the kcal was their sum (derived
+    /// from them), the new sum; else the kcal stays (it was set on its own).
+    static func apply(_ changes: RecordChanges, to meal: SavedMeal) throws -> SavedMeal {
+        var meal = meal
+        let oldSum = meal.ingredients.reduce(0) { $0 + $1.kcal }
+        let derived = !meal.ingredients.isEmpty && abs(oldSum - meal.kcal) < 0.05
+        for name in changes.removeIngredients {
+            guard let index = meal.ingredients.firstIndex(where: { Definition.key($0.name) == Definition.key(name) }) else {
+                let known = meal.ingredients.map(\.name).joined(separator: ", ")
+                throw EditError("the meal has no ingredient '\(name)'" + (known.isEmpty ? " (it has none)" : ": it has \(known)"))
+            }
+            meal.ingredients.remove(at: index)
+        }
+        for ingredient in changes.ingredients {
+            if let index = meal.ingredients.firstIndex(where: { Definition.key($0.name) == Definition.key(ingredient.name) }) {
+                meal.ingredients[index].kcal = ingredient.kcal
+            } else {
+                meal.ingredients.append(ingredient)
+            }
+        }
+        if let kcal = changes.energyKcal {
+            meal.kcal = kcal
+        } else if derived, !changes.ingredients.isEmpty || !changes.removeIngredients.isEmpty, !meal.ingredients.isEmpty {
+            meal.kcal = (meal.ingredients.reduce(0) { $0 + $1.kcal } * 10).rounded() / 10
+        }
+        return meal
+    }
+
+    /// The latest time a workout's series reach (laps' ends, samples, lengths' ends), or nil.
+    private static func seriesEnd(_ w: Workout) -> Date? {
+        (w.laps.map(\.end) + w.samples.map(\.time) + w.lengths.map { $0.start.addingTimeInterval($0.elapsedS) }).max()
     }
 
     /// The `data` object of a version's JSON.

@@ -67,18 +67,21 @@ extension HealthStore {
         """
 
     /// Entries of `habit` per bucket (count and sum of values), optionally also per category
-    /// (`byCategory`: a vaping session's trigger). Buckets without entries are left out.
+    /// (`byCategory`: a vaping session's trigger). Buckets without entries are left out. The
+    /// habit's entries under any spelling of its name count (``Definition/key(_:)``: `Reading` and
+    /// `reading` are one habit).
     public func habitTotals(_ habit: String, bounds: [Date], byCategory: Bool = false) async throws -> [BucketTotal] {
         guard bounds.count > 1 else { return [] }
         let json = Self.boundsJSON(bounds)
         let key = byCategory ? "h.category" : "NULL"
         return try await reading { db in
-            try Row.fetchAll(db, sql: """
+            let names = try Self.spellings(db, of: habit)
+            return try Row.fetchAll(db, sql: """
                 \(Self.bucketsCTE)
                 SELECT r.i, \(key), count(*), total(h.value) FROM r
-                JOIN habit_events h ON h.habit = ? AND h.time >= r.s AND h.time < r.e
+                JOIN habit_events h ON h.habit IN \(Self.placeholders(names.count)) AND h.time >= r.s AND h.time < r.e
                 WHERE +h.deleted = 0 GROUP BY r.i, \(key) ORDER BY r.i
-                """, arguments: [json, habit]).map { BucketTotal(bucket: $0[0], key: $0[1], count: $0[2], sum: $0[3]) }
+                """, arguments: StatementArguments([json] + names)).map { BucketTotal(bucket: $0[0], key: $0[1], count: $0[2], sum: $0[3]) }
         }
     }
 
@@ -139,7 +142,8 @@ extension HealthStore {
         }
     }
 
-    /// The names of the habits that have entries, sorted.
+    /// The names the habits' entries are stored under, sorted: each spelling once (`Reading` and
+    /// `reading` are two names of one habit; ``habitTotals(_:bounds:byCategory:)`` counts both).
     public func habitNames() async throws -> [String] {
         try await reading { db in
             // One index seek per distinct name (a skip scan), not a pass over every event.
@@ -153,24 +157,27 @@ extension HealthStore {
         }
     }
 
-    /// The time of the first and of the last entry of `habit`, or nil when it has none.
+    /// The time of the first and of the last entry of `habit` (any spelling), or nil when it has none.
     public func habitSpan(_ habit: String) async throws -> (first: Date, last: Date)? {
         try await reading { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT min(time), max(time) FROM habit_events WHERE habit = ? AND deleted = 0",
-                                             arguments: [habit]),
+            let names = try Self.spellings(db, of: habit)
+            guard let row = try Row.fetchOne(db, sql: """
+                SELECT min(time), max(time) FROM habit_events WHERE habit IN \(Self.placeholders(names.count)) AND deleted = 0
+                """, arguments: StatementArguments(names)),
                   let first: String = row[0], let last: String = row[1] else { return nil }
             return (date(first), date(last))
         }
     }
 
-    /// The latest entry of `habit` at or before `time`, or nil.
+    /// The latest entry of `habit` (any spelling) at or before `time`, or nil.
     public func lastHabitEvent(_ habit: String, atOrBefore time: Date) async throws -> HabitEvent? {
         let (condition, arguments) = DateRange(until: time.addingTimeInterval(0.001)).condition("time")
         return try await reading { db in
-            try Row.fetchOne(db, sql: """
-                SELECT \(RowDecoder.habitColumns) FROM habit_events WHERE habit = ? AND \(condition) AND deleted = 0
-                ORDER BY time DESC LIMIT 1
-                """, arguments: [habit] + arguments).map(RowDecoder.habit)
+            let names = try Self.spellings(db, of: habit)
+            return try Row.fetchOne(db, sql: """
+                SELECT \(RowDecoder.habitColumns) FROM habit_events WHERE habit IN \(Self.placeholders(names.count)) AND \(condition)
+                AND deleted = 0 ORDER BY time DESC LIMIT 1
+                """, arguments: StatementArguments(names) + arguments).map(RowDecoder.habit)
         }
     }
 

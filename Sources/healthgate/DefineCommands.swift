@@ -29,43 +29,95 @@ struct DefineOptions: ParsableArguments {
         } catch let error as EntryError {
             throw RuntimeFailure(error.description)
         }
-        let listed = DefinitionListing(stored)
-        if output.json { return try Output.printJSON(listed) }
-        print("defined \(listed.kind) \(listed.name) (version \(stored.version)): \(listed.details)")
+        try await print(stored, store: store)
+    }
+
+    /// Prints a stored definition (`unchanged`: defined again with nothing new, no version written).
+    func print(_ stored: Definition, unchanged: Bool = false, store: HealthStore) async throws {
+        if output.json { return try Output.printJSON(DefinitionListing(stored)) }
+        let listed = DefinitionListing(stored, units: try await Output.preferences(store))
+        Swift.print("\(unchanged ? "unchanged" : "defined") \(listed.kind) \(listed.name) (version \(stored.version)): \(listed.details)")
     }
 }
 
 struct DefineHabit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "habit", abstract: "A habit: numeric (a number in a unit), categorical (one of its categories) or yes-no.",
-        discussion: "A goal: --target N --per day|week (at least N; --at-most: at most N). Numeric habits count the sum of their values, the others the number of entries.")
+        discussion: """
+            A goal: --target N --per day|week (at least N; --at-most: at most N). Numeric habits count the sum of their \
+            values, the others the number of entries. Defining a habit that exists (its name in any case) changes it: \
+            a new version of the same definition (`healthgate history ID` lists them), with what is given replaced and \
+            the rest kept (--kind may be left out; it cannot change, nor the name's spelling). --no-target drops the goal.
+            """)
     @OptionGroup var options: DefineOptions
     @Argument(help: "The habit's name.") var name: String
-    @Option(help: "numeric, categorical or yes-no.") var kind: String
+    @Option(help: "numeric, categorical or yes-no (required for a new habit).") var kind: String?
     @Option(help: "The unit of a numeric habit's values (pages, min ...).") var unit: String?
     @Option(name: .customLong("category"), help: "A category of a categorical habit (repeat the option for each).") var categories: [String] = []
     @Option(help: "The goal per period.") var target: Double?
     @Option(help: "day or week (with --target; default day).") var per: String?
     @Flag(help: "The goal is a most (e.g. at most 2 coffees), not a least.") var atMost = false
+    @Flag(help: "The goal is a least (the default for a new goal).") var atLeast = false
+    @Flag(help: "An existing habit: drop its goal.") var noTarget = false
+
+    var valueKind: HabitDefinition.ValueKind? {
+        kind.map { $0 == "numeric" ? .numeric : $0 == "categorical" ? .categorical : .yesNo }
+    }
 
     func validate() throws {
-        guard ["numeric", "categorical", "yes-no", "yes_no", "yesno"].contains(kind) else {
+        if let kind, !["numeric", "categorical", "yes-no", "yes_no", "yesno"].contains(kind) {
             throw ValidationError("--kind must be numeric, categorical or yes-no (not '\(kind)')")
         }
-        if kind == "categorical", categories.isEmpty { throw ValidationError("a categorical habit needs --category C (one or more)") }
-        if kind != "categorical", !categories.isEmpty { throw ValidationError("--category is for categorical habits") }
-        if kind != "numeric", unit != nil { throw ValidationError("--unit is for numeric habits") }
         if let per, HabitTarget.Period(rawValue: per) == nil { throw ValidationError("--per must be day or week (not '\(per)')") }
-        if target == nil, per != nil || atMost { throw ValidationError("--per and --at-most go with --target N") }
         if let target, !(target.isFinite && target > 0) { throw ValidationError("--target must be more than zero") }
+        if atMost && atLeast { throw ValidationError("--at-most and --at-least exclude each other") }
+        if noTarget, target != nil || per != nil || atMost || atLeast { throw ValidationError("--no-target goes without --target, --per, --at-most, --at-least") }
+    }
+
+    /// The rules of a new habit's options (an existing one's are the edit's).
+    func validateNew(_ kind: HabitDefinition.ValueKind) throws {
+        if kind == .categorical, categories.isEmpty { throw ValidationError("a categorical habit needs --category C (one or more)") }
+        if kind != .categorical, !categories.isEmpty { throw ValidationError("--category is for categorical habits") }
+        if kind != .numeric, unit != nil { throw ValidationError("--unit is for numeric habits") }
+        if target == nil, per != nil || atMost || atLeast { throw ValidationError("--per, --at-most and --at-least go with --target N") }
+        if noTarget { throw ValidationError("--no-target changes an existing habit; '\(name)' is not defined") }
     }
 
     func run() async throws {
-        let valueKind: HabitDefinition.ValueKind = kind == "numeric" ? .numeric : kind == "categorical" ? .categorical : .yesNo
+        let store = try await options.database.open()
+        if let existing = try await store.definition(.habit, name: name), case .habit(let habit) = existing.body {
+            return try await change(existing, habit, store: store)
+        }
+        guard let valueKind else { throw ValidationError("'\(name)' is a new habit: give --kind numeric, categorical or yes-no") }
+        try validateNew(valueKind)
         let goal = target.map {
             HabitTarget(amount: $0, period: per.flatMap(HabitTarget.Period.init(rawValue:)) ?? .day, direction: atMost ? .atMost : .atLeast)
         }
-        try await options.define(name, .habit(HabitDefinition(valueKind: valueKind, unit: unit, categories: categories, target: goal)))
+        try await options.define(name, .habit(HabitDefinition(valueKind: valueKind, unit: unit, categories: categories, target: goal)),
+                                 store: store)
+    }
+
+    /// A habit defined again: an edit of its definition (a new version), what is given replaced.
+    func change(_ existing: Definition, _ habit: HabitDefinition, store: HealthStore) async throws {
+        if let valueKind, valueKind != habit.valueKind {
+            throw RuntimeFailure("'\(existing.name)' is a \(habit.valueKind.rawValue) habit: its kind cannot change (its entries would "
+                + "change meaning); delete it (`healthgate delete \(existing.id)`) and define it again")
+        }
+        if habit.valueKind != .numeric, unit != nil { throw ValidationError("--unit is for numeric habits") }
+        let changes = RecordChanges(
+            unit: unit, targetAmount: target, targetPeriod: per.flatMap(HabitTarget.Period.init(rawValue:)),
+            targetDirection: atMost ? .atMost : atLeast ? .atLeast : nil, removeTarget: noTarget,
+            categories: categories.isEmpty ? nil : categories)
+        var stored = existing
+        if changes != RecordChanges() {
+            do {
+                guard case .definition(let edited) = try await store.edit(id: existing.id.description, changes: changes) else { return }
+                stored = edited
+            } catch let error as EditError {
+                throw RuntimeFailure(error.description)
+            }
+        }
+        try await options.print(stored, unchanged: changes == RecordChanges(), store: store)
     }
 }
 
@@ -83,19 +135,27 @@ struct DefineMeal: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "meal", abstract: "A saved meal: `log meal NAME` uses its energy.")
     @OptionGroup var options: DefineOptions
     @Argument(help: "The meal's name.") var name: String
-    @Option(help: "Its energy in kcal (0 to 10,000).") var kcal: Double
+    @Option(help: "Its energy in kcal (0 to 10,000); without it, the sum of the ingredients.") var kcal: Double?
     @Option(name: .customLong("ingredient"), help: ArgumentHelp("An ingredient and its energy (repeat for each).", valueName: "NAME=KCAL"))
     var ingredients: [String] = []
 
     func run() async throws {
-        let parsed = try ingredients.map { text -> SavedMeal.Ingredient in
-            let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
-            guard parts.count == 2, !parts[0].isEmpty, let kcal = Double(parts[1]) else {
-                throw ValidationError("--ingredient '\(text)' is not NAME=KCAL")
-            }
-            return SavedMeal.Ingredient(name: parts[0], kcal: kcal)
+        let parsed = try ingredients.map(Self.ingredient)
+        try await options.define(name, .meal(SavedMeal(kcal: kcal ?? parsed.reduce(0) { $0 + $1.kcal }, ingredients: parsed)))
+    }
+
+    func validate() throws {
+        guard kcal != nil || !ingredients.isEmpty else { throw ValidationError("give --kcal N, or the ingredients (--ingredient NAME=KCAL)") }
+        for text in ingredients { _ = try Self.ingredient(text) }
+    }
+
+    /// `oats=150` as an ingredient.
+    static func ingredient(_ text: String) throws -> SavedMeal.Ingredient {
+        let parts = text.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard parts.count == 2, !parts[0].isEmpty, let kcal = Double(parts[1]), kcal.isFinite else {
+            throw ValidationError("--ingredient '\(text)' is not NAME=KCAL (oats=150)")
         }
-        try await options.define(name, .meal(SavedMeal(kcal: kcal, ingredients: parsed)))
+        return SavedMeal.Ingredient(name: parts[0], kcal: kcal)
     }
 }
 
@@ -169,11 +229,13 @@ struct DefinitionsCommand: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func run() async throws {
-        let stored = try await database.open().definitions()
+        let store = try await database.open()
+        let stored = try await store.definitions()
         let defaults = VapingTriggers.defaults.map {
             DefinitionListing(kind: "trigger", name: $0, version: nil, isDefault: true, details: "default")
         }
-        let own = stored.map(DefinitionListing.init)
+        let units = output.json ? Preferences() : try await Output.preferences(store)
+        let own = stored.map { DefinitionListing($0, units: units) }
         let all = (own.filter { $0.kind == "habit" }) + defaults + own.filter { $0.kind != "habit" }
         if output.json { return try Output.printJSON(all) }
         Output.printTable(["KIND", "NAME", "VERSION", "DETAILS"], all.map { [$0.kind, $0.name, $0.version.map(String.init) ?? "-", $0.details] })
@@ -201,7 +263,8 @@ struct DefinitionListing: Encodable {
         self.details = details
     }
 
-    init(_ definition: Definition) {
+    /// `units`: the preferred units the details show volumes and masses in (JSON: the stored ml and kg).
+    init(_ definition: Definition, units: Preferences = Preferences()) {
         kind = definition.kind.rawValue
         name = definition.name
         version = definition.version
@@ -212,13 +275,14 @@ struct DefinitionListing: Encodable {
             if let unit = habit.unit { text += " (\(unit))" }
             if !habit.categories.isEmpty { text += ": " + habit.categories.joined(separator: ", ") }
             if let target = habit.target {
-                text += "; goal \(target.direction == .atLeast ? "at least" : "at most") \(LoggedEntryNumber.show(target.amount))\(habit.unit.map { " \($0)" } ?? "") per \(target.period.rawValue)"
+                text += "; goal \(target.direction == .atLeast ? "at least" : "at most") "
+                    + "\(Quantities.text(target.amount, unit: habit.unit, preferences: units)) per \(target.period.rawValue)"
             }
             details = text
         case .trigger: details = "own"
         case .meal(let meal):
             details = "\(LoggedEntryNumber.show(meal.kcal)) kcal" + (meal.ingredients.isEmpty ? "" : ": " + meal.ingredients.map { "\($0.name) \(LoggedEntryNumber.show($0.kcal))" }.joined(separator: ", "))
-        case .profile(let profile): details = "weight \(LoggedEntryNumber.show(profile.weightKg)) kg"
+        case .profile(let profile): details = "weight \(Quantities.text(kilograms: profile.weightKg, in: units.mass))"
         case .preferences(let p): details = "volume \(p.volume.rawValue), mass \(p.mass.rawValue)"
         }
     }

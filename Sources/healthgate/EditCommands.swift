@@ -10,10 +10,15 @@ struct EditCommand: AsyncParsableCommand {
         commandName: "edit", abstract: "Change fields of a record: a new version of it, synced like any record.",
         discussion: """
             ID is the record's id or its first characters (at least 4), as `--json` listings print it. \
-            A habit event takes --value, --note, --category, --label and --unit; a workout --kcal, --distance and \
-            --sport; a measurement --value; a saved meal --kcal, the body profile --value (kg), a habit definition --unit. \
-            An empty text (--note "") clears the field. The date and the type of a record cannot change: delete it \
-            and log a new one. Imported records can be edited too; importing the file again does not undo the edit.
+            A habit event takes --value, --note, --category, --label and --unit; a workout --kcal, --distance, \
+            --sport and --duration (the end moves, never before its laps or samples; an estimated energy follows the \
+            active time); a sleep session --duration; a measurement --value; a saved meal --kcal, --ingredient and \
+            --remove-ingredient (a kcal that was the ingredients' sum follows them unless --kcal is given); the body \
+            profile --value (kg); a habit definition --unit, --category (a categorical habit's whole list), --target, \
+            --per, --at-most/--at-least and --no-target (parts not given keep the stored goal's). \
+            An empty text (--note "") clears the field. The date and the type of a record cannot change (nor a \
+            habit's kind): delete it and log a new one. Imported records can be edited too; importing the file again \
+            does not undo the edit.
             """)
 
     @OptionGroup var database: DatabaseOptions
@@ -28,8 +33,8 @@ struct EditCommand: AsyncParsableCommand {
     @Option(help: "A habit event's note (\"\" clears it).")
     var note: String?
 
-    @Option(help: "A habit event's category (\"\" clears it).")
-    var category: String?
+    @Option(help: "A habit event's category (\"\" clears it); a categorical habit definition's categories (repeat for each: the whole new list).")
+    var category: [String] = []
 
     @Option(help: "A habit event's label (\"\" clears it).")
     var label: String?
@@ -46,6 +51,31 @@ struct EditCommand: AsyncParsableCommand {
     @Option(help: "A workout's sport (running, cycling ...).")
     var sport: String?
 
+    @Option(help: ArgumentHelp("A workout's or sleep session's duration (45m, 1h30m): the start stays, the end moves.", valueName: "DURATION"))
+    var duration: String?
+
+    @Option(help: "A habit definition's goal per period, in the habit's unit (more than zero; water in ml: `define goal water 64oz` takes units).")
+    var target: Double?
+
+    @Option(help: "A habit definition's goal period: day or week.")
+    var per: String?
+
+    @Flag(help: "A habit definition's goal is a most (at most N per period).")
+    var atMost = false
+
+    @Flag(help: "A habit definition's goal is a least (at least N per period).")
+    var atLeast = false
+
+    @Flag(help: "Drop a habit definition's goal.")
+    var noTarget = false
+
+    @Option(name: .customLong("ingredient"),
+            help: ArgumentHelp("A saved meal's ingredient to add, or to change when it has one of that name (repeat for each).", valueName: "NAME=KCAL"))
+    var ingredients: [String] = []
+
+    @Option(name: .customLong("remove-ingredient"), help: ArgumentHelp("A saved meal's ingredient to remove (repeat for each).", valueName: "NAME"))
+    var removeIngredients: [String] = []
+
     @Option(help: ArgumentHelp("Refused: a record's date cannot change (delete it and log a new one).", valueName: "TIME"))
     var at: String?
 
@@ -53,15 +83,29 @@ struct EditCommand: AsyncParsableCommand {
         if let distance, Self.metres(distance) == nil {
             throw ValidationError("--distance '\(distance)' is not a distance (a number with m, km or mi: 5km, 800m, 3.1mi)")
         }
-        for (name, number) in [("--value", value), ("--kcal", kcal)] {
+        for (name, number) in [("--value", value), ("--kcal", kcal), ("--target", target)] {
             if let number, !number.isFinite { throw ValidationError("\(name) must be a number") }
         }
+        if let duration, Self.seconds(duration) == nil {
+            throw ValidationError("--duration '\(duration)' is not a duration (more than zero: 45m, 1h30m, 90s)")
+        }
+        if let per, HabitTarget.Period(rawValue: per) == nil { throw ValidationError("--per must be day or week (not '\(per)')") }
+        if atMost && atLeast { throw ValidationError("--at-most and --at-least exclude each other") }
+        for text in ingredients { _ = try DefineMeal.ingredient(text) }
     }
+
+    /// A duration of more than zero in seconds; nil otherwise.
+    static func seconds(_ text: String) -> Double? { Durations.seconds(text).flatMap { $0 > 0 ? $0 : nil } }
 
     func run() async throws {
         if at != nil { throw RuntimeFailure("the date of a record cannot change: delete it and log a new one") }
-        let changes = RecordChanges(value: value, note: note, category: category, label: label, unit: unit, energyKcal: kcal,
-                                    distanceM: distance.flatMap(Self.metres), sport: sport)
+        let changes = RecordChanges(
+            value: value, note: note, category: category.count == 1 ? category[0] : nil, label: label, unit: unit, energyKcal: kcal,
+            distanceM: distance.flatMap(Self.metres), sport: sport, durationS: duration.flatMap(Self.seconds), targetAmount: target,
+            targetPeriod: per.flatMap(HabitTarget.Period.init(rawValue:)),
+            targetDirection: atMost ? .atMost : atLeast ? .atLeast : nil, removeTarget: noTarget,
+            categories: category.isEmpty ? nil : category, ingredients: try ingredients.map(DefineMeal.ingredient),
+            removeIngredients: removeIngredients)
         let store = try await database.open()
         let record: HealthRecord
         do {

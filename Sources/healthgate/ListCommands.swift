@@ -97,7 +97,8 @@ struct MeasurementsCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let list = try await database.open().measurements(kind: kind.flatMap(MeasurementKind.init(rawValue:)), in: try range.range())
+        let store = try await database.open()
+        let list = try await store.measurements(kind: kind.flatMap(MeasurementKind.init(rawValue:)), in: try range.range())
         if output.json {
             return try Output.printJSON(list.map { m in
                 MeasurementJSON(id: m.id.description, version: m.version, kind: m.kind.rawValue, time: ISO8601.string(m.time),
@@ -106,9 +107,12 @@ struct MeasurementsCommand: AsyncParsableCommand {
             })
         }
         guard !list.isEmpty else { return print("No measurements.") }
+        let mass = try await Output.preferences(store).mass
         Output.printTable(["TIME (UTC)", "KIND", "VALUE", "UNIT", "EXTRA", "SOURCE"], list.map { m in
-            [Output.shortTime(ISO8601.string(m.time)), m.kind.rawValue, Output.number(m.value, decimals: m.value == m.value.rounded() ? 0 : 2),
-             m.unit, m.extra.sorted { $0.key < $1.key }.map { "\($0.key)=\(Output.number($0.value))" }.joined(separator: " "),
+            // Masses (weight, muscle, bone) in the preferred unit.
+            let (value, unit) = m.unit == "kg" ? (Quantities.mass(m.value, in: mass), mass.symbol) : (m.value, m.unit)
+            return [Output.shortTime(ISO8601.string(m.time)), m.kind.rawValue, Output.number(value, decimals: value == value.rounded() ? 0 : 2),
+             unit, m.extra.sorted { $0.key < $1.key }.map { "\($0.key)=\(Output.number($0.value))" }.joined(separator: " "),
              [m.source.driver, m.source.device].compactMap { $0 }.joined(separator: " ")]
         })
     }

@@ -46,8 +46,9 @@ struct LogOptions: ParsableArguments {
             throw RuntimeFailure("cannot store the entry in \(database.db): \(error)")
         }
         if output.json { return try Output.printJSON(logged.count == 1 ? logged[0] : nil, or: logged) }
+        let preferences = try await Output.preferences(store)
         for item in logged {
-            print(item.line)
+            print(item.line(in: preferences))
             for note in item.notes { print("  note: \(note)") }
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import HealthModel
+import HealthStore
 
 /// Terminal output helpers: JSON, tables, durations, and the progress bar.
 enum Output {
@@ -45,6 +46,16 @@ enum Output {
     }
 
     static func int(_ value: Int?) -> String { value.map(String.init) ?? "-" }
+
+    /// The units the user reads (`define units`), the defaults (ml, kg) when none are defined.
+    /// Human output shows volumes and masses in them through HealthModel's ``Quantities``; JSON
+    /// keeps the stored ml and kg.
+    static func preferences(_ store: HealthStore) async throws -> Preferences {
+        guard case .preferences(let preferences)? = try await store.definition(.preferences, name: "preferences")?.body else {
+            return Preferences()
+        }
+        return preferences
+    }
 
     /// `1 meal`, `2 meals`, `0 days`.
     static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }

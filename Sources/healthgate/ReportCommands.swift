@@ -26,7 +26,11 @@ struct AsOfOptions: ParsableArguments {
 struct StatsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stats", abstract: "Totals and averages per day, week, month or year.",
-        discussion: "Periods follow the local time zone (TZ); weeks are ISO weeks (Monday first).")
+        discussion: """
+            Periods follow the local time zone (TZ); weeks are ISO weeks (Monday first). Volumes and weights are shown \
+            in the units of `define units`. --json: {"periods": [...], "habits": [...]}: the periods' totals (ml, kg) \
+            and each counted habit's current and longest streak and completion rate (docs/cli.md).
+            """)
 
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var range: RangeOptions
@@ -43,23 +47,32 @@ struct StatsCommand: AsyncParsableCommand {
 
     func run() async throws {
         let store = try await database.open()
-        let stats = try await Reports.stats(store, period: StatsPeriod(rawValue: period)!, range: try range.range(),
-                                             now: try asOf.now())
-        if output.json { return try Output.printJSON(stats) }
+        let now = try asOf.now()
+        let stats = try await Reports.stats(store, period: StatsPeriod(rawValue: period)!, range: try range.range(), now: now)
+        let (_, progress, _) = try await Reports.progress(store, calendar: .gregorian(in: .current), now: now)
+        if output.json { return try Output.printJSON(StatsJSON(periods: stats, habits: progress)) }
         guard !stats.isEmpty else { return print("No records.") }
-        Output.printTable(["PERIOD", "WORKOUTS", "ACTIVE", "DIST km", "kcal", "AVG HR", "SLEEP avg", "STEPS", "WEIGHT kg",
-                           "WATER ml", "VAPES", "MEAL kcal"],
+        // Volumes and masses in the preferred units (JSON keeps ml and kg).
+        let units = try await Output.preferences(store)
+        let waterDecimals = units.volume == .ml ? 0 : 1
+        Output.printTable(["PERIOD", "WORKOUTS", "ACTIVE", "DIST km", "kcal", "AVG HR", "SLEEP avg", "STEPS", "WEIGHT \(units.mass.symbol)",
+                           "WATER \(units.volume.symbol)", "VAPES", "MEAL kcal"],
                           stats.map { s in
             [s.period, String(s.workouts), Output.duration(s.activeS), Output.number(s.distanceM, decimals: 1, scale: 0.001),
              Output.number(s.energyKcal, decimals: 0), Output.number(s.avgHR, decimals: 0),
              s.avgSleepS.map { Output.duration($0) } ?? "-", Output.number(s.steps, decimals: 0),
-             Output.number(s.avgWeightKg, decimals: 1), Output.number(s.drinksMl, decimals: 0), String(s.vapingSessions),
+             Output.number(s.avgWeightKg.map { Quantities.mass($0, in: units.mass) }, decimals: 1),
+             Output.number(Quantities.volume(s.drinksMl, in: units.volume), decimals: waterDecimals), String(s.vapingSessions),
              Output.number(s.mealKcal, decimals: 0)]
         })
         let habitRows = stats.flatMap { s in
             s.habits.map { h in
-                [s.period, h.habit, String(h.entries), Output.number(h.total, decimals: 1), Output.number(h.perDay, decimals: 1),
-                 h.daysMet.map { "\($0)" } ?? "-", h.completionRate.map { Output.number($0 * 100, decimals: 0) + "%" } ?? "-"]
+                // Drinks are summed in ml: shown in the preferred volume unit, named.
+                let drinks = h.habit == BuiltInHabit.hydration
+                let scale = drinks ? Quantities.volume(1, in: units.volume) : 1
+                return [s.period, drinks ? "\(h.habit) (\(units.volume.symbol))" : h.habit, String(h.entries),
+                        Output.number(h.total * scale, decimals: 1), Output.number(h.perDay * scale, decimals: 1),
+                        h.daysMet.map { "\($0)" } ?? "-", h.completionRate.map { Output.number($0 * 100, decimals: 0) + "%" } ?? "-"]
             }
         }
         if !habitRows.isEmpty {
@@ -71,7 +84,6 @@ struct StatsCommand: AsyncParsableCommand {
             print("")
             Output.printTable(["PERIOD", "TRIGGER", "SESSIONS"], triggers)
         }
-        let (_, progress, _) = try await Reports.progress(store, calendar: .gregorian(in: .current), now: try asOf.now())
         if !progress.isEmpty {
             print("")
             Output.printTable(["HABIT", "STREAK", "LONGEST", "MET", "RATE", "SINCE"], progress.map { p in
@@ -80,6 +92,12 @@ struct StatsCommand: AsyncParsableCommand {
             })
         }
     }
+}
+
+/// `stats --json`: the periods, and each counted habit's streaks and completion rate up to now.
+struct StatsJSON: Encodable {
+    var periods: [PeriodStats]
+    var habits: [HabitProgress]
 }
 
 struct ExportCommand: AsyncParsableCommand {
@@ -156,12 +174,11 @@ struct TodayCommand: AsyncParsableCommand {
         let report = try await Reports.today(database.open(), calendar: .gregorian(in: .current), now: try asOf.now())
         if output.json { return try Output.printJSON(report) }
         print("Today \(report.date) (\(report.timeZone))")
-        let unit = report.water.unit == "fl_oz" ? "fl oz" : "ml"
-        let decimals = report.water.unit == "fl_oz" ? 1 : 0
+        let unit = Preferences.VolumeUnit(rawValue: report.water.unit) ?? .ml
         var rows: [[String]] = []
-        var water = "\(Output.number(report.water.amount, decimals: decimals)) \(unit)"
-        if let goal = report.water.goal, let progress = report.water.progress {
-            water += " of \(Output.number(goal, decimals: decimals)) \(unit) (\(Output.number(progress * 100, decimals: 0))%)"
+        var water = Quantities.text(millilitres: report.water.ml, in: unit)
+        if let goal = report.water.goalMl, let progress = report.water.progress {
+            water += " of \(Quantities.text(millilitres: goal, in: unit)) (\(Output.number(progress * 100, decimals: 0))%)"
         }
         water += ", " + Output.count(report.water.drinks, "drink")
         if let streak = report.habits.first(where: { $0.name == BuiltInHabit.hydration })?.currentStreak {

@@ -57,7 +57,7 @@ struct CLI {
         let text = try await CLI.run(["show", id] + db)
         #expect(text.stdout.contains(id))
 
-        let stats = try #require(try await CLI.json(["stats", "--period", "year", "--json"] + db) as? [[String: Any]])
+        let stats = try #require((try await CLI.json(["stats", "--period", "year", "--json"] + db) as? [String: Any])?["periods"] as? [[String: Any]])
         #expect(stats.map { $0["workouts"] as? Int ?? 0 }.reduce(0, +) == 3)
 
         let csv = try await CLI.run(["export", "--format", "csv"] + db)

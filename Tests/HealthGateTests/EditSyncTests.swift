@@ -217,6 +217,44 @@ import TestSupport
         #expect(today.contains("2500"), "\(today)")
     }
 
+    /// A goal changed on one install (`define habit` again: a new version of the definition) and a
+    /// workout's duration edited on the other reach both, each once, with their histories.
+    @Test func anEditedGoalAndAnEditedWorkoutDurationConverge() async throws {
+        let server = try await ServerProcess.start()
+        defer { server.stop() }
+        let db = try await installs(2, on: server, email: "goals@example.org")
+        let (a, b) = (db[0], db[1])
+        try await succeed(["define", "habit", "Reading", "--kind", "numeric", "--unit", "pages", "--target", "20"], a)
+        let logged = try await succeed(["log", "workout", "running", "--duration", "45m", "--at", "2025-11-20T07:00", "--json"], a)
+        let run = try #require((try JSONSerialization.jsonObject(with: Data(logged.utf8)) as? [String: Any])?["id"] as? String)
+        try await sync(a)
+        try await sync(b)
+
+        let goal = try await succeed(["define", "habit", "reading", "--target", "3", "--per", "week", "--at-most"], b)
+        #expect(goal.contains("defined habit Reading (version 2)"), "\(goal)")
+        try await succeed(["edit", run, "--duration", "1h"], a)
+        try await sync(b)
+        try await sync(a)
+        try await sync(b)
+        let definition = Definition.id(.habit, name: "Reading").description
+        for install in [a, b] {
+            let store = try await HealthStore(path: install.dbPath)
+            let habits = try await store.definitions(.habit)
+            #expect(habits.count == 1 && habits.first?.version == 2 && habits.first?.name == "Reading")
+            if case .habit(let h)? = habits.first?.body {
+                #expect(h == HabitDefinition(valueKind: .numeric, unit: "pages", target: HabitTarget(amount: 3, period: .week, direction: .atMost)))
+            } else {
+                Issue.record("not a habit: \(habits)")
+            }
+            #expect(try await versions(definition, install) == ["2", "1"])
+            let workouts = try await store.workouts()
+            #expect(workouts.count == 1 && workouts.first?.version == 2 && workouts.first?.elapsedS == 3600)
+            #expect(workouts.first?.start == "2025-11-20T06:00:00Z" && workouts.first?.end == "2025-11-20T07:00:00Z")
+            #expect(try await versions(run, install) == ["2", "1"])
+            #expect(try await store.outboxDepth() == 0)
+        }
+    }
+
     @Test func clearErrorsAndHelp() async throws {
         let a = try Scratch()
         let id = try await logDrink(250, on: a, at: t0)

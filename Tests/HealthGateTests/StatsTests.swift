@@ -101,7 +101,7 @@ import TestSupport
             let result = try await Tool.run("/usr/bin/env", ["TZ=" + zone, CLI.executable, "stats", "--period", period, "--json",
                                                             "--db", scratch.dbPath])
             #expect(result.status == 0, "\(result.stderr)")
-            let buckets = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
+            let buckets = try #require((try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])?["periods"] as? [[String: Any]])
             let expected = try #require(expectedByPeriod[period])
             #expect(buckets.map { $0["period"] as? String ?? "?" } == expected.map(\.0), "\(zone) \(period)")
             #expect(buckets.map { $0["start"] as? String ?? "?" } == expected.map(\.1), "\(zone) \(period)")

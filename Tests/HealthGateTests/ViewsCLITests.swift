@@ -155,7 +155,7 @@ import TestSupport
     @Test func statsOfTheAppsData() async throws {
         let scratch = try await Self.database()
         let run = try await Self.run(scratch, ["stats", "--period", "week", "--json", "--at", "2026-04-02T21:00"])
-        let weeks = try #require(try Self.json(run.stdout) as? [[String: Any]])
+        let weeks = try #require((try Self.json(run.stdout) as? [String: Any])?["periods"] as? [[String: Any]])
         #expect(weeks.map { $0["period"] as? String ?? "?" } == ["2026-W09", "2026-W10", "2026-W11", "2026-W12", "2026-W13", "2026-W14"])
         let w13 = try #require(weeks.first { $0["period"] as? String == "2026-W13" })
         // Monday March 23 to Sunday March 29 (the 23-hour day included).
@@ -176,21 +176,21 @@ import TestSupport
         let stretch14 = try #require((w14["habits"] as? [[String: Any]])?.first { $0["habit"] as? String == "stretch" })
         #expect(stretch14["days_met"] as? Int == 3 && stretch14["completion_rate"] as? Double == 1)
 
-        let days = try #require(try Self.json(try await Self.run(scratch, ["stats", "--period", "day", "--json",
+        let days = try #require((try Self.json(try await Self.run(scratch, ["stats", "--period", "day", "--json",
                                                                             "--since", "2026-03-28", "--until", "2026-03-29",
-                                                                            "--at", "2026-04-02T21:00"]).stdout) as? [[String: Any]])
+                                                                            "--at", "2026-04-02T21:00"]).stdout) as? [String: Any])?["periods"] as? [[String: Any]])
         #expect(days.map { $0["period"] as? String ?? "?" } == ["2026-03-28", "2026-03-29"])
         #expect(days.map { $0["vaping_sessions"] as? Int ?? -1 } == [1, 0])
 
         let text = try await Self.run(scratch, ["stats", "--period", "month", "--at", "2026-04-02T21:00"]).stdout
         #expect(text.contains("""
-            PERIOD   HABIT      ENTRIES  TOTAL    PER DAY  DAYS MET  RATE
-            2026-03  hydration  7        14000.0  451.6    7         23%
-            2026-03  stretch    31       0.0      0.0      31        100%
-            2026-03  vaping     2        2.0      0.1      31        100%
-            2026-04  hydration  2        750.0    375.0    0         0%
-            2026-04  meal       1        650.0    325.0    -         -
-            2026-04  stretch    1        0.0      0.0      1         100%
+            PERIOD   HABIT           ENTRIES  TOTAL    PER DAY  DAYS MET  RATE
+            2026-03  hydration (ml)  7        14000.0  451.6    7         23%
+            2026-03  stretch         31       0.0      0.0      31        100%
+            2026-03  vaping          2        2.0      0.1      31        100%
+            2026-04  hydration (ml)  2        750.0    375.0    0         0%
+            2026-04  meal            1        650.0    325.0    -         -
+            2026-04  stretch         1        0.0      0.0      1         100%
 
             PERIOD   TRIGGER  SESSIONS
             2026-03  boredom  1

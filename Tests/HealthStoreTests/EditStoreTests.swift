@@ -48,7 +48,7 @@ import Testing
         await #expect(throws: EditError("the date of a record cannot change: delete it and log a new one")) {
             try await store.edit(id: event.id.description, changes: RecordChanges(value: 1, time: t0 + 3600))
         }
-        await #expect(throws: EditError("a workout has no --value, --note: it takes --kcal, --distance, --sport")) {
+        await #expect(throws: EditError("a workout has no --value, --note: it takes --kcal, --distance, --sport, --duration")) {
             try await store.edit(id: w.id.description, changes: RecordChanges(value: 1, note: "x"))
         }
         await #expect(throws: EditError("a habit event has no --kcal: it takes --value, --note, --category, --label, --unit")) {
