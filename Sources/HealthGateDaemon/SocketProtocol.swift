@@ -129,15 +129,9 @@ public enum SocketProtocol {
         return bytes
     }
 
-    /// An answer: the error's message, or nil when it is not an error answer.
-    public static func errorMessage(in answer: [UInt8]) -> String? {
-        (try? JSONDecoder().decode(ErrorAnswer.self, from: Data(answer)))?.error
-    }
-
     private struct Head: Decodable { var request: String }
     private struct Wrapped<T: Decodable>: Decodable { var entry: T }
     private struct KindField: Decodable { var kind: String? }
-    private struct ErrorAnswer: Decodable { var error: String }
     private struct LogLine: Encodable {
         var request = "log"
         var entry: EntryRequest

@@ -3,7 +3,7 @@ import LinuxAdapters
 import HealthPipeline
 public import HealthStore
 public import Logging
-public import ManualDriver
+import ManualDriver
 import NIOCore
 import NIOPosix
 public import ServiceLifecycle
@@ -164,26 +164,6 @@ public final class StatusServer: Service, Sendable {
     public static func query(path: String, timeout: Duration = .seconds(10)) async -> DaemonState.Snapshot? {
         guard let answer = await exchange(.status, path: path, timeout: timeout) else { return nil }
         return try? JSONDecoder().decode(DaemonState.Snapshot.self, from: Data(answer))
-    }
-
-    /// What the daemon did with a log request.
-    public enum LogOutcome: Sendable {
-        case stored([LoggedEntry])
-        /// Its error answer (the message `healthgate log` prints for the same entry).
-        case refused(String)
-        /// No daemon answered.
-        case noAnswer
-    }
-
-    /// Logs `entry` through the daemon listening at `path`.
-    public static func log(_ entry: EntryRequest, path: String, timeout: Duration = .seconds(10)) async -> LogOutcome {
-        guard let answer = await exchange(.log(entry), path: path, timeout: timeout) else { return .noAnswer }
-        if let message = SocketProtocol.errorMessage(in: answer) { return .refused(message) }
-        struct Stored: Decodable { var stored: [LoggedEntry] }
-        guard let stored = try? JSONDecoder().decode(Stored.self, from: Data(answer)) else {
-            return .refused("the daemon's answer is not understood: \(String(decoding: answer.prefix(200), as: UTF8.self))")
-        }
-        return .stored(stored.stored)
     }
 }
 

@@ -50,4 +50,28 @@ import TestSupport
         let bad = try await CLI.run(["import", "--body-weight", "0", "--db", scratch.folder + "/bad.sqlite", Self.file])
         #expect(bad.status == 64 && bad.stderr.contains("--body-weight must be in kg, 1-500"), "\(bad.stderr)")
     }
+
+    /// The daemon's watch folder imports with the profile's weight too.
+    @Test func theDaemonsImportsUseTheProfile() async throws {
+        let scratch = try Scratch()
+        let byDefault = try await importRun(scratch, "default")
+        let folder = try temporaryFolder("daemon-weight")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let defined = try await CLI.run(["define", "profile", "--weight", "84kg", "--state-dir", folder])
+        #expect(defined.status == 0, "\(defined.stderr)")
+        let daemon = try DaemonProcess(folder: folder, arguments: [])
+        #expect(await daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
+        try FileManager.default.copyItem(atPath: Self.file, toPath: folder + "/inbox/run.gpx")
+        let deadline = Date().addingTimeInterval(60)
+        while !FileManager.default.fileExists(atPath: folder + "/inbox/imported/run.gpx"), Date() < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        daemon.signal(SIGTERM)
+        #expect(await daemon.waitForExit() == 0, "\(daemon.log)")
+        let workouts = try #require(try await CLI.json(["workouts", "--json", "--state-dir", folder]) as? [[String: Any]])
+        #expect(workouts.count == 1, "\(daemon.log)")
+        let kcal = try #require(workouts.first?["energy_kcal"] as? Double)
+        #expect(workouts.first?["energy_source"] as? String == "estimated")
+        #expect(abs(kcal - byDefault.kcal * 84 / 70) <= 0.2, "\(kcal) vs \(byDefault.kcal)")
+    }
 }
