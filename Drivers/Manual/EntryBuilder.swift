@@ -2,10 +2,11 @@ public import Foundation
 public import HealthModel
 
 /// One entry as a person or a script asks for it (`healthgate log water 250ml`, the daemon's
-/// `POST /entries`): what, and the texts as typed. ``EntryBuilder`` turns it into records.
+/// status socket): what, and the texts as typed. ``EntryBuilder`` turns it into records.
 ///
-/// As JSON (the status socket): `{"kind": "water", "value": "250ml", "at": "-2h"}`; keys are
-/// these properties' names in snake case (`pod_finished`).
+/// As JSON (the status socket's `log` request): `{"kind": "water", "value": "250ml", "at": "-2h"}`;
+/// keys are these properties' names in snake case (`pod_finished`), values as typed (strings),
+/// `done` and `pod_finished` true or false, `kcal` a number.
 public struct EntryRequest: Codable, Hashable, Sendable {
     /// What is logged.
     public enum Kind: String, Codable, Sendable, CaseIterable {
@@ -55,10 +56,13 @@ public struct EntryRequest: Codable, Hashable, Sendable {
         self.at = at
     }
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case kind, name, value, done, trigger, thoughts, kcal, duration, distance, from, to, at
         case podFinished = "pod_finished"
     }
+
+    /// The JSON form's keys (a request naming another is refused, not silently ignored).
+    public static var jsonKeys: [String] { CodingKeys.allCases.map(\.rawValue) }
 }
 
 /// The user's definitions as an entry needs them: habits, triggers (the defaults and their

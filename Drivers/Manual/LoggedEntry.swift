@@ -2,7 +2,7 @@ public import Foundation
 public import HealthModel
 
 /// What a stored entry is, for people (`line`) and scripts (JSON): `healthgate log` prints it,
-/// the daemon's `POST /entries` answers with it.
+/// the daemon's status socket answers a `log` request with it.
 public struct LoggedEntry: Codable, Hashable, Sendable {
     public var id: String
     /// The record type as stored: `habit`, `workout`, `sleep`, `measurement`.

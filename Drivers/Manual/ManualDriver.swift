@@ -2,7 +2,7 @@ public import DriverKit
 import Foundation
 
 /// The `manual` driver: the entries people and scripts type (`healthgate log ...`, the daemon's
-/// `POST /entries` on its status socket) rather than a device measures. Its work is the pure
+/// `log` request on its status socket) rather than a device measures. Its work is the pure
 /// ``EntryBuilder``; the records it builds carry this driver's id. Configured in the daemon, it
 /// has nothing to open or poll: it stays idle until stopped (a `[drivers.NAME]` table of type
 /// `manual` documents that entries are expected; the status socket accepts them either way).

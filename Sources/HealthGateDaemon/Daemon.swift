@@ -6,6 +6,7 @@ import HealthStore
 import HealthSync
 public import LinuxAdapters
 public import Logging
+import ManualDriver
 import ServiceLifecycle
 import UnixSignals
 
@@ -69,7 +70,13 @@ public enum Daemon {
         // reported after they stopped.
         var services: [any Service] = [events]
         if let forwarder { services.append(forwarder) }
-        if let socket = config.statusSocket { services.append(StatusServer(path: socket, state: state, logger: logger)) }
+        if let socket = config.statusSocket {
+            // Entries logged through the socket count as the manual driver's and wake the forwarder.
+            services.append(StatusServer(path: socket, state: state, store: store, logger: logger, onStored: { count in
+                metrics.stored(count, driver: EntryBuilder.driverID)
+                forwarder?.wake()
+            }))
+        }
         if let address = config.metricsAddress { services.append(MetricsServer(address: address, metrics: metrics, logger: logger)) }
         services.append(DaemonControl(options: options, running: config, supervisor: supervisor, factory: factory,
                                       state: state, notifier: notifier, logger: logger))

@@ -1,8 +1,9 @@
 import Crypto
 public import DriverKit
 import Foundation
-import HealthModel
+public import HealthModel
 public import HealthStore
+import ManualDriver
 
 /// Options of one `healthgate import` run.
 public struct ImportOptions: Sendable {
@@ -10,18 +11,45 @@ public struct ImportOptions: Sendable {
     public var range: DateRange
     /// Decode and report, write nothing.
     public var dryRun: Bool
-    /// Body weight for estimated energy.
-    public var bodyWeightKg: Double
+    /// Body weight for estimated energy: nil for the body profile's (or 70 kg), see ``BodyWeight``.
+    public var bodyWeightKg: Double?
     /// A file whose records weigh more than this is committed in several transactions
     /// (``ImportLimits/transactionWeight``; smaller in tests).
     public var transactionWeight: Int
 
-    public init(range: DateRange = DateRange(), dryRun: Bool = false, bodyWeightKg: Double = 70,
+    public init(range: DateRange = DateRange(), dryRun: Bool = false, bodyWeightKg: Double? = nil,
                 transactionWeight: Int = ImportLimits.transactionWeight) {
         self.range = range
         self.dryRun = dryRun
         self.bodyWeightKg = bodyWeightKg
         self.transactionWeight = transactionWeight
+    }
+}
+
+/// The body weight energy estimates of imported workouts without energy use, and where it came
+/// from: the explicit option, else the body profile in the store
+/// (`healthgate define profile --weight`), else 70 kg.
+public struct BodyWeight: Sendable, Equatable, Encodable {
+    public enum Origin: String, Sendable, Encodable {
+        case option, profile
+        case `default`
+    }
+    public var kg: Double
+    public var from: Origin
+
+    /// The weight by precedence: `option`, `profile`, ``defaultKg``.
+    public static func choose(option: Double?, profile: BodyProfile?) -> BodyWeight {
+        if let option { return BodyWeight(kg: option, from: .option) }
+        if let profile { return BodyWeight(kg: profile.weightKg, from: .profile) }
+        return BodyWeight(kg: defaultKg, from: .default)
+    }
+
+    /// Without an option or a profile (the weight manual workouts assume too).
+    public static let defaultKg = EntryBuilder.defaultWeightKg
+
+    /// `72.5 kg (body profile)`.
+    public var text: String {
+        "\(NumberText.plain(kg)) kg (\(from == .option ? "--body-weight" : from == .profile ? "body profile" : "default, no body profile"))"
     }
 }
 
@@ -106,6 +134,17 @@ public struct ImportPipeline: FileSink {
         return found
     }
 
+    /// The body weight for energy estimates now: the option, the profile stored now, or 70 kg.
+    /// Read for each file, so that a daemon's imports follow a profile changed while it runs.
+    public func bodyWeight() async throws -> BodyWeight {
+        guard options.bodyWeightKg == nil, let store else { return .choose(option: options.bodyWeightKg, profile: nil) }
+        let profile = try await store.definitions(.profile).lazy.compactMap { definition -> BodyProfile? in
+            if case .profile(let profile) = definition.body { return profile }
+            return nil
+        }.first
+        return .choose(option: nil, profile: profile)
+    }
+
     /// The importer for a file, or nil.
     public func importer(for probe: FileProbe) -> (any FileImporter)? {
         importers.first { type(of: $0).canImport(probe) }
@@ -161,7 +200,11 @@ public struct ImportPipeline: FileSink {
         // Decode: records emitted before a DecodeError make the file partial.
         let header = FileImport(contentHash: hash, path: path, sizeBytes: source.size, driver: driverID, records: [],
                                 status: .imported)
-        let normalizer = Normalizer(energy: EnergyEstimator(bodyWeightKg: options.bodyWeightKg),
+        let weight: BodyWeight
+        do { weight = try await bodyWeight() } catch {
+            return FileReport(path: path, status: .failed, driver: driverID, error: "database: \(Self.describe(error))")
+        }
+        let normalizer = Normalizer(energy: EnergyEstimator(bodyWeightKg: weight.kg),
                                     since: options.range.since, until: options.range.until)
         let filtered = options.range.since != nil || options.range.until != nil
         let committer = FileCommitter(header: header, store: store, normalizer: normalizer, dryRun: options.dryRun,

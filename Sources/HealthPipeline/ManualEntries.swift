@@ -4,7 +4,7 @@ public import HealthStore
 public import ManualDriver
 
 /// Logs typed entries into the store: the one path of `healthgate log` and the daemon's
-/// `POST /entries`. Reads the definitions, builds the records with the pure ``EntryBuilder``
+/// status socket (`{"request":"log",...}`). Reads the definitions, builds the records with the pure ``EntryBuilder``
 /// and writes them with their outbox rows in one transaction.
 public enum ManualEntries {
     /// Builds `request` against the stored definitions and stores it; returns what was stored.

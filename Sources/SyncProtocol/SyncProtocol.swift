@@ -331,12 +331,15 @@ public struct SummaryResponse: Codable, Sendable, Equatable {
         public var sleepS: Double
         public var habitEvents: Int
         public var measurements: Int
+        /// The habit events per habit, by name (absent in a server's answer before habits were
+        /// summed: empty).
+        public var habits: [HabitTotal]
         enum CodingKeys: String, CodingKey {
             case start, workouts, activeS = "active_s", distanceM = "distance_m", energyKcal = "energy_kcal", sleepS = "sleep_s"
-            case habitEvents = "habit_events", measurements
+            case habitEvents = "habit_events", measurements, habits
         }
         public init(start: String, workouts: Int = 0, activeS: Double = 0, distanceM: Double = 0, energyKcal: Double = 0,
-                    sleepS: Double = 0, habitEvents: Int = 0, measurements: Int = 0) {
+                    sleepS: Double = 0, habitEvents: Int = 0, measurements: Int = 0, habits: [HabitTotal] = []) {
             self.start = start
             self.workouts = workouts
             self.activeS = activeS
@@ -345,6 +348,47 @@ public struct SummaryResponse: Codable, Sendable, Equatable {
             self.sleepS = sleepS
             self.habitEvents = habitEvents
             self.measurements = measurements
+            self.habits = habits
+        }
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            self.init(start: try c.decode(String.self, forKey: .start), workouts: try c.decode(Int.self, forKey: .workouts),
+                      activeS: try c.decode(Double.self, forKey: .activeS), distanceM: try c.decode(Double.self, forKey: .distanceM),
+                      energyKcal: try c.decode(Double.self, forKey: .energyKcal), sleepS: try c.decode(Double.self, forKey: .sleepS),
+                      habitEvents: try c.decode(Int.self, forKey: .habitEvents), measurements: try c.decode(Int.self, forKey: .measurements),
+                      habits: try c.decodeIfPresent([HabitTotal].self, forKey: .habits) ?? [])
+        }
+    }
+
+    /// One habit's events in a period: `hydration` (values in ml), `vaping` (one per session,
+    /// categories the triggers), `meal` (kcal), the user's habits.
+    public struct HabitTotal: Codable, Sendable, Equatable {
+        public var habit: String
+        public var events: Int
+        /// The sum of the events' values (ml of water, kcal of meals, a numeric habit's amounts;
+        /// 1 for each yes/no check-in and vaping session).
+        public var value: Double
+        /// The events' unit, when they have one.
+        public var unit: String?
+        /// Events per category (drink sizes, vaping triggers, a categorical habit's categories),
+        /// by category; events without one are not listed.
+        public var categories: [CategoryCount]
+        public init(habit: String, events: Int, value: Double, unit: String? = nil, categories: [CategoryCount] = []) {
+            self.habit = habit
+            self.events = events
+            self.value = value
+            self.unit = unit
+            self.categories = categories
+        }
+    }
+
+    /// Events of one category.
+    public struct CategoryCount: Codable, Sendable, Equatable {
+        public var category: String
+        public var events: Int
+        public init(category: String, events: Int) {
+            self.category = category
+            self.events = events
         }
     }
     public var period: String

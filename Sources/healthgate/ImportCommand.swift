@@ -25,14 +25,15 @@ struct ImportCommand: AsyncParsableCommand {
     @Flag(help: "Decode and report what would be stored; write nothing.")
     var dryRun = false
 
-    @Option(help: ArgumentHelp("Body weight for estimated energy when a file has none.", valueName: "KG"))
-    var bodyWeight: Double = 70
+    @Option(help: ArgumentHelp("Body weight for estimated energy when a file has none (default: the body profile's, else 70).",
+                               valueName: "KG"))
+    var bodyWeight: Double?
 
     @Argument(help: ArgumentHelp("Files or folders to import.", valueName: "PATH"))
     var paths: [String]
 
     func validate() throws {
-        guard bodyWeight > 0, bodyWeight < 500 else { throw ValidationError("--body-weight must be in kg, 1-500") }
+        if let bodyWeight, !(bodyWeight > 0 && bodyWeight < 500) { throw ValidationError("--body-weight must be in kg, 1-500") }
     }
 
     func run() async throws {
@@ -40,6 +41,8 @@ struct ImportCommand: AsyncParsableCommand {
         let importers = Registry.fileImporters()
         let pipeline = ImportPipeline(store: store, importers: importers, options: ImportOptions(range: try range.range(), dryRun: dryRun,
                                                                           bodyWeightKg: bodyWeight))
+        let weight: BodyWeight
+        do { weight = try await pipeline.bodyWeight() } catch { throw RuntimeFailure("cannot read the body profile: \(error)") }
         var bar = ProgressBar(enabled: !output.json && Output.stderrIsTerminal)
         var reports: [FileReport] = []
         let totals: ImportTotals
@@ -58,8 +61,8 @@ struct ImportCommand: AsyncParsableCommand {
         }
         bar.finish()
         if output.json {
-            struct Result: Encodable { var files: [FileReport]; var totals: ImportTotals; var dry_run: Bool }
-            try Output.printJSON(Result(files: reports, totals: totals, dry_run: dryRun))
+            struct Result: Encodable { var files: [FileReport]; var totals: ImportTotals; var dry_run: Bool; var body_weight: BodyWeight }
+            try Output.printJSON(Result(files: reports, totals: totals, dry_run: dryRun, body_weight: weight))
         } else {
             var parts = ["\(totals.files) files", "\(totals.imported) \(dryRun ? "would import" : "imported")"]
             if totals.partial > 0 { parts.append("\(totals.partial) partial") }
@@ -67,6 +70,7 @@ struct ImportCommand: AsyncParsableCommand {
             parts.append("\(totals.failed) failed")
             if totals.skipped > 0 { parts.append("\(totals.skipped) skipped") }
             print("\(parts.joined(separator: ", ")); \(totals.records) records \(dryRun ? "would be " : "")stored")
+            print("energy estimates (workouts without energy) use \(weight.text)")
         }
         if totals.failed > 0 { throw ExitCode(1) }
     }

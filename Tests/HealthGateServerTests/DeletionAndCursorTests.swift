@@ -50,7 +50,7 @@ import TestSupport
 
         // Summaries forget it; Bob's record with the same id is untouched.
         let summary = try await laptop.summaries("period=year").decode(SummaryResponse.self)
-        #expect(summary.buckets == [SummaryResponse.Bucket(start: "2026-01-01", habitEvents: 1)])
+        #expect(summary.buckets == [SummaryResponse.Bucket(start: "2026-01-01", habitEvents: 1, habits: [.init(habit: "hydration", events: 1, value: 250, unit: "ml")])])
         #expect(try await bob.allHistory().map(\.id) == [run.id])
 
         // The same or an older version does not bring it back; a newer one does.

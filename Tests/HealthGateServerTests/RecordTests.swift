@@ -215,6 +215,9 @@ import TestSupport
         ]
         #expect(try await api.uploadStatuses(records).allSatisfy { $0 == .accepted })
         typealias B = SummaryResponse.Bucket
+        func water(_ events: Int) -> SummaryResponse.HabitTotal {
+            SummaryResponse.HabitTotal(habit: "hydration", events: events, value: 250 * Double(events), unit: "ml")
+        }
 
         func summary(_ query: String) async throws -> SummaryResponse {
             let reply = try await api.summaries(query)
@@ -224,28 +227,28 @@ import TestSupport
         #expect(try await summary("period=day") == SummaryResponse(period: "day", buckets: [
             B(start: "2025-12-30", workouts: 1, activeS: 3000, distanceM: 10_000, energyKcal: 600),
             B(start: "2025-12-31", sleepS: 27_000),
-            B(start: "2026-01-01", workouts: 1, activeS: 1800, distanceM: 5_000, habitEvents: 1),
+            B(start: "2026-01-01", workouts: 1, activeS: 1800, distanceM: 5_000, habitEvents: 1, habits: [water(1)]),
             B(start: "2026-03-01", workouts: 1, activeS: 3600, energyKcal: 400),
-            B(start: "2026-03-02", habitEvents: 1, measurements: 1),
+            B(start: "2026-03-02", habitEvents: 1, measurements: 1, habits: [water(1)]),
         ]))
         #expect(try await summary("period=week") == SummaryResponse(period: "week", buckets: [
-            B(start: "2025-12-29", workouts: 2, activeS: 4800, distanceM: 15_000, energyKcal: 600, sleepS: 27_000, habitEvents: 1),
+            B(start: "2025-12-29", workouts: 2, activeS: 4800, distanceM: 15_000, energyKcal: 600, sleepS: 27_000, habitEvents: 1, habits: [water(1)]),
             B(start: "2026-02-23", workouts: 1, activeS: 3600, energyKcal: 400),
-            B(start: "2026-03-02", habitEvents: 1, measurements: 1),
+            B(start: "2026-03-02", habitEvents: 1, measurements: 1, habits: [water(1)]),
         ]))
         #expect(try await summary("period=month") == SummaryResponse(period: "month", buckets: [
             B(start: "2025-12-01", workouts: 1, activeS: 3000, distanceM: 10_000, energyKcal: 600, sleepS: 27_000),
-            B(start: "2026-01-01", workouts: 1, activeS: 1800, distanceM: 5_000, habitEvents: 1),
-            B(start: "2026-03-01", workouts: 1, activeS: 3600, energyKcal: 400, habitEvents: 1, measurements: 1),
+            B(start: "2026-01-01", workouts: 1, activeS: 1800, distanceM: 5_000, habitEvents: 1, habits: [water(1)]),
+            B(start: "2026-03-01", workouts: 1, activeS: 3600, energyKcal: 400, habitEvents: 1, measurements: 1, habits: [water(1)]),
         ]))
         #expect(try await summary("period=year") == SummaryResponse(period: "year", buckets: [
             B(start: "2025-01-01", workouts: 1, activeS: 3000, distanceM: 10_000, energyKcal: 600, sleepS: 27_000),
-            B(start: "2026-01-01", workouts: 2, activeS: 5400, distanceM: 5_000, energyKcal: 400, habitEvents: 2, measurements: 1),
+            B(start: "2026-01-01", workouts: 2, activeS: 5400, distanceM: 5_000, energyKcal: 400, habitEvents: 2, measurements: 1, habits: [water(2)]),
         ]))
         // since and until are whole days, both included.
         #expect(try await summary("period=month&since=2025-12-31&until=2026-03-01") == SummaryResponse(period: "month", buckets: [
             B(start: "2025-12-01", sleepS: 27_000),
-            B(start: "2026-01-01", workouts: 1, activeS: 1800, distanceM: 5_000, habitEvents: 1),
+            B(start: "2026-01-01", workouts: 1, activeS: 1800, distanceM: 5_000, habitEvents: 1, habits: [water(1)]),
             B(start: "2026-03-01", workouts: 1, activeS: 3600, energyKcal: 400),
         ]))
         #expect(try await summary("period=day&since=2027-01-01").buckets.isEmpty)
@@ -262,5 +265,72 @@ import TestSupport
             #expect(reply.status == 400, "\(query)")
             #expect(try reply.error().code == "bad_request")
         }
+    }
+
+    /// Summaries carry every habit's events per period: counts, value totals, categories
+    /// (vaping per trigger, drink sizes); a new version replaces the old figures; a deleted
+    /// event counts for nothing.
+    @Test func summariesPerHabit() async throws {
+        let scratch = try Scratch()
+        let server = try await ServerProcess.start(databasePath: scratch.dbPath)
+        let (api, _) = try await APIClient(server).account("ann@example.org")
+        func event(_ name: String, _ habit: String, _ time: String, value: Double?, category: String? = nil, unit: String? = nil,
+                   label: String? = nil, version: Int = 1) -> WireRecord {
+            WireRecord(.habit(HabitEvent(id: Make.id(name), version: version, habit: habit, time: Make.date(time), value: value,
+                                         category: category, unit: unit, label: label, source: Source(driver: "manual"))))
+        }
+        let records = [
+            event("d1", "hydration", "2026-03-02T08:00:00Z", value: 250, category: "glass", unit: "ml"),
+            event("d2", "hydration", "2026-03-02T09:00:00Z", value: 500, category: "bottle", unit: "ml"),
+            event("d3", "hydration", "2026-03-03T09:00:00Z", value: 330, category: "custom", unit: "ml"),
+            event("v1", "vaping", "2026-03-02T10:00:00Z", value: 1, category: "stress"),
+            event("v2", "vaping", "2026-03-02T11:00:00Z", value: 1, category: "stress"),
+            event("v3", "vaping", "2026-03-02T12:00:00Z", value: 1, category: "boredom"),
+            event("v4", "vaping", "2026-03-02T13:00:00Z", value: 1),
+            event("m1", "meal", "2026-03-02T12:30:00Z", value: 700, unit: "kcal", label: "kebab"),
+            event("m2", "meal", "2026-03-03T19:00:00Z", value: 450.5, unit: "kcal", label: "soup"),
+            event("r1", "reading", "2026-03-02T21:00:00Z", value: 30, unit: "pages"),
+            event("f1", "Flossing", "2026-03-02T22:00:00Z", value: 1),
+            event("gone", "hydration", "2026-03-02T23:00:00Z", value: 1000, category: "custom", unit: "ml"),
+            event("later", "reading", "2026-04-01T21:00:00Z", value: 12, unit: "pages"),
+        ]
+        #expect(try await api.uploadStatuses(records).allSatisfy { $0 == .accepted })
+        #expect(try await api.send(.DELETE, "/v1/records/\(Make.id("gone").description)").status == 204)
+        // An edit: the meal's second version replaces the first.
+        #expect(try await api.uploadStatuses([event("m2", "meal", "2026-03-03T19:00:00Z", value: 500, unit: "kcal", label: "soup",
+                                                    version: 2)]) == [.accepted])
+
+        typealias H = SummaryResponse.HabitTotal
+        typealias C = SummaryResponse.CategoryCount
+        func summary(_ query: String) async throws -> SummaryResponse {
+            let reply = try await api.summaries(query)
+            #expect(reply.status == 200, "\(reply.text)")
+            return try reply.decode(SummaryResponse.self)
+        }
+        let week = try await summary("period=week&until=2026-03-08")
+        #expect(week.buckets.count == 1)
+        #expect(week.buckets.first?.habitEvents == 11)
+        #expect(week.buckets.first?.habits == [
+            H(habit: "Flossing", events: 1, value: 1),
+            H(habit: "hydration", events: 3, value: 1080, unit: "ml",
+              categories: [C(category: "bottle", events: 1), C(category: "custom", events: 1), C(category: "glass", events: 1)]),
+            H(habit: "meal", events: 2, value: 1200, unit: "kcal"),
+            H(habit: "reading", events: 1, value: 30, unit: "pages"),
+            H(habit: "vaping", events: 4, value: 4, categories: [C(category: "boredom", events: 1), C(category: "stress", events: 2)]),
+        ])
+        let days = try await summary("period=day&since=2026-03-03")
+        #expect(days.buckets.map(\.start) == ["2026-03-03", "2026-04-01"])
+        #expect(days.buckets.map(\.habits) == [
+            [H(habit: "hydration", events: 1, value: 330, unit: "ml", categories: [C(category: "custom", events: 1)]),
+             H(habit: "meal", events: 1, value: 500, unit: "kcal")],
+            [H(habit: "reading", events: 1, value: 12, unit: "pages")],
+        ])
+        // The JSON as the OpenAPI document describes it.
+        let raw = try #require(try JSONSerialization.jsonObject(with: try await api.summaries("period=year").body) as? [String: Any])
+        let habits = try #require(((raw["buckets"] as? [[String: Any]])?.first?["habits"]) as? [[String: Any]])
+        #expect(habits.map { $0["habit"] as? String } == ["Flossing", "hydration", "meal", "reading", "vaping"])
+        #expect(habits.first?.keys.sorted() == ["categories", "events", "habit", "value"])
+        let triggers = try #require(habits.last?["categories"] as? [[String: Any]])
+        #expect(triggers.map { $0["category"] as? String } == ["boredom", "stress"] && triggers.map { $0["events"] as? Int } == [1, 2])
     }
 }

@@ -35,7 +35,7 @@ import TestSupport
 
         #expect(try await ann.uploadStatuses([Make.workout("ann-run")]) == [.accepted])
         let bobSummary = try await bob.summaries("period=year").decode(SummaryResponse.self)
-        #expect(bobSummary.buckets == [SummaryResponse.Bucket(start: "2026-01-01", habitEvents: 1)])
+        #expect(bobSummary.buckets == [SummaryResponse.Bucket(start: "2026-01-01", habitEvents: 1, habits: [.init(habit: "hydration", events: 1, value: 500, unit: "ml")])])
         let bobDevices = try await bob.send(.GET, "/v1/devices").decode(DeviceList.self).devices
         #expect(bobDevices.count == 1)
     }

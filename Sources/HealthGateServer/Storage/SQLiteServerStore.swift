@@ -399,8 +399,33 @@ public final class SQLiteServerStore: ServerStore {
         case .month: "strftime('%Y-%m-01', start_time, 'unixepoch')"
         case .year: "strftime('%Y-01-01', start_time, 'unixepoch')"
         }
+        let range: StatementArguments = [since?.start.timeIntervalSince1970 ?? -Double.greatestFiniteMagnitude,
+                                         until?.end.timeIntervalSince1970 ?? Double.greatestFiniteMagnitude]
         return try await pool.read { db in
-            try Row.fetchAll(db, sql: """
+            // Habit events per bucket, habit and category, from the stored bodies.
+            var habits: [String: [SummaryResponse.HabitTotal]] = [:]
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT \(bucket) AS bucket, json_extract(body, '$.habit') AS habit, json_extract(body, '$.category') AS category,
+                       count(*) AS events, total(json_extract(body, '$.value')) AS value, max(json_extract(body, '$.unit')) AS unit
+                FROM records
+                WHERE user_id = ? AND type = 'habit' AND start_time >= ? AND start_time < ? AND body IS NOT NULL
+                GROUP BY bucket, habit, category ORDER BY bucket, habit, category
+                """, arguments: [userId] + range)
+            while let row = try rows.next() {
+                let start: String = row["bucket"]
+                let name = (row["habit"] as String?) ?? ""
+                let events: Int = row["events"]
+                var totals = habits[start] ?? []
+                if totals.last?.habit != name { totals.append(SummaryResponse.HabitTotal(habit: name, events: 0, value: 0)) }
+                totals[totals.count - 1].events += events
+                totals[totals.count - 1].value += row["value"] as Double
+                totals[totals.count - 1].unit = totals[totals.count - 1].unit ?? (row["unit"] as String?)
+                if let category: String = row["category"] {
+                    totals[totals.count - 1].categories.append(SummaryResponse.CategoryCount(category: category, events: events))
+                }
+                habits[start] = totals
+            }
+            return try Row.fetchAll(db, sql: """
                 SELECT \(bucket) AS bucket,
                        SUM(type = 'workout') AS workouts, SUM(active_s) AS active_s, SUM(distance_m) AS distance_m,
                        SUM(energy_kcal) AS energy_kcal, SUM(sleep_s) AS sleep_s,
@@ -408,11 +433,11 @@ public final class SQLiteServerStore: ServerStore {
                 FROM records
                 WHERE user_id = ? AND start_time >= ? AND start_time < ? AND body IS NOT NULL
                 GROUP BY bucket ORDER BY bucket
-                """, arguments: [userId, since?.start.timeIntervalSince1970 ?? -Double.greatestFiniteMagnitude,
-                                 until?.end.timeIntervalSince1970 ?? Double.greatestFiniteMagnitude]).map { row in
+                """, arguments: [userId] + range).map { row in
                 SummaryResponse.Bucket(start: row["bucket"], workouts: row["workouts"], activeS: row["active_s"],
                                        distanceM: row["distance_m"], energyKcal: row["energy_kcal"], sleepS: row["sleep_s"],
-                                       habitEvents: row["habit_events"], measurements: row["measurements"])
+                                       habitEvents: row["habit_events"], measurements: row["measurements"],
+                                       habits: habits[row["bucket"]] ?? [])
             }
         }
     }
