@@ -130,11 +130,15 @@ public final class StatusServer: Service, Sendable {
     public static func exchange(bytes line: [UInt8], path: String, closeOutput: Bool = false,
                                 timeout: Duration = .seconds(10)) async -> [UInt8]? {
         do {
+            // The request is written on the event loop as soon as the connection is up, not after
+            // a hop through the task pool: a busy pool must not make the daemon's read deadline
+            // pass between connecting and sending.
             let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connectTimeout(.milliseconds(timeout.inMilliseconds))
                 .connect(unixDomainSocketPath: path) { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
+                        try channel.pipeline.syncOperations.addHandler(SendOnConnect(bytes: line, closeOutput: closeOutput))
+                        return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
                             wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
                     }
                 }
@@ -143,9 +147,7 @@ public final class StatusServer: Service, Sendable {
                 channel.channel.close(promise: nil)
             }
             defer { deadline.cancel() }
-            return try await channel.executeThenClose { inbound, outbound in
-                if !line.isEmpty { try await outbound.write(ByteBuffer(bytes: line)) }
-                if closeOutput { outbound.finish() }
+            return try await channel.executeThenClose { inbound, _ in
                 var received = ByteBuffer()
                 for try await part in inbound {
                     received.writeImmutableBuffer(part)
@@ -228,6 +230,38 @@ final class RequestLineHandler: ChannelInboundHandler, RemovableChannelHandler {
         deadline?.cancel()
         context.fireChannelRead(wrapInboundOut(outcome))
         if outsideARead { context.fireChannelReadComplete() }
+    }
+}
+
+/// A client's side: writes the request when the connection becomes active (or at once when it
+/// already is), then closes the sending side if asked to.
+final class SendOnConnect: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    private let bytes: [UInt8]
+    private let closeOutput: Bool
+    private var sent = false
+
+    init(bytes: [UInt8], closeOutput: Bool) {
+        self.bytes = bytes
+        self.closeOutput = closeOutput
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { send(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        send(context)
+        context.fireChannelActive()
+    }
+
+    private func send(_ context: ChannelHandlerContext) {
+        guard !sent else { return }
+        sent = true
+        if !bytes.isEmpty { context.writeAndFlush(NIOAny(ByteBuffer(bytes: bytes)), promise: nil) }
+        if closeOutput { context.close(mode: .output, promise: nil) }
     }
 }
 
