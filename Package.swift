@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "HealthGateDecoders", targets: [
             "FITDriver", "XMLStream", "TCXDriver", "GPXDriver", "ExecDriver", "GATTProfiles", "BLEHost", "BLERuntime",
             "SyncProtocol",
+            "ZipStream",
         ]),
     ],
     dependencies: [
@@ -112,6 +113,9 @@ let package = Package(
         // gzip with the system zlib: the client's upload bodies, the server's streaming inflater.
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "Gzip", dependencies: ["CZlib"], path: "Sources/Gzip"),
+        // A streaming zip reader (central directory with Zip64, stored and deflate entries pulled
+        // in chunks, zip bombs and escaping names refused): Apple Health's export.zip.
+        .target(name: "ZipStream", dependencies: ["DriverKit", "Gzip", "CZlib"], path: "Sources/ZipStream"),
         // The reference tracking server (`healthgate-server`): accounts, device tokens, record
         // upserts, history, summaries; storage behind a protocol, SQLite by default.
         .target(name: "HealthGateServer", dependencies: [
@@ -185,6 +189,7 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
+        .testTarget(name: "ZipStreamTests", dependencies: ["ZipStream", "DriverKit", "Gzip"]),
         .testTarget(name: "HealthGateTests", dependencies: [
             "TestSupport", "HealthPipeline", "HealthReports", "HealthGateDaemon", "HealthSync", "HealthStore", "HealthModel",
             "DriverKit", "DriverRegistry", "LinuxAdapters", "Timing",
