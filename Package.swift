@@ -18,7 +18,7 @@ let package = Package(
         .library(name: "HealthGateDecoders", targets: [
             "FITDriver", "XMLStream", "TCXDriver", "GPXDriver", "ExecDriver", "GATTProfiles", "BLEHost", "BLERuntime",
             "SyncProtocol",
-            "ZipStream",
+            "ZipStream", "AppleHealthDriver",
         ]),
     ],
     dependencies: [
@@ -53,6 +53,7 @@ let package = Package(
         .target(name: "DriverRegistry", dependencies: [
             "DriverKit", "FITDriver", "TCXDriver", "GPXDriver", "ExecDriver", "BLEDriver", "WatchFolderDriver", "MassStorageDriver",
             "BLEReplayDriver", "ManualDriver",
+            "AppleHealthDriver",
         ], path: "Sources/DriverRegistry"),
         // A small streaming XML reader without DTD or entity expansion (TCX, GPX, Apple Health).
         .target(name: "XMLStream", path: "Sources/XMLStream"),
@@ -66,6 +67,9 @@ let package = Package(
                 exclude: ["README.md", "tools"], resources: [.embedInCode("sample.toml")]),
         .target(name: "GPXDriver", dependencies: ["HealthModel", "DriverKit", "XMLStream"], path: "Drivers/GPX",
                 exclude: ["README.md", "tools"], resources: [.embedInCode("sample.toml")]),
+        // Apple Health exports (export.zip through ZipStream, or export.xml); routes with the GPX parser.
+        .target(name: "AppleHealthDriver", dependencies: ["HealthModel", "DriverKit", "XMLStream", "ZipStream", "GPXDriver"],
+                path: "Drivers/AppleHealth", exclude: ["README.md", "tools"], resources: [.embedInCode("sample.toml")]),
         .target(name: "ExecDriver", dependencies: ["HealthModel", "DriverKit", "Timing"], path: "Drivers/Exec",
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
         .target(name: "WatchFolderDriver", dependencies: ["DriverKit", "LinuxAdapters"], path: "Drivers/WatchFolder",
@@ -190,6 +194,9 @@ let package = Package(
         ]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
         .testTarget(name: "ZipStreamTests", dependencies: ["ZipStream", "DriverKit", "Gzip"]),
+        .testTarget(name: "AppleHealthDriverTests", dependencies: [
+            "AppleHealthDriver", "ZipStream", "DriverKit", "HealthModel", "HealthPipeline", "HealthStore", "TestSupport", "XMLStream",
+        ]),
         .testTarget(name: "HealthGateTests", dependencies: [
             "TestSupport", "HealthPipeline", "HealthReports", "HealthGateDaemon", "HealthSync", "HealthStore", "HealthModel",
             "DriverKit", "DriverRegistry", "LinuxAdapters", "Timing",
