@@ -193,7 +193,7 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
-        .testTarget(name: "ZipStreamTests", dependencies: ["ZipStream", "DriverKit", "Gzip"]),
+        .testTarget(name: "ZipStreamTests", dependencies: ["ZipStream", "DriverKit", "Gzip", "TestSupport"]),
         .testTarget(name: "AppleHealthDriverTests", dependencies: [
             "AppleHealthDriver", "ZipStream", "DriverKit", "HealthModel", "HealthPipeline", "HealthStore", "TestSupport", "XMLStream",
         ]),

@@ -134,7 +134,8 @@ public enum ZipLayout {
         // Zip64: the locator sits just before the end record.
         if at >= 20, u32(tail, at - 20) == zip64LocatorSignature {
             let zip64 = Int(clamping: u64(tail, at - 20 + 8))
-            guard zip64 >= 0, zip64 + zip64EndSize <= offset - 20 else {
+            // Compared without adding to `zip64`, which may be as large as Int.max.
+            guard zip64 >= 0, offset - 20 - zip64EndSize >= 0, zip64 <= offset - 20 - zip64EndSize else {
                 throw DecodeError(at: .byte(offset - 20), "the Zip64 locator points to \(zip64), outside the archive")
             }
             return .zip64End(at: zip64)

@@ -1,6 +1,7 @@
 import DriverKit
 import Foundation
 import Testing
+import TestSupport
 import ZipStream
 
 /// Fixtures/zip/<name>, written by Fixtures/zip/make-zips.py.
@@ -139,6 +140,22 @@ struct ZipHostileTests {
         #expect(lzma.reason.contains("compression method 14"), "\(lzma)")
         let damaged = try await zipError("deflate-damaged.zip")
         #expect(damaged.reason.contains("text.txt"), "\(damaged)")
+    }
+
+    /// Found by fuzz-zip (Fuzz/regressions/fuzz-zip): a Zip64 locator pointing to 2^64 - 1
+    /// overflowed the bounds check (a trap) instead of failing the archive.
+    @Test("a Zip64 locator pointing past any file fails the archive, it does not trap")
+    func zip64LocatorOverflow() throws {
+        var bytes: [UInt8] = [0x50, 0x4B, 0x06, 0x07, 0, 0, 0, 0] + [UInt8](repeating: 0xFF, count: 8) + [1, 0, 0, 0]
+        bytes += [0x50, 0x4B, 0x05, 0x06] + [UInt8](repeating: 0, count: 18)
+        #expect {
+            _ = try ZipArchive.read(bytes)
+        } throws: { error in
+            (error as? DecodeError)?.reason.contains("the Zip64 locator points to") == true
+        }
+        for (_, input) in try fuzzRegressionInputs("fuzz-zip") {
+            do { _ = try ZipArchive.read(input) } catch is DecodeError {}
+        }
     }
 
     @Test("cut anywhere or with any byte flipped, an archive fails with a DecodeError or reads, never crashes")
