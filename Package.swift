@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "HealthGateDecoders", targets: [
             "FITDriver", "XMLStream", "TCXDriver", "GPXDriver", "ExecDriver", "GATTProfiles", "BLEHost", "BLERuntime",
             "SyncProtocol",
+            "ZipStream", "AppleHealthDriver",
         ]),
     ],
     dependencies: [
@@ -52,6 +53,7 @@ let package = Package(
         .target(name: "DriverRegistry", dependencies: [
             "DriverKit", "FITDriver", "TCXDriver", "GPXDriver", "ExecDriver", "BLEDriver", "WatchFolderDriver", "MassStorageDriver",
             "BLEReplayDriver", "ManualDriver",
+            "AppleHealthDriver",
         ], path: "Sources/DriverRegistry"),
         // A small streaming XML reader without DTD or entity expansion (TCX, GPX, Apple Health).
         .target(name: "XMLStream", path: "Sources/XMLStream"),
@@ -65,6 +67,9 @@ let package = Package(
                 exclude: ["README.md", "tools"], resources: [.embedInCode("sample.toml")]),
         .target(name: "GPXDriver", dependencies: ["HealthModel", "DriverKit", "XMLStream"], path: "Drivers/GPX",
                 exclude: ["README.md", "tools"], resources: [.embedInCode("sample.toml")]),
+        // Apple Health exports (export.zip through ZipStream, or export.xml); routes with the GPX parser.
+        .target(name: "AppleHealthDriver", dependencies: ["HealthModel", "DriverKit", "XMLStream", "ZipStream", "GPXDriver"],
+                path: "Drivers/AppleHealth", exclude: ["README.md", "tools"], resources: [.embedInCode("sample.toml")]),
         .target(name: "ExecDriver", dependencies: ["HealthModel", "DriverKit", "Timing"], path: "Drivers/Exec",
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
         .target(name: "WatchFolderDriver", dependencies: ["DriverKit", "LinuxAdapters"], path: "Drivers/WatchFolder",
@@ -112,6 +117,9 @@ let package = Package(
         // gzip with the system zlib: the client's upload bodies, the server's streaming inflater.
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "Gzip", dependencies: ["CZlib"], path: "Sources/Gzip"),
+        // A streaming zip reader (central directory with Zip64, stored and deflate entries pulled
+        // in chunks, zip bombs and escaping names refused): Apple Health's export.zip.
+        .target(name: "ZipStream", dependencies: ["DriverKit", "Gzip", "CZlib"], path: "Sources/ZipStream"),
         // The reference tracking server (`healthgate-server`): accounts, device tokens, record
         // upserts, history, summaries; storage behind a protocol, SQLite by default.
         .target(name: "HealthGateServer", dependencies: [
@@ -185,6 +193,10 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
+        .testTarget(name: "ZipStreamTests", dependencies: ["ZipStream", "DriverKit", "Gzip", "TestSupport"]),
+        .testTarget(name: "AppleHealthDriverTests", dependencies: [
+            "AppleHealthDriver", "ZipStream", "DriverKit", "HealthModel", "HealthPipeline", "HealthStore", "TestSupport", "XMLStream",
+        ]),
         .testTarget(name: "HealthGateTests", dependencies: [
             "TestSupport", "HealthPipeline", "HealthReports", "HealthGateDaemon", "HealthSync", "HealthStore", "HealthModel",
             "DriverKit", "DriverRegistry", "LinuxAdapters", "Timing",

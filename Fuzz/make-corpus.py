@@ -117,6 +117,32 @@ def xml_seeds() -> None:
         write("fuzz-xml", snippet)
 
 
+# MARK: - Zip and Apple Health
+
+APPLE_RECORDS = 40
+
+
+def zip_seeds() -> None:
+    """The zip fixtures that are small (the 20 KB bomb too: the target's limits are lower), and
+    the Apple Health archives."""
+    for path in sorted((FIXTURES / "zip").glob("*.zip")) + sorted((FIXTURES / "apple-health").glob("*.zip")):
+        write("fuzz-zip", path.read_bytes())
+
+
+def apple_health_seeds() -> None:
+    """The Apple Health fixtures, the malformed one cut after a few records (the open elements
+    closed again)."""
+    for path in sorted((FIXTURES / "apple-health").rglob("*.xml")):
+        data = path.read_bytes()
+        if data.count(b"<Record") > APPLE_RECORDS:
+            end = 0
+            for _ in range(APPLE_RECORDS):
+                end = data.index(b"<Record", end + 1)
+            data = data[:end] + b"</HealthData>\n"
+        write("fuzz-applehealth", data)
+        write("fuzz-xml", data)
+
+
 # MARK: - Exec
 
 def exec_seeds() -> None:
@@ -265,6 +291,8 @@ def main() -> None:
         shutil.rmtree(CORPUS)
     fit_seeds()
     xml_seeds()
+    zip_seeds()
+    apple_health_seeds()
     exec_seeds()
     gatt_seeds()
     ble_seeds()

@@ -69,6 +69,28 @@ public struct ImportSource: Sendable {
         }
     }
 
+    /// Up to `count` bytes at `offset` (fewer at the end of the file), read with `pread` off the
+    /// cooperative pool: random access for archives (zip), in bounded memory.
+    public func read(at offset: Int, count: Int) async throws(FileReadError) -> [UInt8] {
+        let count = max(0, count)
+        switch storage {
+        case .memory(let data):
+            guard offset >= 0, offset < data.count else { return [] }
+            let end = Swift.min(data.count, offset + Swift.min(count, data.count - offset))
+            return [UInt8](data[data.startIndex + offset..<data.startIndex + end])
+        case .file:
+            let path = self.path
+            return try await FileReads.perform { () throws(FileReadError) -> [UInt8] in
+                let descriptor = try FileReads.openForReading(path)
+                defer { close(descriptor) }
+                var buffer = [UInt8](repeating: 0, count: count)
+                let read = try FileReads.read(descriptor, into: &buffer, at: offset, path: path)
+                if read < buffer.count { buffer.removeSubrange(read...) }
+                return buffer
+            }.get()
+        }
+    }
+
     /// The whole file, memory-mapped (mapped off the cooperative pool): for formats that need
     /// random access and whose files stay small (FIT).
     public func mapped() async throws(FileReadError) -> Data {
@@ -211,10 +233,14 @@ enum FileReads {
     }
 
     /// Fills `buffer` as far as the file goes; returns the bytes read (fewer only at its end).
-    static func read(_ descriptor: Int32, into buffer: inout [UInt8], path: String) throws(FileReadError) -> Int {
+    /// Reads from the descriptor's position, or at `offset` (`pread`) when one is given.
+    static func read(_ descriptor: Int32, into buffer: inout [UInt8], at offset: Int? = nil, path: String) throws(FileReadError) -> Int {
         var total = 0
         while total < buffer.count {
-            let count = buffer.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress! + total, $0.count - total) }
+            let count = buffer.withUnsafeMutableBytes { bytes in
+                if let offset { return pread(descriptor, bytes.baseAddress! + total, bytes.count - total, off_t(offset + total)) }
+                return Foundation.read(descriptor, bytes.baseAddress! + total, bytes.count - total)
+            }
             if count < 0 {
                 if errno == EINTR { continue }
                 throw FileReadError(path: path, errno: errno)

@@ -1,3 +1,4 @@
+import AppleHealthDriver
 import BLEDriver
 import BLEReplayDriver
 public import DriverKit
@@ -22,6 +23,7 @@ public enum Registry {
         BLERecorder.descriptor,
         BLEReplayDriver.descriptor,
         ManualDriver.descriptor,
+        AppleHealthImporter.descriptor,
     ])
 
     /// One instance of each file importer with its defaults (what `healthgate import` uses).

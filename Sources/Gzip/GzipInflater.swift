@@ -1,6 +1,101 @@
 import CZlib
 public import Foundation
 
+/// Streaming decompression with the system zlib, pulled: compressed bytes are handed in with
+/// ``give(_:)`` and inflated bytes taken out a chunk at a time with ``pull(into:)``, so memory
+/// holds one input piece and one output chunk whatever the inflated size. The one wrapper of
+/// zlib's inflate: ``GzipInflater`` (the server's request bodies) and the zip reader (ZipStream)
+/// use it.
+public final class Inflater {
+    /// What the compressed bytes are framed as.
+    public enum Format: Sendable {
+        /// gzip members (RFC 1952).
+        case gzip
+        /// Raw deflate data (RFC 1951), as in zip entries.
+        case rawDeflate
+    }
+
+    private let stream: UnsafeMutablePointer<z_stream>
+    /// The piece being inflated: zlib points into it, so it lives on the heap, where it cannot move.
+    private var input: UnsafeMutableRawBufferPointer?
+    /// The current deflate stream (gzip: member) ended.
+    public private(set) var ended = false
+    /// Bytes inflated so far.
+    public private(set) var produced = 0
+    /// Compressed bytes consumed so far.
+    public private(set) var consumed = 0
+
+    public init(_ format: Format) throws(GzipInflater.Failure) {
+        stream = .allocate(capacity: 1)
+        stream.initialize(to: z_stream())
+        let status = format == .gzip ? czlib_inflate_init_gzip(stream) : czlib_inflate_init_raw(stream)
+        guard status == Z_OK else {
+            stream.deallocate()
+            throw .malformed("zlib could not start")
+        }
+    }
+
+    deinit {
+        inflateEnd(stream)
+        stream.deallocate()
+        input?.deallocate()
+    }
+
+    /// Compressed bytes not consumed yet.
+    public var pendingInput: Int { Int(stream.pointee.avail_in) }
+
+    /// Hands over the next compressed piece; the previous one must be used up
+    /// (``pendingInput`` is 0).
+    public func give(_ bytes: UnsafeRawBufferPointer) {
+        precondition(pendingInput == 0, "Inflater.give: the previous piece is not used up")
+        input?.deallocate()
+        input = nil
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 1)
+        copy.copyMemory(from: UnsafeRawBufferPointer(start: base, count: bytes.count))
+        input = copy
+        stream.pointee.next_in = copy.baseAddress!.assumingMemoryBound(to: Bytef.self)
+        stream.pointee.avail_in = uInt(bytes.count)
+    }
+
+    /// Starts the next gzip member after one ended (what `cat a.gz b.gz` gives).
+    public func restart() throws(GzipInflater.Failure) {
+        guard inflateReset(stream) == Z_OK else { throw .malformed("zlib could not restart") }
+        ended = false
+    }
+
+    /// Inflates into `chunk` from the piece given; returns the bytes written there. 0 means
+    /// the stream ended (``ended``) or zlib needs more input. Throws for malformed data.
+    public func pull(into chunk: UnsafeMutableRawBufferPointer) throws(GzipInflater.Failure) -> Int {
+        guard !ended, chunk.count > 0 else { return 0 }
+        while true {
+            let before = pendingInput
+            stream.pointee.next_out = chunk.baseAddress!.assumingMemoryBound(to: Bytef.self)
+            stream.pointee.avail_out = uInt(chunk.count)
+            let status = inflate(stream, Z_NO_FLUSH)
+            let written = chunk.count - Int(stream.pointee.avail_out)
+            produced += written
+            consumed += before - pendingInput
+            switch status {
+            case Z_STREAM_END:
+                ended = true
+                return written
+            case Z_OK where written > 0:
+                return written
+            case Z_OK where pendingInput > 0 && pendingInput < before:
+                continue  // read a header or a block's start without output yet
+            case Z_OK, Z_BUF_ERROR:
+                // No progress possible without more input (with input left, none at all: stuck).
+                guard pendingInput == 0 else { throw .malformed("zlib made no progress") }
+                return written
+            default:
+                let why = stream.pointee.msg.map { String(cString: $0) } ?? "zlib error \(status)"
+                throw .malformed(why)
+            }
+        }
+    }
+}
+
 /// Streaming gzip decompression (zlib) with a cap on the output: input is fed as it arrives and
 /// decompression stops with ``Failure/tooLarge`` as soon as the output passes the cap, so a
 /// small body that inflates to gigabytes never gets further than the cap.
@@ -12,83 +107,47 @@ public final class GzipInflater {
         case malformed(String)
     }
 
-    private let stream: UnsafeMutablePointer<z_stream>
+    private let inflater: Inflater
     private let limit: Int
     private var output = Data()
-    /// The current member ended and no byte of a next one has been seen.
-    private var atMemberEnd = false
     private static let chunkSize = 64 * 1024
 
     public init(limit: Int) throws(Failure) {
         self.limit = limit
-        // zlib keeps a pointer back to the stream: it must not move, so it lives on the heap.
-        stream = .allocate(capacity: 1)
-        stream.initialize(to: z_stream())
-        guard czlib_inflate_init_gzip(stream) == Z_OK else {
-            stream.deallocate()
-            throw .malformed("zlib could not start")
-        }
-    }
-
-    deinit {
-        inflateEnd(stream)
-        stream.deallocate()
+        inflater = try Inflater(.gzip)
     }
 
     /// Inflates the next piece of the compressed body.
     public func feed(_ bytes: UnsafeRawBufferPointer) throws(Failure) {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-        stream.pointee.next_in = UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: Bytef.self))
-        stream.pointee.avail_in = uInt(bytes.count)
-        var chunk = [UInt8](repeating: 0, count: Self.chunkSize)
-        while stream.pointee.avail_in > 0 {
-            if atMemberEnd {
-                // Another member follows the one that ended.
-                guard inflateReset(stream) == Z_OK else { throw .malformed("zlib could not restart") }
-                atMemberEnd = false
-            }
-            let (status, produced) = try inflateStep(into: &chunk)
-            switch status {
-            case Z_OK:
-                continue
-            case Z_STREAM_END:
-                atMemberEnd = true
-            case Z_BUF_ERROR:
-                // No progress possible: needs more input (or more room, which the loop gives).
-                if produced == 0 && stream.pointee.avail_in == 0 { return }
-            default:
-                let why = stream.pointee.msg.map { String(cString: $0) } ?? "zlib error \(status)"
-                throw .malformed(why)
-            }
-        }
+        guard bytes.count > 0 else { return }
+        inflater.give(bytes)
+        try drain()
     }
 
     /// The inflated body; fails when the compressed body stopped in the middle of a member.
     public func finish() throws(Failure) -> Data {
-        // Output zlib still holds (input fully consumed, room was the only limit).
-        var chunk = [UInt8](repeating: 0, count: Self.chunkSize)
-        stream.pointee.next_in = nil
-        stream.pointee.avail_in = 0
-        while !atMemberEnd {
-            let (status, produced) = try inflateStep(into: &chunk)
-            if status == Z_STREAM_END { atMemberEnd = true; break }
-            if status != Z_OK || produced == 0 { throw .malformed("the compressed body ends early") }
-        }
+        try drain()
+        guard inflater.ended else { throw .malformed("the compressed body ends early") }
         return output
     }
 
-    /// One call of inflate into `chunk`; what it produced is added to the output, within the cap.
-    private func inflateStep(into chunk: inout [UInt8]) throws(Failure) -> (status: Int32, produced: Int) {
-        let (status, produced) = chunk.withUnsafeMutableBufferPointer { out in
-            stream.pointee.next_out = out.baseAddress
-            stream.pointee.avail_out = uInt(out.count)
-            let status = inflate(stream, Z_NO_FLUSH)
-            return (status, out.count - Int(stream.pointee.avail_out))
+    /// Inflates all that the input given allows, member after member, within the cap.
+    private func drain() throws(Failure) {
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 1)
+        defer { chunk.deallocate() }
+        while true {
+            if inflater.ended {
+                // Another member follows the one that ended.
+                guard inflater.pendingInput > 0 else { return }
+                try inflater.restart()
+            }
+            let produced = try inflater.pull(into: chunk)
+            if produced > 0 {
+                guard output.count + produced <= limit else { throw .tooLarge }
+                output.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[0..<produced]))
+            } else if !inflater.ended {
+                return  // needs more input
+            }
         }
-        if produced > 0 {
-            guard output.count + produced <= limit else { throw .tooLarge }
-            output.append(contentsOf: chunk[0..<produced])
-        }
-        return (status, produced)
     }
 }

@@ -51,7 +51,11 @@ public enum PhysicalLimits {
     /// The range of a measurement's value, in the kind's unit.
     public static func range(of kind: MeasurementKind) -> ClosedRange<Double> {
         switch kind {
-        case .heartRate: 1...300
+        case .heartRate, .restingHeartRate: 1...300
+        case .hrv: 0...5_000
+        case .distance: 0...1_000_000
+        case .basalEnergy: 0...100_000
+        case .respiratoryRate: 0...200
         case .rrInterval: rrInterval
         case .weight: 0.2...700
         case .bodyFat, .bodyWater, .spo2, .batteryLevel: 0...100

@@ -269,11 +269,25 @@ public enum MeasurementKind: String, Codable, Sendable, CaseIterable {
     case steps
     case energy
     case batteryLevel = "battery_level"
+    /// Resting heart rate of a day (Apple Health), bpm.
+    case restingHeartRate = "resting_heart_rate"
+    /// Heart rate variability, SDNN, in ms (Apple Health).
+    case hrv
+    /// Distance walked or run over an interval, in metres (Apple Health).
+    case distance
+    /// Basal (resting) energy burned over an interval, kcal; `energy` is active energy.
+    case basalEnergy = "basal_energy"
+    /// Breaths per minute.
+    case respiratoryRate = "respiratory_rate"
 
     /// The unit every value of this kind is stored in.
     public var unit: String {
         switch self {
-        case .heartRate: "bpm"
+        case .heartRate, .restingHeartRate: "bpm"
+        case .hrv: "ms"
+        case .distance: "m"
+        case .basalEnergy: "kcal"
+        case .respiratoryRate: "breaths/min"
         case .rrInterval: "s"
         case .weight, .muscleMass, .boneMass: "kg"
         case .bodyFat, .bodyWater, .spo2, .batteryLevel: "%"

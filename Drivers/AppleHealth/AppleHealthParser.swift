@@ -1,0 +1,492 @@
+import DriverKit
+public import Foundation
+public import HealthModel
+public import XMLStream
+
+/// A pure state machine over the events of an Apple Health `export.xml` (HealthKit Export
+/// Version 3 to 14): Records, Correlations and Workouts become HealthGate records as their
+/// elements end; sleep samples of one source are joined into sessions; everything else
+/// (ActivitySummary, ClinicalRecord, Audiogram, types without a mapping) is counted and skipped.
+/// See Drivers/AppleHealth/README.md for the mapping.
+///
+/// Ids derive from each sample's natural key (type, source, start, end, value, unit), so the same
+/// sample read from another export of the same phone has the same id.
+public struct AppleHealthParser: XMLEventHandler {
+    public let path: String
+    /// Records finished so far, in document order (take them with ``takeRecords()``).
+    public private(set) var records: [HealthRecord] = []
+    /// Workouts whose route is a GPX file in the archive: workout id -> the path in the export
+    /// folder (`workout-routes/route_....gpx`, as written in `FileReference`).
+    public private(set) var routes: [RecordID: String] = [:]
+    /// Elements read but not stored, by type (`HKQuantityTypeIdentifierAppleStandTime`,
+    /// `ActivitySummary`, ...), and samples skipped for an unreadable date, value or unit
+    /// (`unreadable <type>`).
+    public private(set) var skipped: [String: Int] = [:]
+    /// Records read and mapped, by HealthKit type.
+    public private(set) var read: [String: Int] = [:]
+
+    /// Samples of one source further apart than this start a new sleep session.
+    public static let sleepGap: TimeInterval = 2 * 3600
+
+    private var depth = 0
+    private var record: Draft?
+    private var correlation: Draft?
+    private var correlationChildren: [Draft] = []
+    private var workout: WorkoutDraft?
+    private var inRoute = false
+    private var sleep: [String: SleepDraft] = [:]
+    private var sleepOrder: [String] = []
+    private var rootSeen = false
+
+    public init(path: String = "") { self.path = path }
+
+    /// Takes the records finished so far.
+    public mutating func takeRecords() -> [HealthRecord] {
+        defer { records = [] }
+        return records
+    }
+
+    /// Takes the route paths of the workouts taken so far.
+    public mutating func takeRoutes() -> [RecordID: String] {
+        defer { routes = [:] }
+        return routes
+    }
+
+    /// Ends the document: closes the sleep sessions still open.
+    public mutating func finish() {
+        for key in sleepOrder { if let draft = sleep[key] { records.append(.sleep(draft.session)) } }
+        sleep = [:]
+        sleepOrder = []
+    }
+
+    // MARK: Events
+
+    public mutating func handle(_ event: XMLEvent, at location: XMLLocation) throws {
+        switch event {
+        case .startElement(let name, let attributes):
+            depth += 1
+            try start(name.local, attributes, at: location)
+        case .endElement(let name):
+            end(name.local)
+            depth -= 1
+        case .text:
+            break
+        }
+    }
+
+    private mutating func start(_ name: String, _ attributes: [XMLAttribute], at location: XMLLocation) throws {
+        switch depth {
+        case 1:
+            guard name == "HealthData" else {
+                throw DecodeError(file: path, at: .line(location.line, column: location.column),
+                                  "the root element is <\(name.prefix(40))>, not <HealthData>: not an Apple Health export")
+            }
+            rootSeen = true
+        case 2:
+            switch name {
+            case "Record": record = Draft(attributes)
+            case "Correlation":
+                correlation = Draft(attributes)
+                correlationChildren = []
+            case "Workout": workout = WorkoutDraft(Draft(attributes))
+            case "ExportDate", "Me": break
+            default: skipped[name, default: 0] += 1
+            }
+        default:
+            if record != nil, depth == 3, name == "MetadataEntry" {
+                record!.metadata(attributes)
+            } else if correlation != nil {
+                if depth == 3, name == "Record" { correlationChildren.append(Draft(attributes)) }
+                if depth == 3, name == "MetadataEntry" { correlation!.metadata(attributes) }
+                if depth == 4, name == "MetadataEntry", !correlationChildren.isEmpty {
+                    correlationChildren[correlationChildren.count - 1].metadata(attributes)
+                }
+            } else if workout != nil {
+                startInWorkout(name, attributes)
+            }
+        }
+    }
+
+    private mutating func startInWorkout(_ name: String, _ attributes: [XMLAttribute]) {
+        switch (depth, name) {
+        case (3, "MetadataEntry"): workout!.base.metadata(attributes)
+        case (3, "WorkoutStatistics"): workout!.statistics.append(Draft(attributes))
+        case (3, "WorkoutEvent"): workout!.events.append(Draft(attributes))
+        case (3, "WorkoutRoute"): inRoute = true
+        case (4, "FileReference") where inRoute:
+            if let path = attributes.value(of: "path") { workout!.routePath = path }
+        case (4, "Location") where inRoute:
+            let a = Draft(attributes)
+            if let time = a.date("date"), let lat = a.number("latitude"), let lon = a.number("longitude"),
+                abs(lat) <= 90, abs(lon) <= 180
+            {
+                let speed = a.number("speed").flatMap { $0 >= 0 ? $0 : nil }
+                workout!.locations.append(Sample(time: time, speedMps: speed, latitude: lat, longitude: lon, altitudeM: a.number("altitude")))
+            }
+        default: break
+        }
+    }
+
+    private mutating func end(_ name: String) {
+        guard depth == 2 else {
+            if depth == 3, name == "WorkoutRoute" { inRoute = false }
+            return
+        }
+        switch name {
+        case "Record":
+            if let draft = record { map(draft) }
+            record = nil
+        case "Correlation":
+            if let draft = correlation { mapCorrelation(draft, children: correlationChildren) }
+            correlation = nil
+            correlationChildren = []
+        case "Workout":
+            if let draft = workout { mapWorkout(draft) }
+            workout = nil
+            inRoute = false
+        default: break
+        }
+    }
+
+    // MARK: Records
+
+    private mutating func unreadable(_ type: String) { skipped["unreadable " + type, default: 0] += 1 }
+
+    /// The record's natural key as id parts: type, source, start and end (epoch seconds), value, unit.
+    private func key(_ d: Draft, _ start: Date, _ end: Date) -> [String] {
+        [d["type"] ?? "", d["sourceName"] ?? "", String(Int(start.timeIntervalSince1970.rounded())),
+         String(Int(end.timeIntervalSince1970.rounded())), d["value"] ?? "", d["unit"] ?? ""]
+    }
+
+    private mutating func map(_ d: Draft) {
+        let type = d["type"] ?? ""
+        guard let start = d.date("startDate"), let end = d.date("endDate") else { return unreadable(type) }
+        let short = type.replacingOccurrences(of: "HKQuantityTypeIdentifier", with: "")
+            .replacingOccurrences(of: "HKCategoryTypeIdentifier", with: "")
+        let source = d.source(path)
+        if let kind = Self.measurementKinds[short] {
+            guard let raw = d.number("value"), let value = Self.convert(raw, unit: d["unit"], to: kind) else { return unreadable(type) }
+            let interval = end > start
+            let id = RecordID.derive(["measurement", AppleHealthImporter.id] + key(d, start, end))
+            records.append(.measurement(Measurement(id: id, kind: kind, time: start, end: interval ? end : nil, value: value, source: source)))
+            read[type, default: 0] += 1
+            return
+        }
+        switch short {
+        case "BloodPressureSystolic", "BloodPressureDiastolic":
+            // Also inside their Correlation, read there as one reading.
+            read[type, default: 0] += 1
+        case "DietaryWater":
+            guard let raw = d.number("value"), let ml = Self.millilitres(raw, unit: d["unit"]) else { return unreadable(type) }
+            let id = RecordID.derive(["habit", AppleHealthImporter.id] + key(d, start, end))
+            records.append(.habit(HabitEvent(id: id, habit: BuiltInHabit.hydration, time: start, value: (ml * 10).rounded() / 10,
+                                             category: "custom", unit: "ml", source: source)))
+            read[type, default: 0] += 1
+        case "DietaryEnergyConsumed":
+            guard let raw = d.number("value"), let kcal = Self.kilocalories(raw, unit: d["unit"]) else { return unreadable(type) }
+            records.append(.habit(meal(d, start, end, kcal: kcal, label: d.meta("HKFoodType"), category: d.meta("meal"), version: 1)))
+            read[type, default: 0] += 1
+        case "MindfulSession":
+            let id = RecordID.derive(["habit", AppleHealthImporter.id] + key(d, start, end))
+            let minutes = (end.timeIntervalSince(start) / 60 * 10).rounded() / 10
+            records.append(.habit(HabitEvent(id: id, habit: "mindfulness", time: start, value: minutes, unit: "min", source: source)))
+            read[type, default: 0] += 1
+        case "SleepAnalysis":
+            guard end >= start, let value = d["value"] else { return unreadable(type) }
+            addSleep(d, start: start, end: end, value: value, source: source)
+            read[type, default: 0] += 1
+        default:
+            skipped[type.isEmpty ? "Record without a type" : type, default: 0] += 1
+        }
+    }
+
+    /// A meal from a DietaryEnergyConsumed sample: the same id whether read at the top level
+    /// or inside its food Correlation (which says more: version 2, its food name and meal).
+    private func meal(_ d: Draft, _ start: Date, _ end: Date, kcal: Double, label: String?, category: String?, version: Int) -> HabitEvent {
+        let id = RecordID.derive(["habit", AppleHealthImporter.id] + key(d, start, end))
+        return HabitEvent(id: id, version: version, habit: BuiltInHabit.meal, time: start, value: (kcal * 10).rounded() / 10,
+                          category: category?.lowercased(), unit: "kcal", label: label, source: d.source(path))
+    }
+
+    private mutating func mapCorrelation(_ d: Draft, children: [Draft]) {
+        let type = d["type"] ?? ""
+        guard let start = d.date("startDate"), let end = d.date("endDate") else { return unreadable(type) }
+        switch type {
+        case "HKCorrelationTypeIdentifierBloodPressure":
+            let systolic = children.first { $0["type"] == "HKQuantityTypeIdentifierBloodPressureSystolic" }?.number("value")
+            let diastolic = children.first { $0["type"] == "HKQuantityTypeIdentifierBloodPressureDiastolic" }?.number("value")
+            guard let systolic else { return unreadable(type) }
+            var key = key(d, start, end)
+            key[4] = "\(systolic)/\(diastolic.map { "\($0)" } ?? "")"
+            let id = RecordID.derive(["measurement", AppleHealthImporter.id] + key)
+            records.append(.measurement(Measurement(id: id, kind: .bloodPressure, time: start, value: systolic,
+                                                    extra: diastolic.map { ["diastolic": $0] } ?? [:], source: d.source(path))))
+            read[type, default: 0] += 1
+        case "HKCorrelationTypeIdentifierFood":
+            let label = d.meta("HKFoodType") ?? children.lazy.compactMap { $0.meta("HKFoodType") }.first
+            let category = d.meta("meal") ?? d.meta("Meal")
+            if let energy = children.first(where: { $0["type"] == "HKQuantityTypeIdentifierDietaryEnergyConsumed" }),
+                let childStart = energy.date("startDate"), let childEnd = energy.date("endDate"), let raw = energy.number("value"),
+                let kcal = Self.kilocalories(raw, unit: energy["unit"])
+            {
+                records.append(.habit(meal(energy, childStart, childEnd, kcal: kcal, label: label, category: category, version: 2)))
+            } else {
+                let id = RecordID.derive(["habit", AppleHealthImporter.id] + key(d, start, end))
+                records.append(.habit(HabitEvent(id: id, habit: BuiltInHabit.meal, time: start, category: category?.lowercased(),
+                                                 unit: "kcal", label: label, source: d.source(path))))
+            }
+            read[type, default: 0] += 1
+        default:
+            skipped[type.isEmpty ? "Correlation without a type" : type, default: 0] += 1
+        }
+    }
+
+    // MARK: Sleep
+
+    private struct SleepDraft {
+        var session: SleepSession
+    }
+
+    private mutating func addSleep(_ d: Draft, start: Date, end: Date, value: String, source: Source) {
+        let stage: SleepStage?
+        switch value.replacingOccurrences(of: "HKCategoryValueSleepAnalysis", with: "") {
+        case "InBed", "0": stage = nil
+        case "Asleep", "AsleepUnspecified", "1": stage = .unknown
+        case "Awake", "2": stage = .awake
+        case "AsleepCore", "3": stage = .light
+        case "AsleepDeep", "4": stage = .deep
+        case "AsleepREM", "5": stage = .rem
+        default: return unreadable(d["type"] ?? "")
+        }
+        let owner = d["sourceName"] ?? ""
+        if var open = sleep[owner] {
+            if start <= open.session.end.addingTimeInterval(Self.sleepGap), end >= open.session.start.addingTimeInterval(-Self.sleepGap) {
+                open.session.start = min(open.session.start, start)
+                open.session.end = max(open.session.end, end)
+                if let stage { insert(SleepStageSpan(start: start, end: end, stage: stage), into: &open.session.stages) }
+                sleep[owner] = open
+                return
+            }
+            records.append(.sleep(open.session))
+            sleepOrder.removeAll { $0 == owner }
+        }
+        // The session's id: its source and its first sample's start (a night seen in a newer
+        // export starts with the same sample).
+        let id = RecordID.derive("sleep", AppleHealthImporter.id, owner, String(Int(start.timeIntervalSince1970.rounded())))
+        let stages = stage.map { [SleepStageSpan(start: start, end: end, stage: $0)] } ?? []
+        sleep[owner] = SleepDraft(session: SleepSession(id: id, start: start, end: end, stages: stages, source: source))
+        sleepOrder.append(owner)
+    }
+
+    /// Inserts `span` in start order (samples usually come in order: appended).
+    private func insert(_ span: SleepStageSpan, into stages: inout [SleepStageSpan]) {
+        var index = stages.count
+        while index > 0, stages[index - 1].start > span.start { index -= 1 }
+        stages.insert(span, at: index)
+    }
+
+    // MARK: Workouts
+
+    private struct WorkoutDraft {
+        var base: Draft
+        var statistics: [Draft] = []
+        var events: [Draft] = []
+        var routePath: String?
+        var locations: [Sample] = []
+        init(_ base: Draft) { self.base = base }
+    }
+
+    private mutating func mapWorkout(_ w: WorkoutDraft) {
+        let d = w.base
+        let type = d["workoutActivityType"] ?? ""
+        guard let start = d.date("startDate"), let end = d.date("endDate"), end >= start else { return unreadable("Workout") }
+        let activity = Self.snakeCase(type.replacingOccurrences(of: "HKWorkoutActivityType", with: ""))
+        let sport = Sport.normalize(activity)
+        let subSport = activity.isEmpty || activity == sport.rawValue ? nil : activity
+
+        var distance = d.number("totalDistance").flatMap { Self.metres($0, unit: d["totalDistanceUnit"]) }
+        var energy = d.number("totalEnergyBurned").flatMap { Self.kilocalories($0, unit: d["totalEnergyBurnedUnit"]) }
+        var avgHR: Int?, maxHR: Int?
+        // Since iOS 16 the totals are in WorkoutStatistics.
+        for s in w.statistics {
+            let statType = (s["type"] ?? "").replacingOccurrences(of: "HKQuantityTypeIdentifier", with: "")
+            switch statType {
+            case "ActiveEnergyBurned": if energy == nil { energy = s.number("sum").flatMap { Self.kilocalories($0, unit: s["unit"]) } }
+            case "DistanceWalkingRunning", "DistanceCycling", "DistanceSwimming", "DistanceDownhillSnowSports", "DistanceWheelchair":
+                if distance == nil { distance = s.number("sum").flatMap { Self.metres($0, unit: s["unit"]) } }
+            case "HeartRate":
+                avgHR = s.number("average").map { Int($0.rounded()) }
+                maxHR = s.number("maximum").map { Int($0.rounded()) }
+            default: break
+            }
+        }
+        // Active time: `duration` excludes pauses; without it, the pauses the events show are taken out.
+        var timer = d.number("duration").flatMap { Self.seconds($0, unit: d["durationUnit"]) }
+        if timer == nil, !w.events.isEmpty {
+            var paused = 0.0
+            var pausedAt: Date?
+            for e in w.events.sorted(by: { ($0.date("date") ?? .distantPast) < ($1.date("date") ?? .distantPast) }) {
+                guard let at = e.date("date") else { continue }
+                switch e["type"] {
+                case "HKWorkoutEventTypePause", "HKWorkoutEventTypeMotionPaused": if pausedAt == nil { pausedAt = at }
+                case "HKWorkoutEventTypeResume", "HKWorkoutEventTypeMotionResumed":
+                    if let p = pausedAt { paused += max(0, at.timeIntervalSince(p)) }
+                    pausedAt = nil
+                default: break
+                }
+            }
+            if let p = pausedAt { paused += max(0, end.timeIntervalSince(p)) }
+            timer = max(0, end.timeIntervalSince(start) - paused)
+        }
+        let id = RecordID.derive("workout", AppleHealthImporter.id, d["sourceName"] ?? "", String(Int(start.timeIntervalSince1970.rounded())),
+                                 String(Int(end.timeIntervalSince1970.rounded())), type)
+        let samples = w.locations.sorted { $0.time < $1.time }
+        records.append(.workout(Workout(id: id, sport: sport.rawValue, subSport: subSport, start: start, end: end, timerS: timer,
+                                        distanceM: distance, energyKcal: energy, avgHeartRate: avgHR, maxHeartRate: maxHR, samples: samples,
+                                        source: d.source(path))))
+        if let route = w.routePath, samples.isEmpty { routes[id] = route }
+        read["Workout", default: 0] += 1
+    }
+
+    // MARK: Units
+
+    static let measurementKinds: [String: MeasurementKind] = [
+        "HeartRate": .heartRate, "RestingHeartRate": .restingHeartRate, "HeartRateVariabilitySDNN": .hrv,
+        "StepCount": .steps, "DistanceWalkingRunning": .distance, "ActiveEnergyBurned": .energy,
+        "BasalEnergyBurned": .basalEnergy, "BodyMass": .weight, "BodyFatPercentage": .bodyFat, "BodyMassIndex": .bmi,
+        "OxygenSaturation": .spo2, "RespiratoryRate": .respiratoryRate, "BodyTemperature": .temperature,
+        "BloodGlucose": .glucose,
+    ]
+
+    /// `value` in `unit` (as HealthKit writes it) in `kind`'s unit; nil for a unit not known.
+    static func convert(_ value: Double, unit: String?, to kind: MeasurementKind) -> Double? {
+        let unit = unit ?? ""
+        switch kind {
+        case .heartRate, .restingHeartRate, .respiratoryRate: return unit == "count/min" || unit == "count/s" ? (unit == "count/s" ? value * 60 : value) : nil
+        case .hrv: return unit == "ms" ? value : unit == "s" ? value * 1000 : nil
+        case .steps: return unit == "count" ? value : nil
+        case .distance: return metres(value, unit: unit)
+        case .energy, .basalEnergy: return kilocalories(value, unit: unit)
+        case .weight:
+            switch unit {
+            case "kg": return value
+            case "lb": return value * 0.453_592_37
+            case "g": return value / 1000
+            case "st": return value * 6.350_293_18
+            default: return nil
+            }
+        // HealthKit's percent unit holds a fraction (0.97 for 97 %).
+        case .bodyFat, .spo2: return unit == "%" ? value * 100 : nil
+        case .bmi: return unit == "count" ? value : nil
+        case .temperature: return unit == "degC" ? value : unit == "degF" ? (value - 32) * 5 / 9 : nil
+        case .glucose:
+            if unit == "mg/dL" { return value / 18.015_588 }
+            return unit.hasPrefix("mmol") && unit.hasSuffix("/L") ? value : nil
+        default: return nil
+        }
+    }
+
+    static func metres(_ value: Double, unit: String?) -> Double? {
+        switch unit ?? "" {
+        case "m": value
+        case "km": value * 1000
+        case "mi": value * 1609.344
+        case "yd": value * 0.9144
+        case "ft": value * 0.3048
+        case "cm": value / 100
+        default: nil
+        }
+    }
+
+    static func kilocalories(_ value: Double, unit: String?) -> Double? {
+        switch unit ?? "" {
+        case "kcal", "Cal": value
+        case "kJ": value / 4.184
+        case "cal": value / 1000
+        default: nil
+        }
+    }
+
+    static func millilitres(_ value: Double, unit: String?) -> Double? {
+        switch unit ?? "" {
+        case "mL", "ml": value
+        case "L": value * 1000
+        case "fl_oz_us": value * 29.573_529_562_5
+        case "fl_oz_imp": value * 28.413_062_5
+        case "cup_us": value * 236.588_236_5
+        default: nil
+        }
+    }
+
+    static func seconds(_ value: Double, unit: String?) -> Double? {
+        switch unit ?? "" {
+        case "min": value * 60
+        case "s": value
+        case "hr": value * 3600
+        default: nil
+        }
+    }
+
+    /// `TraditionalStrengthTraining` -> `traditional_strength_training`.
+    static func snakeCase(_ name: String) -> String {
+        var out = ""
+        for (index, c) in name.enumerated() {
+            if c.isUppercase, index > 0 { out += "_" }
+            out += c.lowercased()
+        }
+        return out
+    }
+}
+
+/// One element's attributes (and its MetadataEntry children), as read.
+struct Draft {
+    private var attributes: [String: String] = [:]
+    private var metadataEntries: [String: String] = [:]
+
+    init(_ list: [XMLAttribute]) {
+        for a in list where attributes[a.name.local] == nil { attributes[a.name.local] = a.value }
+    }
+
+    subscript(_ key: String) -> String? { attributes[key] }
+
+    mutating func metadata(_ list: [XMLAttribute]) {
+        // Keys that matter only; the first of repeated keys wins.
+        guard let key = list.value(of: "key"), let value = list.value(of: "value"), Self.keptKeys.contains(key) else { return }
+        if metadataEntries[key] == nil { metadataEntries[key] = value }
+    }
+
+    static let keptKeys: Set<String> = ["HKFoodType", "meal", "Meal"]
+
+    func meta(_ key: String) -> String? { metadataEntries[key] }
+
+    func number(_ key: String) -> Double? {
+        guard let text = attributes[key], let value = Double(text), value.isFinite else { return nil }
+        return value
+    }
+
+    /// `yyyy-MM-dd HH:mm:ss ±HHmm` (the space before the offset is HealthKit's).
+    func date(_ key: String) -> Date? {
+        guard var text = attributes[key] else { return nil }
+        if text.utf8.count == 25, let space = text.lastIndex(of: " ") { text.remove(at: space) }
+        return ISO8601.parse(text)
+    }
+
+    /// Provenance: the app or device that wrote the sample, its version, and the device's name
+    /// and model when the export gives them.
+    func source(_ path: String) -> Source {
+        var device = attributes["sourceName"] ?? "unknown source"
+        if let version = attributes["sourceVersion"], !version.isEmpty { device += " " + version }
+        if let text = attributes["device"] {
+            // `<<HKDevice: 0x...>, name:Apple Watch, manufacturer:Apple Inc., model:Watch, hardware:Watch6,7, software:10.2>`:
+            // fields are separated by a comma and a space (a model such as `Watch6,7` has a bare comma).
+            let fields = Dictionary(text.components(separatedBy: ", ").compactMap { field -> (String, String)? in
+                let parts = field.split(separator: ":", maxSplits: 1)
+                guard parts.count == 2 else { return nil }
+                return (parts[0].trimmingCharacters(in: .whitespaces), parts[1].trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: ">")))
+            }, uniquingKeysWith: { first, _ in first })
+            let about = [fields["name"], fields["hardware"]].compactMap { $0 }.joined(separator: " ")
+            if !about.isEmpty { device += " (" + about + ")" }
+        }
+        return Source(driver: AppleHealthImporter.id, device: String(device.prefix(200)), file: path)
+    }
+}
