@@ -81,7 +81,8 @@ public struct CSVReader: Sendable {
         self.limits = limits
     }
 
-    /// The rows `bytes` finished.
+    /// The rows `bytes` finished. When it throws, the rows this call finished before the error are
+    /// not returned (importers check a whole file before emitting anything).
     public mutating func feed(_ bytes: some Sequence<UInt8>) throws(CSVError) -> [CSVRow] {
         var rows: [CSVRow] = []
         for byte in bytes {

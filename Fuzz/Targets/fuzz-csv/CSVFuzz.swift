@@ -2,8 +2,9 @@ import CSVStream
 import FuzzSupport
 
 /// The CSV reader. The first byte picks the delimiter; the rest is a file, read twice: whole and
-/// in chunks of a size taken from its length. Both reads must give the same rows and the same
-/// error, every row must start on a line no earlier than the previous one, and reading never
+/// in chunks of a size taken from its length. Both reads must give the same error, and without
+/// one the same rows (a `feed` that throws drops the rows it finished: how many precede the error
+/// depends on the cuts); every row must start on a line no earlier than the previous one, and reading never
 /// holds a field over its limit.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
@@ -13,7 +14,7 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let limits = CSVReader.Limits(maxFieldBytes: 256, maxFields: 64)
     let whole = read([input.bytes], delimiter: delimiter, limits: limits)
     let chunked = read(input.chunks(of: 1 + size % 13), delimiter: delimiter, limits: limits)
-    guard whole.rows == chunked.rows, whole.error == chunked.error else {
+    guard whole.error == chunked.error, whole.error != nil || whole.rows == chunked.rows else {
         fatalError("chunked read differs: whole \(whole), chunks of \(1 + size % 13): \(chunked)")
     }
     var line = 0
