@@ -19,6 +19,7 @@ let package = Package(
             "FITDriver", "XMLStream", "TCXDriver", "GPXDriver", "ExecDriver", "GATTProfiles", "BLEHost", "BLERuntime",
             "SyncProtocol",
             "ZipStream", "AppleHealthDriver",
+            "CSVStream",
         ]),
     ],
     dependencies: [
@@ -54,9 +55,12 @@ let package = Package(
             "DriverKit", "FITDriver", "TCXDriver", "GPXDriver", "ExecDriver", "BLEDriver", "WatchFolderDriver", "MassStorageDriver",
             "BLEReplayDriver", "ManualDriver",
             "AppleHealthDriver",
+            "LoopHabitsDriver", "HabitBullDriver", "CSVDriver",
         ], path: "Sources/DriverRegistry"),
         // A small streaming XML reader without DTD or entity expansion (TCX, GPX, Apple Health).
         .target(name: "XMLStream", path: "Sources/XMLStream"),
+        // The one CSV reader (RFC 4180, streaming, pure) and calendar days: Loop, HabitBull, generic CSV.
+        .target(name: "CSVStream", dependencies: ["DriverKit"], path: "Sources/CSVStream"),
 
         // Driver families.
         // Each driver's folder holds its README.md and sample.toml (embedded in the code: the
@@ -81,6 +85,13 @@ let package = Package(
         // Entries people and scripts type (`healthgate log`, the daemon's `POST /entries`): the pure
         // entry builder (units, times, definitions) and the `manual` driver.
         .target(name: "ManualDriver", dependencies: ["HealthModel", "DriverKit"], path: "Drivers/Manual",
+                exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
+        // Habit trackers' exports and any CSV by a mapping.
+        .target(name: "LoopHabitsDriver", dependencies: ["HealthModel", "DriverKit", "CSVStream", .product(name: "GRDB", package: "GRDB.swift")],
+                path: "Drivers/LoopHabits", exclude: ["README.md", "tools"], resources: [.embedInCode("sample.toml")]),
+        .target(name: "HabitBullDriver", dependencies: ["HealthModel", "DriverKit", "CSVStream"], path: "Drivers/HabitBull",
+                exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
+        .target(name: "CSVDriver", dependencies: ["HealthModel", "DriverKit", "CSVStream"], path: "Drivers/CSV",
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
         // Bluetooth LE: pure decoders of the standard GATT health and fitness profiles.
         .target(name: "GATTProfiles", dependencies: ["HealthModel"], path: "Drivers/BluetoothLE/Profiles"),
@@ -210,6 +221,12 @@ let package = Package(
         .testTarget(name: "WatchFolderDriverTests", dependencies: ["WatchFolderDriver", "DriverKit", "LinuxAdapters", "TestSupport"]),
         .testTarget(name: "MassStorageDriverTests", dependencies: [
             "MassStorageDriver", "DriverKit", "LinuxAdapters", "TestSupport", .product(name: "Logging", package: "swift-log"),
+        ]),
+        // Loop Habit Tracker, HabitBull and generic CSV imports, through the drivers and the built binary.
+        .testTarget(name: "HabitImportTests", dependencies: [
+            "TestSupport", "CSVStream", "LoopHabitsDriver", "HabitBullDriver", "CSVDriver", "DriverKit", "HealthModel", "HealthPipeline",
+            "HealthStore", "HealthReports", "HealthGateDaemon", "DriverRegistry", .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // Runs the built `healthgate-server` on loopback with real SQLite files.
         .testTarget(name: "HealthGateServerTests", dependencies: [

@@ -286,6 +286,17 @@ def json_dictionary(messages: list[dict]) -> None:
     (FUZZ / "dict" / "json.dict").write_text("\n".join(lines) + "\n")
 
 
+# MARK: - CSV
+
+def csv_seeds() -> None:
+    """The habit exports (Loop, HabitBull, generic CSVs), each after a delimiter byte (0: comma)."""
+    habits = FIXTURES / "habits"
+    for path in sorted(habits.rglob("*.csv")):
+        data = path.read_bytes()[:2048]
+        write("fuzz-csv", (b"\x01" if b";" in data.split(b"\n")[0] else b"\x00") + data)
+    write("fuzz-csv", b"\x00a,\"b\"\"c\",\"d\r\ne\"\r\nf,g\rh,i\n\"\"\"\n")
+
+
 def main() -> None:
     if CORPUS.exists():
         shutil.rmtree(CORPUS)
@@ -296,6 +307,7 @@ def main() -> None:
     exec_seeds()
     gatt_seeds()
     ble_seeds()
+    csv_seeds()
     json_dictionary(sync_seeds())
     total = 0
     for folder in sorted(CORPUS.iterdir()):

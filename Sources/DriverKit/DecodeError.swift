@@ -41,3 +41,14 @@ public struct DecodeError: Error, Sendable, Equatable, CustomStringConvertible {
         return "\(prefix)\(position): \(reason)"
     }
 }
+
+/// A file an importer accepted by its name or first bytes but cannot read after all, without
+/// anything wrong in it (a CSV the generic importer has no mapping for). Thrown before emitting
+/// anything: a file found in a folder is then skipped, a file named by the user fails with `reason`.
+public struct UnrecognizedFile: Error, Sendable, Equatable, CustomStringConvertible {
+    public var reason: String
+
+    public init(_ reason: String) { self.reason = reason }
+
+    public var description: String { reason }
+}

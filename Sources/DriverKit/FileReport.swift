@@ -1,3 +1,5 @@
+public import HealthModel
+
 /// What became of one file.
 public struct FileReport: Sendable, Encodable, Equatable {
     public enum Status: String, Sendable, Encodable {
@@ -28,6 +30,9 @@ public struct FileReport: Sendable, Encodable, Equatable {
     public var rejected: [String] = []
     /// Why the file failed or is partial.
     public var error: String?
+    /// A dry run: the first records as they would be stored (normalized and validated). Not part
+    /// of the report's JSON: the CLI spells records with the sync protocol's coding.
+    public var preview: [HealthRecord] = []
 
     public init(path: String, status: Status, driver: String? = nil, records: Int = 0, unchanged: Int = 0, outOfRange: Int = 0,
                 rejected: [String] = [], error: String? = nil) {

@@ -1,10 +1,13 @@
 import AppleHealthDriver
 import BLEDriver
 import BLEReplayDriver
+import CSVDriver
 public import DriverKit
 import ExecDriver
 import FITDriver
 import GPXDriver
+import HabitBullDriver
+import LoopHabitsDriver
 import ManualDriver
 import MassStorageDriver
 import TCXDriver
@@ -24,7 +27,17 @@ public enum Registry {
         BLEReplayDriver.descriptor,
         ManualDriver.descriptor,
         AppleHealthImporter.descriptor,
+        LoopImporter.descriptor,
+        HabitBullImporter.descriptor,
+        CSVImporter.descriptor,
     ])
+
+    /// One instance of each file importer with its defaults, or the tables in `settings` (by id:
+    /// `healthgate import --mapping FILE` gives `csv` its mapping). A table an importer refuses
+    /// is a ``ConfigError``.
+    public static func fileImporters(settings: [String: [String: ConfigValue]]) throws(ConfigError) -> [any FileImporter] {
+        try catalog.makeFileImporters(settings: settings, context: { DriverContext.standalone($0) })
+    }
 
     /// One instance of each file importer with its defaults (what `healthgate import` uses).
     public static func fileImporters() -> [any FileImporter] {

@@ -185,9 +185,9 @@ extension DaemonConfig {
     }
 }
 
-/// TOML text as configuration values.
-enum TOMLConfig {
-    static func parse(_ text: String) throws(ConfigError) -> [String: ConfigValue] {
+/// TOML text as configuration values (the daemon's file; `healthgate import --mapping`'s).
+public enum TOMLConfig {
+    public static func parse(_ text: String) throws(ConfigError) -> [String: ConfigValue] {
         let root: TOMLTable
         do { root = try TOMLTable(string: text) } catch let error as TOMLParseError {
             throw ConfigError(keyPath: "", reason: "not valid TOML: \(error.description) (line \(error.source.begin.line), column \(error.source.begin.column))")

@@ -20,12 +20,16 @@ actor FileCommitter: RecordSink {
     /// the records it filtered out would be skipped for good).
     let recordsProgress: Bool
     let transactionWeight: Int
+    /// A dry run keeps this many of the first accepted records for its report.
+    let previewCount: Int
 
     /// Records the importer handed over (skipped ones included).
     private(set) var handedOver = 0
     private(set) var accepted = 0
     private(set) var outOfRange = 0
     private(set) var rejected: [ValidationError] = []
+    /// A dry run's first accepted records (``previewCount``).
+    private(set) var preview: [HealthRecord] = []
     /// What the parts committed so far stored.
     private(set) var stored = WriteResult()
     private(set) var parts = 0
@@ -35,7 +39,7 @@ actor FileCommitter: RecordSink {
     private var assembler = WorkoutAssembler()
 
     init(header: FileImport, store: HealthStore?, normalizer: Normalizer, dryRun: Bool, skip: Int, recordsProgress: Bool,
-         transactionWeight: Int = ImportLimits.transactionWeight) {
+         transactionWeight: Int = ImportLimits.transactionWeight, previewCount: Int = 0) {
         self.header = header
         self.store = store
         self.normalizer = normalizer
@@ -43,6 +47,7 @@ actor FileCommitter: RecordSink {
         self.skip = skip
         self.recordsProgress = recordsProgress
         self.transactionWeight = max(1, transactionWeight)
+        self.previewCount = previewCount
     }
 
     func emit(_ batch: [HealthRecord]) async throws {
@@ -54,6 +59,7 @@ actor FileCommitter: RecordSink {
         accepted += outcome.accepted.count
         outOfRange += outcome.outOfRange
         rejected += outcome.rejected
+        if preview.count < previewCount { preview += outcome.accepted.prefix(previewCount - preview.count) }
         guard !dryRun else { return }
         pending += outcome.accepted
         pendingWeight += outcome.accepted.reduce(0) { $0 + ImportLimits.weight(of: $1) }

@@ -16,11 +16,14 @@ public struct ImportOptions: Sendable {
     /// A file whose records weigh more than this is committed in several transactions
     /// (``ImportLimits/transactionWeight``; smaller in tests).
     public var transactionWeight: Int
+    /// A dry run: how many of each file's first records its report shows (``FileReport/preview``).
+    public var previewCount: Int
 
     public init(range: DateRange = DateRange(), dryRun: Bool = false, bodyWeightKg: Double? = nil,
-                transactionWeight: Int = ImportLimits.transactionWeight) {
+                transactionWeight: Int = ImportLimits.transactionWeight, previewCount: Int = 5) {
         self.range = range
         self.dryRun = dryRun
+        self.previewCount = previewCount
         self.bodyWeightKg = bodyWeightKg
         self.transactionWeight = transactionWeight
     }
@@ -209,7 +212,7 @@ public struct ImportPipeline: FileSink {
         let filtered = options.range.since != nil || options.range.until != nil
         let committer = FileCommitter(header: header, store: store, normalizer: normalizer, dryRun: options.dryRun,
                                       skip: filtered ? 0 : resumeAfter, recordsProgress: !filtered,
-                                      transactionWeight: options.transactionWeight)
+                                      transactionWeight: options.transactionWeight, previewCount: options.dryRun ? options.previewCount : 0)
         var decodeError: String?
         var storeError: String?
         do {
@@ -221,6 +224,12 @@ public struct ImportPipeline: FileSink {
             storeError = "\(path): interrupted"
         } catch let failure as FileCommitter.StoreFailure {
             storeError = "\(path): database: \(Self.describe(failure.error))"
+        } catch let unrecognized as UnrecognizedFile {
+            if await committer.handedOver == 0 {
+                return FileReport(path: path, status: explicit ? .failed : .skipped, driver: driverID,
+                                  error: explicit ? "\(path): \(unrecognized.reason)" : nil)
+            }
+            decodeError = "\(path): \(unrecognized.reason)"
         } catch let error as DecodeError {
             decodeError = error.inFile(path).description
         } catch let error as FileReadError {
@@ -254,6 +263,7 @@ public struct ImportPipeline: FileSink {
         if options.dryRun {
             if report.status == .imported { report.status = .wouldImport }
             report.records = accepted
+            report.preview = await committer.preview
             return report
         }
         guard let store else {

@@ -2,9 +2,11 @@ import ArgumentParser
 import DriverKit
 import DriverRegistry
 import Foundation
+import HealthGateDaemon
 import HealthModel
 import HealthPipeline
 import HealthStore
+import SyncProtocol
 
 struct ImportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -22,8 +24,12 @@ struct ImportCommand: AsyncParsableCommand {
     @OptionGroup var range: RangeOptions
     @OptionGroup var output: OutputOptions
 
-    @Flag(help: "Decode and report what would be stored; write nothing.")
+    @Flag(help: "Decode, validate and show each file's first records as they would be stored; write nothing (no records, no ledger).")
     var dryRun = false
+
+    @Option(help: ArgumentHelp("A mapping for CSV files no other importer recognizes (TOML: record, time_column, date_format, time_zone, value_column, unit or unit_column, name or name_column, note_column, delimiter; see `healthgate drivers csv`).",
+                               valueName: "FILE"))
+    var mapping: String?
 
     @Option(help: ArgumentHelp("Body weight for estimated energy when a file has none (default: the body profile's, else 70).",
                                valueName: "KG"))
@@ -37,8 +43,8 @@ struct ImportCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let importers = try Self.importers(mapping: mapping)
         let store = dryRun ? try await database.openIfExists() : try await database.open()
-        let importers = Registry.fileImporters()
         let pipeline = ImportPipeline(store: store, importers: importers, options: ImportOptions(range: try range.range(), dryRun: dryRun,
                                                                           bodyWeightKg: bodyWeight))
         let weight: BodyWeight
@@ -54,6 +60,7 @@ struct ImportCommand: AsyncParsableCommand {
                 guard !output.json else { return }
                 bar.finish()
                 print(Self.line(report))
+                for record in report.preview { print("                 " + DisplayText.safe(Self.preview(record))) }
             })
         } catch {
             bar.finish()
@@ -61,8 +68,12 @@ struct ImportCommand: AsyncParsableCommand {
         }
         bar.finish()
         if output.json {
-            struct Result: Encodable { var files: [FileReport]; var totals: ImportTotals; var dry_run: Bool; var body_weight: BodyWeight }
-            try Output.printJSON(Result(files: reports, totals: totals, dry_run: dryRun, body_weight: weight))
+            struct Preview: Encodable { var path: String; var records: [WireRecord] }
+            struct Result: Encodable {
+                var files: [FileReport]; var totals: ImportTotals; var dry_run: Bool; var body_weight: BodyWeight; var preview: [Preview]?
+            }
+            try Output.printJSON(Result(files: reports, totals: totals, dry_run: dryRun, body_weight: weight,
+                                        preview: dryRun ? reports.filter { !$0.preview.isEmpty }.map { Preview(path: $0.path, records: $0.preview.map { WireRecord($0) }) } : nil))
         } else {
             var parts = ["\(totals.files) files", "\(totals.imported) \(dryRun ? "would import" : "imported")"]
             if totals.partial > 0 { parts.append("\(totals.partial) partial") }
@@ -73,6 +84,51 @@ struct ImportCommand: AsyncParsableCommand {
             print("energy estimates (workouts without energy) use \(weight.text)")
         }
         if totals.failed > 0 { throw ExitCode(1) }
+    }
+
+    /// The file importers, the generic CSV one with the mapping in `path` (a TOML file of the
+    /// `[importers.csv]` keys).
+    static func importers(mapping path: String?) throws -> [any FileImporter] {
+        guard let path else { return Registry.fileImporters() }
+        let text: String
+        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
+            throw ValidationError("--mapping \(path): cannot read: \((error as NSError).localizedDescription)")
+        }
+        do {
+            return try Registry.fileImporters(settings: ["csv": try TOMLConfig.parse(text)])
+        } catch {
+            var located = error
+            located.file = path
+            throw ValidationError("--mapping \(located)")
+        }
+    }
+
+    /// One record of a dry run's preview, on one line.
+    static func preview(_ record: HealthRecord) -> String {
+        func number(_ value: Double?) -> String { value.map { NumberText.plain($0) } ?? "-" }
+        switch record {
+        case .habit(let h):
+            var parts = ["habit", ISO8601.string(h.time), h.habit, number(h.value) + (h.unit.map { " \($0)" } ?? "")]
+            if let category = h.category { parts.append("category \(category)") }
+            if let label = h.label { parts.append("label \(label)") }
+            if let note = h.note { parts.append("note \"\(note)\"") }
+            return parts.joined(separator: "  ")
+        case .measurement(let m):
+            return ["measurement", ISO8601.string(m.time), m.kind.rawValue, "\(number(m.value)) \(m.unit)"].joined(separator: "  ")
+        case .definition(let d):
+            var text = "definition  \(d.kind.rawValue)  \(d.name)"
+            if case .habit(let habit) = d.body {
+                text += "  \(habit.valueKind.rawValue)" + (habit.unit.map { " (\($0))" } ?? "")
+                if let target = habit.target {
+                    text += "  goal \(target.direction == .atLeast ? "at least" : "at most") \(number(target.amount)) per \(target.period.rawValue)"
+                }
+            }
+            return text
+        case .workout(let w):
+            return "workout  \(ISO8601.string(w.start))  \(w.sport)  \(NumberText.plain(w.elapsedS)) s"
+        case .sleep(let s):
+            return "sleep  \(ISO8601.string(s.start)) - \(ISO8601.string(s.end))"
+        }
     }
 
     static func line(_ r: FileReport) -> String {
