@@ -52,6 +52,7 @@ let package = Package(
         .target(name: "DriverRegistry", dependencies: [
             "DriverKit", "FITDriver", "TCXDriver", "GPXDriver", "ExecDriver", "BLEDriver", "WatchFolderDriver", "MassStorageDriver",
             "BLEReplayDriver", "ManualDriver",
+            "GadgetbridgeDriver",
         ], path: "Sources/DriverRegistry"),
         // A small streaming XML reader without DTD or entity expansion (TCX, GPX, Apple Health).
         .target(name: "XMLStream", path: "Sources/XMLStream"),
@@ -77,6 +78,10 @@ let package = Package(
         // entry builder (units, times, definitions) and the `manual` driver.
         .target(name: "ManualDriver", dependencies: ["HealthModel", "DriverKit"], path: "Drivers/Manual",
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
+        // Gadgetbridge's exported SQLite database, read-only with GRDB: pure sample, raw-kind and
+        // sleep rules, and the paged reader.
+        .target(name: "GadgetbridgeDriver", dependencies: ["HealthModel", "DriverKit", .product(name: "GRDB", package: "GRDB.swift")],
+                path: "Drivers/Gadgetbridge", exclude: ["README.md", "tools"], resources: [.embedInCode("sample.toml")]),
         // Bluetooth LE: pure decoders of the standard GATT health and fitness profiles.
         .target(name: "GATTProfiles", dependencies: ["HealthModel"], path: "Drivers/BluetoothLE/Profiles"),
         // Bluetooth LE host stack: H4/HCI, ACL, L2CAP, ATT, GATT client, transports.
@@ -192,6 +197,10 @@ let package = Package(
         ]),
         // The contract itself: typed settings, every driver's sample and README, the registry.
         .testTarget(name: "DriverContractTests", dependencies: ["DriverKit", "DriverRegistry", "HealthGateDaemon", "TestSupport"]),
+        .testTarget(name: "GadgetbridgeDriverTests", dependencies: [
+            "TestSupport", "GadgetbridgeDriver", "DriverKit", "HealthModel", "HealthPipeline", "HealthStore",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
         .testTarget(name: "ManualDriverTests", dependencies: ["ManualDriver", "DriverKit", "HealthModel"]),
         .testTarget(name: "BLEReplayDriverTests", dependencies: ["BLEReplayDriver", "DriverKit", "HealthModel", "TestSupport"]),
         .testTarget(name: "LinuxAdaptersTests", dependencies: ["LinuxAdapters", "TestSupport"]),

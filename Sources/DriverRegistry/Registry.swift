@@ -3,6 +3,7 @@ import BLEReplayDriver
 public import DriverKit
 import ExecDriver
 import FITDriver
+import GadgetbridgeDriver
 import GPXDriver
 import ManualDriver
 import MassStorageDriver
@@ -22,6 +23,7 @@ public enum Registry {
         BLERecorder.descriptor,
         BLEReplayDriver.descriptor,
         ManualDriver.descriptor,
+        GadgetbridgeImporter.descriptor,
     ])
 
     /// One instance of each file importer with its defaults (what `healthgate import` uses).
