@@ -53,7 +53,8 @@ public struct GadgetbridgeImporter: FileImporter {
         }
         var afterID: Int64 = Int64.min
         while true {
-            let (from, limit) = (afterID, pageSize)
+            // Fewer workouts a page: each brings its minutes of heart rate.
+            let (from, limit) = (afterID, max(1, min(pageSize, 100)))
             let page = try await Self.reading(path) {
                 try await database.read { db in try Self.summaries(db, after: from, limit: limit) }
             }
@@ -66,7 +67,7 @@ public struct GadgetbridgeImporter: FileImporter {
                 }
             }
             if !batch.isEmpty { try await sink.emit(batch) }
-            guard page.count == pageSize, let last = page.last else { break }
+            guard page.count == limit, let last = page.last else { break }
             afterID = last.rowID
         }
         try? database.close()
@@ -100,7 +101,9 @@ extension GadgetbridgeImporter {
             var parts: [String] = []
             if badSampleTimes > 0 { parts.append("\(badSampleTimes) \(GadgetbridgeSchema.samples) row(s) whose TIMESTAMP is not a time") }
             if samplesWithoutDevice > 0 { parts.append("\(samplesWithoutDevice) \(GadgetbridgeSchema.samples) row(s) of no DEVICE row") }
-            if badWorkoutTimes > 0 { parts.append("\(badWorkoutTimes) \(GadgetbridgeSchema.summaries) row(s) whose START_TIME or END_TIME is not a time") }
+            if badWorkoutTimes > 0 {
+                parts.append("\(badWorkoutTimes) \(GadgetbridgeSchema.summaries) row(s) whose START_TIME or END_TIME is not a time")
+            }
             return parts.isEmpty ? nil : "skipped " + parts.joined(separator: ", ")
         }
     }
@@ -171,8 +174,8 @@ extension GadgetbridgeImporter {
                     WHERE typeof(TIMESTAMP) = 'integer' AND TIMESTAMP BETWEEN 0 AND \(latestSeconds)
                       AND (typeof(DEVICE_ID) != 'integer' OR DEVICE_ID NOT IN (\(ids)))
                     """) ?? 0
-                return Plan(devices: devices, devicesByID: Dictionary(devices.map { ($0.id, $0.device) }, uniquingKeysWith: { first, _ in first }),
-                            skipped: skipped)
+                let byID = Dictionary(devices.map { ($0.id, $0.device) }, uniquingKeysWith: { first, _ in first })
+                return Plan(devices: devices, devicesByID: byID, skipped: skipped)
             }
         }
     }
@@ -232,32 +235,63 @@ extension GadgetbridgeImporter {
         var endMs: Int64?
         var kind: Int
         var deviceID: Int64?
+        /// The device's heart-rate readings from start (inclusive) to end (exclusive): Unix seconds, bpm.
+        var heartRates: [Reading] = []
+
+        struct Reading: Sendable, Equatable {
+            var time: Int64
+            var bpm: Int
+        }
+
+        /// Start and end, when both are times.
+        var span: (startMs: Int64, endMs: Int64)? {
+            let range = 0...(latestSeconds * 1000)
+            guard let startMs, let endMs, range.contains(startMs), range.contains(endMs) else { return nil }
+            return (startMs, endMs)
+        }
     }
 
+    /// The next page of workouts after row `after`, each with the heart rates its device's
+    /// samples hold during it (a workout of two weeks at most: validation refuses longer ones).
     static func summaries(_ db: Database, after: Int64, limit: Int) throws -> [Summary] {
-        try Row.fetchAll(db, sql: """
+        var page = try Row.fetchAll(db, sql: """
             SELECT _id, START_TIME, END_TIME, ACTIVITY_KIND, DEVICE_ID FROM \(GadgetbridgeSchema.summaries)
             WHERE _id > ? ORDER BY _id LIMIT ?
-            """, arguments: [after, limit]).compactMap { row in
+            """, arguments: [after, limit]).compactMap { row -> Summary? in
             guard let id = integer(row[0]) else { return nil }
             return Summary(rowID: id, startMs: integer(row[1]), endMs: integer(row[2]),
                            kind: integer(row[3]).flatMap { Int32(exactly: $0) }.map(Int.init) ?? 0, deviceID: integer(row[4]))
         }
+        for i in page.indices {
+            guard let deviceID = page[i].deviceID, let span = page[i].span, span.endMs > span.startMs,
+                  span.endMs - span.startMs <= Int64(PhysicalLimits.workoutSpanS) * 1000 else { continue }
+            // Samples from the first whole second at or after the start, before the end.
+            let from = (span.startMs + 999) / 1000, to = (span.endMs + 999) / 1000
+            page[i].heartRates = try Row.fetchAll(db, sql: """
+                SELECT TIMESTAMP, HEART_RATE FROM \(GadgetbridgeSchema.samples)
+                WHERE DEVICE_ID = ? AND TIMESTAMP >= ? AND TIMESTAMP < ? AND typeof(TIMESTAMP) = 'integer' ORDER BY TIMESTAMP
+                """, arguments: [deviceID, from, to]).compactMap { row in
+                guard let time = integer(row[0]), let bpm = small(row[1]), DeviceSamples.validHeartRate.contains(bpm) else { return nil }
+                return Summary.Reading(time: time, bpm: bpm)
+            }
+        }
+        return page
     }
 
-    /// The workout of a summary row; nil when its start or end is not a time.
+    /// The workout of a summary row, with its heart rates as samples, average and maximum; nil
+    /// when its start or end is not a time.
     static func workout(_ summary: Summary, devices: [Int64: GadgetbridgeDevice], file: String) -> Workout? {
-        let range = 0...(latestSeconds * 1000)
-        guard let startMs = summary.startMs, let endMs = summary.endMs, range.contains(startMs), range.contains(endMs) else {
-            return nil
-        }
+        guard let (startMs, endMs) = summary.span else { return nil }
         let device = summary.deviceID.flatMap { devices[$0] }
         let deviceKey = device?.key ?? "unknown"
         let (sport, subSport) = GadgetbridgeActivityKind.sport(summary.kind)
         let id = RecordID.derive("workout", Self.id, deviceKey, GadgetbridgeSchema.summaries, String(startMs))
+        let bpms = summary.heartRates.map(\.bpm)
+        let average = bpms.isEmpty ? nil : Int((Double(bpms.reduce(0, +)) / Double(bpms.count)).rounded())
+        let samples = summary.heartRates.map { Sample(time: Date(timeIntervalSince1970: TimeInterval($0.time)), heartRate: $0.bpm) }
         return Workout(id: id, sport: sport, subSport: subSport, start: Date(timeIntervalSince1970: Double(startMs) / 1000),
-                       end: Date(timeIntervalSince1970: Double(endMs) / 1000),
-                       source: Source(driver: Self.id, device: device?.key, file: file))
+                       end: Date(timeIntervalSince1970: Double(endMs) / 1000), avgHeartRate: average, maxHeartRate: bpms.max(),
+                       samples: samples, source: Source(driver: Self.id, device: device?.key, file: file))
     }
 }
 

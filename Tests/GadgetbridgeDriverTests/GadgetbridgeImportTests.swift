@@ -157,6 +157,11 @@ final class Folder {
         for (w, e) in zip(workouts, expected) {
             #expect(w.sport == e.0 && w.subSport == e.1 && w.start == at(e.2) && w.end == at(e.3) && w.source.device == e.4, "\(w)")
         }
+        // The run's heart rates are the band's minutes from 07:00 to 07:29 (the end is exclusive).
+        let run = try #require(workouts.first)
+        #expect(run.samples.map(\.time) == (0..<30).map { at("2026-03-03 07:00").addingTimeInterval(Double($0) * 60) })
+        #expect(run.samples.allSatisfy { $0.heartRate == 140 } && run.avgHeartRate == 140 && run.maxHeartRate == 140)
+        #expect(workouts.dropFirst().allSatisfy { $0.samples.isEmpty && $0.avgHeartRate == nil && $0.maxHeartRate == nil })
         #expect(workouts.first?.id == RecordID.derive("workout", "gadgetbridge", amazfit, "BASE_ACTIVITY_SUMMARY",
                                                       String(Int(at("2026-03-03 07:00").timeIntervalSince1970) * 1000)))
     }

@@ -102,10 +102,12 @@ import TestSupport
         let path = folder.path + "/Gadgetbridge"
         let queue = try DatabaseQueue(path: path)
         try await queue.write { db in
-            try db.execute(sql: "CREATE TABLE Habits (id INTEGER PRIMARY KEY, name TEXT); CREATE TABLE Repetitions (habit INTEGER, timestamp INTEGER)")
+            try db.execute(sql: "CREATE TABLE Habits (id INTEGER PRIMARY KEY, name TEXT)")
+            try db.execute(sql: "CREATE TABLE Repetitions (habit INTEGER, timestamp INTEGER)")
         }
         try await queue.close()
-        try await expectRefused(path, "not a Gadgetbridge database: no DEVICE or MI_BAND_ACTIVITY_SAMPLE table (its tables: HABITS, REPETITIONS)")
+        try await expectRefused(path,
+                                "not a Gadgetbridge database: no DEVICE or MI_BAND_ACTIVITY_SAMPLE table (its tables: HABITS, REPETITIONS)")
     }
 
     @Test func aNewerSchemaIsRefused() async throws {
@@ -147,8 +149,9 @@ import TestSupport
             try db.execute(sql: "INSERT INTO MI_BAND_ACTIVITY_SAMPLE VALUES ('yesterday', 2, 1, 0, 5, 1, 70)")
             try db.execute(sql: "INSERT INTO MI_BAND_ACTIVITY_SAMPLE VALUES (99999999999999, 2, 1, 0, 5, 1, 70)")
             try db.execute(sql: "INSERT INTO MI_BAND_ACTIVITY_SAMPLE VALUES (1772900000, 77, 1, 0, 5, 1, 70)")
-            try db.execute(sql: "INSERT INTO BASE_ACTIVITY_SUMMARY (START_TIME, END_TIME, ACTIVITY_KIND, DEVICE_ID, USER_ID) VALUES ('soon', 0, 16, 2, 1)")
-            try db.execute(sql: "INSERT INTO BASE_ACTIVITY_SUMMARY (START_TIME, END_TIME, ACTIVITY_KIND, DEVICE_ID, USER_ID) VALUES (4102444800000, 4102446600000, 16, 2, 1)")
+            let workout = "INSERT INTO BASE_ACTIVITY_SUMMARY (START_TIME, END_TIME, ACTIVITY_KIND, DEVICE_ID, USER_ID)"
+            try db.execute(sql: workout + " VALUES ('soon', 0, 16, 2, 1)")
+            try db.execute(sql: workout + " VALUES (4102444800000, 4102446600000, 16, 2, 1)")
         }
         let (pipeline, store) = try await pipeline(folder)
         let report = await pipeline.importFile(path)
@@ -158,7 +161,8 @@ import TestSupport
         #expect(report.rejected.filter { $0.contains("future-dated") }.count == 3)
         #expect(report.rejected.filter { $0.hasSuffix(": steps -5 steps is outside 0...1000000 steps") }.count == 1, "\(report.rejected)")
         #expect(report.error == "\(path): start of file: skipped 2 MI_BAND_ACTIVITY_SAMPLE row(s) whose TIMESTAMP is not a time, "
-            + "1 MI_BAND_ACTIVITY_SAMPLE row(s) of no DEVICE row, 1 BASE_ACTIVITY_SUMMARY row(s) whose START_TIME or END_TIME is not a time")
+            + "1 MI_BAND_ACTIVITY_SAMPLE row(s) of no DEVICE row, "
+            + "1 BASE_ACTIVITY_SUMMARY row(s) whose START_TIME or END_TIME is not a time")
         let counts = try await store.tableCounts()
         #expect(counts["measurements"] == 65 && counts["workouts"] == 4 && counts["sleep_sessions"] == 2)
     }

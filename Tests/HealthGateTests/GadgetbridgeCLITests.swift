@@ -27,17 +27,16 @@ import TestSupport
 
     @Test func anotherAppsDatabaseFails() async throws {
         let scratch = try Scratch()
-        // An SQLite file with one table: the header, then pages of zeros and the schema.
+        // Another app's SQLite file, named as Gadgetbridge names its export, written by Python's sqlite3.
         let path = scratch.folder + "/Gadgetbridge"
-        let made = try await Tool.run("/usr/bin/env", ["python3", "-c",
-                                                       "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('CREATE TABLE notes (t TEXT)'); c.commit()",
-                                                       path])
+        let script = "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('CREATE TABLE notes (t TEXT)'); c.commit()"
+        let made = try await Tool.run("/usr/bin/env", ["python3", "-c", script, path])
         #expect(made.status == 0, "\(made.stderr)")
         let result = try await CLI.run(["import", "--db", scratch.dbPath, path])
         #expect(result.status == 1)
         #expect(result.stdout.contains("FAILED"))
-        #expect(result.stdout.contains("\(path): start of file: not a Gadgetbridge database: no DEVICE or MI_BAND_ACTIVITY_SAMPLE table (its tables: NOTES)"),
-                "\(result.stdout)")
+        let message = "not a Gadgetbridge database: no DEVICE or MI_BAND_ACTIVITY_SAMPLE table (its tables: NOTES)"
+        #expect(result.stdout.contains("\(path): start of file: " + message), "\(result.stdout)")
     }
 
     /// The daemon on its default configuration: the database dropped into its inbox is imported
