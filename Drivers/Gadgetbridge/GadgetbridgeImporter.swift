@@ -14,7 +14,7 @@ import HealthModel
 public struct GadgetbridgeImporter: FileImporter {
     public static let id = "gadgetbridge"
 
-    /// Rows read per query: memory holds one page and the records it gives.
+    /// Rows read per query (at least 1): memory holds one page and the records it gives.
     public var pageSize = 10_000
 
     /// Takes no keys of its own (`[importers.gadgetbridge]` may hold `enabled` only).
@@ -35,6 +35,7 @@ public struct GadgetbridgeImporter: FileImporter {
         let database = try await Self.open(path)
         let plan = try await Self.check(database, path: path)
         var skipped = plan.skipped
+        let pageSize = max(1, pageSize)
         for (deviceID, device) in plan.devices {
             var samples = DeviceSamples(device: device, table: GadgetbridgeSchema.samples, file: path)
             var after: Int64 = -1
