@@ -56,6 +56,7 @@ let package = Package(
             "BLEReplayDriver", "ManualDriver",
             "AppleHealthDriver",
             "LoopHabitsDriver", "HabitBullDriver", "CSVDriver",
+            "GadgetbridgeDriver",
         ], path: "Sources/DriverRegistry"),
         // A small streaming XML reader without DTD or entity expansion (TCX, GPX, Apple Health).
         .target(name: "XMLStream", path: "Sources/XMLStream"),
@@ -93,6 +94,10 @@ let package = Package(
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
         .target(name: "CSVDriver", dependencies: ["HealthModel", "DriverKit", "CSVStream"], path: "Drivers/CSV",
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
+        // Gadgetbridge's exported SQLite database, read-only with GRDB: pure sample, raw-kind and
+        // sleep rules, and the paged reader.
+        .target(name: "GadgetbridgeDriver", dependencies: ["HealthModel", "DriverKit", .product(name: "GRDB", package: "GRDB.swift")],
+                path: "Drivers/Gadgetbridge", exclude: ["README.md", "tools"], resources: [.embedInCode("sample.toml")]),
         // Bluetooth LE: pure decoders of the standard GATT health and fitness profiles.
         .target(name: "GATTProfiles", dependencies: ["HealthModel"], path: "Drivers/BluetoothLE/Profiles"),
         // Bluetooth LE host stack: H4/HCI, ACL, L2CAP, ATT, GATT client, transports.
@@ -215,6 +220,10 @@ let package = Package(
         ]),
         // The contract itself: typed settings, every driver's sample and README, the registry.
         .testTarget(name: "DriverContractTests", dependencies: ["DriverKit", "DriverRegistry", "HealthGateDaemon", "TestSupport"]),
+        .testTarget(name: "GadgetbridgeDriverTests", dependencies: [
+            "TestSupport", "GadgetbridgeDriver", "DriverKit", "HealthModel", "HealthPipeline", "HealthStore",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
         .testTarget(name: "ManualDriverTests", dependencies: ["ManualDriver", "DriverKit", "HealthModel"]),
         .testTarget(name: "BLEReplayDriverTests", dependencies: ["BLEReplayDriver", "DriverKit", "HealthModel", "TestSupport"]),
         .testTarget(name: "LinuxAdaptersTests", dependencies: ["LinuxAdapters", "TestSupport"]),

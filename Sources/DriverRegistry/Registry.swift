@@ -5,6 +5,7 @@ import CSVDriver
 public import DriverKit
 import ExecDriver
 import FITDriver
+import GadgetbridgeDriver
 import GPXDriver
 import HabitBullDriver
 import LoopHabitsDriver
@@ -29,6 +30,7 @@ public enum Registry {
         AppleHealthImporter.descriptor,
         LoopImporter.descriptor,
         HabitBullImporter.descriptor,
+        GadgetbridgeImporter.descriptor,
         CSVImporter.descriptor,
     ])
 

@@ -105,8 +105,8 @@ import Testing
             ("[drivers.x]\ntype = \"mass_storage\"\nroots = [\"media\"]", "drivers.x.roots: must be a list of absolute folders"),
             ("[importers.fit]\nenabled = \"no\"", "importers.fit.enabled: must be true or false"),
             ("[importers.fit]\nspeed = 1", "importers.fit.speed: unknown key"),
-            ("[importers.ftp]", "importers.ftp: 'ftp' is not a file importer: one of fit, tcx, gpx, apple-health, loop, habitbull, csv"),
-            ("[importers.exec]", "importers.exec: 'exec' is not a file importer: one of fit, tcx, gpx, apple-health, loop, habitbull, csv"),
+            ("[importers.ftp]", "importers.ftp: 'ftp' is not a file importer: one of fit, tcx, gpx, apple-health, loop, habitbull, gadgetbridge, csv"),
+            ("[importers.exec]", "importers.exec: 'exec' is not a file importer: one of fit, tcx, gpx, apple-health, loop, habitbull, gadgetbridge, csv"),
             ("[forwarder]\nserver = \"http://x\"\ninterval_s = 0", "forwarder.interval_s: is out of range (1 to 86400)"),
             ("when = 2026-11-24T07:00:00Z", "when: dates and times are not settings here: write a string"),
         ]
@@ -139,7 +139,7 @@ import Testing
         #expect(config.forwarder?.intervalS == 300)
         #expect(config.disabledImporters == ["gpx"] && config.importers["fit"] == [:])
         let importers = try Registry.catalog.makeFileImporters(disabled: config.disabledImporters, context: { .standalone($0) })
-        #expect(importers.map { type(of: $0).id } == ["fit", "tcx", "apple-health", "loop", "habitbull", "csv"])
+        #expect(importers.map { type(of: $0).id } == ["fit", "tcx", "apple-health", "loop", "habitbull", "gadgetbridge", "csv"])
     }
 
     @Test func syntaxErrorsSayWhere() throws {
