@@ -69,8 +69,10 @@ public struct LoopHabit: Sendable, Equatable {
 public enum LoopEntries {
     public static let yesManual = 2, yesAuto = 1, no = 0, skip = 3, unknown = -1
 
-    /// The label of a skipped day, and of a day the user marked unknown.
-    public static let skippedLabel = "skipped", unknownLabel = "unknown", notDoneLabel = "not_done"
+    /// The labels of a skipped day, a day the user marked unknown, a day not done: the model's
+    /// marks, which totals and streaks do not count as check-ins.
+    public static let skippedLabel = HabitEvent.Mark.skipped, unknownLabel = HabitEvent.Mark.unknown,
+        notDoneLabel = HabitEvent.Mark.notDone
 
     /// When imported definitions were made (2000-01-01 00:00 UTC): fixed, see ``LoopHabit/definition(numeric:source:)``.
     public static let definitionTime = Date(timeIntervalSince1970: 946_684_800)

@@ -234,6 +234,17 @@ public struct HabitEvent: Hashable, Sendable {
     public var note: String?
     public var source: Source
 
+    /// Labels of an event that records a day the habit was not done: a habit tracker's skipped
+    /// day, a day marked unknown, a day marked not done with a note. Such an event is kept and
+    /// synced like any other, but it is not a check-in: totals, streaks and `today` leave it out.
+    public enum Mark {
+        public static let skipped = "skipped", unknown = "unknown", notDone = "not_done"
+        public static let all: Set<String> = [skipped, unknown, notDone]
+    }
+
+    /// False for an event that marks a day the habit was not done (``Mark``).
+    public var isCheckIn: Bool { label.map { !Mark.all.contains($0) } ?? true }
+
     public init(id: RecordID, version: Int = 1, habit: String, time: Date, value: Double? = nil,
                 category: String? = nil, unit: String? = nil, label: String? = nil, note: String? = nil,
                 source: Source) {

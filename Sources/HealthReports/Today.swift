@@ -179,7 +179,7 @@ public struct TodayReport: Sendable, Equatable, Encodable {
     public static func compute(_ input: TodayInput) -> TodayReport {
         let calendar = input.calendar
         let dayStart = calendar.startOfDay(for: input.now)
-        let today = input.events.filter { $0.time >= dayStart && $0.time <= input.now }
+        let today = input.events.filter { $0.time >= dayStart && $0.time <= input.now && $0.isCheckIn }
         func habits(_ name: String) -> [HabitEvent] { today.filter { Definition.key($0.habit) == Definition.key(name) } }
         var definitions: [String: (Definition, HabitDefinition)] = [:]
         for d in input.definitions { if case .habit(let h) = d.body { definitions[Definition.key(d.name)] = (d, h) } }

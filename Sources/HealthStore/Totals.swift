@@ -67,7 +67,8 @@ extension HealthStore {
         """
 
     /// Entries of `habit` per bucket (count and sum of values), optionally also per category
-    /// (`byCategory`: a vaping session's trigger). Buckets without entries are left out. The
+    /// (`byCategory`: a vaping session's trigger). Buckets without entries are left out, and so
+    /// are events that mark a day not done (``HabitEvent/Mark``: a skipped day is no check-in). The
     /// habit's entries under any spelling of its name count (``Definition/key(_:)``: `Reading` and
     /// `reading` are one habit).
     public func habitTotals(_ habit: String, bounds: [Date], byCategory: Bool = false) async throws -> [BucketTotal] {
@@ -80,8 +81,9 @@ extension HealthStore {
                 \(Self.bucketsCTE)
                 SELECT r.i, \(key), count(*), total(h.value) FROM r
                 JOIN habit_events h ON h.habit IN \(Self.placeholders(names.count)) AND h.time >= r.s AND h.time < r.e
-                WHERE +h.deleted = 0 GROUP BY r.i, \(key) ORDER BY r.i
-                """, arguments: StatementArguments([json] + names)).map { BucketTotal(bucket: $0[0], key: $0[1], count: $0[2], sum: $0[3]) }
+                WHERE +h.deleted = 0 AND (h.label IS NULL OR h.label NOT IN \(Self.placeholders(HabitEvent.Mark.all.count)))
+                GROUP BY r.i, \(key) ORDER BY r.i
+                """, arguments: StatementArguments([json] + names + HabitEvent.Mark.all.sorted())).map { BucketTotal(bucket: $0[0], key: $0[1], count: $0[2], sum: $0[3]) }
         }
     }
 
