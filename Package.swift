@@ -88,7 +88,7 @@ let package = Package(
         .target(name: "ManualDriver", dependencies: ["HealthModel", "DriverKit"], path: "Drivers/Manual",
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
         // Habit trackers' exports and any CSV by a mapping.
-        .target(name: "LoopHabitsDriver", dependencies: ["HealthModel", "DriverKit", "CSVStream", .product(name: "GRDB", package: "GRDB.swift")],
+        .target(name: "LoopHabitsDriver", dependencies: ["HealthModel", "DriverKit", "CSVStream", "ZipStream", .product(name: "GRDB", package: "GRDB.swift")],
                 path: "Drivers/LoopHabits", exclude: ["README.md", "tools"], resources: [.embedInCode("sample.toml")]),
         .target(name: "HabitBullDriver", dependencies: ["HealthModel", "DriverKit", "CSVStream"], path: "Drivers/HabitBull",
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),

@@ -28,7 +28,7 @@ public struct AppleHealthImporter: FileImporter {
     /// whose first entry is in the `apple_health_export/` folder.
     public static func canImport(_ probe: FileProbe) -> Bool {
         if probe.head.starts(with: [0x50, 0x4B, 0x03, 0x04]) {
-            return probe.head.count > 30 && String(decoding: probe.head.dropFirst(30).prefix(64), as: UTF8.self).hasPrefix("apple_health_export/")
+            return ZipEntry.firstName(head: probe.head)?.hasPrefix("apple_health_export/") == true
         }
         let head = probe.textHead
         return head.contains("<!DOCTYPE HealthData") || head.contains("<HealthData")

@@ -30,6 +30,16 @@ public struct ZipEntry: Sendable, Equatable {
     }
 
     public var isDirectory: Bool { name.hasSuffix("/") }
+
+    /// The name of a zip file's first entry, read from its first local header in `head` (the
+    /// file's first bytes, as a ``FileProbe`` holds them); nil when `head` is not such a header
+    /// or is too short. For importers recognizing an archive by its layout before opening it.
+    public static func firstName(head: [UInt8]) -> String? {
+        guard head.count >= 30, head.starts(with: [0x50, 0x4B, 0x03, 0x04]) else { return nil }
+        let length = Int(head[26]) | Int(head[27]) << 8
+        guard length > 0, head.count >= 30 + length else { return nil }
+        return String(decoding: head[30..<(30 + length)], as: UTF8.self)
+    }
     public var isEncrypted: Bool { flags & 1 != 0 }
 
     /// The name as a relative path inside the archive, or nil when it is not one that may be

@@ -6,6 +6,7 @@ import HealthModel
 import HealthPipeline
 import HealthStore
 import Testing
+import TestSupport
 
 /// Loop Habit Tracker, HabitBull and generic CSV files through the built `healthgate` binary into
 /// a real database: what is stored, that a re-import stores nothing new, that bad files store
@@ -108,6 +109,55 @@ import Testing
         let again = try await CLI.json(["import", "--json"] + scratch.db + [copy])
         #expect((again["totals"] as? [String: Any])?["records"] as? Int == 0, "\(again)")
         #expect((again["totals"] as? [String: Any])?["failed"] as? Int == 0, "\(again)")
+    }
+
+    /// The export as Loop hands it over, "Loop Habits CSV 2024-03-07.zip", read in place: the same
+    /// records as its extracted folder, and nothing new after the folder was imported.
+    @Test(arguments: ["loop-csv-2.3.1", "loop-csv-2.3.0"])
+    func loopCSVExportZip(folder: String) async throws {
+        let scratch = try Scratch()
+        let zip = scratch.folder + "/Loop Habits CSV 2024-03-07.zip"
+        // Habits.csv first, then each habit's folder, then the root tables (the zip module of
+        // Python's standard library, deflated).
+        let script = """
+            import os, sys, zipfile
+            root, out = sys.argv[1], sys.argv[2]
+            names = sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs)
+            names.sort(key=lambda n: (n != "Habits.csv", "/" not in n, n))
+            with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+                for name in names:
+                    z.write(os.path.join(root, name), name)
+            """
+        let made = try await Tool.run("/usr/bin/env", ["python3", "-c", script, habitsFolder(folder), zip])
+        #expect(made.status == 0, "\(made.stderr)")
+        let result = try await CLI.json(["import", "--json"] + scratch.db + [zip])
+        let totals = try #require(result["totals"] as? [String: Any])
+        #expect(totals["imported"] as? Int == 1 && totals["failed"] as? Int == 0, "\(result)")
+        let fromZip = try await stored(try await scratch.store())
+
+        let other = try Scratch()
+        _ = try await CLI.json(["import", "--json"] + other.db + [habitsFolder(folder)])
+        let fromFolder = try await stored(try await other.store())
+        #expect(fromZip.events == fromFolder.events, "\(fromZip.events.symmetricDifference(fromFolder.events))")
+        #expect(fromZip.habits == fromFolder.habits)
+        #expect(!fromZip.events.isEmpty)
+        let again = try await CLI.json(["import", "--json"] + other.db + [zip])
+        #expect((again["totals"] as? [String: Any])?["records"] as? Int == 0, "\(again)")
+    }
+
+    /// A zip that is not Loop's export (no Habits.csv at its top) but starts like one: a clear
+    /// error naming the file, nothing stored.
+    @Test func aZipWithoutHabitsCSVIsRefused() async throws {
+        let scratch = try Scratch()
+        let zip = scratch.folder + "/checkmarks.zip"
+        let script = "import sys, zipfile\nwith zipfile.ZipFile(sys.argv[1], 'w') as z: z.writestr('Checkmarks.csv', 'Date,Meditate,\\n2024-03-01,YES_MANUAL,\\n')"
+        let made = try await Tool.run("/usr/bin/env", ["python3", "-c", script, zip])
+        #expect(made.status == 0, "\(made.stderr)")
+        let result = try await CLI.run(["import"] + scratch.db + [zip])
+        #expect(result.status == 1)
+        #expect(result.stdout.contains("no Habits.csv at its top") || result.stderr.contains("no Habits.csv at its top"),
+                "\(result.stdout) \(result.stderr)")
+        #expect(try await stored(try await scratch.store()).events.isEmpty)
     }
 
     @Test func habitBullExport() async throws {
