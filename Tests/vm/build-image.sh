@@ -87,4 +87,5 @@ as_root chown "$(id -u):$(id -g)" "$work/rootfs.img" "$work/vmlinuz" "$work/init
 rm -f "$cache/recipe.sha256"
 mv -f "$work/rootfs.img" "$work/vmlinuz" "$work/initrd.img" "$cache/"
 echo "$recipe_hash" > "$cache/recipe.sha256"
+cleanup
 echo "vm image: built in $(( $(date +%s) - start )) s, $(du -sh "$cache" | cut -f1) in $cache"
