@@ -69,7 +69,8 @@ as_root mmdebstrap --mode=root --variant=minbase --include="$packages" \
 as_root rm -rf "$rootfs"/usr/share/{doc,man,info,locale,lintian} "$rootfs"/var/cache/apt/* "$rootfs"/var/lib/apt/lists/*
 mods=$(echo "$rootfs"/lib/modules/*/kernel)
 as_root rm -rf "$mods"/{sound,drivers/gpu,drivers/media,drivers/net,drivers/infiniband,drivers/staging,drivers/scsi} \
-  "$mods"/{drivers/isdn,drivers/iio,drivers/mtd,drivers/md,drivers/hwmon,drivers/platform,drivers/thunderbolt}
+  "$mods"/{drivers/isdn,drivers/iio,drivers/mtd,drivers/md,drivers/hwmon,drivers/platform,drivers/thunderbolt} \
+  "$mods"/arch/x86/kvm
 for d in "$mods"/net/*; do
   case "${d##*/}" in bluetooth|9p|rfkill) ;; *) as_root rm -rf "$d" ;; esac
 done

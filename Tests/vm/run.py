@@ -138,7 +138,8 @@ def boot(mode: str, names: list[str], args, out_dir: str) -> dict[str, str]:
         dest = os.path.join(out_dir, mode)
         shutil.rmtree(dest, ignore_errors=True)
         shutil.copytree(os.path.join(share, "results"), dest)
-        shutil.copy(console, os.path.join(dest, "console.log")) if os.path.exists(console) else None
+        if os.path.exists(console):
+            shutil.copy(console, os.path.join(dest, "console.log"))
         with open(os.path.join(dest, "boot.json"), "w") as f:
             json.dump({"mode": mode, "qemu_status": rc, "outcome": outcome, "runner_started_s": started_at,
                        "elapsed_s": round(elapsed, 1), "scenarios": statuses}, f, indent=1)
