@@ -5,7 +5,7 @@ SWIFT ?= swift
 DEMO_DB ?= demo.sqlite
 BIN = .build/debug/healthgate
 
-.PHONY: setup setup-build build server demo daemon test format format-check peer-test server-test bench fuzz fuzz-build fuzz-smoke fuzz-corpus reference reference-check systemd-check install uninstall clean
+.PHONY: setup setup-build build server demo daemon test format format-check peer-test server-test bench fuzz fuzz-build fuzz-smoke fuzz-corpus reference reference-check systemd-check vm-image vm-test install uninstall clean
 
 setup:
 	@bash .ci/setup
@@ -103,6 +103,17 @@ daemon: build
 # The systemd unit: `systemd-analyze verify` and an exposure of at most 2.0.
 systemd-check:
 	bash systemd/check.sh
+
+# The virtual-machine tests (Tests/vm/README.md): a Debian 12 guest (built with mmdebstrap, cached
+# in .cache/vm, rebuilt when its recipe changes) booted under QEMU with a real bluetoothd and a real
+# systemd; the release healthgate is passed in. `make vm-test VM_ARGS=-v` shows every log.
+VM_ARGS ?=
+vm-image: setup
+	bash Tests/vm/build-image.sh
+
+vm-test: vm-image
+	$(SWIFT) build $(RELEASE) --product healthgate
+	python3 Tests/vm/run.py --no-build --binary .build/release/healthgate $(VM_ARGS)
 
 # `make install [PREFIX=/usr/local] [DESTDIR=]`: the release binary, the unit (its ExecStart
 # follows PREFIX), the BLE drop-in as an example, sysusers, tmpfiles, udev rules, and the sample

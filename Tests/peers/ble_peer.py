@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 from bumble import gatt, hci, ll
 from bumble.controller import Controller
+from bumble.core import PhysicalTransport
 from bumble.device import Device, DeviceConfiguration
 from bumble.host import Host
 from bumble.link import LocalLink
@@ -403,6 +404,41 @@ class FileScript:
 # ---------------------------------------------------------------------------------------------
 # The external controller: the one the host under test talks to over H4
 # ---------------------------------------------------------------------------------------------
+# LE event mask bit 9: the host wants LE Enhanced Connection Complete (LE Meta 0x0A) instead of
+# LE Connection Complete (0x01). Bumble 0.0.236 always sends 0x01, though it announces LL privacy
+# and extended advertising, so Linux enables and waits for 0x0A: the kernel's connect request then
+# times out after 4 s and every later disconnect hangs. The external controller converts the event.
+LE_ENHANCED_CONNECTION_COMPLETE_BIT = 1 << 9
+NO_RPA = hci.Address("00:00:00:00:00:00", hci.Address.RANDOM_DEVICE_ADDRESS)
+
+
+def enhanced_connection_complete(event: hci.HCI_LE_Connection_Complete_Event) -> hci.HCI_Packet:
+    """The LE Enhanced Connection Complete event carrying the same connection (no resolvable
+    private addresses: the peer does not use privacy)."""
+    return hci.HCI_LE_Enhanced_Connection_Complete_Event(
+        status=event.status, connection_handle=event.connection_handle, role=event.role,
+        peer_address_type=event.peer_address_type, peer_address=event.peer_address,
+        local_resolvable_private_address=NO_RPA, peer_resolvable_private_address=NO_RPA,
+        connection_interval=event.connection_interval, peripheral_latency=event.peripheral_latency,
+        supervision_timeout=event.supervision_timeout, central_clock_accuracy=event.central_clock_accuracy)
+
+
+class PeerLink(LocalLink):
+    """The virtual link, with LE data sent from the address the sender's connection uses. Bumble's
+    LocalLink always sends from the sender's random address, so the data of a central that
+    connected with its public address (bluetoothd does, by default) reaches no connection."""
+
+    def send_acl_data(self, sender_controller: Controller, destination_address: hci.Address,
+                      transport: PhysicalTransport, data: bytes):
+        connection = sender_controller.le_connections.get(destination_address)
+        if transport != PhysicalTransport.LE or connection is None:
+            return super().send_acl_data(sender_controller, destination_address, transport, data)
+        destination = self.find_le_controller(destination_address)
+        if destination is not None:
+            asyncio.get_running_loop().call_soon(destination.on_link_acl_data, connection.self_address,
+                                                 transport, data)
+
+
 class ExternalController(Controller):
     """Bumble Controller that never leaves a command unanswered (unless told to) and whose
     Reset drops links, stops scanning, advertising and pending connections."""
@@ -419,6 +455,8 @@ class ExternalController(Controller):
     def send_hci_packet(self, packet: hci.HCI_Packet) -> None:
         if isinstance(packet, (hci.HCI_Command_Complete_Event, hci.HCI_Command_Status_Event)):
             self._answered.add(packet.command_opcode)
+        if isinstance(packet, hci.HCI_LE_Connection_Complete_Event) and self.le_event_mask & LE_ENHANCED_CONNECTION_COMPLETE_BIT:
+            packet = enhanced_connection_complete(packet)
         super().send_hci_packet(packet)
 
     def on_packet(self, packet: bytes) -> None:
@@ -486,6 +524,7 @@ class ExternalController(Controller):
             s.stop()
         self.advertising_sets.clear()
         self.event_mask = 0
+        self.le_event_mask = 0
         self._random_address = hci.Address("00:00:00:00:00:00")
 
     def on_hci_disconnect_command(self, command):
@@ -574,6 +613,67 @@ class H4Server:
     @property
     def connected(self) -> bool:
         return self.writer is not None and not self.writer.is_closing()
+
+
+class VHCITransport:
+    """Serves the external controller to the local kernel through /dev/vhci (Linux's virtual HCI
+    driver): the kernel registers a new hciN for it, and bluetoothd or any HCI socket user drives
+    it. Each read of the device is one H4 packet from the host; each write, one to the host.
+    Closing the device removes hciN."""
+
+    def __init__(self, controller: ExternalController, snooper: Snooper | None, snoop_file, path: str):
+        self.controller = controller
+        self.snooper = snooper
+        self.snoop_file = snoop_file
+        self.path = path
+        self.fd: int | None = None
+        self.writer = None  # no stream (kept for the shape shared with H4Server)
+        self.clients = 0
+        controller.host = self
+
+    def open(self) -> dict:
+        """Create the hci device (vendor packet 0xFF, opcode 0x00 = primary controller) and
+        return the endpoint for the ready line, with the kernel's index of the new device."""
+        self.fd = os.open(self.path, os.O_RDWR)
+        os.write(self.fd, bytes([0xFF, 0x00]))
+        reply = os.read(self.fd, 4)
+        if len(reply) != 4 or reply[0] != 0xFF:
+            raise SystemExit(f"{self.path}: unexpected reply {reply.hex()} to the create request")
+        index = struct.unpack_from("<H", reply, 2)[0]
+        os.set_blocking(self.fd, False)
+        asyncio.get_running_loop().add_reader(self.fd, self._readable)
+        self.clients = 1
+        return {"kind": "vhci", "path": self.path, "index": index}
+
+    def on_packet(self, packet: bytes) -> None:  # controller -> host
+        if self.fd is None:
+            return
+        if self.snooper:
+            self.snooper.snoop(packet, Snooper.Direction.CONTROLLER_TO_HOST)
+            self.snoop_file.flush()
+        os.write(self.fd, packet)
+
+    def _readable(self) -> None:  # host -> controller
+        try:
+            packet = os.read(self.fd, 4096)
+        except BlockingIOError:
+            return
+        if not packet:
+            return
+        if self.snooper:
+            self.snooper.snoop(packet, Snooper.Direction.HOST_TO_CONTROLLER)
+            self.snoop_file.flush()
+        self.controller.on_packet(packet)
+
+    @property
+    def connected(self) -> bool:
+        return self.fd is not None
+
+    def close(self) -> None:
+        if self.fd is not None:
+            asyncio.get_running_loop().remove_reader(self.fd)
+            os.close(self.fd)
+            self.fd = None
 
 
 def h4_packet_length(buf: bytearray) -> int | None:
@@ -686,6 +786,8 @@ class Peripheral:
     service_uuid: int = 0
     char_uuid: int = 0
     stopped: bool = False
+    paused: bool = False  # `pause`: no new samples; links and subscriptions stay
+    send_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # held while a sample goes out
     sent: int = 0
     malformed_sent: int = 0
     seq: int = 0
@@ -716,12 +818,12 @@ class Peripheral:
 class Peer:
     def __init__(self, args):
         self.args = args
-        self.link = LocalLink()
+        self.link = PeerLink()
         self.peripherals: dict[str, Peripheral] = {}
         self.sent_log = open(args.sent_log, "a", encoding="utf-8") if args.sent_log else None
         self.snoop_file = open(args.snoop, "wb") if args.snoop else None
         self.external: ExternalController | None = None
-        self.h4: H4Server | None = None
+        self.h4: H4Server | VHCITransport | None = None
         self.stop_event = asyncio.Event()
         self.unix_paths: list[str] = []
         self.tasks: set[asyncio.Task] = set()  # indications waiting for their confirmation
@@ -735,9 +837,14 @@ class Peer:
                                                             hci.Address.PUBLIC_DEVICE_ADDRESS))
         self.external = ext
         snooper = BtSnooper(self.snoop_file) if self.snoop_file else None
-        self.h4 = H4Server(ext, snooper, self.snoop_file)
-        h4_info = await self._listen(self.args.listen, self.h4.handle)
-        self.h4.server = h4_info.pop("_server")
+        scheme, _, vhci_path = self.args.listen.partition(":")
+        if scheme == "vhci":
+            self.h4 = VHCITransport(ext, snooper, self.snoop_file, vhci_path or "/dev/vhci")
+            h4_info = self.h4.open()
+        else:
+            self.h4 = H4Server(ext, snooper, self.snoop_file)
+            h4_info = await self._listen(self.args.listen, self.h4.handle)
+            self.h4.server = h4_info.pop("_server")
 
         occurrence: dict[str, int] = {}
         for pid, kind, name, addr in specs:
@@ -982,27 +1089,32 @@ class Peer:
             next_t += period
             if next_t < loop.time():  # fell behind: do not burst
                 next_t = loop.time() + period
-            conns = self._ready(p)
-            if not conns:
-                continue
-            sample = p.script.next()
-            seq = p.seq
-            p.seq += 1
-            if "hex" in sample:
-                value, fields = bytes.fromhex(sample["hex"]), None
+            async with p.send_lock:
+                await self._tick(p, loop)
+
+    async def _tick(self, p: Peripheral, loop) -> None:
+        """One sample to every ready link (none while paused)."""
+        conns = self._ready(p)
+        if not conns or p.paused:
+            return
+        sample = p.script.next()
+        seq = p.seq
+        p.seq += 1
+        if "hex" in sample:
+            value, fields = bytes.fromhex(sample["hex"]), None
+        else:
+            value, fields = ENCODERS[p.kind](sample), sample
+        for conn in conns:
+            if p.indicate:
+                # take the link now (so the next tick skips it until the host confirms) and
+                # wait for the confirmation in a task: a slow host must not stall the others
+                link = self._link(p, conn)
+                await link.lock.acquire()
+                task = loop.create_task(self._indicate_locked(p, conn, link, value, seq, fields))
+                self.tasks.add(task)  # keep a reference until it is done
+                task.add_done_callback(self.tasks.discard)
             else:
-                value, fields = ENCODERS[p.kind](sample), sample
-            for conn in conns:
-                if p.indicate:
-                    # take the link now (so the next tick skips it until the host confirms) and
-                    # wait for the confirmation in a task: a slow host must not stall the others
-                    link = self._link(p, conn)
-                    await link.lock.acquire()
-                    task = loop.create_task(self._indicate_locked(p, conn, link, value, seq, fields))
-                    self.tasks.add(task)  # keep a reference until it is done
-                    task.add_done_callback(self.tasks.discard)
-                else:
-                    await self._send(p, conn, value, seq=seq, fields=fields)
+                await self._send(p, conn, value, seq=seq, fields=fields)
 
     async def _indicate_locked(self, p: Peripheral, conn, link: Link, value: bytes, seq: int | None,
                                fields: dict | None) -> None:
@@ -1111,7 +1223,7 @@ class Peer:
             return {"ok": True, "cmd": cmd, "silence": self.external.silence_commands}
         if cmd == "shutdown":
             return {"ok": True, "cmd": cmd}
-        if cmd in ("stop", "start", "malformed", "disconnect-during-discovery"):
+        if cmd in ("stop", "start", "pause", "resume", "malformed", "disconnect-during-discovery"):
             if len(args) != 1:
                 raise ValueError(f"usage: {cmd} <peripheral>")
             p = self._find(args[0])
@@ -1127,6 +1239,12 @@ class Peer:
                 if not p.device.is_advertising:
                     await p.device.start_advertising(own_address_type=hci.OwnAddressType.RANDOM)
                 return {"ok": True, "cmd": cmd, "peripheral": p.id, "advertising": p.device.is_advertising}
+            if cmd in ("pause", "resume"):
+                p.paused = cmd == "pause"
+                if p.paused:
+                    async with p.send_lock:  # a value going out now is logged before the reply
+                        await asyncio.sleep(0)  # (an indication's task logs when it first runs)
+                return {"ok": True, "cmd": cmd, "peripheral": p.id, "paused": p.paused, "sent": p.sent}
             if cmd == "disconnect-during-discovery":
                 p.ddd_armed = True
                 return {"ok": True, "cmd": cmd, "peripheral": p.id, "armed": True}
@@ -1164,6 +1282,7 @@ class Peer:
                 p.id: {
                     "advertising": p.device.is_advertising,
                     "stopped": p.stopped,
+                    "paused": p.paused,
                     "connections": [{"central": str(c.peer_address), "handle": c.handle, "mtu": c.att_mtu,
                                      "subscribed": c in self._subscribed(p),
                                      "indication_pending": c in p.links and p.links[c].lock.locked()}
@@ -1184,7 +1303,9 @@ class Peer:
                 p.task.cancel()
         for task in list(self.tasks):
             task.cancel()
-        if self.h4 and self.h4.writer:
+        if isinstance(self.h4, VHCITransport):
+            self.h4.close()
+        elif self.h4 and self.h4.writer:
             self.h4.writer.close()
         for f in (self.sent_log, self.snoop_file):
             if f:
@@ -1219,7 +1340,8 @@ def parse_rate(spec: str) -> tuple[str, float]:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description="HealthGate BLE test peer (Bumble virtual controllers)")
     ap.add_argument("--listen", default="tcp:127.0.0.1:0",
-                    help="H4 endpoint for the host under test: tcp:HOST:PORT (0 = free port) or unix:PATH")
+                    help="H4 endpoint for the host under test: tcp:HOST:PORT (0 = free port), unix:PATH, "
+                         "or vhci[:PATH] (the local kernel's virtual HCI driver, default /dev/vhci)")
     ap.add_argument("--control", default=None, help="control channel endpoint: tcp:HOST:PORT or unix:PATH")
     ap.add_argument("--peripheral", action="append", type=parse_peripheral, default=[],
                     metavar="KIND[:NAME[:ADDR]]", help=f"{', '.join(KINDS)}; repeatable")

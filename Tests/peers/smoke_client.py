@@ -100,6 +100,7 @@ class Conn:
     rx_len: int = 0
     disconnected: threading.Event = field(default_factory=threading.Event)
     disconnect_reason: int | None = None
+    complete_subevent: int | None = None  # 0x01 LE Connection Complete or 0x0A the Enhanced one
     # Handle Value Indications also land in `notifications`; they are confirmed (0x1E) at once
     # unless auto_confirm is False (then confirm() sends the confirmation)
     auto_confirm: bool = True
@@ -294,8 +295,8 @@ class H4Host:
             self.ok(OP_LE_SET_SCAN_ENABLE, bytes([0, 0]))
         return found
 
-    def connect(self, address: str, address_type: int = 1, timeout: float = 2.0) -> Conn:
-        params = struct.pack("<HHBB6sBHHHHHH", 0x0010, 0x0010, 0, address_type, addr_to_bytes(address), 1,
+    def connect(self, address: str, address_type: int = 1, timeout: float = 2.0, own_address_type: int = 1) -> Conn:
+        params = struct.pack("<HHBB6sBHHHHHH", 0x0010, 0x0010, 0, address_type, addr_to_bytes(address), own_address_type,
                              0x0018, 0x0028, 0, 0x01F4, 0, 0)
         code, status, _ = self.command(OP_LE_CREATE_CONNECTION, params)
         if status != 0:
@@ -308,7 +309,7 @@ class H4Host:
         if status != 0:
             raise RuntimeError(f"connection failed 0x{status:02X}")
         peer = addr_from_bytes(p[6:12])
-        c = Conn(handle, peer)
+        c = Conn(handle, peer, complete_subevent=p[0])
         self.conns[handle] = c
         return c
 

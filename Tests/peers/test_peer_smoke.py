@@ -263,6 +263,56 @@ def test_stop_start_and_reconnect(peer_factory):
     assert p.control("status")["peripherals"]["hr"]["connections_total"] == 2
 
 
+def test_pause_and_resume_keep_the_link(peer_factory):
+    p = peer_factory("--peripheral", "hr", "--rate", "20")
+    h = p.host()
+    h.init()
+    c, _, vh = connect_subscribed(h, HR, 0x180D, 0x2A37)
+    got = h.notifications(c, 3, timeout=3)
+    reply = p.control("pause hr")
+    assert reply["ok"] and reply["paused"] is True
+    # everything sent before the reply is logged, and nothing more comes while paused
+    got += h.notifications(c, 1000, timeout=0.5)
+    assert len(got) == reply["sent"] == len(p.sent("hr"))
+    assert h.notifications(c, 1, timeout=0.5) == []
+    assert p.control("status")["peripherals"]["hr"]["paused"] is True
+    assert p.control("resume hr")["paused"] is False
+    got += h.notifications(c, 3, timeout=3)
+    assert_matches_sent_log(p, "hr", got, vh)
+    assert not c.disconnected.is_set()
+
+
+def test_enhanced_connection_complete_when_the_host_asks_for_it(peer_factory):
+    """Linux sets LE event mask bit 9 and waits for LE Enhanced Connection Complete (0x0A); a host
+    that does not set it gets the legacy event (0x01)."""
+    p = peer_factory("--peripheral", "hr", "--peripheral", "csc", "--rate", "20")
+    h = p.host()
+    h.init()  # LE event mask 0xFFFFF: bit 9 set
+    found = h.scan(2.0, stop_when=lambda f: HR in f and CSC in f)
+    c = h.connect(HR, found[HR].address_type)
+    assert c.complete_subevent == 0x0A and c.peer == HR
+    h.ok(0x2001, struct.pack("<Q", 0x1F))  # LE Set Event Mask: the default, bit 9 clear
+    c2 = h.connect(CSC, found[CSC].address_type)
+    assert c2.complete_subevent == 0x01 and c2.peer == CSC
+    assert h.disconnect(c) == 0x16 and h.disconnect(c2) == 0x16
+
+
+def test_host_connecting_from_its_public_address(peer_factory):
+    """bluetoothd connects from the controller's public address by default: data must flow both
+    ways on that link too (Bumble's LocalLink sent it from the random address, reaching nothing)."""
+    p = peer_factory("--peripheral", "hr", "--rate", "20")
+    h = p.host()
+    h.init()
+    found = h.scan(2.0, stop_when=lambda f: HR in f)
+    c = h.connect(HR, found[HR].address_type, own_address_type=0)
+    assert h.exchange_mtu(c, 185) == 185
+    vh = h.subscribe(c, h.gatt_map(c), 0x180D, 0x2A37)
+    got = h.notifications(c, 3, timeout=3)
+    assert len(got) == 3
+    assert_matches_sent_log(p, "hr", got, vh)
+    assert p.control("status")["peripherals"]["hr"]["connections"][0]["central"] == "F0:F1:F2:F3:F4:F5/P"  # public
+
+
 def test_silence_commands_then_recover(peer_factory):
     p = peer_factory("--peripheral", "hr")
     h = p.host()
