@@ -133,11 +133,10 @@ def assert_matches_sent_log(peer: PeerProcess, pid: str, got, vh: int) -> list[d
 
 
 # ---------------------------------------------------------------------------------------------
-def test_ready_line_describes_peer_and_comes_fast(peer_factory):
+def test_ready_line_describes_peer(peer_factory):
     p = peer_factory("--peripheral", "hr", "--peripheral", "csc:My CSC",
                      "--peripheral", "ftms-bike::C1:22:33:44:55:66")
     info = p.info
-    assert p.ready_s < 2.0, f"ready after {p.ready_s:.2f} s"
     assert info["ready"] is True and info["protocol"] == 1 and info["pid"] == p.proc.pid
     assert info["h4"]["kind"] == "tcp" and info["h4"]["port"] > 0
     assert info["control"]["port"] > 0 and info["control"]["port"] != info["h4"]["port"]
