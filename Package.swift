@@ -19,7 +19,7 @@ let package = Package(
             "FITDriver", "XMLStream", "TCXDriver", "GPXDriver", "ExecDriver", "GATTProfiles", "BLEHost", "BLERuntime",
             "SyncProtocol",
             "ZipStream", "AppleHealthDriver",
-            "CSVStream",
+            "CSVStream", "DaemonProtocol",
         ]),
     ],
     dependencies: [
@@ -87,6 +87,9 @@ let package = Package(
         // entry builder (units, times, definitions) and the `manual` driver.
         .target(name: "ManualDriver", dependencies: ["HealthModel", "DriverKit"], path: "Drivers/Manual",
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
+        // The daemon's socket protocol (one JSON line each way): framing and parsing, pure, so it
+        // has a fuzz target.
+        .target(name: "DaemonProtocol", dependencies: ["ManualDriver"], path: "Sources/DaemonProtocol"),
         // Habit trackers' exports and any CSV by a mapping.
         .target(name: "LoopHabitsDriver", dependencies: ["HealthModel", "DriverKit", "CSVStream", "ZipStream", .product(name: "GRDB", package: "GRDB.swift")],
                 path: "Drivers/LoopHabits", exclude: ["README.md", "tools"], resources: [.embedInCode("sample.toml")]),
@@ -161,6 +164,7 @@ let package = Package(
         // metrics, systemd notify and reloads.
         .target(name: "HealthGateDaemon", dependencies: [
             "HealthModel", "DriverKit", "HealthStore", "HealthSync", "HealthPipeline", "LinuxAdapters", "Timing", "ManualDriver",
+            "DaemonProtocol",
             .product(name: "TOMLKit", package: "TOMLKit"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -216,7 +220,7 @@ let package = Package(
         .testTarget(name: "HealthGateTests", dependencies: [
             "TestSupport", "HealthPipeline", "HealthReports", "HealthGateDaemon", "HealthSync", "HealthStore", "HealthModel",
             "DriverKit", "DriverRegistry", "LinuxAdapters", "Timing",
-            "SyncProtocol",
+            "SyncProtocol", "DaemonProtocol",
         ]),
         // The contract itself: typed settings, every driver's sample and README, the registry.
         .testTarget(name: "DriverContractTests", dependencies: ["DriverKit", "DriverRegistry", "HealthGateDaemon", "TestSupport"]),

@@ -297,6 +297,23 @@ def csv_seeds() -> None:
     write("fuzz-csv", b"\x00a,\"b\"\"c\",\"d\r\ne\"\r\nf,g\rh,i\n\"\"\"\n")
 
 
+def socket_seeds() -> None:
+    """Daemon socket requests, each after a byte that picks how the input is cut into reads."""
+    requests = [
+        b'{"request":"status"}\n',
+        b'{"request":"log","entry":{"kind":"water","value":"250ml"}}\r\n',
+        b'{"request":"log","entry":{"kind":"vape","trigger":"stress","thoughts":"x","pod_finished":true,"at":"-1h"}}\n',
+        b'{"request":"log","entry":{"kind":"habit","name":"reading","value":"25","at":"2025-06-01T08:30"}}\n',
+        b'{"request":"log","entry":{"kind":"workout","sport":"running","duration":"45m","distance":"5km"}}\n',
+        b'{"request":"log","entry":{"kind":"sleep","from":"23:10","to":"06:40"}}',
+        b'{"request":"log","entry":{"kind":"meal","name":"kebab","kcal":700}}\n',
+        b'{"request":["status"]}\n',
+        b'[1,2]\n',
+    ]
+    for i, request in enumerate(requests):
+        write("fuzz-socket", bytes([i * 7 % 64]) + request)
+
+
 def main() -> None:
     if CORPUS.exists():
         shutil.rmtree(CORPUS)
@@ -308,6 +325,7 @@ def main() -> None:
     gatt_seeds()
     ble_seeds()
     csv_seeds()
+    socket_seeds()
     json_dictionary(sync_seeds())
     total = 0
     for folder in sorted(CORPUS.iterdir()):

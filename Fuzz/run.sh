@@ -26,7 +26,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:handle_abort=1}
 dictionary() {
     case "$1" in
         fuzz-xml|fuzz-tcx|fuzz-gpx|fuzz-applehealth) echo "-dict=dict/xml.dict" ;;
-        fuzz-syncjson|fuzz-exec) echo "-dict=dict/json.dict" ;;
+        fuzz-syncjson|fuzz-exec|fuzz-socket) echo "-dict=dict/json.dict" ;;
     esac
 }
 

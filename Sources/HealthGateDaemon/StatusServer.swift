@@ -4,6 +4,7 @@ import HealthPipeline
 public import HealthStore
 public import Logging
 import ManualDriver
+public import DaemonProtocol
 import NIOCore
 import NIOPosix
 public import ServiceLifecycle
@@ -262,14 +263,5 @@ final class SendOnConnect: ChannelInboundHandler, RemovableChannelHandler {
         sent = true
         if !bytes.isEmpty { context.writeAndFlush(NIOAny(ByteBuffer(bytes: bytes)), promise: nil) }
         if closeOutput { context.close(mode: .output, promise: nil) }
-    }
-}
-
-/// JSON for the status socket (plain `JSONEncoder`, sorted keys).
-enum StatusJSON {
-    static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return Array(try encoder.encode(value))
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import DaemonProtocol
 import HealthGateDaemon
 import HealthModel
 import HealthStore

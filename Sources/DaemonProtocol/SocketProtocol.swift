@@ -3,15 +3,15 @@ public import ManualDriver
 
 /// The status socket's protocol: one JSON line each way, then the daemon closes the connection.
 ///
-/// - `{"request":"status"}` answers the ``DaemonState/Snapshot``.
+/// - `{"request":"status"}` answers the daemon's status snapshot.
 /// - `{"request":"log","entry":{"kind":"water","value":"250ml"}}` stores the entry (the JSON form
-///   of ``EntryRequest``) through ``HealthPipeline/ManualEntries/log`` as `healthgate log` does
+///   of ``EntryRequest``) through `ManualEntries.log` (HealthPipeline) as `healthgate log` does
 ///   and answers `{"stored":[...]}` (``LoggedEntry`` objects).
 /// - Anything wrong answers `{"error":"..."}`: the message `healthgate log` prints for a refused
 ///   entry, or what is wrong with the request.
 ///
 /// The pure parts: framing (``RequestLineReader``), parsing with messages for people who write
-/// scripts (``parse(_:)``) and the answers' bytes. The I/O is ``StatusServer``.
+/// scripts (``parse(_:)``) and the answers' bytes. The I/O is HealthGateDaemon's `StatusServer`.
 public enum SocketProtocol {
     /// The longest request line, newline excluded; a longer one is refused unread.
     public static let maxRequestBytes = 64 * 1024
@@ -33,7 +33,7 @@ public enum SocketProtocol {
         public var description: String { message }
     }
 
-    static let example = #"{"request":"status"} or {"request":"log","entry":{"kind":"water","value":"250ml"}}"#
+    public static let example = #"{"request":"status"} or {"request":"log","entry":{"kind":"water","value":"250ml"}}"#
 
     /// The request in `line` (without its newline), or why it cannot be served.
     public static func parse(_ line: [UInt8]) -> Result<Request, Refusal> {
@@ -181,5 +181,14 @@ public struct RequestLineReader: Sendable {
     private func complete() -> Outcome {
         guard buffer.count <= limit else { return .tooLong }
         return .line(buffer.last == UInt8(ascii: "\r") ? Array(buffer.dropLast()) : buffer)
+    }
+}
+
+/// JSON for the status socket (plain `JSONEncoder`, sorted keys).
+public enum StatusJSON {
+    public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array(try encoder.encode(value))
     }
 }
