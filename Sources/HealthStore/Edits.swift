@@ -141,7 +141,7 @@ extension HealthStore {
             } catch let error as ValidationError {
                 throw EditError(error.reason)
             }
-            try RecordWriter(db: db).write([edited], importHash: row["import_hash"])
+            _ = try RecordWriter(db: db).write([edited], importHash: row["import_hash"])
             return edited
         }
     }
