@@ -110,12 +110,16 @@ import TestSupport
         let held = try await onOwnThread {
             try (0..<200).map { i in try RawConnection(port: port, from: "127.0.0.\(1 + i % 4)") }
         }
-        let ticks = try await onOwnThread { () -> Int in
+        let measured = try await onOwnThread { () -> Int? in
             Thread.sleep(forTimeInterval: 1)
-            let before = try ProcessStats.cpuTicks(pid)
+            guard let before = try? ProcessStats.cpuTicks(pid) else { return nil }
             Thread.sleep(forTimeInterval: 5)
-            return try ProcessStats.cpuTicks(pid) - before
+            return (try? ProcessStats.cpuTicks(pid)).map { $0 - before }
         }
+        // The server must still be there: if it is not, say how it ended and what it logged.
+        let ticks = try #require(measured, """
+            the server is gone (running \(server.process.isRunning),             status \(server.process.isRunning ? 0 : server.process.terminationStatus)): \(server.log.suffix(3000))
+            """)
         #expect(ticks < 30, "the server used \(ticks) ticks of CPU in 5 s while it could not accept")
         #expect(server.log.contains("cannot accept connections: Too many open files"))
 
