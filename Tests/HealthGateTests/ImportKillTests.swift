@@ -43,47 +43,42 @@ import TestSupport
                      ledger: try await store.ledger())
     }
 
-    /// Starts `healthgate import` and kills it when `killWhen` says so (polled every few
-    /// milliseconds) unless it ended first; its exit status and whether the kill landed.
-    static func importKilled(file: String, dbPath: String, killWhen: @escaping () async throws -> Bool) async throws
-        -> (status: Int32, killed: Bool)
-    {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CLI.executable)
-        process.arguments = ["import", file, "--db", dbPath]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var killed = false
-        while process.isRunning {
-            if try await killWhen() {
-                killed = kill(process.processIdentifier, SIGKILL) == 0
-                break
-            }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        for _ in 0..<6000 where process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(!process.isRunning, "the import did not end")
-        return (process.terminationStatus, killed && process.terminationReason == .uncaughtSignal)
+    /// How a run of `healthgate import` is ended: never (it runs to its end), after a delay, or
+    /// as soon as it has committed a part beyond the ledger's progress `handedOver`.
+    enum Kill {
+        case never
+        case after(milliseconds: Int)
+        case afterAPart(beyond: Int)
     }
 
-    /// Starts `healthgate import` and kills it as soon as it has committed a part beyond
-    /// `handedOver`. The watcher is a shell loop asking `sqlite3`, a process of its own: a test
-    /// process whose task pool is busy with other suites would look too late and see the end.
-    /// True when the kill landed.
-    static func importKilledAfterAPart(file: String, dbPath: String, beyond handedOver: Int) async throws -> Bool {
+    /// Runs `healthgate import FILE --db DB` and kills it with SIGKILL as `kill` says. The killing
+    /// is done by a shell of its own (sleep, or a loop asking `sqlite3` for the ledger's
+    /// progress), not by this test process: its task pool, busy with other suites, resumes a
+    /// waiting task late, and a kill meant for the first second then lands after the end. True
+    /// when the kill landed; false when the import ended first (with status 0, checked).
+    static func importFile(_ file: String, into dbPath: String, _ kill: Kill) async throws -> Bool {
+        let watch: String
+        switch kill {
+        case .never: watch = ""
+        case .after(let milliseconds):
+            watch = "sleep \(Double(milliseconds) / 1000); if kill -KILL \"$pid\" 2>/dev/null; then wait \"$pid\"; echo killed; exit 0; fi"
+        case .afterAPart(let handedOver):
+            watch = """
+                while kill -0 "$pid" 2>/dev/null; do
+                  n=$(sqlite3 -readonly -cmd '.timeout 2000' "$3" "SELECT handed_over FROM imports WHERE status = 'in_progress'" 2>/dev/null)
+                  if [ -n "$n" ] && [ "$n" -gt \(handedOver) ]; then kill -KILL "$pid"; wait "$pid"; echo killed; exit 0; fi
+                  sleep 0.005
+                done
+                """
+        }
         let script = """
             "$1" import "$2" --db "$3" >/dev/null 2>&1 &
             pid=$!
-            while kill -0 "$pid" 2>/dev/null; do
-              n=$(sqlite3 -readonly -cmd '.timeout 2000' "$3" "SELECT handed_over FROM imports WHERE status = 'in_progress'" 2>/dev/null)
-              if [ -n "$n" ] && [ "$n" -gt "$4" ]; then kill -KILL "$pid"; wait "$pid"; echo killed; exit 0; fi
-              sleep 0.005
-            done
+            \(watch)
             wait "$pid"
             echo "exited $?"
             """
-        let result = try await Tool.run("/bin/bash", ["-c", script, "watch", CLI.executable, file, dbPath, String(handedOver)])
+        let result = try await Tool.run("/bin/bash", ["-c", script, "import-kill", CLI.executable, file, dbPath])
         #expect(result.status == 0, "\(result.stderr)")
         let said = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(said == "killed" || said == "exited 0", "\(said) \(result.stderr)")
@@ -106,37 +101,46 @@ import TestSupport
     @Test func killedBetweenPartsAndAtRandomInstantsStoresEachRecordOnce() async throws {
         let scratch = try Scratch()
         let file = try Self.largeGPX(scratch)
-        let never: () async throws -> Bool = { false }
 
         // One uninterrupted import of the same file, to compare with.
         let clean = try Scratch()
-        #expect(try await Self.importKilled(file: file, dbPath: clean.dbPath, killWhen: never).status == 0)
+        #expect(try await !Self.importFile(file, into: clean.dbPath, .never))
+        let expected = Set(try await HealthStore(path: clean.dbPath).workouts().map(\.id))
+        #expect(expected.count == Self.tracks)
 
-        // Kills at random instants early in a run: opening, hashing, reading the first part.
+        /// The end state after `database`'s runs: every record once, the ledger done, the same
+        /// workouts as the uninterrupted import.
+        func checkEnd(_ database: String, _ what: String) async throws {
+            let end = try await Self.state(database)
+            #expect(end.workouts == Self.tracks && end.samples == Self.tracks * Self.pointsPerTrack && end.outbox == Self.tracks,
+                    "\(what): \(end)")
+            #expect(end.ledger.map(\.status) == [.imported] && end.ledger.first?.records == Self.tracks, "\(what): \(end)")
+            let ids = try await HealthStore(path: database).workouts().map(\.id)
+            #expect(Set(ids) == expected && ids.count == expected.count, "\(what)")
+        }
+
+        // Kills at random instants early in a run (opening, hashing, reading and committing the
+        // first part), each run resuming what the one before left, then a run to the end.
+        let early = try Scratch()
         var random = SeededGenerator(seed: 0x6B11_1ED)
         for attempt in 0..<5 {
-            let deadline = ContinuousClock.now + .milliseconds(Int.random(in: 0...400, using: &random))
-            _ = try await Self.importKilled(file: file, dbPath: scratch.dbPath) { ContinuousClock.now >= deadline }
-            _ = try await Self.checkWholeParts(scratch.dbPath, "early kill \(attempt)")
+            _ = try await Self.importFile(file, into: early.dbPath, .after(milliseconds: Int.random(in: 0...1500, using: &random)))
+            _ = try await Self.checkWholeParts(early.dbPath, "early kill \(attempt)")
         }
+        _ = try await Self.importFile(file, into: early.dbPath, .never)
+        try await checkEnd(early.dbPath, "after the early kills")
 
         // Kills as soon as a run has committed a part: the next run resumes after it.
         var cutBetweenParts = 0
         var finished = false
         for attempt in 0..<10 where !finished {
             let before = try await Self.state(scratch.dbPath).ledger.first?.handedOver ?? 0
-            finished = try await !Self.importKilledAfterAPart(file: file, dbPath: scratch.dbPath, beyond: before)
+            finished = try await !Self.importFile(file, into: scratch.dbPath, .afterAPart(beyond: before))
             if try await Self.checkWholeParts(scratch.dbPath, "kill after a part, run \(attempt)") { cutBetweenParts += 1 }
         }
         #expect(finished, "ten runs never reached the end")
         // At least one kill left a part committed and the rest to do; otherwise this tested nothing.
         #expect(cutBetweenParts > 0, "no kill landed between two parts")
-
-        let end = try await Self.state(scratch.dbPath)
-        #expect(end.workouts == Self.tracks && end.samples == Self.tracks * Self.pointsPerTrack && end.outbox == Self.tracks)
-        #expect(end.ledger.map(\.status) == [.imported] && end.ledger.first?.records == Self.tracks)
-        let a = try await HealthStore(path: scratch.dbPath).workouts().map(\.id)
-        let b = try await HealthStore(path: clean.dbPath).workouts().map(\.id)
-        #expect(Set(a) == Set(b) && a.count == b.count)
+        try await checkEnd(scratch.dbPath, "after the kills between parts")
     }
 }
