@@ -67,6 +67,10 @@ FUZZ_TARGETS ?= $(sort $(notdir $(wildcard Fuzz/Targets/fuzz-*)))
 FUZZ_BUILD = $(SWIFT) build --package-path Fuzz -c release --sanitize fuzzer -Xswiftc -sanitize=fuzzer,address \
 	--disable-dead-strip
 fuzz-build: setup-build
+	@listed=$$(grep -o '^    "fuzz-[a-z0-9]*",$$' Fuzz/Package.swift | tr -d ' ",' | sort); \
+	folders=$$(ls Fuzz/Targets | grep '^fuzz-' | sort); \
+	[ "$$listed" = "$$folders" ] || { echo "Fuzz/Package.swift lists other targets than Fuzz/Targets holds:"; \
+		echo "listed: $$listed"; echo "folders: $$folders"; exit 1; }
 	@mkdir -p Fuzz/.build
 	@for target in $(FUZZ_TARGETS); do \
 		echo "building $$target"; \

@@ -1,5 +1,4 @@
 // swift-tools-version:6.1
-import Foundation
 import PackageDescription
 
 /// libFuzzer targets for HealthGate's pure decoders (`make fuzz`, see README.md here).
@@ -9,10 +8,32 @@ import PackageDescription
 /// `--sanitize fuzzer` (SwiftPM then links libFuzzer's `main` instead of the target's) and
 /// `-Xswiftc -sanitize=fuzzer,address` for every module, so the decoders are instrumented as well
 /// as the targets (of two `-sanitize=` flags only the last counts, so SwiftPM's
-/// `--sanitize fuzzer --sanitize address` would lose the coverage instrumentation). Each folder `Targets/fuzz-NAME` is one target: a file defining
-/// `LLVMFuzzerTestOneInput` (libFuzzer supplies `main`, hence `-parse-as-library`).
-let targets = (try? FileManager.default.contentsOfDirectory(atPath: Context.packageDirectory + "/Targets"))?
-    .filter { $0.hasPrefix("fuzz-") }.sorted() ?? []
+/// `--sanitize fuzzer --sanitize address` would lose the coverage instrumentation). Each folder
+/// `Targets/fuzz-NAME` is one target: a file defining `LLVMFuzzerTestOneInput` (libFuzzer supplies
+/// `main`, hence `-parse-as-library`).
+///
+/// The list is written out rather than read from the folder: SwiftPM caches a manifest's result
+/// by the manifest's own text, so a listing would go stale when a target is added (CI once failed
+/// with "no product named 'fuzz-applehealth'"). `make fuzz-build` checks it against the folders.
+let targets = [
+    "fuzz-acl",
+    "fuzz-applehealth",
+    "fuzz-att",
+    "fuzz-btsnoop",
+    "fuzz-csv",
+    "fuzz-exec",
+    "fuzz-fit",
+    "fuzz-gatt",
+    "fuzz-gpx",
+    "fuzz-h4",
+    "fuzz-hci",
+    "fuzz-l2cap",
+    "fuzz-socket",
+    "fuzz-syncjson",
+    "fuzz-tcx",
+    "fuzz-xml",
+    "fuzz-zip",
+]
 
 /// The root package's language settings (see its Package.swift).
 let swiftSettings: [SwiftSetting] = [
