@@ -287,13 +287,19 @@ extension PhysicalLimits {
 /// ISO 8601 UTC formatting shared by the store, the CLI and JSON output (`2019-05-18T19:16:02Z`,
 /// fractional seconds only when present).
 public enum ISO8601 {
-    public static func string(_ date: Date) -> String {
+    public static func string(_ date: Date) -> String { format(date, alwaysMilliseconds: false) }
+
+    /// With `.000` for a whole second too: a bound compared as text with stored times, in
+    /// which `.` sorts before `Z`.
+    public static func stringWithMilliseconds(_ date: Date) -> String { format(date, alwaysMilliseconds: true) }
+
+    static func format(_ date: Date, alwaysMilliseconds: Bool) -> String {
         // Round to the millisecond first, so that 59.9996 s becomes the next second, not 59 s.
         let totalMillis = Int64((date.timeIntervalSince1970 * 1000).rounded())
         let wholeSeconds = Int64((Double(totalMillis) / 1000).rounded(.down))
         let millis = Int(totalMillis - wholeSeconds * 1000)
         var text = dateTime(unixSeconds: wholeSeconds)
-        if millis > 0 {
+        if millis > 0 || alwaysMilliseconds {
             text.append(UInt8(ascii: "."))
             appendDigits(millis, width: 3, to: &text)
         }

@@ -12,9 +12,11 @@ enum Output {
             try c.encode(ISO8601.string(date))
         }
         encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
-        let text = String(decoding: try encoder.encode(value), as: UTF8.self)
-        // Linux's encoder prints an empty array over three lines.
-        print(text.filter { !$0.isWhitespace } == "[]" ? "[]" : text)
+        let data = try encoder.encode(value)
+        // Linux's encoder prints an empty array over three lines. Only a short text can be one
+        // (a long one is not scanned: `stats --json` prints hundreds of kilobytes).
+        let isEmptyArray = data.count < 16 && data.filter { ![0x20, 0x0A, 0x0D, 0x09].contains($0) } == Data("[]".utf8)
+        print(isEmptyArray ? "[]" : String(decoding: data, as: UTF8.self))
     }
 
     /// Prints rows as left-aligned columns under a header.
