@@ -128,8 +128,10 @@ public enum Reports {
     /// Statistics per period, oldest first, for periods that hold any record. Totals are summed
     /// in SQL per period of the local calendar (``HealthStore/habitTotals(_:bounds:byCategory:)``).
     /// Per-day means divide by the period's days from the first record's day to `now`'s.
+    /// `history` (``habitHistory(_:calendar:now:)`` at the same `now` and time zone), when the
+    /// caller has it, saves reading every habit's daily totals again.
     public static func stats(_ store: HealthStore, period: StatsPeriod, range: DateRange = DateRange(),
-                             timeZone: TimeZone = .current, now: Date = Date()) async throws -> [PeriodStats] {
+                             timeZone: TimeZone = .current, now: Date = Date(), history: HabitHistory? = nil) async throws -> [PeriodStats] {
         let calendar = Calendar.gregorian(in: timeZone)
         guard let span = try await store.recordSpan(in: range) else { return [] }
         let periods = Periods(period, calendar: calendar, from: span.first, through: span.last)
@@ -168,18 +170,29 @@ public enum Reports {
         let goals = try await Self.goals(store)
         let days = Periods(.day, calendar: calendar, from: max(range.since ?? span.first, span.first),
                            through: max(min(now, range.until ?? now), span.last))
+        let periodTotals = try await store.everyHabitTotals(bounds: bounds)
+        // Daily totals for the goals: the history's when it has them (its days may start
+        // earlier: only those within `days` count), else read for `days`.
+        let goalDays: Periods, dayTotals: [String: [BucketTotal]]
+        if let history, let historyDays = history.days, historyDays.calendar == calendar {
+            (goalDays, dayTotals) = (historyDays, history.daily)
+        } else if goals.values.contains(where: { $0.period == .day }) {
+            (goalDays, dayTotals) = (days, try await store.everyHabitTotals(bounds: days.bounds))
+        } else {
+            (goalDays, dayTotals) = (days, [:])
+        }
         for name in try await Self.habitNames(store) {
-            let totals = try await store.habitTotals(name, bounds: bounds)
-            guard !totals.isEmpty else { continue }
+            guard let totals = periodTotals[Definition.key(name)], !totals.isEmpty else { continue }
             let goal = goals[Definition.key(name)].flatMap { $0.period == .day ? $0 : nil }
             var met: [Int: (met: Int, counted: Int)] = [:]
             if let goal {
-                let daily = Dictionary(try await store.habitTotals(name, bounds: days.bounds).map { ($0.bucket, $0) }) { a, _ in a }
-                for d in 0..<days.count where days.bounds[d] <= now {
-                    guard let p = periods.index(of: days.bounds[d]) else { continue }
+                let daily = Dictionary((dayTotals[Definition.key(name)] ?? []).map { ($0.bucket, $0) }) { a, _ in a }
+                for d in 0..<goalDays.count where goalDays.bounds[d] <= now && goalDays.bounds[d] >= days.bounds[0]
+                    && goalDays.bounds[d] < days.bounds[days.count] {
+                    guard let p = periods.index(of: goalDays.bounds[d]) else { continue }
                     let isMet = goal.isMet(daily[d])
                     // Today counts once met, or when an at-most goal is already exceeded.
-                    if days.bounds[d + 1] > now && !isMet && goal.currentCanStillBeMet { continue }
+                    if goalDays.bounds[d + 1] > now && !isMet && goal.currentCanStillBeMet { continue }
                     met[p, default: (0, 0)].counted += 1
                     if isMet { met[p, default: (0, 0)].met += 1 }
                 }

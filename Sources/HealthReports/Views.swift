@@ -2,38 +2,49 @@ public import Foundation
 import HealthModel
 public import HealthStore
 
+/// Every counted habit's progress up to a time, with the daily totals it was computed from.
+public struct HabitHistory: Sendable {
+    /// The local days from the earliest counted habit's start (its definition or first entry)
+    /// through now; nil when no habit is counted and nothing was vaped.
+    public var days: Periods?
+    /// Streaks and completion by day or by ISO week, sorted by habit name.
+    public var progress: [HabitProgress]
+    /// Vaping sessions per day of `days`.
+    public var vaping: [BucketTotal]
+    /// Every habit's entries per day of `days`, by case-folded name (``Definition/key(_:)``).
+    public var daily: [String: [BucketTotal]]
+
+    static let empty = HabitHistory(days: nil, progress: [], vaping: [], daily: [:])
+}
+
 /// The views' reads: what ``TodayReport``, ``HabitProgress`` and ``Achievements`` are computed
 /// from, read from the store with totals per local day summed in SQL.
 extension Reports {
-    /// Every counted habit's progress up to `now` (streaks by day or by ISO week), and the local
-    /// days from the earliest one's start (nil when no habit is counted and nothing was vaped).
-    public static func progress(_ store: HealthStore, calendar: Calendar, now: Date)
-        async throws -> (days: Periods?, progress: [HabitProgress], vaping: [BucketTotal])
-    {
+    /// Every counted habit's progress up to `now`: one read of every habit's daily totals (and
+    /// weekly ones when a goal is weekly), whatever the number of habits.
+    public static func habitHistory(_ store: HealthStore, calendar: Calendar, now: Date) async throws -> HabitHistory {
         var starts: [(HabitGoal, Date)] = []
+        let spans = try await store.everyHabitSpan()
         for d in try await store.definitions(.habit) {
             guard let goal = HabitGoal(d) else { continue }
-            let first = try await store.habitSpan(d.name)?.first
+            let first = spans[Definition.key(d.name)]?.first
             starts.append((goal, min(d.time, first ?? d.time)))
         }
-        let vapeStart = try await store.habitSpan(BuiltInHabit.vaping)?.first
-        guard let earliest = (starts.map(\.1) + [vapeStart].compactMap { $0 }).min(), earliest <= now else { return (nil, [], []) }
+        let vapeStart = spans[Definition.key(BuiltInHabit.vaping)]?.first
+        guard let earliest = (starts.map(\.1) + [vapeStart].compactMap { $0 }).min(), earliest <= now else { return .empty }
         let days = Periods(.day, calendar: calendar, from: earliest, through: now)
-        var weeks: Periods?
+        let daily = try await store.everyHabitTotals(bounds: days.bounds)
+        let weeks = starts.contains { $0.0.period == .week } ? Periods(.week, calendar: calendar, from: earliest, through: now) : nil
+        let weekly = if let weeks { try await store.everyHabitTotals(bounds: weeks.bounds) } else { [String: [BucketTotal]]() }
         var progress: [HabitProgress] = []
         for (goal, start) in starts {
-            let periods: Periods
-            if goal.period == .week {
-                if weeks == nil { weeks = Periods(.week, calendar: calendar, from: earliest, through: now) }
-                periods = weeks!
-            } else {
-                periods = days
-            }
-            let totals = try await store.habitTotals(goal.name, bounds: periods.bounds)
-            progress.append(HabitProgress.compute(goal, periods: periods, totals: totals, start: start, now: now))
+            let key = Definition.key(goal.name)
+            let (periods, totals) = goal.period == .week ? (weeks!, weekly[key]) : (days, daily[key])
+            progress.append(HabitProgress.compute(goal, periods: periods, totals: totals ?? [], start: start, now: now))
         }
-        let vaping = vapeStart == nil ? [] : try await store.habitTotals(BuiltInHabit.vaping, bounds: days.bounds)
-        return (days, progress.sorted { $0.habit.lowercased() < $1.habit.lowercased() }, vaping)
+        let vaping = daily[Definition.key(BuiltInHabit.vaping)] ?? []
+        return HabitHistory(days: days, progress: progress.sorted { $0.habit.lowercased() < $1.habit.lowercased() }, vaping: vaping,
+                            daily: daily)
     }
 
     /// Today's report at `now` in `calendar`'s time zone.
@@ -41,9 +52,8 @@ extension Reports {
         let dayStart = calendar.startOfDay(for: now)
         let today = DateRange(since: dayStart, until: now.addingTimeInterval(0.001))
         let todayBounds = [dayStart, now.addingTimeInterval(0.001)]
-        let (_, progress, _) = try await Self.progress(store, calendar: calendar, now: now)
         var byName: [String: HabitProgress] = [:]
-        for p in progress { byName[Definition.key(p.habit)] = p }
+        for p in try await Self.habitHistory(store, calendar: calendar, now: now).progress { byName[Definition.key(p.habit)] = p }
         let input = TodayInput(
             now: now, calendar: calendar, definitions: try await store.definitions(),
             events: try await store.habitEvents(in: today),
@@ -57,8 +67,8 @@ extension Reports {
 
     /// The achievements reached by `now`.
     public static func achievements(_ store: HealthStore, calendar: Calendar, now: Date) async throws -> [Achievement] {
-        let (days, progress, vaping) = try await Self.progress(store, calendar: calendar, now: now)
-        guard let days else { return [] }
-        return Achievements.compute(days: days, now: now, vaping: vaping, progress: progress)
+        let history = try await Self.habitHistory(store, calendar: calendar, now: now)
+        guard let days = history.days else { return [] }
+        return Achievements.compute(days: days, now: now, vaping: history.vaping, progress: history.progress)
     }
 }

@@ -11,15 +11,19 @@ extension HealthStore {
     /// One index seek per distinct name (a skip scan), not a pass over every event.
     static func spellings(_ db: Database, of name: String) throws -> [String] {
         let key = Definition.key(name)
-        let stored = try String.fetchAll(db, sql: """
-            WITH RECURSIVE n(name) AS (
-                SELECT min(habit) FROM habit_events
-                UNION ALL
-                SELECT (SELECT min(habit) FROM habit_events WHERE habit > n.name) FROM n WHERE n.name IS NOT NULL
-            ) SELECT name FROM n WHERE name IS NOT NULL
-            """)
+        let stored = try String.fetchAll(db, sql: "WITH RECURSIVE \(storedNamesCTE) SELECT name FROM n")
         return [name] + stored.filter { $0 != name && Definition.key($0) == key }
     }
+
+    /// A CTE `n(name)`: every name habit events are stored under, deleted ones included, by one
+    /// index seek per distinct name (a skip scan), not a pass over every event.
+    static let storedNamesCTE = """
+        n0(name) AS (
+            SELECT min(habit) FROM habit_events
+            UNION ALL
+            SELECT (SELECT min(habit) FROM habit_events WHERE habit > n0.name) FROM n0 WHERE n0.name IS NOT NULL),
+        n(name) AS MATERIALIZED (SELECT name FROM n0 WHERE name IS NOT NULL)
+        """
 
     /// `records` with each habit event's name spelled as its habit's definition (`reading` becomes
     /// `Reading` when `Reading` is defined): one name per habit for what drivers emit. Events of a

@@ -18,6 +18,12 @@ public struct BucketTotal: Sendable, Equatable {
         self.count = count
         self.sum = sum
     }
+
+    /// Adds another total of the same bucket (another spelling of a habit's name).
+    mutating func add(_ other: BucketTotal) {
+        count += other.count
+        sum += other.sum
+    }
 }
 
 /// Workout totals of one bucket.
@@ -52,8 +58,7 @@ extension HealthStore {
     }
 
     static func boundText(_ date: Date) -> String {
-        let text = ISO8601.string(date)
-        return text.contains(".") ? text : String(text.dropLast()) + ".000Z"
+        ISO8601.stringWithMilliseconds(date)
     }
 
     /// The bucket list as a CTE `r(i, s, e)`: bucket `i` from `s` (inclusive) to `e` (exclusive),
@@ -85,6 +90,65 @@ extension HealthStore {
                 GROUP BY r.i, \(key) ORDER BY r.i
                 """, arguments: StatementArguments([json] + names + HabitEvent.Mark.all.sorted())).map { BucketTotal(bucket: $0[0], key: $0[1], count: $0[2], sum: $0[3]) }
         }
+    }
+
+    /// Entries of every habit per bucket in one query: totals by the habit's case-folded name
+    /// (``Definition/key(_:)``), every spelling of it counted (`Reading` and `reading` add up),
+    /// buckets without entries left out, each habit's in order. What
+    /// ``habitTotals(_:bounds:byCategory:)`` gives for one habit (marks are not entries either),
+    /// for the views that want them all: one index seek per stored name and bucket.
+    public func everyHabitTotals(bounds: [Date]) async throws -> [String: [BucketTotal]] {
+        guard bounds.count > 1 else { return [:] }
+        let json = Self.boundsJSON(bounds)
+        let rows = try await reading { db in
+            try Row.fetchAll(db, sql: """
+                \(Self.bucketsCTE),
+                \(Self.storedNamesCTE)
+                SELECT n.name, r.i, count(*), total(h.value) FROM n CROSS JOIN r
+                JOIN habit_events h ON h.habit = n.name AND h.time >= r.s AND h.time < r.e
+                WHERE +h.deleted = 0 AND (h.label IS NULL OR h.label NOT IN \(Self.placeholders(HabitEvent.Mark.all.count)))
+                GROUP BY n.name, r.i
+                """, arguments: StatementArguments([json] + HabitEvent.Mark.all.sorted())).map { row -> (String, BucketTotal) in
+                (row[0], BucketTotal(bucket: row[1], count: row[2], sum: row[3]))
+            }
+        }
+        // Rows come grouped by stored name; spellings of one habit are merged by bucket.
+        var byName: [String: [BucketTotal]] = [:]
+        for (name, total) in rows { byName[name, default: []].append(total) }
+        var byKey: [String: [BucketTotal]] = [:]
+        for (name, totals) in byName {
+            let key = Definition.key(name)
+            guard let other = byKey[key] else {
+                byKey[key] = totals.sorted { $0.bucket < $1.bucket }
+                continue
+            }
+            var merged = Dictionary(other.map { ($0.bucket, $0) }) { a, _ in a }
+            for t in totals { merged[t.bucket, default: BucketTotal(bucket: t.bucket, count: 0, sum: 0)].add(t) }
+            byKey[key] = merged.values.sorted { $0.bucket < $1.bucket }
+        }
+        return byKey
+    }
+
+    /// The first and last entry of every habit that has one, by case-folded name (every
+    /// spelling counted): two index seeks per stored name, not a pass over every event.
+    public func everyHabitSpan() async throws -> [String: (first: Date, last: Date)] {
+        let rows = try await reading { db in
+            try Row.fetchAll(db, sql: """
+                WITH RECURSIVE \(Self.storedNamesCTE)
+                SELECT name, (SELECT min(time) FROM habit_events WHERE habit = n.name AND deleted = 0),
+                    (SELECT max(time) FROM habit_events WHERE habit = n.name AND deleted = 0) FROM n
+                """).compactMap { row -> (String, String, String)? in
+                guard let first: String = row[1], let last: String = row[2] else { return nil }
+                return (row[0], first, last)
+            }
+        }
+        var spans: [String: (first: Date, last: Date)] = [:]
+        for (name, first, last) in rows {
+            let (f, l) = (date(first), date(last))
+            let key = Definition.key(name)
+            spans[key] = spans[key].map { (min($0.first, f), max($0.last, l)) } ?? (f, l)
+        }
+        return spans
     }
 
     /// Measurements of `kind` per bucket: how many, and their total counted once where sources
@@ -186,15 +250,32 @@ extension HealthStore {
     /// The first and last record times over every record table (starts), within `range`, or nil
     /// when there are none.
     public func recordSpan(in range: DateRange = DateRange()) async throws -> (first: Date, last: Date)? {
-        let parts = [("workouts", "start_time", ""), ("sleep_sessions", "start_time", ""), ("habit_events", "time", ""),
-                     ("measurements", "time", "")]
+        // Each table's time index: by time alone, or after a group column (habit, kind). A
+        // grouped one is read by a skip scan over its groups, two seeks each, not a full pass.
+        let parts: [(table: String, group: String?, column: String)] = [
+            ("workouts", nil, "start_time"), ("sleep_sessions", nil, "start_time"), ("habit_events", "habit", "time"),
+            ("measurements", "kind", "time"),
+        ]
         return try await reading { db in
             var first: String?
             var last: String?
-            for (table, column, _) in parts {
+            for (table, group, column) in parts {
                 let (condition, arguments) = range.condition(column)
-                let row = try Row.fetchOne(db, sql: "SELECT min(\(column)), max(\(column)) FROM \(table) WHERE deleted = 0 AND \(condition)",
-                                           arguments: arguments)
+                let sql: String
+                if let group {
+                    let bound = "FROM \(table) WHERE \(group) = g.v AND deleted = 0 AND \(condition)"
+                    sql = """
+                        WITH RECURSIVE g0(v) AS (
+                            SELECT min(\(group)) FROM \(table)
+                            UNION ALL
+                            SELECT (SELECT min(\(group)) FROM \(table) WHERE \(group) > g0.v) FROM g0 WHERE g0.v IS NOT NULL),
+                        g(v) AS MATERIALIZED (SELECT v FROM g0 WHERE v IS NOT NULL)
+                        SELECT min(lo), max(hi) FROM (SELECT (SELECT min(\(column)) \(bound)) AS lo, (SELECT max(\(column)) \(bound)) AS hi FROM g)
+                        """
+                } else {
+                    sql = "SELECT min(\(column)), max(\(column)) FROM \(table) WHERE deleted = 0 AND \(condition)"
+                }
+                let row = try Row.fetchOne(db, sql: sql, arguments: group == nil ? arguments : arguments + arguments)
                 if let low: String = row?[0], first.map({ date(low) < date($0) }) ?? true { first = low }
                 if let high: String = row?[1], last.map({ date(high) > date($0) }) ?? true { last = high }
             }

@@ -48,8 +48,9 @@ struct StatsCommand: AsyncParsableCommand {
     func run() async throws {
         let store = try await database.open()
         let now = try asOf.now()
-        let stats = try await Reports.stats(store, period: StatsPeriod(rawValue: period)!, range: try range.range(), now: now)
-        let (_, progress, _) = try await Reports.progress(store, calendar: .gregorian(in: .current), now: now)
+        let history = try await Reports.habitHistory(store, calendar: .gregorian(in: .current), now: now)
+        let stats = try await Reports.stats(store, period: StatsPeriod(rawValue: period)!, range: try range.range(), now: now, history: history)
+        let progress = history.progress
         if output.json { return try Output.printJSON(StatsJSON(periods: stats, habits: progress)) }
         guard !stats.isEmpty else { return print("No records.") }
         // Volumes and masses in the preferred units (JSON keeps ml and kg).
