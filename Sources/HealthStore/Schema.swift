@@ -16,6 +16,7 @@ enum Schema {
         migrator.registerMigration("v7-definitions", migrate: createDefinitions)
         migrator.registerMigration("v8-record-versions", migrate: createRecordVersions)
         migrator.registerMigration("v9-sleep-assessment", migrate: addSleepAssessment)
+        migrator.registerMigration("v10-habit-totals-index", migrate: coverHabitTotals)
         return migrator
     }
 
@@ -351,6 +352,16 @@ enum Schema {
         try db.execute(sql: """
             ALTER TABLE sleep_sessions ADD COLUMN score INTEGER CHECK (score BETWEEN 0 AND 100);
             ALTER TABLE sleep_sessions ADD COLUMN awakenings INTEGER CHECK (awakenings >= 0);
+            """)
+    }
+
+    /// The habit index covers what the totals read (deleted, label, value after habit and
+    /// time): `stats` and `today` sum every habit per local day from the index alone, with no
+    /// lookup of each event's row (about a quarter of `stats --period week` over five years).
+    private static func coverHabitTotals(_ db: Database) throws {
+        try db.execute(sql: """
+            DROP INDEX habit_events_by_time;
+            CREATE INDEX habit_events_by_habit_time ON habit_events(habit, time, deleted, label, value);
             """)
     }
 }
