@@ -84,6 +84,19 @@ public struct Periods: Sendable {
         }
         return totals.values.sorted { ($0.bucket, $0.key ?? "") < ($1.bucket, $1.key ?? "") }
     }
+
+    /// `daily` (totals per bucket of `days`, local days of the same calendar) summed into these
+    /// periods, each day into the one that holds its start: weeks, months and years are whole
+    /// local days. Days outside these periods are left out.
+    public func regroup(_ daily: [BucketTotal], from days: Periods) -> [BucketTotal] {
+        var totals: [Int: BucketTotal] = [:]
+        for t in daily {
+            guard let i = index(of: days.bounds[t.bucket]) else { continue }
+            totals[i, default: BucketTotal(bucket: i, count: 0, sum: 0)].count += t.count
+            totals[i]!.sum += t.sum
+        }
+        return totals.values.sorted { $0.bucket < $1.bucket }
+    }
 }
 
 extension Calendar {

@@ -20,8 +20,8 @@ public struct HabitHistory: Sendable {
 /// The views' reads: what ``TodayReport``, ``HabitProgress`` and ``Achievements`` are computed
 /// from, read from the store with totals per local day summed in SQL.
 extension Reports {
-    /// Every counted habit's progress up to `now`: one read of every habit's daily totals (and
-    /// weekly ones when a goal is weekly), whatever the number of habits.
+    /// Every counted habit's progress up to `now`: one read of every habit's daily totals,
+    /// whatever the number of habits (weekly goals regroup them).
     public static func habitHistory(_ store: HealthStore, calendar: Calendar, now: Date) async throws -> HabitHistory {
         var starts: [(HabitGoal, Date)] = []
         let spans = try await store.everyHabitSpan()
@@ -35,7 +35,8 @@ extension Reports {
         let days = Periods(.day, calendar: calendar, from: earliest, through: now)
         let daily = try await store.everyHabitTotals(bounds: days.bounds)
         let weeks = starts.contains { $0.0.period == .week } ? Periods(.week, calendar: calendar, from: earliest, through: now) : nil
-        let weekly = if let weeks { try await store.everyHabitTotals(bounds: weeks.bounds) } else { [String: [BucketTotal]]() }
+        // A week is seven local days: weekly totals are the daily ones regrouped.
+        let weekly = weeks.map { weeks in daily.mapValues { weeks.regroup($0, from: days) } } ?? [:]
         var progress: [HabitProgress] = []
         for (goal, start) in starts {
             let key = Definition.key(goal.name)

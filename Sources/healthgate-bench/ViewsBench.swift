@@ -76,7 +76,9 @@ func viewsBenchmarks(rounds: Int = 15) async throws {
         _ = try await Reports.today(store, calendar: calendar, now: end)
         inProcess["today", default: []].append(now() - t0)
         t0 = now()
-        _ = try await Reports.stats(store, period: .week, timeZone: zone, now: end)
+        // As `healthgate stats` does: the habit history (streaks) once, shared with the stats.
+        let history = try await Reports.habitHistory(store, calendar: calendar, now: end)
+        _ = try await Reports.stats(store, period: .week, timeZone: zone, now: end, history: history)
         inProcess["stats", default: []].append(now() - t0)
     }
 

@@ -69,6 +69,14 @@ import Testing
             let stretch = every["stretch"]!.reduce(0) { $0 + $1.count }
             #expect(stretch == (10...40).filter { $0 % 5 > 1 }.count)
         }
+        // Daily totals regrouped into weeks and months equal those read per week and month.
+        let days = Periods(.day, calendar: c, from: c.date(byAdding: .day, value: -31, to: now)!, through: now)
+        let daily = try await store.everyHabitTotals(bounds: days.bounds)
+        for unit in [StatsPeriod.week, .month] {
+            let periods = Periods(unit, calendar: c, from: days.bounds[0], through: now)
+            let read = try await store.everyHabitTotals(bounds: periods.bounds)
+            #expect(daily.mapValues { periods.regroup($0, from: days) } == read, "\(unit)")
+        }
         let spans = try await store.everyHabitSpan()
         for (name, key) in [("hydration", "hydration"), ("Reading", "reading"), ("stretch", "stretch"), ("vaping", "vaping")] {
             let one = try await store.habitSpan(name)
