@@ -269,7 +269,8 @@ import TestSupport
 
     /// Summaries carry every habit's events per period: counts, value totals, categories
     /// (vaping per trigger, drink sizes); a new version replaces the old figures; a deleted
-    /// event counts for nothing.
+    /// event counts for nothing; a skipped day is not an entry; `Reading` and `reading` are one
+    /// habit under its definition's spelling (as the client counts them).
     @Test func summariesPerHabit() async throws {
         let scratch = try Scratch()
         let server = try await ServerProcess.start(databasePath: scratch.dbPath)
@@ -293,6 +294,11 @@ import TestSupport
             event("f1", "Flossing", "2026-03-02T22:00:00Z", value: 1),
             event("gone", "hydration", "2026-03-02T23:00:00Z", value: 1000, category: "custom", unit: "ml"),
             event("later", "reading", "2026-04-01T21:00:00Z", value: 12, unit: "pages"),
+            event("r2", "Reading", "2026-03-03T21:00:00Z", value: 10, unit: "pages"),
+            event("s1", "Flossing", "2026-03-03T22:00:00Z", value: nil, label: HabitEvent.Mark.skipped),
+            WireRecord(.definition(Definition(name: "reading", time: Make.date("2026-03-02T07:00:00Z"),
+                                              body: .habit(HabitDefinition(valueKind: .numeric, unit: "pages")),
+                                              source: Source(driver: "manual")))),
         ]
         #expect(try await api.uploadStatuses(records).allSatisfy { $0 == .accepted })
         #expect(try await api.send(.DELETE, "/v1/records/\(Make.id("gone").description)").status == 204)
@@ -309,20 +315,20 @@ import TestSupport
         }
         let week = try await summary("period=week&until=2026-03-08")
         #expect(week.buckets.count == 1)
-        #expect(week.buckets.first?.habitEvents == 11)
+        #expect(week.buckets.first?.habitEvents == 12)
         #expect(week.buckets.first?.habits == [
             H(habit: "Flossing", events: 1, value: 1),
             H(habit: "hydration", events: 3, value: 1080, unit: "ml",
               categories: [C(category: "bottle", events: 1), C(category: "custom", events: 1), C(category: "glass", events: 1)]),
             H(habit: "meal", events: 2, value: 1200, unit: "kcal"),
-            H(habit: "reading", events: 1, value: 30, unit: "pages"),
+            H(habit: "reading", events: 2, value: 40, unit: "pages"),
             H(habit: "vaping", events: 4, value: 4, categories: [C(category: "boredom", events: 1), C(category: "stress", events: 2)]),
         ])
         let days = try await summary("period=day&since=2026-03-03")
         #expect(days.buckets.map(\.start) == ["2026-03-03", "2026-04-01"])
         #expect(days.buckets.map(\.habits) == [
             [H(habit: "hydration", events: 1, value: 330, unit: "ml", categories: [C(category: "custom", events: 1)]),
-             H(habit: "meal", events: 1, value: 500, unit: "kcal")],
+             H(habit: "meal", events: 1, value: 500, unit: "kcal"), H(habit: "reading", events: 1, value: 10, unit: "pages")],
             [H(habit: "reading", events: 1, value: 12, unit: "pages")],
         ])
         // The JSON as the OpenAPI document describes it.

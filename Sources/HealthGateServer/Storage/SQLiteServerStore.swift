@@ -402,34 +402,51 @@ public final class SQLiteServerStore: ServerStore {
         let range: StatementArguments = [since?.start.timeIntervalSince1970 ?? -Double.greatestFiniteMagnitude,
                                          until?.end.timeIntervalSince1970 ?? Double.greatestFiniteMagnitude]
         return try await pool.read { db in
-            // Habit events per bucket, habit and category, from the stored bodies.
-            var habits: [String: [SummaryResponse.HabitTotal]] = [:]
+            // Habit events per bucket, habit and category, from the stored bodies. As the
+            // client counts them: skipped, unknown and not-done marks are not entries, and the
+            // spellings of one name (`Reading`, `reading`) are one habit, shown as its
+            // definition spells it (else the first spelling).
+            let marks = "(" + HabitEvent.Mark.all.sorted().map { "'\($0)'" }.joined(separator: ", ") + ")"
+            let counted = "coalesce(json_extract(body, '$.label'), '') NOT IN \(marks)"
+            var spelling: [String: String] = [:]
+            for name in try String.fetchAll(db, sql: """
+                SELECT json_extract(body, '$.name') FROM records
+                WHERE user_id = ? AND type = 'definition' AND body IS NOT NULL AND json_extract(body, '$.kind') = 'habit'
+                """, arguments: [userId]) {
+                spelling[Definition.key(name)] = name
+            }
+            var habits: [String: [String: SummaryResponse.HabitTotal]] = [:]
             let rows = try Row.fetchCursor(db, sql: """
                 SELECT \(bucket) AS bucket, json_extract(body, '$.habit') AS habit, json_extract(body, '$.category') AS category,
                        count(*) AS events, total(json_extract(body, '$.value')) AS value, max(json_extract(body, '$.unit')) AS unit
                 FROM records
-                WHERE user_id = ? AND type = 'habit' AND start_time >= ? AND start_time < ? AND body IS NOT NULL
+                WHERE user_id = ? AND type = 'habit' AND start_time >= ? AND start_time < ? AND body IS NOT NULL AND \(counted)
                 GROUP BY bucket, habit, category ORDER BY bucket, habit, category
                 """, arguments: [userId] + range)
             while let row = try rows.next() {
                 let start: String = row["bucket"]
-                let name = (row["habit"] as String?) ?? ""
+                let stored = (row["habit"] as String?) ?? ""
+                let key = Definition.key(stored)
                 let events: Int = row["events"]
-                var totals = habits[start] ?? []
-                if totals.last?.habit != name { totals.append(SummaryResponse.HabitTotal(habit: name, events: 0, value: 0)) }
-                totals[totals.count - 1].events += events
-                totals[totals.count - 1].value += row["value"] as Double
-                totals[totals.count - 1].unit = totals[totals.count - 1].unit ?? (row["unit"] as String?)
+                var total = habits[start]?[key] ?? SummaryResponse.HabitTotal(habit: spelling[key] ?? stored, events: 0, value: 0)
+                total.events += events
+                total.value += row["value"] as Double
+                total.unit = total.unit ?? (row["unit"] as String?)
                 if let category: String = row["category"] {
-                    totals[totals.count - 1].categories.append(SummaryResponse.CategoryCount(category: category, events: events))
+                    if let i = total.categories.firstIndex(where: { $0.category == category }) {
+                        total.categories[i].events += events
+                    } else {
+                        total.categories.append(SummaryResponse.CategoryCount(category: category, events: events))
+                        total.categories.sort { $0.category < $1.category }
+                    }
                 }
-                habits[start] = totals
+                habits[start, default: [:]][key] = total
             }
             return try Row.fetchAll(db, sql: """
                 SELECT \(bucket) AS bucket,
                        SUM(type = 'workout') AS workouts, SUM(active_s) AS active_s, SUM(distance_m) AS distance_m,
                        SUM(energy_kcal) AS energy_kcal, SUM(sleep_s) AS sleep_s,
-                       SUM(type = 'habit') AS habit_events, SUM(type = 'measurement') AS measurements
+                       SUM(type = 'habit' AND \(counted)) AS habit_events, SUM(type = 'measurement') AS measurements
                 FROM records
                 WHERE user_id = ? AND start_time >= ? AND start_time < ? AND body IS NOT NULL
                 GROUP BY bucket ORDER BY bucket
@@ -437,7 +454,7 @@ public final class SQLiteServerStore: ServerStore {
                 SummaryResponse.Bucket(start: row["bucket"], workouts: row["workouts"], activeS: row["active_s"],
                                        distanceM: row["distance_m"], energyKcal: row["energy_kcal"], sleepS: row["sleep_s"],
                                        habitEvents: row["habit_events"], measurements: row["measurements"],
-                                       habits: habits[row["bucket"]] ?? [])
+                                       habits: (habits[row["bucket"]] ?? [:]).values.sorted { $0.habit < $1.habit })
             }
         }
     }
