@@ -470,6 +470,6 @@ extension GadgetbridgeImporter {
 extension GadgetbridgeImporter {
     /// The registry's entry.
     public static let descriptor = DriverDescriptor.importer(
-        GadgetbridgeImporter.self, summary: "Gadgetbridge's exported database: Mi Band and Amazfit heart rate, steps and sleep; workouts",
+        GadgetbridgeImporter.self, summary: "Gadgetbridge's exported database or export zip: Mi Band, Amazfit, Zepp OS, Xiaomi and Colmi heart rate, steps and sleep; workouts",
         sample: PackageResources.sample_toml)
 }
