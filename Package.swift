@@ -20,6 +20,7 @@ let package = Package(
             "SyncProtocol",
             "ZipStream", "AppleHealthDriver",
             "CSVStream", "DaemonProtocol",
+            "GadgetbridgeDriver",
         ]),
     ],
     dependencies: [
