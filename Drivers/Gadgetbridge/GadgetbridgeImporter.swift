@@ -71,7 +71,8 @@ public struct GadgetbridgeImporter: FileImporter {
         var skipped = plan.skipped
         let pageSize = max(1, pageSize)
         for table in plan.sampleTables {
-            for (deviceID, device) in plan.devices {
+            let present = try await Self.devices(in: table.name, database, name: name)
+            for (deviceID, device) in plan.devices where present.contains(deviceID) {
                 var samples = DeviceSamples(device: device, table: table.name, file: name, sleep: table.sleep)
                 var after: Int64 = -1
                 while true {
@@ -89,13 +90,15 @@ public struct GadgetbridgeImporter: FileImporter {
             }
         }
         if plan.tables[GadgetbridgeSchema.colmiStages] != nil {
-            for (deviceID, device) in plan.devices {
+            let present = try await Self.devices(in: GadgetbridgeSchema.colmiStages, database, name: name)
+            for (deviceID, device) in plan.devices where present.contains(deviceID) {
                 skipped.add(try await colmiSleep(database, deviceID: deviceID, device: device, name: name, pageSize: pageSize, sink: sink),
                             "\(GadgetbridgeSchema.colmiStages) row(s) whose DURATION is not 1...\(StageMinutes.maxMinutes) minutes")
             }
         }
         if plan.tables[GadgetbridgeSchema.xiaomiNights] != nil, plan.tables[GadgetbridgeSchema.xiaomiStages] != nil {
-            for (deviceID, device) in plan.devices {
+            let present = try await Self.devices(in: GadgetbridgeSchema.xiaomiNights, database, name: name)
+            for (deviceID, device) in plan.devices where present.contains(deviceID) {
                 skipped.add(try await xiaomiSleep(database, deviceID: deviceID, device: device, name: name, pageSize: pageSize, sink: sink),
                             "\(GadgetbridgeSchema.xiaomiNights) row(s) whose WAKEUP_TIME is not within a day after TIMESTAMP")
             }
@@ -122,6 +125,16 @@ public struct GadgetbridgeImporter: FileImporter {
         }
         if let text = skipped.description {
             throw DecodeError(file: name, at: .file, text)
+        }
+    }
+
+    /// The devices with rows in `table` (one pass over it): a device's pages are read through
+    /// the primary key (TIMESTAMP, DEVICE_ID), so a device without rows would cost a whole pass.
+    private static func devices(in table: String, _ database: DatabaseQueue, name: String) async throws -> Set<Int64> {
+        try await reading(name) {
+            try await database.read { db in
+                Set(try Int64.fetchAll(db, sql: "SELECT DISTINCT DEVICE_ID FROM \(table) WHERE typeof(DEVICE_ID) = 'integer'"))
+            }
         }
     }
 
