@@ -20,6 +20,7 @@ let package = Package(
             "SyncProtocol",
             "ZipStream", "AppleHealthDriver",
             "CSVStream", "DaemonProtocol",
+            "GadgetbridgeDriver",
         ]),
     ],
     dependencies: [
@@ -99,7 +100,7 @@ let package = Package(
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
         // Gadgetbridge's exported SQLite database, read-only with GRDB: pure sample, raw-kind and
         // sleep rules, and the paged reader.
-        .target(name: "GadgetbridgeDriver", dependencies: ["HealthModel", "DriverKit", .product(name: "GRDB", package: "GRDB.swift")],
+        .target(name: "GadgetbridgeDriver", dependencies: ["HealthModel", "DriverKit", "ZipStream", .product(name: "GRDB", package: "GRDB.swift")],
                 path: "Drivers/Gadgetbridge", exclude: ["README.md", "tools"], resources: [.embedInCode("sample.toml")]),
         // Bluetooth LE: pure decoders of the standard GATT health and fitness profiles.
         .target(name: "GATTProfiles", dependencies: ["HealthModel"], path: "Drivers/BluetoothLE/Profiles"),

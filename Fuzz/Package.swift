@@ -23,6 +23,7 @@ let targets = [
     "fuzz-csv",
     "fuzz-exec",
     "fuzz-fit",
+    "fuzz-gadgetbridge",
     "fuzz-gatt",
     "fuzz-gpx",
     "fuzz-h4",

@@ -297,6 +297,24 @@ def csv_seeds() -> None:
     write("fuzz-csv", b"\x00a,\"b\"\"c\",\"d\r\ne\"\r\nf,g\rh,i\n\"\"\"\n")
 
 
+def gadgetbridge_seeds() -> None:
+    """Rows of Gadgetbridge's sleep tables as fuzz-gadgetbridge reads them: a family byte, then
+    rows of (choice, a, b, c[, stage count]), each 32-bit number as two little-endian halves, high
+    half first: the Colmi and Xiaomi nights of Fixtures/gadgetbridge/v151 and Zepp OS minutes."""
+    def number(v: int) -> bytes:
+        v &= 0xFFFFFFFF
+        return (v >> 16).to_bytes(2, "little") + (v & 0xFFFF).to_bytes(2, "little")
+
+    def row(choice: int, a: int, b: int, c: int, extra: bytes = b"") -> bytes:
+        return bytes([choice]) + number(a) + number(b) + bytes([c & 0xFF]) + extra
+    colmi = [(0, 40, 2), (2400, 60, 3), (6000, 20, 4), (7200, 10, 5), (7800, 100, 2), (21000, 3, 2)]
+    write("fuzz-gadgetbridge", b"\x01" + b"".join(row(0, a, b, c) for a, b, c in colmi))
+    write("fuzz-gadgetbridge", b"\x01" + row(1, 30_000, 25_170_000, 2, bytes([7])) + row(1, 0, 180_000, 3, bytes([0])))
+    zepp = [(60, 120, 10), (120, 120, 50 | 128), (180, 120, 60), (240, 115, 0), (300, 120, 42)]
+    write("fuzz-gadgetbridge", b"\x00" + b"".join(row(3, a, b, c) for a, b, c in zepp))
+    write("fuzz-gadgetbridge", b"\x01" + b"".join(row(2, 60 * i, 9 if i < 8 else 11, 0) for i in range(16)))
+
+
 def socket_seeds() -> None:
     """Daemon socket requests, each after a byte that picks how the input is cut into reads."""
     requests = [
@@ -325,6 +343,7 @@ def main() -> None:
     gatt_seeds()
     ble_seeds()
     csv_seeds()
+    gadgetbridge_seeds()
     socket_seeds()
     json_dictionary(sync_seeds())
     total = 0

@@ -1,7 +1,7 @@
 import CSVStream
 public import DriverKit
 public import Foundation
-import HealthModel
+public import HealthModel
 
 /// Imports any CSV file with a header row, by a mapping (the `[importers.csv]` table, or the file
 /// `healthgate import --mapping FILE` reads): which column is the time, the value, the unit, the
@@ -95,12 +95,19 @@ public struct CSVImporter: FileImporter {
     }
 
     /// Decodes a CSV read from `chunks` by `mapping` (`chunks` is called twice: every row is
-    /// checked before any is emitted, so a bad row anywhere stores nothing).
+    /// checked before any is emitted, so a bad row anywhere stores nothing). A row with the same
+    /// record id (kind or habit, and time) as one of the `window` rows before it is an error;
+    /// one further back is not looked for (memory stays bounded whatever the file's length), and
+    /// the store, which keeps the first record of an id and version, stores it once. Returns what
+    /// the check saw (for tests).
+    @discardableResult
     public static func decode<Chunks: AsyncSequence>(file: String, chunks: () -> Chunks, mapping: Settings.Mapping, driver: String = id,
-                                                     into sink: some RecordSink) async throws where Chunks.Element == [UInt8] {
+                                                     window: Int = RecentIDs.defaultCapacity,
+                                                     into sink: some RecordSink) async throws -> CheckStats where Chunks.Element == [UInt8] {
         let times = TimeReader(format: mapping.dateFormat, zone: mapping.zone)
         var columns: Columns?
-        var seen: Set<RecordID> = []
+        var recent = RecentIDs(capacity: window)
+        var stats = CheckStats()
         try await CSVRows.read(chunks(), file: file, delimiter: mapping.delimiter) { row in
             guard let found = columns else {
                 columns = try Columns(header: row, mapping: mapping, file: file)
@@ -108,10 +115,12 @@ public struct CSVImporter: FileImporter {
             }
             if row.isBlank { return }
             let record = try found.record(row, mapping: mapping, times: times, file: file, source: Source(driver: driver, file: file))
-            guard seen.count < 5_000_000 else { throw DecodeError(file: file, at: .line(row.line, column: 1), "more than 5000000 rows") }
-            guard seen.insert(record.id).inserted else {
-                throw DecodeError(file: file, at: .line(row.line, column: 1), "the same \(mapping.record.rawValue) and time as an earlier row")
+            guard recent.insert(record.id, line: row.line) else {
+                throw DecodeError(file: file, at: .line(row.line, column: 1),
+                                  "the same \(mapping.record.rawValue) and time as line \(recent.line(of: record.id) ?? 0)")
             }
+            stats.rows += 1
+            stats.mostIDsHeld = max(stats.mostIDsHeld, recent.count)
         }
         guard let columns else { throw DecodeError(file: file, at: .file, "empty file (a header row is needed)") }
         var batch: [HealthRecord] = []
@@ -129,6 +138,47 @@ public struct CSVImporter: FileImporter {
             }
         }
         if !batch.isEmpty { try await sink.emit(batch) }
+        return stats
+    }
+
+    /// What the checking pass saw: the rows checked and the most record ids it held at once.
+    public struct CheckStats: Sendable, Equatable {
+        public var rows = 0
+        public var mostIDsHeld = 0
+    }
+
+    /// The record ids of the last `capacity` rows and their lines, to find a row repeated nearby
+    /// in bounded memory: a ring of ids and a dictionary of the same ids. Pure.
+    public struct RecentIDs: Sendable {
+        /// 65,536 ids (a few MB).
+        public static let defaultCapacity = 65_536
+        public let capacity: Int
+        private var ring: [RecordID] = []
+        private var next = 0
+        private var lines: [RecordID: Int] = [:]
+
+        public init(capacity: Int) { self.capacity = max(1, capacity) }
+
+        /// The ids held (at most ``capacity``).
+        public var count: Int { lines.count }
+
+        /// The line of `id`, when it is among the recent ones.
+        public func line(of id: RecordID) -> Int? { lines[id] }
+
+        /// Adds `id` (seen on `line`), forgetting the oldest beyond ``capacity``; false, adding
+        /// nothing, when it is already among the recent ones.
+        public mutating func insert(_ id: RecordID, line: Int) -> Bool {
+            guard lines[id] == nil else { return false }
+            if ring.count < capacity {
+                ring.append(id)
+            } else {
+                lines[ring[next]] = nil
+                ring[next] = id
+                next = (next + 1) % capacity
+            }
+            lines[id] = line
+            return true
+        }
     }
 
     /// The mapped columns' indices in the header.

@@ -27,13 +27,29 @@ public struct ActivityRow: Sendable, Equatable {
     public var steps: Int?
     public var rawKind: Int?
     public var heartRate: Int?
+    /// `DEEP_SLEEP` and `REM_SLEEP` of `HUAMI_EXTENDED_ACTIVITY_SAMPLE`; nil elsewhere.
+    public var deepSleep: Int?
+    public var remSleep: Int?
 
-    public init(timestamp: Int64, steps: Int?, rawKind: Int?, heartRate: Int?) {
+    public init(timestamp: Int64, steps: Int?, rawKind: Int?, heartRate: Int?, deepSleep: Int? = nil, remSleep: Int? = nil) {
         self.timestamp = timestamp
         self.steps = steps
         self.rawKind = rawKind
         self.heartRate = heartRate
+        self.deepSleep = deepSleep
+        self.remSleep = remSleep
     }
+}
+
+/// Where a sample table's sleep comes from.
+public enum SleepSource: Sendable, Equatable {
+    /// `RAW_KIND` read by the device's family (``RawKindDecoder``): `MI_BAND_ACTIVITY_SAMPLE`.
+    case rawKinds
+    /// `RAW_KIND` 120 and the `DEEP_SLEEP` / `REM_SLEEP` columns (``FamilySleepCodes/huamiExtended(rawKind:deepSleep:remSleep:)``).
+    case huamiExtended
+    /// None in the rows: the family keeps its sleep in tables of its own (fed through
+    /// ``DeviceSamples/addSleep(time:kind:)``), or the table is not a minute table.
+    case none
 }
 
 /// Turns one device's minute samples of one table, in time order, into records: heart-rate
@@ -46,14 +62,16 @@ public struct DeviceSamples: Sendable {
     public let device: GadgetbridgeDevice
     public let table: String
     public let source: Source
+    public let sleepSource: SleepSource
     private var kinds: RawKindDecoder
     private var sleep = SleepSessionizer()
     /// The hour being summed: its start, the steps and the samples counted.
     private var hour: (start: Int64, steps: Int, samples: Int)?
 
-    public init(device: GadgetbridgeDevice, table: String, file: String) {
+    public init(device: GadgetbridgeDevice, table: String, file: String, sleep: SleepSource = .rawKinds) {
         self.device = device
         self.table = table
+        sleepSource = sleep
         source = Source(driver: GadgetbridgeImporter.id, device: device.key, file: file)
         kinds = RawKindDecoder(family: device.family)
     }
@@ -79,8 +97,19 @@ public struct DeviceSamples: Sendable {
                 hour!.samples += 1
             }
         }
-        if let night = sleep.add(time: t, kind: kinds.decode(row.rawKind ?? -1)) { out.append(sleepRecord(night)) }
+        let kind: MinuteKind? = switch sleepSource {
+        case .rawKinds: kinds.decode(row.rawKind ?? -1)
+        case .huamiExtended: FamilySleepCodes.huamiExtended(rawKind: row.rawKind ?? -1, deepSleep: row.deepSleep, remSleep: row.remSleep)
+        case .none: nil
+        }
+        if let kind, let night = sleep.add(time: t, kind: kind) { out.append(sleepRecord(night)) }
         return out
+    }
+
+    /// The night the next sleep minute (Unix seconds, time order) closes, for families whose
+    /// sleep is in tables of its own (Colmi's stages, Xiaomi's nights).
+    public mutating func addSleep(time: Int64, kind: MinuteKind) -> [HealthRecord] {
+        sleep.add(time: time, kind: kind).map { [sleepRecord($0)] } ?? []
     }
 
     /// The records still open after the last row: the last hour of steps, the last night.

@@ -3,78 +3,206 @@ public import DriverKit
 import Foundation
 import GRDB
 import HealthModel
+import ZipStream
 
-/// Imports the database Gadgetbridge exports on Android (a SQLite file named `Gadgetbridge`):
-/// Mi Band / Amazfit (Huami) minute samples as heart-rate readings, hourly steps and sleep
-/// sessions, and every device's workouts. See Drivers/Gadgetbridge/README.md for the rules.
+/// Imports the database Gadgetbridge exports on Android (a SQLite file named `Gadgetbridge`, or
+/// the app's export zip holding it as `database/Gadgetbridge`): minute samples of the Mi Band /
+/// Amazfit (Huami, Zepp OS), Xiaomi and Colmi families as heart-rate readings, hourly steps and
+/// sleep sessions, and every device's workouts. See Drivers/Gadgetbridge/README.md for the rules.
 ///
 /// The file is opened read-only and immutable (nothing is ever written next to it, not even a
 /// journal), checked (schema version, tables, columns, `PRAGMA quick_check`) before anything is
-/// read, then read a page of rows at a time on GRDB's queue.
+/// read, then read a page of rows at a time on GRDB's queue. A zip's database is first copied,
+/// streamed, to a private temporary file (``GadgetbridgeArchive``), removed whatever happens.
 public struct GadgetbridgeImporter: FileImporter {
     public static let id = "gadgetbridge"
 
     /// Rows read per query (at least 1): memory holds one page and the records it gives.
     public var pageSize = 10_000
+    /// The largest database a zip may hold (bytes inflated): a bound against zip bombs, and on
+    /// the temporary file. 8 GiB.
+    public var maxDatabaseBytes = 8 << 30
+    /// Where a zip's database is copied (a private folder made inside it); nil: `$TMPDIR`, else
+    /// `/tmp`.
+    public var temporaryDirectory: String?
+    private let context: DriverContext
 
     /// Takes no keys of its own (`[importers.gadgetbridge]` may hold `enabled` only).
-    public init(settings: NoSettings = NoSettings(), context: DriverContext = .standalone("gadgetbridge")) {}
+    public init(settings: NoSettings = NoSettings(), context: DriverContext = .standalone("gadgetbridge")) {
+        self.context = context
+    }
 
     /// An SQLite database without a file extension (Gadgetbridge names its export
     /// `Gadgetbridge`), or one of any name whose header's user version (the greenDAO schema
-    /// version) is above 25, the last of Loop Habit Tracker's `.db` backups. Whether it really is
-    /// Gadgetbridge's is decided by its tables, when it is read.
+    /// version) is above 25, the last of Loop Habit Tracker's `.db` backups; or a zip whose first
+    /// entry is one Gadgetbridge's export writes (`preferences/global.json`,
+    /// `database/Gadgetbridge`, `gadgetbridge.json`). Whether it really is Gadgetbridge's is
+    /// decided by its tables, when it is read.
     public static func canImport(_ probe: FileProbe) -> Bool {
+        if probe.head.starts(with: [0x50, 0x4B, 0x03, 0x04]) {
+            guard let first = ZipEntry.firstName(head: probe.head) else { return false }
+            return GadgetbridgeArchive.firstEntries.contains(first)
+        }
         guard probe.head.count >= 100, probe.head.starts(with: Array("SQLite format 3\0".utf8)) else { return false }
         let userVersion = probe.head[60..<64].reduce(0) { $0 << 8 | Int($1) }
         return probe.fileExtension.isEmpty || userVersion > 25
     }
 
     public func importFile(_ file: ImportSource, into sink: some RecordSink) async throws {
-        let path = file.path
-        let database = try await Self.open(path)
-        let plan = try await Self.check(database, path: path)
+        guard file.probe.head.starts(with: [0x50, 0x4B, 0x03, 0x04]) else {
+            try await importDatabase(at: file.path, named: file.path, into: sink)
+            return
+        }
+        let archive = try await ZipArchive.open(file, limits: ZipLimits(maxEntryBytes: maxDatabaseBytes))
+        let copy = try await GadgetbridgeArchive.copyDatabase(of: archive, into: temporaryDirectory, maxBytes: maxDatabaseBytes)
+        defer { copy.remove() }
+        try await importDatabase(at: copy.path, named: file.path + ":" + GadgetbridgeArchive.databaseEntry, into: sink)
+    }
+
+    /// Reads the database at `path`; errors and records name it `name`.
+    func importDatabase(at path: String, named name: String, into sink: some RecordSink) async throws {
+        let database = try await Self.open(path, named: name)
+        defer { try? database.close() }
+        let plan = try await Self.check(database, path: name)
+        if plan.version > GadgetbridgeSchema.newestVersion {
+            context.logger.warning(
+                "\(name): Gadgetbridge schema version \(plan.version) is newer than the newest checked (\(GadgetbridgeSchema.newestVersion)); read by its tables and columns, which are all there")
+        }
         var skipped = plan.skipped
         let pageSize = max(1, pageSize)
-        for (deviceID, device) in plan.devices {
-            var samples = DeviceSamples(device: device, table: GadgetbridgeSchema.samples, file: path)
-            var after: Int64 = -1
-            while true {
-                let (from, limit) = (after, pageSize)
-                let rows = try await Self.reading(path) {
-                    try await database.read { db in try Self.samples(db, deviceID: deviceID, after: from, limit: limit) }
+        for table in plan.sampleTables {
+            let present = try await Self.devices(in: table.name, database, name: name)
+            for (deviceID, device) in plan.devices where present.contains(deviceID) {
+                var samples = DeviceSamples(device: device, table: table.name, file: name, sleep: table.sleep)
+                var after: Int64 = -1
+                while true {
+                    let (from, limit) = (after, pageSize)
+                    let rows = try await Self.reading(name) {
+                        try await database.read { db in try Self.samples(db, table: table, deviceID: deviceID, after: from, limit: limit) }
+                    }
+                    var batch: [HealthRecord] = []
+                    for row in rows { batch += samples.add(row.row) }
+                    if rows.count < pageSize { batch += samples.finish() }
+                    if !batch.isEmpty { try await sink.emit(batch) }
+                    guard rows.count == pageSize, let last = rows.last else { break }
+                    after = last.key
                 }
-                var batch: [HealthRecord] = []
-                for row in rows { batch += samples.add(row) }
-                if rows.count < pageSize { batch += samples.finish() }
-                if !batch.isEmpty { try await sink.emit(batch) }
-                guard rows.count == pageSize, let last = rows.last else { break }
-                after = last.timestamp
+            }
+        }
+        if plan.tables[GadgetbridgeSchema.colmiStages] != nil {
+            let present = try await Self.devices(in: GadgetbridgeSchema.colmiStages, database, name: name)
+            for (deviceID, device) in plan.devices where present.contains(deviceID) {
+                skipped.add(try await colmiSleep(database, deviceID: deviceID, device: device, name: name, pageSize: pageSize, sink: sink),
+                            "\(GadgetbridgeSchema.colmiStages) row(s) whose DURATION is not 1...\(StageMinutes.maxMinutes) minutes")
+            }
+        }
+        if plan.tables[GadgetbridgeSchema.xiaomiNights] != nil, plan.tables[GadgetbridgeSchema.xiaomiStages] != nil {
+            let present = try await Self.devices(in: GadgetbridgeSchema.xiaomiNights, database, name: name)
+            for (deviceID, device) in plan.devices where present.contains(deviceID) {
+                skipped.add(try await xiaomiSleep(database, deviceID: deviceID, device: device, name: name, pageSize: pageSize, sink: sink),
+                            "\(GadgetbridgeSchema.xiaomiNights) row(s) whose WAKEUP_TIME is not within a day after TIMESTAMP")
             }
         }
         var afterID: Int64 = Int64.min
+        let heartRateTables = plan.sampleTables.filter { $0.heartRate != nil }
         while true {
             // Fewer workouts a page: each brings its minutes of heart rate.
             let (from, limit) = (afterID, max(1, min(pageSize, 100)))
-            let page = try await Self.reading(path) {
-                try await database.read { db in try Self.summaries(db, after: from, limit: limit) }
+            let page = try await Self.reading(name) {
+                try await database.read { db in try Self.summaries(db, after: from, limit: limit, heartRates: heartRateTables) }
             }
             var batch: [HealthRecord] = []
             for summary in page {
-                if let workout = Self.workout(summary, devices: plan.devicesByID, file: path) {
+                if let workout = Self.workout(summary, devices: plan.devicesByID, file: name) {
                     batch.append(.workout(workout))
                 } else {
-                    skipped.badWorkoutTimes += 1
+                    skipped.add(1, "\(GadgetbridgeSchema.summaries) row(s) whose START_TIME or END_TIME is not a time")
                 }
             }
             if !batch.isEmpty { try await sink.emit(batch) }
             guard page.count == limit, let last = page.last else { break }
             afterID = last.rowID
         }
-        try? database.close()
         if let text = skipped.description {
-            throw DecodeError(file: path, at: .file, text)
+            throw DecodeError(file: name, at: .file, text)
         }
+    }
+
+    /// The devices with rows in `table` (one pass over it): a device's pages are read through
+    /// the primary key (TIMESTAMP, DEVICE_ID), so a device without rows would cost a whole pass.
+    private static func devices(in table: String, _ database: DatabaseQueue, name: String) async throws -> Set<Int64> {
+        try await reading(name) {
+            try await database.read { db in
+                Set(try Int64.fetchAll(db, sql: "SELECT DISTINCT DEVICE_ID FROM \(table) WHERE typeof(DEVICE_ID) = 'integer'"))
+            }
+        }
+    }
+
+    /// A device's Colmi nights: its stage rows, a page at a time, as minutes. Returns the rows
+    /// skipped (a duration that is no stretch of sleep).
+    private func colmiSleep(_ database: DatabaseQueue, deviceID: Int64, device: GadgetbridgeDevice, name: String, pageSize: Int,
+                            sink: some RecordSink) async throws -> Int {
+        var nights = DeviceSamples(device: device, table: GadgetbridgeSchema.colmiStages, file: name, sleep: .none)
+        var after: Int64 = -1
+        var bad = 0
+        while true {
+            let (from, limit) = (after, pageSize)
+            let rows = try await Self.reading(name) {
+                try await database.read { db in
+                    try Row.fetchAll(db, sql: """
+                        SELECT TIMESTAMP, DURATION, STAGE FROM \(GadgetbridgeSchema.colmiStages)
+                        WHERE DEVICE_ID = ? AND TIMESTAMP > ? AND typeof(TIMESTAMP) = 'integer' AND TIMESTAMP <= \(Self.latestSeconds * 1000)
+                        ORDER BY TIMESTAMP LIMIT ?
+                        """, arguments: [deviceID, from, limit]).compactMap { row -> (Int64, Int?, Int?)? in
+                        guard let time = Self.integer(row[0]) else { return nil }
+                        return (time, Self.small(row[1]), Self.small(row[2]))
+                    }
+                }
+            }
+            var batch: [HealthRecord] = []
+            for (time, duration, stage) in rows {
+                guard let duration, let minutes = StageMinutes.colmi(timestampMs: time, durationMinutes: duration, stage: stage ?? -1) else {
+                    bad += 1
+                    continue
+                }
+                for minute in minutes { batch += nights.addSleep(time: minute.time, kind: minute.kind) }
+            }
+            if rows.count < pageSize { batch += nights.finish() }
+            if !batch.isEmpty { try await sink.emit(batch) }
+            guard rows.count == pageSize, let last = rows.last else { break }
+            after = last.0
+        }
+        return bad
+    }
+
+    /// A device's Xiaomi nights, a page at a time, each with its stages, as minutes. Returns the
+    /// nights skipped (no wake-up within a day after falling asleep).
+    private func xiaomiSleep(_ database: DatabaseQueue, deviceID: Int64, device: GadgetbridgeDevice, name: String, pageSize: Int,
+                             sink: some RecordSink) async throws -> Int {
+        var nights = DeviceSamples(device: device, table: GadgetbridgeSchema.xiaomiNights, file: name, sleep: .none)
+        var after: Int64 = -1
+        var bad = 0
+        // Fewer nights a page: each brings its stages.
+        let limit = max(1, min(pageSize, 100))
+        while true {
+            let from = after
+            let page = try await Self.reading(name) {
+                try await database.read { db in try Self.xiaomiNights(db, deviceID: deviceID, after: from, limit: limit) }
+            }
+            var batch: [HealthRecord] = []
+            for night in page {
+                guard let minutes = night.minutes else {
+                    bad += 1
+                    continue
+                }
+                for minute in minutes { batch += nights.addSleep(time: minute.time, kind: minute.kind) }
+            }
+            if page.count < limit { batch += nights.finish() }
+            if !batch.isEmpty { try await sink.emit(batch) }
+            guard page.count == limit, let last = page.last else { break }
+            after = last.startMs
+        }
+        return bad
     }
 }
 
@@ -85,27 +213,32 @@ extension GadgetbridgeImporter {
     /// 1970, is not a time and is skipped (counted in the error at the end).
     static let latestSeconds: Int64 = 253_402_300_799
 
-    /// What the checks found: the devices, in `_id` order, and what will be skipped.
+    /// What the checks found: the schema version, the tables, the devices in `_id` order, and
+    /// what will be skipped.
     struct Plan: Sendable {
+        var version: Int
+        var tables: [String: Set<String>]
+        var sampleTables: [GadgetbridgeSchema.SampleTable]
         var devices: [(id: Int64, device: GadgetbridgeDevice)]
         var devicesByID: [Int64: GadgetbridgeDevice]
         var skipped: Skipped
     }
 
-    /// Rows left out because no record can be made of them.
+    /// Rows left out because no record can be made of them: what, how many, in the order found.
     struct Skipped: Sendable {
-        var badSampleTimes = 0
-        var samplesWithoutDevice = 0
-        var badWorkoutTimes = 0
+        private(set) var counts: [(what: String, count: Int)] = []
+
+        mutating func add(_ count: Int, _ what: String) {
+            guard count > 0 else { return }
+            if let i = counts.firstIndex(where: { $0.what == what }) {
+                counts[i].count += count
+            } else {
+                counts.append((what, count))
+            }
+        }
 
         var description: String? {
-            var parts: [String] = []
-            if badSampleTimes > 0 { parts.append("\(badSampleTimes) \(GadgetbridgeSchema.samples) row(s) whose TIMESTAMP is not a time") }
-            if samplesWithoutDevice > 0 { parts.append("\(samplesWithoutDevice) \(GadgetbridgeSchema.samples) row(s) of no DEVICE row") }
-            if badWorkoutTimes > 0 {
-                parts.append("\(badWorkoutTimes) \(GadgetbridgeSchema.summaries) row(s) whose START_TIME or END_TIME is not a time")
-            }
-            return parts.isEmpty ? nil : "skipped " + parts.joined(separator: ", ")
+            counts.isEmpty ? nil : "skipped " + counts.map { "\($0.count) \($0.what)" }.joined(separator: ", ")
         }
     }
 
@@ -114,9 +247,9 @@ extension GadgetbridgeImporter {
     /// Opens `path` read-only and immutable (`file:...?immutable=1`): SQLite then takes no locks
     /// and writes no journal, WAL or shared-memory file, so the user's file and its folder are
     /// never touched. Opening blocks, so it happens on a queue of its own.
-    static func open(_ path: String) async throws -> DatabaseQueue {
+    static func open(_ path: String, named name: String) async throws -> DatabaseQueue {
         let uri = uri(path)
-        return try await reading(path) {
+        return try await reading(name) {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<DatabaseQueue, any Error>) in
                 openQueue.async {
                     var configuration = Configuration()
@@ -157,6 +290,11 @@ extension GadgetbridgeImporter {
         guard found.2 == ["ok"] else {
             throw DecodeError(file: path, at: .file, "the database is damaged (SQLite's quick_check: \(found.2.joined(separator: "; ")))")
         }
+        let tables = found.1
+        let sampleTables = GadgetbridgeSchema.presentSampleTables(tables)
+        // The tables whose rows are read one by one, each with its time unit.
+        let counted = sampleTables.map { ($0.name, $0.millis) }
+            + [(GadgetbridgeSchema.colmiStages, true), (GadgetbridgeSchema.xiaomiNights, true)].filter { tables[$0.0] != nil }
         return try await reading(path) {
             try await database.read { db -> Plan in
                 var devices: [(id: Int64, device: GadgetbridgeDevice)] = []
@@ -166,17 +304,20 @@ extension GadgetbridgeImporter {
                 }
                 let ids = devices.map { String($0.id) }.joined(separator: ",")
                 var skipped = Skipped()
-                skipped.badSampleTimes = try Int.fetchOne(db, sql: """
-                    SELECT count(*) FROM \(GadgetbridgeSchema.samples)
-                    WHERE typeof(TIMESTAMP) != 'integer' OR TIMESTAMP < 0 OR TIMESTAMP > \(latestSeconds)
-                    """) ?? 0
-                skipped.samplesWithoutDevice = try Int.fetchOne(db, sql: """
-                    SELECT count(*) FROM \(GadgetbridgeSchema.samples)
-                    WHERE typeof(TIMESTAMP) = 'integer' AND TIMESTAMP BETWEEN 0 AND \(latestSeconds)
-                      AND (typeof(DEVICE_ID) != 'integer' OR DEVICE_ID NOT IN (\(ids)))
-                    """) ?? 0
+                for (table, millis) in counted {
+                    let latest = latestSeconds * (millis ? 1000 : 1)
+                    skipped.add(try Int.fetchOne(db, sql: """
+                        SELECT count(*) FROM \(table)
+                        WHERE typeof(TIMESTAMP) != 'integer' OR TIMESTAMP < 0 OR TIMESTAMP > \(latest)
+                        """) ?? 0, "\(table) row(s) whose TIMESTAMP is not a time")
+                    skipped.add(try Int.fetchOne(db, sql: """
+                        SELECT count(*) FROM \(table)
+                        WHERE typeof(TIMESTAMP) = 'integer' AND TIMESTAMP BETWEEN 0 AND \(latest)
+                          AND (typeof(DEVICE_ID) != 'integer' OR DEVICE_ID NOT IN (\(ids)))
+                        """) ?? 0, "\(table) row(s) of no DEVICE row")
+                }
                 let byID = Dictionary(devices.map { ($0.id, $0.device) }, uniquingKeysWith: { first, _ in first })
-                return Plan(devices: devices, devicesByID: byID, skipped: skipped)
+                return Plan(version: found.0, tables: tables, sampleTables: sampleTables, devices: devices, devicesByID: byID, skipped: skipped)
             }
         }
     }
@@ -212,21 +353,58 @@ extension DatabaseValue {
 // MARK: - Reading rows
 
 extension GadgetbridgeImporter {
-    /// The next page of one device's samples after `after` (Unix seconds), in time order,
-    /// through the table's primary key (TIMESTAMP, DEVICE_ID).
-    static func samples(_ db: Database, deviceID: Int64, after: Int64, limit: Int) throws -> [ActivityRow] {
-        try Row.fetchAll(db, sql: """
-            SELECT TIMESTAMP, STEPS, RAW_KIND, HEART_RATE FROM \(GadgetbridgeSchema.samples)
-            WHERE DEVICE_ID = ? AND TIMESTAMP > ? AND typeof(TIMESTAMP) = 'integer' AND TIMESTAMP <= \(latestSeconds)
+    /// The next page of one device's rows of `table` after `after` (its `TIMESTAMP`, the key the
+    /// page goes on from), in time order, through the table's primary key (TIMESTAMP, DEVICE_ID);
+    /// rows of millisecond tables come with their time in seconds.
+    static func samples(_ db: Database, table: GadgetbridgeSchema.SampleTable, deviceID: Int64, after: Int64,
+                        limit: Int) throws -> [(key: Int64, row: ActivityRow)] {
+        let columns = [table.steps, table.rawKind, table.heartRate, table.deepSleep, table.remSleep].map { $0 ?? "NULL" }
+        let latest = latestSeconds * (table.millis ? 1000 : 1)
+        return try Row.fetchAll(db, sql: """
+            SELECT TIMESTAMP, \(columns.joined(separator: ", ")) FROM \(table.name)
+            WHERE DEVICE_ID = ? AND TIMESTAMP > ? AND typeof(TIMESTAMP) = 'integer' AND TIMESTAMP <= \(latest)
             ORDER BY TIMESTAMP LIMIT ?
             """, arguments: [deviceID, after, limit]).compactMap { row in
-            guard let time = integer(row[0]) else { return nil }
-            return ActivityRow(timestamp: time, steps: small(row[1]), rawKind: small(row[2]), heartRate: small(row[3]))
+            guard let key = integer(row[0]) else { return nil }
+            let time = table.millis ? key / 1000 : key
+            return (key, ActivityRow(timestamp: time, steps: small(row[1]), rawKind: small(row[2]), heartRate: small(row[3]),
+                                     deepSleep: small(row[4]), remSleep: small(row[5])))
         }
     }
 
-    private static func small(_ value: DatabaseValue) -> Int? {
+    static func small(_ value: DatabaseValue) -> Int? {
         integer(value).flatMap { Int32(exactly: $0) }.map(Int.init)
+    }
+
+    /// A `XIAOMI_SLEEP_TIME_SAMPLE` night as read: its start (ms) and its minutes, nil when it
+    /// is no night (``StageMinutes/xiaomi(startMs:wakeupMs:stages:)``).
+    struct XiaomiNight: Sendable {
+        var startMs: Int64
+        var minutes: [StageMinutes.Minute]?
+    }
+
+    /// The next page of one device's Xiaomi nights after `after` (ms), each with the stages
+    /// recorded from its start to its wake-up.
+    static func xiaomiNights(_ db: Database, deviceID: Int64, after: Int64, limit: Int) throws -> [XiaomiNight] {
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT TIMESTAMP, WAKEUP_TIME FROM \(GadgetbridgeSchema.xiaomiNights)
+            WHERE DEVICE_ID = ? AND TIMESTAMP > ? AND typeof(TIMESTAMP) = 'integer' AND TIMESTAMP <= \(latestSeconds * 1000)
+            ORDER BY TIMESTAMP LIMIT ?
+            """, arguments: [deviceID, after, limit])
+        return try rows.compactMap { row -> XiaomiNight? in
+            guard let start = integer(row[0]) else { return nil }
+            guard let wakeup = integer(row[1]), wakeup > start, wakeup - start <= Int64(StageMinutes.maxMinutes) * 60_000 else {
+                return XiaomiNight(startMs: start, minutes: nil)
+            }
+            let stages = try Row.fetchAll(db, sql: """
+                SELECT TIMESTAMP, STAGE FROM \(GadgetbridgeSchema.xiaomiStages)
+                WHERE DEVICE_ID = ? AND TIMESTAMP >= ? AND TIMESTAMP < ? AND typeof(TIMESTAMP) = 'integer' ORDER BY TIMESTAMP
+                """, arguments: [deviceID, start, wakeup]).compactMap { stage -> (timeMs: Int64, stage: Int)? in
+                guard let time = integer(stage[0]) else { return nil }
+                return (time, small(stage[1]) ?? -1)
+            }
+            return XiaomiNight(startMs: start, minutes: StageMinutes.xiaomi(startMs: start, wakeupMs: wakeup, stages: stages))
+        }
     }
 
     /// A `BASE_ACTIVITY_SUMMARY` row as read.
@@ -253,8 +431,9 @@ extension GadgetbridgeImporter {
     }
 
     /// The next page of workouts after row `after`, each with the heart rates its device's
-    /// samples hold during it (a workout of two weeks at most: validation refuses longer ones).
-    static func summaries(_ db: Database, after: Int64, limit: Int) throws -> [Summary] {
+    /// samples hold during it in `heartRates` tables (a workout of two weeks at most: validation
+    /// refuses longer ones), in time order.
+    static func summaries(_ db: Database, after: Int64, limit: Int, heartRates: [GadgetbridgeSchema.SampleTable]) throws -> [Summary] {
         var page = try Row.fetchAll(db, sql: """
             SELECT _id, START_TIME, END_TIME, ACTIVITY_KIND, DEVICE_ID FROM \(GadgetbridgeSchema.summaries)
             WHERE _id > ? ORDER BY _id LIMIT ?
@@ -266,15 +445,20 @@ extension GadgetbridgeImporter {
         for i in page.indices {
             guard let deviceID = page[i].deviceID, let span = page[i].span, span.endMs > span.startMs,
                   span.endMs - span.startMs <= Int64(PhysicalLimits.workoutSpanS) * 1000 else { continue }
-            // Samples from the first whole second at or after the start, before the end.
-            let from = (span.startMs + 999) / 1000, to = (span.endMs + 999) / 1000
-            page[i].heartRates = try Row.fetchAll(db, sql: """
-                SELECT TIMESTAMP, HEART_RATE FROM \(GadgetbridgeSchema.samples)
-                WHERE DEVICE_ID = ? AND TIMESTAMP >= ? AND TIMESTAMP < ? AND typeof(TIMESTAMP) = 'integer' ORDER BY TIMESTAMP
-                """, arguments: [deviceID, from, to]).compactMap { row in
-                guard let time = integer(row[0]), let bpm = small(row[1]), DeviceSamples.validHeartRate.contains(bpm) else { return nil }
-                return Summary.Reading(time: time, bpm: bpm)
+            var readings: [Summary.Reading] = []
+            for table in heartRates {
+                guard let column = table.heartRate else { continue }
+                // Samples from the first whole second (or millisecond) at or after the start, before the end.
+                let (from, to) = table.millis ? (span.startMs, span.endMs) : ((span.startMs + 999) / 1000, (span.endMs + 999) / 1000)
+                readings += try Row.fetchAll(db, sql: """
+                    SELECT TIMESTAMP, \(column) FROM \(table.name)
+                    WHERE DEVICE_ID = ? AND TIMESTAMP >= ? AND TIMESTAMP < ? AND typeof(TIMESTAMP) = 'integer' ORDER BY TIMESTAMP
+                    """, arguments: [deviceID, from, to]).compactMap { row in
+                    guard let time = integer(row[0]), let bpm = small(row[1]), DeviceSamples.validHeartRate.contains(bpm) else { return nil }
+                    return Summary.Reading(time: table.millis ? time / 1000 : time, bpm: bpm)
+                }
             }
+            page[i].heartRates = heartRates.count > 1 ? readings.sorted { $0.time < $1.time } : readings
         }
         return page
     }
@@ -299,6 +483,6 @@ extension GadgetbridgeImporter {
 extension GadgetbridgeImporter {
     /// The registry's entry.
     public static let descriptor = DriverDescriptor.importer(
-        GadgetbridgeImporter.self, summary: "Gadgetbridge's exported database: Mi Band and Amazfit heart rate, steps and sleep; workouts",
+        GadgetbridgeImporter.self, summary: "Gadgetbridge's exported database or export zip: Mi Band, Amazfit, Zepp OS, Xiaomi and Colmi heart rate, steps and sleep; workouts",
         sample: PackageResources.sample_toml)
 }

@@ -22,7 +22,7 @@ public enum GadgetbridgeFamily: String, Sendable, Equatable {
 
 /// What one minute sample says about sleep.
 public enum MinuteKind: Sendable, Equatable {
-    case light, deep
+    case light, deep, rem
     /// Anything that is not sleep: activity, not worn, charging, unknown.
     case awake
 
@@ -33,6 +33,7 @@ public enum MinuteKind: Sendable, Equatable {
         switch self {
         case .light: .light
         case .deep: .deep
+        case .rem: .rem
         case .awake: .awake
         }
     }
@@ -81,6 +82,43 @@ public struct RawKindDecoder: Sendable {
         switch kind {
         case 9: .light
         case 11: .deep
+        default: .awake
+        }
+    }
+}
+
+/// The sleep codes of the device families whose samples carry their own sleep columns or whose
+/// sleep lives in tables of its own (Gadgetbridge's sample providers of each family). Pure.
+public enum FamilySleepCodes {
+    /// `HUAMI_EXTENDED_ACTIVITY_SAMPLE` (Zepp OS bands, HuamiExtendedSampleProvider): `RAW_KIND`
+    /// 120 is sleep of any depth; the minute is REM when `REM_SLEEP & 127` is above 55, else deep
+    /// when `DEEP_SLEEP & 127` is above 42, else light. Every other kind (64 running, 115 not
+    /// worn, 118 charging, ...) is awake.
+    public static func huamiExtended(rawKind: Int, deepSleep: Int?, remSleep: Int?) -> MinuteKind {
+        guard rawKind == 120 else { return .awake }
+        if (remSleep ?? 0) & 127 > 55 { return .rem }
+        if (deepSleep ?? 0) & 127 > 42 { return .deep }
+        return .light
+    }
+
+    /// `COLMI_SLEEP_STAGE_SAMPLE.STAGE` (ColmiR0xConstants): 2 light, 3 deep, 4 REM, 5 awake;
+    /// any other code awake.
+    public static func colmi(_ stage: Int) -> MinuteKind {
+        switch stage {
+        case 2: .light
+        case 3: .deep
+        case 4: .rem
+        default: .awake
+        }
+    }
+
+    /// `XIAOMI_SLEEP_STAGE_SAMPLE.STAGE` (XiaomiSampleProvider, after the band's sleep details):
+    /// 2 deep, 3 light, 4 REM; any other code (awake, unknown) awake.
+    public static func xiaomi(_ stage: Int) -> MinuteKind {
+        switch stage {
+        case 2: .deep
+        case 3: .light
+        case 4: .rem
         default: .awake
         }
     }

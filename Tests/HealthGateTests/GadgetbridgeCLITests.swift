@@ -35,7 +35,7 @@ import TestSupport
         let result = try await CLI.run(["import", "--db", scratch.dbPath, path])
         #expect(result.status == 1)
         #expect(result.stdout.contains("FAILED"))
-        let message = "not a Gadgetbridge database: no DEVICE or MI_BAND_ACTIVITY_SAMPLE table (its tables: NOTES)"
+        let message = "not a Gadgetbridge database: no DEVICE table (its tables: NOTES)"
         #expect(result.stdout.contains("\(path): start of file: " + message), "\(result.stdout)")
     }
 
