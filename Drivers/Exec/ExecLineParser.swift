@@ -60,7 +60,8 @@ public struct ExecLineParser: Sendable {
             guard let habit = try fields.string("habit") else { throw fail("habit: missing key 'habit'") }
             let time = try fields.requiredTime("time", type)
             record = .habit(HabitEvent(
-                id: id("habit", habit, ISO8601.preciseString(time)), version: version, habit: habit, time: time,
+                // One habit, one name: `Reading` and `reading` at one time are one entry.
+                id: id("habit", Definition.key(habit), ISO8601.preciseString(time)), version: version, habit: habit, time: time,
                 value: try fields.double("value"), category: try fields.string("category"), unit: try fields.string("unit"),
                 label: try fields.string("label"), note: try fields.string("note"), source: source))
         case "sleep":

@@ -27,6 +27,13 @@ import Testing
         guard case .workout(let w)? = workout else { Issue.record("not a workout"); return }
         #expect(w.sport == "rowing" && w.distanceM == 6000 && w.avgHeartRate == 140)
         #expect(try parser.parse("", number: 6) == nil && parser.parse("  # comment", number: 7) == nil)
+        // One habit, one name: `Reading` and `reading` at the same time are one entry (the name
+        // as written is kept).
+        let upper = try parser.parse(#"{"type":"habit","habit":"Reading","time":"\#(t)","value":20}"#, number: 8)
+        let lower = try parser.parse(#"{"type":"habit","habit":" reading","time":"\#(t)","value":20}"#, number: 9)
+        #expect(upper?.id == lower?.id)
+        guard case .habit(let spelled)? = upper else { Issue.record("not a habit"); return }
+        #expect(spelled.habit == "Reading")
     }
 
     /// The optional keys of each type arrive where they belong; null is the same as absent.
