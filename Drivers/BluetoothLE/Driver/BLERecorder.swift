@@ -341,7 +341,8 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
                     statistics.devices[address.text, default: .init()].connections = connection
                     emit(.connected(address: address, connection: connection))
                 case .disconnected(let reason):
-                    emit(.disconnected(address: address, reason: reason.map { "\($0)" } ?? "transport closed"))
+                    // No reason: the host stack's transport closed, or BlueZ (which does not tell).
+                    emit(.disconnected(address: address, reason: reason.map { "\($0)" } ?? "no reason given"))
                 case .attemptFailed(let why):
                     emit(.retrying(address: address, after: .zero, reason: why))
                 case .retrying(let after):

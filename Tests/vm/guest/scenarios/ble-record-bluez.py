@@ -1,8 +1,9 @@
 """HealthGate's BlueZ backend against the guest's real bluetoothd: the peer's heart-rate
 peripheral on /dev/vhci, `healthgate ble scan --hci bluez --json` finds it, and `healthgate record
---hci bluez` records it into a SQLite file on the guest's disk; the stored heart-rate samples and
-RR intervals equal the peer's sent log exactly (values and order), and the battery level read on
-connecting is stored.
+--hci bluez` records it into a SQLite file on the guest's disk, through a link loss (the
+peripheral disconnects and stops advertising, then comes back: the recorder reconnects into the
+same workout); the stored heart-rate samples and RR intervals equal the peer's sent log exactly
+(values and order), and the battery level read on connecting is stored.
 
 Exact comparison: once enough samples are stored the peer is paused (`pause hr`: no new samples,
 the link and the subscription stay), the scenario waits until the database holds as many samples
@@ -158,14 +159,36 @@ def main() -> int:
         step(f"ble scan: {len(devices)} device(s), {HR_ADDRESS} with {found[0]['services']}")
 
         # record: until MIN_SAMPLES are stored, then pause the peer and stop when all are in.
-        record_log = open(os.path.join(RESULTS, "record.log"), "w")
+        record_log_path = os.path.join(RESULTS, "record.log")
+        record_log = open(record_log_path, "w")
+
+        def read_log() -> str:
+            with open(record_log_path, encoding="utf-8", errors="replace") as f:
+                return f.read()
         t0 = time.monotonic()
-        recorder = subprocess.Popen([BIN, "record", "--hci", "bluez", "--db", db, "--device", "auto", "--for", "120s"],
+        recorder = subprocess.Popen([BIN, "record", "--hci", "bluez", "--db", db, "--device", "auto", "--for", "300s"],
                                     stdout=record_log, stderr=subprocess.STDOUT)
         wait_for(lambda: len(stored(db, SAMPLES, (HR_ADDRESS,))) >= 1, 60, "the first stored sample")
         result["first_sample_s"] = round(time.monotonic() - t0, 2)
         step("first sample stored")
         wait_for(lambda: len(stored(db, SAMPLES, (HR_ADDRESS,))) >= MIN_SAMPLES, 60, f"{MIN_SAMPLES} stored samples")
+        sent_count = peer.control("pause hr")["sent"]
+        wait_for(lambda: len(stored(db, SAMPLES, (HR_ADDRESS,))) >= sent_count, 30,
+                 f"all {sent_count} samples the peer sent to be stored")
+        step(f"{sent_count} samples stored; the peripheral drops the link and stops advertising")
+
+        # Link loss: the peer disconnects (nothing in flight: it is paused) and comes back; the
+        # recorder sees the link end and its session reconnects through bluetoothd.
+        peer.control("stop hr")
+        wait_for(lambda: "disconnected" in read_log(), 30, "the recorder to see the link down")
+        t0 = time.monotonic()
+        peer.control("start hr")
+        peer.control("resume hr")
+        wait_for(lambda: "reconnected (connection 2)" in read_log(), 90, "the recorder to reconnect")
+        result["reconnect_s"] = round(time.monotonic() - t0, 2)
+        step("reconnected")
+        wait_for(lambda: len(stored(db, SAMPLES, (HR_ADDRESS,))) >= sent_count + MIN_SAMPLES, 60,
+                 f"{MIN_SAMPLES} more stored samples")
         sent_count = peer.control("pause hr")["sent"]
         wait_for(lambda: len(stored(db, SAMPLES, (HR_ADDRESS,))) >= sent_count, 30,
                  f"all {sent_count} samples the peer sent to be stored")
