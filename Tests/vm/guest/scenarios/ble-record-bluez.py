@@ -3,7 +3,9 @@ peripheral on /dev/vhci, `healthgate ble scan --hci bluez --json` finds it, and 
 --hci bluez` records it into a SQLite file on the guest's disk, through a link loss (the
 peripheral disconnects and stops advertising, then comes back: the recorder reconnects into the
 same workout); the stored heart-rate samples and RR intervals equal the peer's sent log exactly
-(values and order), and the battery level read on connecting is stored.
+(values and order), and the battery level read on connecting is stored. A thermometer, which indicates, is recorded at the same time (through
+StartNotify and PropertiesChanged, where the heart rate goes through AcquireNotify sockets): its
+stored temperatures equal its sent log too.
 
 Exact comparison: once enough samples are stored the peer is paused (`pause hr`: no new samples,
 the link and the subscription stay), the scenario waits until the database holds as many samples
@@ -30,6 +32,7 @@ WORK = os.environ["HG_WORK"]
 BIN = os.environ["HG_BIN"]
 PEER = os.path.join(SHARE, "peers", "ble_peer.py")
 HR_ADDRESS = "C0:4E:47:00:00:01"
+MIN_THERMO = 4  # thermometer readings stored before the end
 BLUEZ = "org.bluez"
 MIN_SAMPLES = 12  # samples stored before the peer is paused
 BATTERY_PERCENT = 87  # what the peer's heart-rate sensor reports
@@ -62,7 +65,7 @@ class Peer:
         self.control_path = "/run/hg-peer.sock"
         self.proc = subprocess.Popen(
             [sys.executable, PEER, "--listen", "vhci", "--control", f"unix:{self.control_path}",
-             "--peripheral", "hr", "--rate", "4", "--sent-log", self.sent_log, "-v"],
+             "--peripheral", "hr", "--peripheral", "thermometer", "--rate", "4", "--sent-log", self.sent_log, "-v"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
         ready, _, _ = select.select([self.proc.stdout], [], [], 60)
         line = self.proc.stdout.readline() if ready else b""
@@ -117,6 +120,7 @@ def stored(db: str, sql: str, args=()) -> list:
 
 SAMPLES = ("SELECT s.heart_rate FROM samples s JOIN workouts w ON w.id = s.workout_id "
            "WHERE w.source_device = ? ORDER BY w.start_time, s.seq")
+TEMPERATURES = "SELECT value FROM measurements WHERE kind = 'temperature' ORDER BY time"
 RR = ("SELECT r.rr_s FROM rr_intervals r JOIN workouts w ON w.id = r.workout_id "
       "WHERE w.source_device = ? ORDER BY w.start_time, r.seq")
 
@@ -166,7 +170,8 @@ def main() -> int:
             with open(record_log_path, encoding="utf-8", errors="replace") as f:
                 return f.read()
         t0 = time.monotonic()
-        recorder = subprocess.Popen([BIN, "record", "--hci", "bluez", "--db", db, "--device", "auto", "--for", "300s"],
+        recorder = subprocess.Popen([BIN, "record", "--hci", "bluez", "--db", db, "--device", "auto", "--device", "service:1809",
+                                     "--for", "300s"],
                                     stdout=record_log, stderr=subprocess.STDOUT)
         wait_for(lambda: len(stored(db, SAMPLES, (HR_ADDRESS,))) >= 1, 60, "the first stored sample")
         result["first_sample_s"] = round(time.monotonic() - t0, 2)
@@ -192,7 +197,12 @@ def main() -> int:
         sent_count = peer.control("pause hr")["sent"]
         wait_for(lambda: len(stored(db, SAMPLES, (HR_ADDRESS,))) >= sent_count, 30,
                  f"all {sent_count} samples the peer sent to be stored")
-        step(f"{sent_count} samples stored, stopping the recording")
+        # The thermometer indicates (StartNotify and PropertiesChanged Value, not AcquireNotify).
+        wait_for(lambda: len(stored(db, TEMPERATURES)) >= MIN_THERMO, 60, f"{MIN_THERMO} stored temperatures")
+        thermo_count = peer.control("pause thermometer")["sent"]
+        wait_for(lambda: len(stored(db, TEMPERATURES)) >= thermo_count, 30,
+                 f"all {thermo_count} temperatures the peer sent to be stored")
+        step(f"{sent_count} samples and {thermo_count} temperatures stored, stopping the recording")
         recorder.send_signal(signal.SIGINT)
         rc = recorder.wait(60)
         result["record_exit"] = rc
@@ -211,6 +221,14 @@ def main() -> int:
         if len(rr_stored) != len(rr_sent) or any(abs(a - b) > 1e-12 for a, b in zip(rr_stored, rr_sent)):
             raise AssertionError(f"stored RR intervals != sent log:\n{rr_stored}\n{rr_sent}")
         step(f"stored == sent log: {len(bpm_sent)} heart rates, {len(rr_sent)} RR intervals")
+
+        thermo_sent = sorted(r["fields"]["temperature_c"] for r in peer.sent()
+                             if r["peripheral"] == "thermometer" and r.get("malformed") is None)
+        thermo_stored = sorted(row[0] for row in stored(db, TEMPERATURES))
+        result.update(thermo_sent=len(thermo_sent), thermo_stored=len(thermo_stored))
+        if len(thermo_stored) != len(thermo_sent) or any(abs(a - b) > 1e-6 for a, b in zip(thermo_stored, thermo_sent)):
+            raise AssertionError(f"stored temperatures != sent log:\n{thermo_stored}\n{thermo_sent}")
+        step(f"stored == sent log: {len(thermo_sent)} indicated temperatures")
 
         workouts = stored(db, "SELECT in_progress, source_driver FROM workouts WHERE source_device = ?", (HR_ADDRESS,))
         if workouts != [(0, "ble")]:
