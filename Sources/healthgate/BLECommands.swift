@@ -12,7 +12,8 @@ struct BLECommand: AsyncParsableCommand {
         commandName: "ble", abstract: "Bluetooth LE: find devices, watch their live readings, replay captures.",
         discussion: """
             --hci names the controller: bluez (the system's bluetoothd over D-Bus, sharing its \
-            first adapter; bluez:hci1 for another one), hci0 (an adapter handed to HealthGate \
+            first adapter; bluez:hci1 for another one), auto (bluez when bluetoothd runs, else \
+            the first hciN), hci0 (an adapter handed to HealthGate \
             through the HCI user channel), tcp:HOST:PORT or unix:PATH (an H4 stream, e.g. an \
             emulated controller), or serial:/dev/ttyACM0[:baud] (a UART controller). With the \
             own host stack (all but bluez), --snoop FILE records the session as a \
@@ -23,7 +24,7 @@ struct BLECommand: AsyncParsableCommand {
 
 /// `--hci` and `--snoop`, shared by the BLE commands that talk to a controller.
 struct ControllerOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The controller: bluez[:hciN] (through bluetoothd), hci0, tcp:HOST:PORT, unix:PATH or serial:/dev/ttyACM0[:baud].",
+    @Option(help: ArgumentHelp("The controller: bluez[:hciN] (through bluetoothd), auto, hci0, tcp:HOST:PORT, unix:PATH or serial:/dev/ttyACM0[:baud].",
                                valueName: "ADDR"))
     var hci: String
 
@@ -56,7 +57,10 @@ struct ControllerOptions: ParsableArguments {
     /// Opens and initializes the controller, runs `body` with it, and closes it afterwards
     /// whether `body` succeeded or threw.
     func withController<T>(_ body: (any BLECentral) async throws -> T) async throws -> T {
-        if case .bluez(let adapter) = try address() {
+        let controller: BLEController
+        do { controller = try await address().resolve() } catch let error as BLERuntimeError { throw RuntimeFailure("\(hci): \(error)") }
+        if case .bluez(let adapter) = controller {
+            if snoop != nil { throw RuntimeFailure("--snoop: \(hci) is BlueZ here; a capture needs the own host stack (with BlueZ use btmon)") }
             let central: BlueZCentral
             do { central = try await BlueZCentral.open(BlueZCentral.Configuration(adapter: adapter)) } catch {
                 throw RuntimeFailure("\(hci): \(error)")
@@ -70,7 +74,8 @@ struct ControllerOptions: ParsableArguments {
                 throw error
             }
         }
-        let runtime = try await start()
+        guard case .host(let address) = controller else { throw RuntimeFailure("\(hci): no controller") }
+        let runtime = try await start(address)
         do {
             let result = try await body(runtime)
             await runtime.close()
@@ -82,8 +87,7 @@ struct ControllerOptions: ParsableArguments {
     }
 
     /// Opens and initializes the controller (the own host stack).
-    private func start() async throws -> HostRuntime {
-        guard case .host(let address) = try address() else { throw RuntimeFailure("\(hci): not a controller of the own host stack") }
+    private func start(_ address: TransportAddress) async throws -> HostRuntime {
         var configuration = HostRuntime.Configuration()
         configuration.snoopPath = try snoopPath()
         let runtime: HostRuntime

@@ -1,6 +1,7 @@
 import BLEBlueZ
 import BLEHost
 import BLERuntime
+import Foundation
 import Testing
 
 /// The pure model of bluetoothd's object tree, fed message contents built here (the shapes
@@ -226,5 +227,36 @@ struct BlueZObjectTreeTests {
         #expect(DBusValue.int16(-5).int == -5)
         #expect(DBusValue.array([]).properties == [:])
         #expect(DBusValue.dict([DBusEntry(.uint16(1), .bool(true))]).properties == nil)
+    }
+}
+
+/// `auto`: BlueZ when bluetoothd runs, else the lowest-numbered adapter the kernel lists.
+struct AutoControllerTests {
+    @Test func autoPicksBlueZWhenItRunsElseTheFirstAdapter() throws {
+        #expect(try BLEController(parsing: "auto") == .auto)
+        #expect(BLEController.auto.description == "auto")
+        #expect(BLEController.auto.resolved(bluezRunning: true, adapters: ["hci0"]) == .bluez(adapter: nil))
+        #expect(BLEController.auto.resolved(bluezRunning: true, adapters: []) == .bluez(adapter: nil))
+        #expect(BLEController.auto.resolved(bluezRunning: false, adapters: ["hci10", "hci2", "hci1"]) == .host(.hci(index: 1)))
+        #expect(BLEController.auto.resolved(bluezRunning: false, adapters: ["hcix", "other"]) == nil)
+        #expect(BLEController.auto.resolved(bluezRunning: false, adapters: []) == nil)
+        // Anything but auto stays as it is.
+        #expect(BLEController.host(.hci(index: 3)).resolved(bluezRunning: true, adapters: ["hci0"]) == .host(.hci(index: 3)))
+        #expect(BLEController.bluez(adapter: "hci1").resolved(bluezRunning: false, adapters: []) == .bluez(adapter: "hci1"))
+    }
+
+    /// On this machine (no system bus, no kernel Bluetooth) auto has nothing to pick: the error
+    /// says why, without hanging.
+    @Test func autoWithoutBlueZOrAdaptersIsExplained() async throws {
+        let running = await BlueZCentral.isRunning()
+        let adapters = (try? FileManager.default.contentsOfDirectory(atPath: "/sys/class/bluetooth")) ?? []
+        let expected = BLEController.auto.resolved(bluezRunning: running, adapters: adapters)
+        do {
+            let controller = try await BLEController.auto.resolve()
+            #expect(controller == expected)
+        } catch {
+            #expect(expected == nil)
+            #expect(error.description.contains("bluetoothd is not running") && error.description.contains("no Bluetooth adapter"))
+        }
     }
 }

@@ -585,3 +585,35 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
         }
     }
 }
+
+extension BlueZCentral {
+    /// True when some program (bluetoothd) owns `org.bluez` on the system bus.
+    public static func isRunning() async -> Bool {
+        guard let bus = try? await SDBus.openSystem() else { return false }
+        defer { bus.close() }
+        let owner: String? = try? await onBus(bus, timeout: .seconds(10)) { (reply: Reply<String>) in
+            bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner", [.string(BlueZ.service)],
+                     timeout: .seconds(5)) { result in
+                switch result {
+                case .success(let args): reply.succeed(args.first?.string ?? "")
+                case .failure(let error): reply.fail(.bluez("\(error)"))
+                }
+            }
+        }
+        return owner?.isEmpty == false
+    }
+}
+
+extension BLEController {
+    /// Decides `auto` on this machine (see `resolved(bluezRunning:adapters:)`): asks the system
+    /// bus whether bluetoothd runs and lists the kernel's adapters (`/sys/class/bluetooth`).
+    public func resolve() async throws(BLERuntimeError) -> BLEController {
+        guard self == .auto else { return self }
+        let running = await BlueZCentral.isRunning()
+        let adapters = (try? FileManager.default.contentsOfDirectory(atPath: "/sys/class/bluetooth")) ?? []
+        guard let controller = resolved(bluezRunning: running, adapters: adapters) else {
+            throw .bluez("bluetoothd is not running (org.bluez has no owner on the system bus) and the kernel lists no Bluetooth adapter")
+        }
+        return controller
+    }
+}

@@ -18,7 +18,8 @@ public struct BLERecorder: DeviceDriver {
 
     public struct Configuration: Sendable {
         /// The controller: `hci0`, `tcp:HOST:PORT`, `unix:PATH` or `serial:/dev/ttyACM0[:baud]` for
-        /// the own host stack; `bluez` or `bluez:hci1` for BlueZ.
+        /// the own host stack; `bluez` or `bluez:hci1` for BlueZ; `auto` for BlueZ when bluetoothd
+        /// runs, else the first `hciN`.
         public var controller: BLEController
         /// The devices to record (default: any heart-rate sensor).
         public var devices: [DeviceSelector] = [.auto]
@@ -71,7 +72,7 @@ public struct BLERecorder: DeviceDriver {
 
         public init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
-            let hci = try c.decode(String.self, forKey: .hci, required: "the controller: hci0, bluez[:hciN], tcp:HOST:PORT, unix:PATH or serial:DEVICE")
+            let hci = try c.decode(String.self, forKey: .hci, required: "the controller: auto, bluez[:hciN], hci0, tcp:HOST:PORT, unix:PATH or serial:DEVICE")
             do { controller = try BLEController(parsing: hci) } catch { throw c.configError(.hci, "\(error)") }
             if c.contains(.devices) {
                 // A list of selectors, or one.
@@ -126,8 +127,11 @@ public struct BLERecorder: DeviceDriver {
     /// Opens the controller, records until the task is cancelled, hands the last batch (workouts
     /// completed) to the sink and closes the controller.
     public func run(into sink: some RecordSink) async throws {
-        guard case .host(let controller) = configuration.controller else {
-            return try await runBlueZ(into: sink)
+        let controller: TransportAddress
+        switch try await configuration.controller.resolve() {
+        case .host(let address): controller = address
+        case .bluez(let adapter): return try await runBlueZ(adapter: adapter, into: sink)
+        case .auto: throw BLERuntimeError.bluez("auto: no backend")  // resolve() decides auto
         }
         var runtimeConfiguration = HostRuntime.Configuration()
         runtimeConfiguration.snoopPath = configuration.snoopPath
@@ -144,8 +148,10 @@ public struct BLERecorder: DeviceDriver {
 
     /// Through bluetoothd: opens the adapter over D-Bus (discovery filtered to the selectors'
     /// services when they allow), records until the task is cancelled and closes it.
-    private func runBlueZ(into sink: some RecordSink) async throws {
-        guard case .bluez(let adapter) = configuration.controller else { return }
+    private func runBlueZ(adapter: String?, into sink: some RecordSink) async throws {
+        guard configuration.snoopPath == nil else {
+            throw BLERuntimeError.bluez("a btsnoop capture needs the own host stack (with BlueZ use btmon)")
+        }
         var c = BlueZCentral.Configuration(adapter: adapter)
         c.discoveryServices = DeviceSelector.discoveryServices(configuration.devices)
         let central = try await BlueZCentral.open(c)

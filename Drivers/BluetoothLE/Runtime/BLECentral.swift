@@ -59,13 +59,18 @@ extension GATTClient: BLEConnection {}
 ///     hci0, tcp:HOST:PORT, unix:PATH, serial:PATH[:BAUD]   the own host stack (`TransportAddress`)
 ///     bluez                                                 bluetoothd's first adapter, over D-Bus
 ///     bluez:hci1                                            bluetoothd's adapter hci1
+///     auto                                                  BlueZ when bluetoothd runs, else the first hciN
 public enum BLEController: Hashable, Sendable, CustomStringConvertible {
     case host(TransportAddress)
     /// BlueZ; `adapter` is the adapter's name (`hci1`), nil for the first one.
     case bluez(adapter: String?)
+    /// Decided when the recorder starts (`resolve`).
+    case auto
 
     public init(parsing text: String) throws(TransportAddressError) {
-        if text == "bluez" {
+        if text == "auto" {
+            self = .auto
+        } else if text == "bluez" {
             self = .bluez(adapter: nil)
         } else if text.hasPrefix("bluez:") {
             let name = text.dropFirst("bluez:".count)
@@ -83,6 +88,20 @@ public enum BLEController: Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .host(let address): address.description
         case .bluez(let adapter): adapter.map { "bluez:\($0)" } ?? "bluez"
+        case .auto: "auto"
         }
+    }
+
+    /// What `auto` means here: BlueZ when bluetoothd owns `org.bluez` on the system bus (it owns
+    /// the adapters then), else the first adapter the kernel lists for the own host stack; nil
+    /// when there is neither. Other controllers stay as they are.
+    public func resolved(bluezRunning: Bool, adapters: [String]) -> BLEController? {
+        guard self == .auto else { return self }
+        if bluezRunning { return .bluez(adapter: nil) }
+        let indexes = adapters.compactMap { name -> UInt16? in
+            guard name.hasPrefix("hci") else { return nil }
+            return UInt16(name.dropFirst(3))
+        }
+        return indexes.min().map { .host(.hci(index: $0)) }
     }
 }

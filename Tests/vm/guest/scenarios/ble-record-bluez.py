@@ -162,6 +162,13 @@ def main() -> int:
             raise AssertionError(f"ble scan did not list {HR_ADDRESS} with service 180D: {devices}")
         step(f"ble scan: {len(devices)} device(s), {HR_ADDRESS} with {found[0]['services']}")
 
+        # --hci auto picks BlueZ, since bluetoothd runs.
+        scan = subprocess.run([BIN, "ble", "scan", "--hci", "auto", "--json", "--for", "4s"],
+                              capture_output=True, text=True, timeout=60)
+        if scan.returncode != 0 or HR_ADDRESS not in scan.stdout:
+            raise AssertionError(f"ble scan --hci auto (exit {scan.returncode}) did not list {HR_ADDRESS}: {scan.stdout} {scan.stderr}")
+        step("ble scan --hci auto: through BlueZ too")
+
         # record: until MIN_SAMPLES are stored, then pause the peer and stop when all are in.
         record_log_path = os.path.join(RESULTS, "record.log")
         record_log = open(record_log_path, "w")
