@@ -80,37 +80,43 @@ final class SDBus: @unchecked Sendable {
         post { self.running = false }
     }
 
+    /// The thread's loop. After the bus connection is lost it goes on (without the bus) until
+    /// `close()`, so posted work still runs and its calls fail at once instead of waiting forever.
     private func loop() {
         var buffer = [UInt8](repeating: 0, count: 64)
         while running {
-            guard let bus else { break }
-            var r: Int32
-            repeat { r = sd_bus_process(bus, nil) } while r > 0
-            if r < 0 {
-                connectionLost(Self.failure(r, "system bus"))
-                continue
+            if let bus {
+                var r: Int32
+                repeat { r = sd_bus_process(bus, nil) } while r > 0
+                if r < 0 {
+                    connectionLost(Self.failure(r, "system bus"))
+                    continue
+                }
             }
             let ready = jobs.withLock { j in defer { j = [] }; return j }
             for job in ready { job() }
             guard running else { break }
             if !ready.isEmpty { continue }  // a job may have queued messages or work
-            var fds = [pollfd(fd: sd_bus_get_fd(bus), events: Int16(sd_bus_get_events(bus)), revents: 0),
-                       pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+            var fds = [pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+            var timeout: Int32 = -1
+            if let bus {
+                fds.append(pollfd(fd: sd_bus_get_fd(bus), events: Int16(sd_bus_get_events(bus)), revents: 0))
+                var deadline: UInt64 = 0
+                if sd_bus_get_timeout(bus, &deadline) > 0, deadline != UInt64.max {
+                    var now = timespec()
+                    clock_gettime(CLOCK_MONOTONIC, &now)
+                    let nowUs = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+                    timeout = deadline <= nowUs ? 0 : Int32(min((deadline - nowUs + 999) / 1000, 60_000))
+                }
+            }
+            let first = fds.count
             let watched = Array(watches.keys)
             for fd in watched { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
-            var deadline: UInt64 = 0
-            var timeout: Int32 = -1
-            if sd_bus_get_timeout(bus, &deadline) > 0, deadline != UInt64.max {
-                var now = timespec()
-                clock_gettime(CLOCK_MONOTONIC, &now)
-                let nowUs = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
-                timeout = deadline <= nowUs ? 0 : Int32(min((deadline - nowUs + 999) / 1000, 60_000))
-            }
             let n = poll(&fds, nfds_t(fds.count), timeout)
             if n < 0 && errno != EINTR { break }
-            if fds[1].revents != 0 { while Glibc.read(wakeFD, &buffer, buffer.count) > 0 {} }
-            for (i, fd) in watched.enumerated() where fds[i + 2].revents != 0 {
-                watches[fd]?(fds[i + 2].revents)
+            if fds[0].revents != 0 { while Glibc.read(wakeFD, &buffer, buffer.count) > 0 {} }
+            for (i, fd) in watched.enumerated() where fds[first + i].revents != 0 {
+                watches[fd]?(fds[first + i].revents)
             }
         }
         for fd in watches.keys { Glibc.close(fd) }
@@ -126,7 +132,8 @@ final class SDBus: @unchecked Sendable {
     private func connectionLost(_ error: DBusError) {
         if let bus { sd_bus_flush_close_unref(bus) }
         bus = nil
-        running = false
+        for fd in watches.keys { Glibc.close(fd) }
+        watches = [:]
         onConnectionLost?(error)
     }
 
