@@ -5,7 +5,8 @@ peripheral disconnects and stops advertising, then comes back: the recorder reco
 same workout); the stored heart-rate samples and RR intervals equal the peer's sent log exactly
 (values and order), and the battery level read on connecting is stored. A thermometer, which indicates, is recorded at the same time (through
 StartNotify and PropertiesChanged, where the heart rate goes through AcquireNotify sockets): its
-stored temperatures equal its sent log too.
+stored temperatures equal its sent log too. Last, `healthgate ble watch --hci bluez` prints the
+heart rate as the peer sends it.
 
 Exact comparison: once enough samples are stored the peer is paused (`pause hr`: no new samples,
 the link and the subscription stay), the scenario waits until the database holds as many samples
@@ -245,6 +246,25 @@ def main() -> int:
         if not battery or battery[0][0] != BATTERY_PERCENT:
             raise AssertionError(f"expected a stored battery level of {BATTERY_PERCENT} %, found {battery}")
         step("one completed workout, battery level stored")
+
+        # ble watch: the heart rate printed as it arrives; every printed value is one the peer
+        # sent, in the order it sent them (a contiguous run of its log).
+        before = len([r for r in peer.sent() if r["peripheral"] == "hr"])
+        peer.control("resume hr")
+        watch = subprocess.run([BIN, "ble", "watch", "--hci", "bluez", HR_ADDRESS, "--for", "8s", "--json"],
+                               capture_output=True, text=True, timeout=90)
+        with open(os.path.join(RESULTS, "watch.jsonl"), "w") as f:
+            f.write(watch.stdout + watch.stderr)
+        if watch.returncode != 0:
+            raise AssertionError(f"ble watch exited {watch.returncode}: {watch.stderr}")
+        lines = [json.loads(line) for line in watch.stdout.splitlines() if line.strip()]
+        printed = [line["hex"] for line in lines if line["characteristic"] == "2A37"]
+        sent_hex = [r["hex"] for r in peer.sent() if r["peripheral"] == "hr"][before:]
+        start = sent_hex.index(printed[0]) if printed and printed[0] in sent_hex else -1
+        if len(printed) < 3 or start < 0 or sent_hex[start:start + len(printed)] != printed:
+            raise AssertionError(f"ble watch printed {printed}, the peer sent {sent_hex}")
+        result["watch_lines"] = len(printed)
+        step(f"ble watch: {len(printed)} heart-rate lines, each as the peer sent it, in order")
         return 0
     finally:
         result["timings"] = timings
