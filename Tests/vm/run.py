@@ -27,6 +27,7 @@ SCENARIOS = {
     "healthgate-version": ("init", 60, True),
     "ble-hr-bluez": ("init", 180, False),
     "ble-record-bluez": ("init", 240, True),
+    "ble-bluez-restart": ("init", 180, True),
     "systemd-basic": ("systemd", 150, False),
 }
 # QEMU's exit status when the guest wrote RC to isa-debug-exit: (RC << 1) | 1.
