@@ -1,6 +1,6 @@
 public import BLEHost
 public import BLERuntime
-public import Foundation
+import Foundation
 import Synchronization
 import Timing
 

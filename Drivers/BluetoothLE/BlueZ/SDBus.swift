@@ -233,7 +233,7 @@ final class SDBus: @unchecked Sendable {
         let r = sd_bus_message_peek_type(m, &type, &contentsPointer)
         guard r > 0 else { throw failure(r == 0 ? -EBADMSG : r, "read message") }
         let contents = contentsPointer.map { String(cString: $0) } ?? ""
-        func basic<T>(_ zero: T) throws(DBusError) -> T {
+        func basic<T: BitwiseCopyable>(_ zero: T) throws(DBusError) -> T {
             var v = zero
             let r = sd_bus_message_read_basic(m, type, &v)
             guard r > 0 else { throw failure(r == 0 ? -EBADMSG : r, "read basic") }
@@ -330,7 +330,7 @@ final class SDBus: @unchecked Sendable {
     /// option arguments are.
     static func append(_ value: DBusValue, to m: OpaquePointer) throws(DBusError) {
         func check(_ r: Int32) throws(DBusError) { if r < 0 { throw failure(r, "append") } }
-        func basic<T>(_ t: Character, _ v: T) throws(DBusError) {
+        func basic<T: BitwiseCopyable>(_ t: Character, _ v: T) throws(DBusError) {
             var v = v
             try check(sd_bus_message_append_basic(m, code(t), &v))
         }
