@@ -108,12 +108,16 @@ let package = Package(
         .target(name: "BLEHost", path: "Drivers/BluetoothLE/Host"),
         // Bluetooth LE driver: live readings -> measurements and workout pieces (pure
         // sessionizer), and the recorder that drives device sessions into a sink.
-        .target(name: "BLEDriver", dependencies: ["HealthModel", "DriverKit", "GATTProfiles", "BLEHost", "BLERuntime"],
-                path: "Drivers/BluetoothLE", exclude: ["README.md", "Host", "Profiles", "Runtime"],
+        .target(name: "BLEDriver", dependencies: ["HealthModel", "DriverKit", "GATTProfiles", "BLEHost", "BLERuntime", "BLEBlueZ"],
+                path: "Drivers/BluetoothLE", exclude: ["README.md", "Host", "Profiles", "Runtime", "BlueZ"],
                 resources: [.embedInCode("sample.toml")]),
         // Bluetooth LE I/O edge: transports, the host runtime (one actor owning the protocol
         // state), scanner, GATT client and reconnecting device sessions.
         .target(name: "BLERuntime", dependencies: ["BLEHost", "Timing"], path: "Drivers/BluetoothLE/Runtime"),
+        // Bluetooth LE through BlueZ: bluetoothd over D-Bus (sd-bus from the system's libsystemd),
+        // the second backend of the recorder; a pure model of bluetoothd's object tree.
+        .systemLibrary(name: "CSDBus", path: "Sources/CSDBus", providers: [.apt(["libsystemd-dev"])]),
+        .target(name: "BLEBlueZ", dependencies: ["BLEHost", "BLERuntime", "Timing", "CSDBus"], path: "Drivers/BluetoothLE/BlueZ"),
 
         // The sync protocol's message types, shared by the forwarder and the reference server.
         .target(name: "SyncProtocol", dependencies: ["HealthModel"], path: "Sources/SyncProtocol"),
@@ -178,7 +182,7 @@ let package = Package(
         .executableTarget(name: "healthgate", dependencies: [
             "HealthPipeline", "HealthReports", "HealthGateDaemon", "HealthModel", "HealthStore", "HealthSync", "SyncProtocol", "DriverKit",
             "DriverRegistry", "LinuxAdapters", "ManualDriver",
-            "FITDriver", "BLEHost", "BLERuntime", "GATTProfiles", "BLEDriver",
+            "FITDriver", "BLEHost", "BLERuntime", "GATTProfiles", "BLEDriver", "BLEBlueZ",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/healthgate"),
@@ -203,6 +207,7 @@ let package = Package(
         .testTarget(name: "BLEHostTests", dependencies: ["TestSupport", "BLEHost"]),
         .testTarget(name: "BLEDriverTests", dependencies: ["BLEDriver", "BLEHost", "BLERuntime", "DriverKit", "GATTProfiles", "HealthModel"]),
         .testTarget(name: "BLERuntimeTests", dependencies: ["TestSupport", "BLERuntime", "BLEHost", "GATTProfiles", "Timing"]),
+        .testTarget(name: "BLEBlueZTests", dependencies: ["BLEBlueZ", "BLERuntime", "BLEHost"]),
         .testTarget(name: "BLERecordingTests", dependencies: [
             "TestSupport", "BLEDriver", "BLERuntime", "BLEHost", "HealthPipeline", "HealthStore", "HealthModel",
             .product(name: "GRDB", package: "GRDB.swift"),

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BLEBlueZ
 import BLEDriver
 import BLEHost
 import BLERuntime
@@ -10,9 +11,12 @@ struct BLECommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ble", abstract: "Bluetooth LE: find devices, watch their live readings, replay captures.",
         discussion: """
-            --hci names the controller: hci0 (an adapter handed to HealthGate through the HCI user \
-            channel), tcp:HOST:PORT or unix:PATH (an H4 stream, e.g. an emulated controller), or \
-            serial:/dev/ttyACM0[:baud] (a UART controller). --snoop FILE records the session as a \
+            --hci names the controller: bluez (the system's bluetoothd over D-Bus, sharing its \
+            first adapter; bluez:hci1 for another one), auto (bluez when bluetoothd runs, else \
+            the first hciN), hci0 (an adapter handed to HealthGate \
+            through the HCI user channel), tcp:HOST:PORT or unix:PATH (an H4 stream, e.g. an \
+            emulated controller), or serial:/dev/ttyACM0[:baud] (a UART controller). With the \
+            own host stack (all but bluez), --snoop FILE records the session as a \
             btsnoop capture that `ble replay FILE` decodes again.
             """,
         subcommands: [BLEScanCommand.self, BLEWatchCommand.self, BLEReplayCommand.self])
@@ -20,7 +24,8 @@ struct BLECommand: AsyncParsableCommand {
 
 /// `--hci` and `--snoop`, shared by the BLE commands that talk to a controller.
 struct ControllerOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The controller: hci0, tcp:HOST:PORT, unix:PATH or serial:/dev/ttyACM0[:baud].", valueName: "ADDR"))
+    @Option(help: ArgumentHelp("The controller: bluez[:hciN] (through bluetoothd), auto, hci0, tcp:HOST:PORT, unix:PATH or serial:/dev/ttyACM0[:baud].",
+                               valueName: "ADDR"))
     var hci: String
 
     @Option(help: ArgumentHelp(
@@ -39,16 +44,38 @@ struct ControllerOptions: ParsableArguments {
         return snoop
     }
 
-    func validate() throws { _ = try address() }
+    func validate() throws {
+        if case .bluez = try address(), snoop != nil {
+            throw ValidationError("--snoop records the own host stack's controller link; with --hci bluez use btmon")
+        }
+    }
 
-    func address() throws -> TransportAddress {
-        do { return try TransportAddress(parsing: hci) } catch { throw ValidationError("--hci: \(error)") }
+    func address() throws -> BLEController {
+        do { return try BLEController(parsing: hci) } catch { throw ValidationError("--hci: \(error)") }
     }
 
     /// Opens and initializes the controller, runs `body` with it, and closes it afterwards
     /// whether `body` succeeded or threw.
-    func withController<T>(_ body: (HostRuntime) async throws -> T) async throws -> T {
-        let runtime = try await start()
+    func withController<T>(_ body: (any BLECentral) async throws -> T) async throws -> T {
+        let controller: BLEController
+        do { controller = try await address().resolve() } catch let error as BLERuntimeError { throw RuntimeFailure("\(hci): \(error)") }
+        if case .bluez(let adapter) = controller {
+            if snoop != nil { throw RuntimeFailure("--snoop: \(hci) is BlueZ here; a capture needs the own host stack (with BlueZ use btmon)") }
+            let central: BlueZCentral
+            do { central = try await BlueZCentral.open(BlueZCentral.Configuration(adapter: adapter)) } catch {
+                throw RuntimeFailure("\(hci): \(error)")
+            }
+            do {
+                let result = try await body(central)
+                await central.close()
+                return result
+            } catch {
+                await central.close()
+                throw error
+            }
+        }
+        guard case .host(let address) = controller else { throw RuntimeFailure("\(hci): no controller") }
+        let runtime = try await start(address)
         do {
             let result = try await body(runtime)
             await runtime.close()
@@ -59,9 +86,8 @@ struct ControllerOptions: ParsableArguments {
         }
     }
 
-    /// Opens and initializes the controller.
-    private func start() async throws -> HostRuntime {
-        let address = try address()
+    /// Opens and initializes the controller (the own host stack).
+    private func start(_ address: TransportAddress) async throws -> HostRuntime {
         var configuration = HostRuntime.Configuration()
         configuration.snoopPath = try snoopPath()
         let runtime: HostRuntime
@@ -103,10 +129,10 @@ struct ScannedDevice: Encodable {
 }
 
 /// Scans for `time`, merging repeated reports of one device.
-func scanDevices(_ runtime: HostRuntime, for time: DurationArgument, stopWhen: (DiscoveredDevice) -> Bool = { _ in false }) async throws -> [DiscoveredDevice] {
+func scanDevices(_ runtime: any BLECentral, for time: DurationArgument, stopWhen: (DiscoveredDevice) -> Bool = { _ in false }) async throws -> [DiscoveredDevice] {
     var devices: [DeviceAddress: DiscoveredDevice] = [:]
     var order: [DeviceAddress] = []
-    let stream = try await runtime.scan(duration: time.duration)
+    let stream = try await runtime.scan(for: time.duration)
     for await device in stream {
         if devices[device.address] == nil { order.append(device.address) }
         var merged = device
@@ -192,7 +218,7 @@ struct BLEWatchCommand: AsyncParsableCommand {
         try await controller.withController { runtime in try await watch(runtime) }
     }
 
-    private func watch(_ runtime: HostRuntime) async throws {
+    private func watch(_ runtime: any BLECentral) async throws {
         let wanted = device.uppercased()
         let address: DeviceAddress
         if let given = DeviceAddress(device, kind: .random) {
@@ -204,11 +230,11 @@ struct BLEWatchCommand: AsyncParsableCommand {
             }
             address = match.address
         }
-        let client: GATTClient
+        let client: any BLEConnection
         let database: GATTDatabase
         do {
-            client = try await runtime.connect(to: address, timeout: .seconds(10))
-            database = try await client.discover()
+            client = try await runtime.connect(address, timeout: .seconds(10))
+            database = try await client.discover(timeout: .seconds(10))
         } catch {
             throw RuntimeFailure("\(address): \(error)")
         }
@@ -217,7 +243,7 @@ struct BLEWatchCommand: AsyncParsableCommand {
         for uuid in Self.measurements {
             let characteristic = BluetoothUUID(uuid)
             guard !database.characteristics(characteristic).isEmpty else { continue }
-            if (try? await client.subscribe(characteristic, into: continuation)) != nil { subscribed += 1 }
+            if (try? await client.subscribe(characteristic, into: continuation, timeout: .seconds(5))) != nil { subscribed += 1 }
         }
         guard subscribed > 0 else { throw RuntimeFailure("\(address) offers no measurement HealthGate reads") }
         if !output.json { Output.stderr("watching \(address) (\(subscribed) characteristics); Ctrl-C to stop\n") }
@@ -228,13 +254,13 @@ struct BLEWatchCommand: AsyncParsableCommand {
             }
         }
         Task {
-            _ = try? await client.disconnected()
+            _ = try? await client.disconnected(timeout: nil)
             continuation.finish()
         }
         for await notification in stream {
             try Self.printLine(Self.describe(notification), json: output.json)
         }
-        _ = try? await client.disconnect()
+        _ = try? await client.disconnect(timeout: .seconds(3))
     }
 
     /// Prints one reading: with `json` one JSON object on a line, else `time  name  values`

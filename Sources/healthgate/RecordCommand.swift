@@ -175,6 +175,7 @@ final class RecordingLog: Sendable {
         let line: String?
         switch event {
         case .controllerReady(let info): line = "controller \(info.address.text) ready"
+        case .adapterReady(let path): line = "BlueZ adapter \(path) ready"
         case .found(let address, let name, let selector):
             line = "found \(name.map { "\($0) " } ?? "")\(address.text) (\(selector))"
         case .connected(let address, let connection):

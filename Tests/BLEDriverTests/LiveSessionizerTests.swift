@@ -222,6 +222,14 @@ struct Assembled {
         #expect(!(try DeviceSelector(parsing: "C0:4E:47:00:00:01").isOpenEnded))
     }
 
+    /// BlueZ's discovery filter lists services only when every selector names services.
+    @Test func discoveryServicesOnlyWhenEverySelectorNamesServices() throws {
+        #expect(DeviceSelector.discoveryServices([.auto]) == [BluetoothUUID(0x180D)])
+        #expect(DeviceSelector.discoveryServices([.auto, .service(BluetoothUUID(0x1816))]) == [BluetoothUUID(0x180D), BluetoothUUID(0x1816)])
+        #expect(DeviceSelector.discoveryServices([.auto, .name("HG *")]) == nil)
+        #expect(DeviceSelector.discoveryServices([.service(BluetoothUUID(0x1809)), try DeviceSelector(parsing: "C0:4E:47:00:00:01")]) == nil)
+    }
+
     @Test func driverTableIsValidated() throws {
         func make(_ table: [String: ConfigValue]) throws(ConfigError) -> BLERecorder {
             try BLERecorder(settings: ConfigDecoder.decode(BLERecorder.Settings.self, from: table), context: .standalone("strap"))
@@ -233,6 +241,16 @@ struct Assembled {
         #expect(r.configuration.sessionizer.gap == 300 && r.configuration.sessionizer.defaultSport == .rowing)
         #expect(r.configuration.flushInterval == .milliseconds(500) && r.configuration.sessionizer.wheelCircumference == 2.1)
         #expect(try make(["hci": .string("hci0"), "devices": .string("C0:4E:47:00:00:01")]).configuration.devices.count == 1)
+        #expect(try make(["hci": .string("bluez")]).configuration.controller == .bluez(adapter: nil))
+        #expect(try make(["hci": .string("bluez:hci1")]).configuration.controller == .bluez(adapter: "hci1"))
+        #expect(try make(["hci": .string("auto")]).configuration.controller == .auto)
+        #expect(try make(["hci": .string("hci2")]).configuration.controller == .host(.hci(index: 2)))
+        do {
+            _ = try make(["hci": .string("bluez:wlan0")])
+            Issue.record("accepted bluez:wlan0")
+        } catch {
+            #expect(error.keyPath == "hci" && "\(error)".contains("bluez:hci<N>"), "\(error)")
+        }
         let hci0: [String: ConfigValue] = ["hci": .string("hci0")]
         let bad: [([String: ConfigValue], String)] = [
             (["devices": .array([.string("auto")])], "hci"),

@@ -26,6 +26,8 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 SCENARIOS = {
     "healthgate-version": ("init", 60, True),
     "ble-hr-bluez": ("init", 180, False),
+    "ble-record-bluez": ("init", 240, True),
+    "ble-bluez-restart": ("init", 180, True),
     "systemd-basic": ("systemd", 150, False),
 }
 # QEMU's exit status when the guest wrote RC to isa-debug-exit: (RC << 1) | 1.

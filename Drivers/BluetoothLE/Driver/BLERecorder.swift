@@ -3,6 +3,7 @@ public import BLERuntime
 public import DriverKit
 import Foundation
 import GATTProfiles
+import BLEBlueZ
 public import HealthModel
 import Synchronization
 
@@ -16,8 +17,10 @@ public struct BLERecorder: DeviceDriver {
     public static let id = "ble"
 
     public struct Configuration: Sendable {
-        /// The controller: `hci0`, `tcp:HOST:PORT`, `unix:PATH` or `serial:/dev/ttyACM0[:baud]`.
-        public var controller: TransportAddress
+        /// The controller: `hci0`, `tcp:HOST:PORT`, `unix:PATH` or `serial:/dev/ttyACM0[:baud]` for
+        /// the own host stack; `bluez` or `bluez:hci1` for BlueZ; `auto` for BlueZ when bluetoothd
+        /// runs, else the first `hciN`.
+        public var controller: BLEController
         /// The devices to record (default: any heart-rate sensor).
         public var devices: [DeviceSelector] = [.auto]
         public var sessionizer = LiveSessionizer.Configuration()
@@ -32,9 +35,14 @@ public struct BLERecorder: DeviceDriver {
         /// Called (on the recorder's loop) for every event worth telling a user or a log.
         public var onEvent: (@Sendable (BLERecorderEvent) -> Void)?
 
-        public init(controller: TransportAddress, devices: [DeviceSelector] = [.auto]) {
+        public init(controller: BLEController, devices: [DeviceSelector] = [.auto]) {
             self.controller = controller
             self.devices = devices
+        }
+
+        /// The own host stack on this controller.
+        public init(controller: TransportAddress, devices: [DeviceSelector] = [.auto]) {
+            self.init(controller: .host(controller), devices: devices)
         }
     }
 
@@ -51,7 +59,7 @@ public struct BLERecorder: DeviceDriver {
 
     /// The `[drivers.NAME]` table (`Drivers/BluetoothLE/README.md`, section Configuration).
     public struct Settings: Decodable, Sendable {
-        public var controller: TransportAddress
+        public var controller: BLEController
         public var devices: [DeviceSelector] = [.auto]
         public var gap: Duration?
         public var wheelCircumference: Double?
@@ -64,8 +72,8 @@ public struct BLERecorder: DeviceDriver {
 
         public init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
-            let hci = try c.decode(String.self, forKey: .hci, required: "the controller: hci0, tcp:HOST:PORT, unix:PATH or serial:DEVICE")
-            do { controller = try TransportAddress(parsing: hci) } catch { throw c.configError(.hci, "\(error)") }
+            let hci = try c.decode(String.self, forKey: .hci, required: "the controller: auto, bluez[:hciN], hci0, tcp:HOST:PORT, unix:PATH or serial:DEVICE")
+            do { controller = try BLEController(parsing: hci) } catch { throw c.configError(.hci, "\(error)") }
             if c.contains(.devices) {
                 // A list of selectors, or one.
                 let texts: [String]
@@ -119,9 +127,15 @@ public struct BLERecorder: DeviceDriver {
     /// Opens the controller, records until the task is cancelled, hands the last batch (workouts
     /// completed) to the sink and closes the controller.
     public func run(into sink: some RecordSink) async throws {
+        let controller: TransportAddress
+        switch try await configuration.controller.resolve() {
+        case .host(let address): controller = address
+        case .bluez(let adapter): return try await runBlueZ(adapter: adapter, into: sink)
+        case .auto: throw BLERuntimeError.bluez("auto: no backend")  // resolve() decides auto
+        }
         var runtimeConfiguration = HostRuntime.Configuration()
         runtimeConfiguration.snoopPath = configuration.snoopPath
-        let runtime = try HostRuntime.open(configuration.controller, configuration: runtimeConfiguration)
+        let runtime = try HostRuntime.open(controller, configuration: runtimeConfiguration)
         do {
             configuration.onEvent?(.controllerReady(try await runtime.start()))
             try await record(with: runtime, into: sink)
@@ -132,8 +146,27 @@ public struct BLERecorder: DeviceDriver {
         await runtime.close()
     }
 
-    /// Records with a started runtime (which the caller owns) until the task is cancelled.
-    public func record(with runtime: HostRuntime, into sink: some RecordSink) async throws {
+    /// Through bluetoothd: opens the adapter over D-Bus (discovery filtered to the selectors'
+    /// services when they allow), records until the task is cancelled and closes it.
+    private func runBlueZ(adapter: String?, into sink: some RecordSink) async throws {
+        guard configuration.snoopPath == nil else {
+            throw BLERuntimeError.bluez("a btsnoop capture needs the own host stack (with BlueZ use btmon)")
+        }
+        var c = BlueZCentral.Configuration(adapter: adapter)
+        c.discoveryServices = DeviceSelector.discoveryServices(configuration.devices)
+        let central = try await BlueZCentral.open(c)
+        configuration.onEvent?(.adapterReady(central.adapterPath))
+        do {
+            try await record(with: central, into: sink)
+        } catch {
+            await central.close()
+            throw error
+        }
+        await central.close()
+    }
+
+    /// Records with a started central (which the caller owns) until the task is cancelled.
+    public func record(with runtime: any BLECentral, into sink: some RecordSink) async throws {
         let loop = RecorderLoop(configuration: configuration, runtime: runtime, sink: sink)
         // The loop runs apart from the caller's task so that cancelling the caller stops it in
         // order (sessions stopped, their last values processed, final batch stored) instead of
@@ -162,6 +195,8 @@ public struct BLERecorder: DeviceDriver {
 /// What a recorder reports while it runs.
 public enum BLERecorderEvent: Sendable {
     case controllerReady(ControllerInfo)
+    /// The BlueZ adapter (its D-Bus path) is in use.
+    case adapterReady(String)
     /// A device matching a selector was found and its session started.
     case found(address: DeviceAddress, name: String?, selector: DeviceSelector)
     /// Connected, discovered and subscribed (`connection` counts from 1 per device).
@@ -215,7 +250,7 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
     }
 
     let configuration: BLERecorder.Configuration
-    let runtime: HostRuntime
+    let runtime: any BLECentral
     let sink: Sink
     private let inputs: AsyncStream<Input>
     private let input: AsyncStream<Input>.Continuation
@@ -223,7 +258,7 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
     private let claimed = Mutex<Set<UInt64>>([])
     private let wantsScan = Mutex(true)
 
-    init(configuration: BLERecorder.Configuration, runtime: HostRuntime, sink: Sink) {
+    init(configuration: BLERecorder.Configuration, runtime: any BLECentral, sink: Sink) {
         self.configuration = configuration
         self.runtime = runtime
         self.sink = sink
@@ -312,7 +347,8 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
                     statistics.devices[address.text, default: .init()].connections = connection
                     emit(.connected(address: address, connection: connection))
                 case .disconnected(let reason):
-                    emit(.disconnected(address: address, reason: reason.map { "\($0)" } ?? "transport closed"))
+                    // No reason: the host stack's transport closed, or BlueZ (which does not tell).
+                    emit(.disconnected(address: address, reason: reason.map { "\($0)" } ?? "no reason given"))
                 case .attemptFailed(let why):
                     emit(.retrying(address: address, after: .zero, reason: why))
                 case .retrying(let after):
@@ -352,7 +388,7 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
         while !Task.isCancelled {
             if wantsScan.withLock({ $0 }) {
                 do {
-                    let stream = try await runtime.scan(duration: configuration.scanWindow)
+                    let stream = try await runtime.scan(for: configuration.scanWindow)
                     for await device in stream {
                         guard !claimed.withLock({ $0.contains(device.address.value) }), device.isConnectable,
                               let selector = configuration.devices.first(where: { $0.matches(device) }) else { continue }

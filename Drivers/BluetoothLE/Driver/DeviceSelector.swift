@@ -54,6 +54,20 @@ public enum DeviceSelector: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The services a discovery filter may be limited to when every selector names services
+    /// (`auto`: Heart Rate; `service:UUID`); nil when one picks devices by address or name.
+    public static func discoveryServices(_ selectors: [DeviceSelector]) -> [BluetoothUUID]? {
+        var services: [BluetoothUUID] = []
+        for selector in selectors {
+            switch selector {
+            case .auto: services.append(BluetoothUUID(GATTProfiles.GATTService.heartRate))
+            case .service(let uuid): services.append(uuid)
+            case .address, .name: return nil
+            }
+        }
+        return services
+    }
+
     public var description: String {
         switch self {
         case .auto: "auto"

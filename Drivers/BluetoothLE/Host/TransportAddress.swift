@@ -18,7 +18,7 @@ public enum TransportAddress: Equatable, Hashable, Sendable, CustomStringConvert
     public static let maxUnixPathBytes = 107
 
     public init(parsing text: String) throws(TransportAddressError) {
-        let syntax = "expected hci<N>, tcp:HOST:PORT, unix:PATH or serial:PATH[:BAUD]"
+        let syntax = "expected hci<N>, bluez[:hci<N>], tcp:HOST:PORT, unix:PATH or serial:PATH[:BAUD]"
         if text.hasPrefix("hci") {
             let digits = text.dropFirst(3)
             guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), let index = UInt16(digits) else {

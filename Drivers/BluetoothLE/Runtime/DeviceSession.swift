@@ -5,7 +5,7 @@ public import Timing
 /// Keeps one configured device connected: connect, discover, subscribe; when the link drops or an
 /// attempt fails, wait (exponential backoff with jitter) and start again, subscribing anew.
 /// Notifications of every connection arrive on one stream that lives as long as the session.
-/// The session runs on the runtime's serial queue (its executor), like the runtime itself.
+/// The session runs on the central's serial executor (the host runtime's queue, or BlueZ's).
 public actor DeviceSession {
     public struct Configuration: Sendable {
         public var address: DeviceAddress
@@ -49,15 +49,15 @@ public actor DeviceSession {
     public nonisolated let events: AsyncStream<Event>
     private let notificationSink: AsyncStream<GATTNotification>.Continuation
     private let eventSink: AsyncStream<Event>.Continuation
-    private let runtime: HostRuntime
+    private let runtime: any BLECentral
     private let sleep: Sleeper
     private let random: @Sendable () -> Double
     private var task: Task<Void, Never>?
-    private var client: GATTClient?
+    private var client: (any BLEConnection)?
     private var stopping = false
     public private(set) var connections = 0
 
-    public init(runtime: HostRuntime, configuration: Configuration,
+    public init(runtime: any BLECentral, configuration: Configuration,
                 sleep: @escaping Sleeper = { try await Task.sleep(for: $0) },
                 random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }) {
         self.runtime = runtime
@@ -77,7 +77,7 @@ public actor DeviceSession {
     public func stop() async {
         stopping = true
         task?.cancel()
-        if let client { _ = try? await client.disconnect() }
+        if let client { _ = try? await client.disconnect(timeout: .seconds(3)) }
         await task?.value
         task = nil
         eventSink.yield(.stopped)
@@ -86,7 +86,7 @@ public actor DeviceSession {
     }
 
     /// Discovers, subscribes and reads as configured.
-    private func subscribe(_ client: GATTClient) async throws(BLERuntimeError) {
+    private func subscribe(_ client: any BLEConnection) async throws(BLERuntimeError) {
         let database = try await client.discover(timeout: configuration.operationTimeout)
         let present = configuration.subscriptions.filter { !database.characteristics($0).isEmpty }
         let wanted = configuration.requireAllSubscriptions ? configuration.subscriptions : present
@@ -108,19 +108,19 @@ public actor DeviceSession {
         var failures = 0
         while !stopping, !Task.isCancelled {
             do throws(BLERuntimeError) {
-                let client = try await runtime.connect(to: configuration.address, timeout: configuration.connectTimeout)
+                let client = try await runtime.connect(configuration.address, timeout: configuration.connectTimeout)
                 self.client = client
                 do throws(BLERuntimeError) {
                     try await subscribe(client)
                 } catch {
-                    _ = try? await client.disconnect()
+                    _ = try? await client.disconnect(timeout: .seconds(3))
                     self.client = nil
                     throw error
                 }
                 failures = 0
                 connections += 1
                 eventSink.yield(.ready(connection: connections))
-                let reason = try? await client.disconnected()
+                let reason = try? await client.disconnected(timeout: nil)
                 self.client = nil
                 eventSink.yield(.disconnected(reason: reason ?? nil))
             } catch {

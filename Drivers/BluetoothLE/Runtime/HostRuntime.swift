@@ -416,16 +416,17 @@ public actor HostRuntime {
 /// CPU-bound tasks (250 ms between suspension points): a `DispatchSourceTimer` on a serial queue,
 /// as here, fired 4 ms late at the median (16 ms at p99), while `Task.sleep` and `asyncAfter`
 /// sleeps were 230-240 ms late at the median (up to 520 ms); on an idle pool all were 0.1 ms late.
-final class QueueExecutor: SerialExecutor, @unchecked Sendable {
+/// A serial executor on a dispatch queue (the host runtime's; BlueZ's device sessions use one too).
+public final class QueueExecutor: SerialExecutor, @unchecked Sendable {
     let queue: DispatchQueue
-    init(label: String) { queue = DispatchQueue(label: label) }
-    func enqueue(_ job: consuming ExecutorJob) {
+    public init(label: String) { queue = DispatchQueue(label: label) }
+    public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let executor = asUnownedSerialExecutor()
         queue.async { job.runSynchronously(on: executor) }
     }
-    func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
-    func checkIsolated() { dispatchPrecondition(condition: .onQueue(queue)) }
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
+    public func checkIsolated() { dispatchPrecondition(condition: .onQueue(queue)) }
 }
 
 final class Once<T: Sendable>: @unchecked Sendable {

@@ -28,6 +28,8 @@ public enum BLERuntimeError: Error, Equatable, Sendable, CustomStringConvertible
     case cannotSubscribe(BluetoothUUID, String)
     case request(String)
     case transport(TransportError)
+    /// The BlueZ backend: bluetoothd or the system bus refused or failed (the message says which).
+    case bluez(String)
 
     public var description: String {
         switch self {
@@ -49,6 +51,7 @@ public enum BLERuntimeError: Error, Equatable, Sendable, CustomStringConvertible
         case .cannotSubscribe(let u, let why): "cannot subscribe to \(u): \(why)"
         case .request(let why): "ATT request refused: \(why)"
         case .transport(let e): e.description
+        case .bluez(let why): why
         }
     }
 }
@@ -101,6 +104,14 @@ public struct GATTNotification: Equatable, Sendable {
     public var value: [UInt8]
     /// Wall-clock receive time.
     public var receivedAt: Date
+
+    public init(peer: DeviceAddress, characteristic: BluetoothUUID, valueHandle: UInt16, value: [UInt8], receivedAt: Date) {
+        self.peer = peer
+        self.characteristic = characteristic
+        self.valueHandle = valueHandle
+        self.value = value
+        self.receivedAt = receivedAt
+    }
 }
 
 extension Backoff {

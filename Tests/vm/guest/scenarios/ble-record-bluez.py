@@ -1,0 +1,288 @@
+"""HealthGate's BlueZ backend against the guest's real bluetoothd: the peer's heart-rate
+peripheral on /dev/vhci, `healthgate ble scan --hci bluez --json` finds it, and `healthgate record
+--hci bluez` records it into a SQLite file on the guest's disk, through a link loss (the
+peripheral disconnects and stops advertising, then comes back: the recorder reconnects into the
+same workout); the stored heart-rate samples and RR intervals equal the peer's sent log exactly
+(values and order), and the battery level read on connecting is stored. A thermometer, which indicates, is recorded at the same time (through
+StartNotify and PropertiesChanged, where the heart rate goes through AcquireNotify sockets): its
+stored temperatures equal its sent log too. Last, `healthgate ble watch --hci bluez` prints the
+heart rate as the peer sends it.
+
+Exact comparison: once enough samples are stored the peer is paused (`pause hr`: no new samples,
+the link and the subscription stay), the scenario waits until the database holds as many samples
+as the peer logged, and only then stops the recording with SIGINT (Ctrl-C: the recorder stores
+what it holds and ends the workout).
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+
+import dbus
+
+SHARE = os.environ["HG_SHARE"]
+RESULTS = os.environ["HG_RESULTS"]
+WORK = os.environ["HG_WORK"]
+BIN = os.environ["HG_BIN"]
+PEER = os.path.join(SHARE, "peers", "ble_peer.py")
+HR_ADDRESS = "C0:4E:47:00:00:01"
+MIN_THERMO = 4  # thermometer readings stored before the end
+BLUEZ = "org.bluez"
+MIN_SAMPLES = 12  # samples stored before the peer is paused
+BATTERY_PERCENT = 87  # what the peer's heart-rate sensor reports
+t_start = time.monotonic()
+timings: dict[str, float] = {}
+
+
+def step(name: str) -> None:
+    timings[name] = round(time.monotonic() - t_start, 2)
+    print(f"[{timings[name]:7.2f}] {name}", flush=True)
+
+
+def wait_for(pred, timeout: float, what: str, interval: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
+
+
+class Peer:
+    """The test peer (Tests/peers/ble_peer.py) on /dev/vhci, with its control channel."""
+
+    def __init__(self) -> None:
+        self.sent_log = os.path.join(WORK, "sent.jsonl")
+        self.stderr = open(os.path.join(RESULTS, "peer.log"), "w")
+        self.control_path = "/run/hg-peer.sock"
+        self.proc = subprocess.Popen(
+            [sys.executable, PEER, "--listen", "vhci", "--control", f"unix:{self.control_path}",
+             "--peripheral", "hr", "--peripheral", "thermometer", "--rate", "4", "--sent-log", self.sent_log, "-v"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
+        ready, _, _ = select.select([self.proc.stdout], [], [], 60)
+        line = self.proc.stdout.readline() if ready else b""
+        if not line:
+            raise RuntimeError("the peer printed no ready line within 60 s (see peer.log)")
+        self.info = json.loads(line)
+        self.ctl = socket.socket(socket.AF_UNIX)
+        self.ctl.settimeout(10)
+        self.ctl.connect(self.control_path)
+        self.ctl_file = self.ctl.makefile("rb")
+
+    def control(self, line: str) -> dict:
+        self.ctl.sendall(line.encode() + b"\n")
+        reply = json.loads(self.ctl_file.readline())
+        if not reply.get("ok"):
+            raise RuntimeError(f"peer: {line}: {reply}")
+        return reply
+
+    def sent(self) -> list[dict]:
+        with open(self.sent_log, encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.stdin.close()  # stdin EOF: the peer exits and /dev/vhci closes
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def adapter_powered(bus, path: str) -> bool:
+    if not bus.name_has_owner(BLUEZ):
+        return False
+    manager = dbus.Interface(bus.get_object(BLUEZ, "/"), "org.freedesktop.DBus.ObjectManager")
+    adapter = manager.GetManagedObjects().get(path, {}).get("org.bluez.Adapter1")
+    return bool(adapter and adapter.get("Powered"))
+
+
+def stored(db: str, sql: str, args=()) -> list:
+    if not os.path.exists(db):
+        return []
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+    try:
+        return con.execute(sql, args).fetchall()
+    except sqlite3.OperationalError:
+        return []  # the schema is not there yet
+    finally:
+        con.close()
+
+
+SAMPLES = ("SELECT s.heart_rate FROM samples s JOIN workouts w ON w.id = s.workout_id "
+           "WHERE w.source_device = ? ORDER BY w.start_time, s.seq")
+TEMPERATURES = "SELECT value FROM measurements WHERE kind = 'temperature' ORDER BY time"
+RR = ("SELECT r.rr_s FROM rr_intervals r JOIN workouts w ON w.id = r.workout_id "
+      "WHERE w.source_device = ? ORDER BY w.start_time, r.seq")
+
+
+def main() -> int:
+    result: dict = {}
+    peer = Peer()
+    result["peer"] = peer.info
+    step("peer ready")
+    bluetoothd_log = open(os.path.join(RESULTS, "bluetoothd.log"), "w")
+    bluetoothd = subprocess.Popen(["/usr/libexec/bluetooth/bluetoothd", "-n", "-d"],
+                                  stdout=bluetoothd_log, stderr=subprocess.STDOUT)
+    recorder = None
+    db = os.path.join(WORK, "healthgate.sqlite")
+    try:
+        bus = dbus.SystemBus()
+        adapter_path = f"/org/bluez/hci{peer.info['h4']['index']}"
+        try:
+            wait_for(lambda: adapter_powered(bus, adapter_path), 20, f"bluetoothd to publish and power {adapter_path}")
+        except TimeoutError:
+            props = dbus.Interface(bus.get_object(BLUEZ, adapter_path), "org.freedesktop.DBus.Properties")
+            props.Set("org.bluez.Adapter1", "Powered", dbus.Boolean(True))
+            wait_for(lambda: adapter_powered(bus, adapter_path), 20, "the adapter to power on")
+        step("adapter powered")
+
+        # ble scan: the device is found, with its heart-rate service.
+        t0 = time.monotonic()
+        scan = subprocess.run([BIN, "ble", "scan", "--hci", "bluez", "--json", "--for", "6s"],
+                              capture_output=True, text=True, timeout=60)
+        result["scan_s"] = round(time.monotonic() - t0, 2)
+        with open(os.path.join(RESULTS, "scan.json"), "w") as f:
+            f.write(scan.stdout + scan.stderr)
+        if scan.returncode != 0:
+            raise AssertionError(f"ble scan exited {scan.returncode}: {scan.stderr}")
+        devices = json.loads(scan.stdout)
+        result["scan"] = devices
+        found = [d for d in devices if d["address"].split(" ")[0] == HR_ADDRESS]
+        if not found or "180D" not in found[0]["services"]:
+            raise AssertionError(f"ble scan did not list {HR_ADDRESS} with service 180D: {devices}")
+        step(f"ble scan: {len(devices)} device(s), {HR_ADDRESS} with {found[0]['services']}")
+
+        # --hci auto picks BlueZ, since bluetoothd runs.
+        scan = subprocess.run([BIN, "ble", "scan", "--hci", "auto", "--json", "--for", "4s"],
+                              capture_output=True, text=True, timeout=60)
+        if scan.returncode != 0 or HR_ADDRESS not in scan.stdout:
+            raise AssertionError(f"ble scan --hci auto (exit {scan.returncode}) did not list {HR_ADDRESS}: {scan.stdout} {scan.stderr}")
+        step("ble scan --hci auto: through BlueZ too")
+
+        # record: until MIN_SAMPLES are stored, then pause the peer and stop when all are in.
+        record_log_path = os.path.join(RESULTS, "record.log")
+        record_log = open(record_log_path, "w")
+
+        def read_log() -> str:
+            with open(record_log_path, encoding="utf-8", errors="replace") as f:
+                return f.read()
+        t0 = time.monotonic()
+        recorder = subprocess.Popen([BIN, "record", "--hci", "bluez", "--db", db, "--device", "auto", "--device", "service:1809",
+                                     "--for", "300s"],
+                                    stdout=record_log, stderr=subprocess.STDOUT)
+        wait_for(lambda: len(stored(db, SAMPLES, (HR_ADDRESS,))) >= 1, 60, "the first stored sample")
+        result["first_sample_s"] = round(time.monotonic() - t0, 2)
+        step("first sample stored")
+        wait_for(lambda: len(stored(db, SAMPLES, (HR_ADDRESS,))) >= MIN_SAMPLES, 60, f"{MIN_SAMPLES} stored samples")
+        sent_count = peer.control("pause hr")["sent"]
+        wait_for(lambda: len(stored(db, SAMPLES, (HR_ADDRESS,))) >= sent_count, 30,
+                 f"all {sent_count} samples the peer sent to be stored")
+        step(f"{sent_count} samples stored; the peripheral drops the link and stops advertising")
+
+        # Link loss: the peer disconnects (nothing in flight: it is paused) and comes back; the
+        # recorder sees the link end and its session reconnects through bluetoothd.
+        peer.control("stop hr")
+        wait_for(lambda: "disconnected" in read_log(), 30, "the recorder to see the link down")
+        t0 = time.monotonic()
+        peer.control("start hr")
+        peer.control("resume hr")
+        wait_for(lambda: "reconnected (connection 2)" in read_log(), 90, "the recorder to reconnect")
+        result["reconnect_s"] = round(time.monotonic() - t0, 2)
+        step("reconnected")
+        wait_for(lambda: len(stored(db, SAMPLES, (HR_ADDRESS,))) >= sent_count + MIN_SAMPLES, 60,
+                 f"{MIN_SAMPLES} more stored samples")
+        sent_count = peer.control("pause hr")["sent"]
+        wait_for(lambda: len(stored(db, SAMPLES, (HR_ADDRESS,))) >= sent_count, 30,
+                 f"all {sent_count} samples the peer sent to be stored")
+        # The thermometer indicates (StartNotify and PropertiesChanged Value, not AcquireNotify).
+        wait_for(lambda: len(stored(db, TEMPERATURES)) >= MIN_THERMO, 60, f"{MIN_THERMO} stored temperatures")
+        thermo_count = peer.control("pause thermometer")["sent"]
+        wait_for(lambda: len(stored(db, TEMPERATURES)) >= thermo_count, 30,
+                 f"all {thermo_count} temperatures the peer sent to be stored")
+        step(f"{sent_count} samples and {thermo_count} temperatures stored, stopping the recording")
+        recorder.send_signal(signal.SIGINT)
+        rc = recorder.wait(60)
+        result["record_exit"] = rc
+        step(f"record exited {rc}")
+        if rc != 0:
+            raise AssertionError(f"healthgate record exited {rc} (see record.log)")
+
+        sent = [r for r in peer.sent() if r["peripheral"] == "hr" and r.get("malformed") is None]
+        bpm_sent = [r["fields"]["bpm"] for r in sent]
+        rr_sent = [rr / 1024 for r in sent for rr in r["fields"].get("rr", [])]
+        bpm_stored = [row[0] for row in stored(db, SAMPLES, (HR_ADDRESS,))]
+        rr_stored = [row[0] for row in stored(db, RR, (HR_ADDRESS,))]
+        result.update(sent=len(sent), stored=len(bpm_stored), rr_sent=len(rr_sent), rr_stored=len(rr_stored))
+        if bpm_stored != bpm_sent:
+            raise AssertionError(f"stored heart rates != sent log:\n{bpm_stored}\n{bpm_sent}")
+        if len(rr_stored) != len(rr_sent) or any(abs(a - b) > 1e-12 for a, b in zip(rr_stored, rr_sent)):
+            raise AssertionError(f"stored RR intervals != sent log:\n{rr_stored}\n{rr_sent}")
+        step(f"stored == sent log: {len(bpm_sent)} heart rates, {len(rr_sent)} RR intervals")
+
+        thermo_sent = sorted(r["fields"]["temperature_c"] for r in peer.sent()
+                             if r["peripheral"] == "thermometer" and r.get("malformed") is None)
+        thermo_stored = sorted(row[0] for row in stored(db, TEMPERATURES))
+        result.update(thermo_sent=len(thermo_sent), thermo_stored=len(thermo_stored))
+        if len(thermo_stored) != len(thermo_sent) or any(abs(a - b) > 1e-6 for a, b in zip(thermo_stored, thermo_sent)):
+            raise AssertionError(f"stored temperatures != sent log:\n{thermo_stored}\n{thermo_sent}")
+        step(f"stored == sent log: {len(thermo_sent)} indicated temperatures")
+
+        workouts = stored(db, "SELECT in_progress, source_driver FROM workouts WHERE source_device = ?", (HR_ADDRESS,))
+        if workouts != [(0, "ble")]:
+            raise AssertionError(f"expected one completed ble workout, found {workouts}")
+        battery = stored(db, "SELECT value FROM measurements WHERE kind = 'battery_level' AND source_device = ?", (HR_ADDRESS,))
+        result["battery"] = battery
+        if not battery or battery[0][0] != BATTERY_PERCENT:
+            raise AssertionError(f"expected a stored battery level of {BATTERY_PERCENT} %, found {battery}")
+        step("one completed workout, battery level stored")
+
+        # ble watch: the heart rate printed as it arrives; every printed value is one the peer
+        # sent, in the order it sent them (a contiguous run of its log).
+        before = len([r for r in peer.sent() if r["peripheral"] == "hr"])
+        peer.control("resume hr")
+        watch = subprocess.run([BIN, "ble", "watch", "--hci", "bluez", HR_ADDRESS, "--for", "8s", "--json"],
+                               capture_output=True, text=True, timeout=90)
+        with open(os.path.join(RESULTS, "watch.jsonl"), "w") as f:
+            f.write(watch.stdout + watch.stderr)
+        if watch.returncode != 0:
+            raise AssertionError(f"ble watch exited {watch.returncode}: {watch.stderr}")
+        lines = [json.loads(line) for line in watch.stdout.splitlines() if line.strip()]
+        printed = [line["hex"] for line in lines if line["characteristic"] == "2A37"]
+        sent_hex = [r["hex"] for r in peer.sent() if r["peripheral"] == "hr"][before:]
+        start = sent_hex.index(printed[0]) if printed and printed[0] in sent_hex else -1
+        if len(printed) < 3 or start < 0 or sent_hex[start:start + len(printed)] != printed:
+            raise AssertionError(f"ble watch printed {printed}, the peer sent {sent_hex}")
+        result["watch_lines"] = len(printed)
+        step(f"ble watch: {len(printed)} heart-rate lines, each as the peer sent it, in order")
+        return 0
+    finally:
+        result["timings"] = timings
+        if recorder is not None and recorder.poll() is None:
+            recorder.kill()
+            recorder.wait()
+        with open(os.path.join(RESULTS, "result.json"), "w") as f:
+            json.dump(result, f, indent=1)
+        peer.close()
+        bluetoothd.terminate()
+        try:
+            bluetoothd.wait(10)
+        except subprocess.TimeoutExpired:
+            bluetoothd.kill()
+        subprocess.run(["cp", peer.sent_log, RESULTS], check=False)
+        for suffix in ("", "-wal", "-shm"):
+            subprocess.run(["cp", db + suffix, RESULTS], check=False, stderr=subprocess.DEVNULL)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
