@@ -251,6 +251,10 @@ def main():
     counts, routes = {}, {}
     dtd = {"v14": DTD_V14, "ios16": DTD_IOS16, "entities": DTD_ENTITIES, "none": ""}[args.dtd]
     first = dt.date(2019, 1, 1)
+    if args.size:
+        # About 200 kB a day: start early enough that the last day is not in the future (the
+        # importer's validation rejects future-dated records).
+        first = min(first, dt.date.today() - dt.timedelta(days=int(args.size * 1e6 / 200e3) + 30))
 
     def document(stream):
         out = Sink(stream)
