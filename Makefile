@@ -5,7 +5,7 @@ SWIFT ?= swift
 DEMO_DB ?= demo.sqlite
 BIN = .build/debug/healthgate
 
-.PHONY: setup setup-build build server demo daemon test format format-check peer-test server-test bench fuzz fuzz-build fuzz-smoke fuzz-corpus reference reference-check systemd-check vm-image vm-test install uninstall clean
+.PHONY: setup setup-build build server demo daemon test format format-check peer-test server-test bench bench-apple fuzz fuzz-build fuzz-smoke fuzz-corpus reference reference-check systemd-check vm-image vm-test install uninstall clean
 
 setup:
 	@bash .ci/setup
@@ -58,6 +58,14 @@ bench: setup-build
 	$(SWIFT) build $(RELEASE) --product healthgate
 	$(SWIFT) build $(RELEASE) --product healthgate-bench
 	.build/release/healthgate-bench Fixtures
+
+# Apple Health import of a synthetic export of APPLE_MB megabytes (1 GB by default; `make
+# bench-apple APPLE_MB=20` for a smoke run) next to XMLStream alone and healthkit-to-sqlite.
+APPLE_MB ?= 1024
+bench-apple: setup-build
+	$(SWIFT) build $(RELEASE) --product healthgate
+	$(SWIFT) build $(RELEASE) --product healthgate-bench
+	.build/release/healthgate-bench apple --size $(APPLE_MB)
 
 # libFuzzer targets for the pure decoders (Fuzz/README.md): each replays its past crashes, then
 # runs FUZZ_SECONDS over a scratch copy of its seed corpus; a crash fails the target and is kept

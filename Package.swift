@@ -195,6 +195,7 @@ let package = Package(
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
             "Gzip",
+            "AppleHealthDriver", "XMLStream",
         ], path: "Sources/healthgate-bench"),
 
         // Helpers shared by the test targets (seeded generator for fuzz loops, the BLE peer harness).

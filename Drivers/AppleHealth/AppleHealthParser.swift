@@ -37,6 +37,29 @@ public struct AppleHealthParser: XMLEventHandler {
     private var sleep: [String: SleepDraft] = [:]
     private var sleepOrder: [String] = []
     private var rootSeen = false
+    /// Provenance already built, by what it is built from: one `Source` (and one copy of its
+    /// strings) for every sample of one app, device and UTC offset.
+    private var sources: [SourceKey: Source] = [:]
+    /// Halves of blood pressure readings read as top-level Records, waiting for the other half:
+    /// source, start and end -> systolic and diastolic as far as read.
+    private var pressureHalves: [String: PressureHalves] = [:]
+    /// Blood pressure readings stored so far (from a pair of Records or a Correlation): a reading
+    /// is stored once whichever way it comes.
+    private var pressureIDs: Set<RecordID> = []
+
+    /// Meals read from top-level DietaryEnergyConsumed Records, held until the end in case a food
+    /// Correlation holds the same sample (it says more: the food, the meal): a meal is stored once.
+    private var heldMeals: [RecordID: HabitEvent] = [:]
+    /// Meals stored from a food Correlation: their top-level copy, if it comes later, is not stored again.
+    private var correlatedMeals: Set<RecordID> = []
+
+    /// Meals held at most (``heldMeals``); past this, a top-level meal is stored at once (and
+    /// updated, version 2, if its Correlation comes later).
+    public static let maxHeldMeals = 50_000
+
+    /// Unpaired blood pressure halves kept at most (a reading's two Records can be far apart in
+    /// the file); past this, a new half is counted in ``skipped`` and not kept.
+    public static let maxPressureHalves = 100_000
 
     public init(path: String = "") { self.path = path }
 
@@ -52,11 +75,21 @@ public struct AppleHealthParser: XMLEventHandler {
         return routes
     }
 
-    /// Ends the document: closes the sleep sessions still open.
+    /// Ends the document: closes the sleep sessions still open, stores the blood pressure
+    /// readings that had a systolic Record without its diastolic.
     public mutating func finish() {
-        for key in sleepOrder { if let draft = sleep[key] { records.append(.sleep(draft.session)) } }
+        for key in sleepOrder { if let draft = sleep[key] { records.append(.sleep(draft.closed)) } }
         sleep = [:]
         sleepOrder = []
+        for key in pressureHalves.keys.sorted() {
+            guard let halves = pressureHalves[key] else { continue }
+            if halves.systolic != nil { storePressure(halves) } else { skipped["unpaired HKQuantityTypeIdentifierBloodPressureDiastolic", default: 0] += 1 }
+        }
+        pressureHalves = [:]
+        for meal in heldMeals.values.sorted(by: { ($0.time, $0.id) < ($1.time, $1.id) }) {
+            records.append(.habit(meal))
+        }
+        heldMeals = [:]
     }
 
     // MARK: Events
@@ -152,6 +185,22 @@ public struct AppleHealthParser: XMLEventHandler {
 
     private mutating func unreadable(_ type: String) { skipped["unreadable " + type, default: 0] += 1 }
 
+    private struct SourceKey: Hashable {
+        var name: String?, version: String?, device: String?, offset: Substring?
+    }
+
+    /// The sample's provenance (see ``Draft/source(_:offset:)``), built once per app, device and
+    /// UTC offset of its start.
+    private mutating func source(_ d: Draft) -> Source {
+        let offset = d.utcOffset("startDate")
+        let key = SourceKey(name: d["sourceName"], version: d["sourceVersion"], device: d["device"], offset: offset)
+        if let known = sources[key] { return known }
+        let made = d.source(path, offset: offset)
+        if sources.count >= 10_000 { sources = [:] }
+        sources[key] = made
+        return made
+    }
+
     /// The record's natural key as id parts: type, source, start and end (epoch seconds), value, unit.
     private func key(_ d: Draft, _ start: Date, _ end: Date) -> [String] {
         [d["type"] ?? "", d["sourceName"] ?? "", String(Int(start.timeIntervalSince1970.rounded())),
@@ -161,39 +210,46 @@ public struct AppleHealthParser: XMLEventHandler {
     private mutating func map(_ d: Draft) {
         let type = d["type"] ?? ""
         guard let start = d.date("startDate"), let end = d.date("endDate") else { return unreadable(type) }
-        let short = type.replacingOccurrences(of: "HKQuantityTypeIdentifier", with: "")
-            .replacingOccurrences(of: "HKCategoryTypeIdentifier", with: "")
-        let source = d.source(path)
+        // Without its prefix (a plain prefix test: Foundation's replacingOccurrences, once per
+        // record, was a visible share of the parser's time).
+        let short = Self.dropping("HKQuantityTypeIdentifier", from: Self.dropping("HKCategoryTypeIdentifier", from: type))
+        let provenance = source(d)
         if let kind = Self.measurementKinds[short] {
             guard let raw = d.number("value"), let value = Self.convert(raw, unit: d["unit"], to: kind) else { return unreadable(type) }
             let interval = end > start
             let id = RecordID.derive(["measurement", AppleHealthImporter.id] + key(d, start, end))
-            records.append(.measurement(Measurement(id: id, kind: kind, time: start, end: interval ? end : nil, value: value, source: source)))
+            records.append(.measurement(Measurement(id: id, kind: kind, time: start, end: interval ? end : nil, value: value, source: provenance)))
             read[type, default: 0] += 1
             return
         }
         switch short {
         case "BloodPressureSystolic", "BloodPressureDiastolic":
-            // Also inside their Correlation, read there as one reading.
+            // One reading is two Records (also inside a Correlation when the app wrote one):
+            // paired by source, start and end; stored once the pair is complete.
+            guard let value = d.number("value") else { return unreadable(type) }
+            addPressureHalf(d, start: start, end: end, value: value, systolic: short == "BloodPressureSystolic", source: provenance)
             read[type, default: 0] += 1
         case "DietaryWater":
             guard let raw = d.number("value"), let ml = Self.millilitres(raw, unit: d["unit"]) else { return unreadable(type) }
             let id = RecordID.derive(["habit", AppleHealthImporter.id] + key(d, start, end))
             records.append(.habit(HabitEvent(id: id, habit: BuiltInHabit.hydration, time: start, value: (ml * 10).rounded() / 10,
-                                             category: "custom", unit: "ml", source: source)))
+                                             category: "custom", unit: "ml", source: provenance)))
             read[type, default: 0] += 1
         case "DietaryEnergyConsumed":
             guard let raw = d.number("value"), let kcal = Self.kilocalories(raw, unit: d["unit"]) else { return unreadable(type) }
-            records.append(.habit(meal(d, start, end, kcal: kcal, label: d.meta("HKFoodType"), category: d.meta("meal"), version: 1)))
+            let event = meal(d, start, end, kcal: kcal, label: d.meta("HKFoodType"), category: d.meta("meal"), version: 1)
+            if !correlatedMeals.contains(event.id) {
+                if heldMeals.count < Self.maxHeldMeals { heldMeals[event.id] = event } else { records.append(.habit(event)) }
+            }
             read[type, default: 0] += 1
         case "MindfulSession":
             let id = RecordID.derive(["habit", AppleHealthImporter.id] + key(d, start, end))
             let minutes = (end.timeIntervalSince(start) / 60 * 10).rounded() / 10
-            records.append(.habit(HabitEvent(id: id, habit: "mindfulness", time: start, value: minutes, unit: "min", source: source)))
+            records.append(.habit(HabitEvent(id: id, habit: "mindfulness", time: start, value: minutes, unit: "min", source: provenance)))
             read[type, default: 0] += 1
         case "SleepAnalysis":
             guard end >= start, let value = d["value"] else { return unreadable(type) }
-            addSleep(d, start: start, end: end, value: value, source: source)
+            addSleep(d, start: start, end: end, value: value, source: provenance)
             read[type, default: 0] += 1
         default:
             skipped[type.isEmpty ? "Record without a type" : type, default: 0] += 1
@@ -202,10 +258,10 @@ public struct AppleHealthParser: XMLEventHandler {
 
     /// A meal from a DietaryEnergyConsumed sample: the same id whether read at the top level
     /// or inside its food Correlation (which says more: version 2, its food name and meal).
-    private func meal(_ d: Draft, _ start: Date, _ end: Date, kcal: Double, label: String?, category: String?, version: Int) -> HabitEvent {
+    private mutating func meal(_ d: Draft, _ start: Date, _ end: Date, kcal: Double, label: String?, category: String?, version: Int) -> HabitEvent {
         let id = RecordID.derive(["habit", AppleHealthImporter.id] + key(d, start, end))
         return HabitEvent(id: id, version: version, habit: BuiltInHabit.meal, time: start, value: (kcal * 10).rounded() / 10,
-                          category: category?.lowercased(), unit: "kcal", label: label, source: d.source(path))
+                          category: category?.lowercased(), unit: "kcal", label: label, source: source(d))
     }
 
     private mutating func mapCorrelation(_ d: Draft, children: [Draft]) {
@@ -216,11 +272,10 @@ public struct AppleHealthParser: XMLEventHandler {
             let systolic = children.first { $0["type"] == "HKQuantityTypeIdentifierBloodPressureSystolic" }?.number("value")
             let diastolic = children.first { $0["type"] == "HKQuantityTypeIdentifierBloodPressureDiastolic" }?.number("value")
             guard let systolic else { return unreadable(type) }
-            var key = key(d, start, end)
-            key[4] = "\(systolic)/\(diastolic.map { "\($0)" } ?? "")"
-            let id = RecordID.derive(["measurement", AppleHealthImporter.id] + key)
-            records.append(.measurement(Measurement(id: id, kind: .bloodPressure, time: start, value: systolic,
-                                                    extra: diastolic.map { ["diastolic": $0] } ?? [:], source: d.source(path))))
+            // Its Records, also at the top level, are the same reading: no longer waited for.
+            pressureHalves[Self.pressureKey(d["sourceName"] ?? "", start, end)] = nil
+            storePressure(PressureHalves(sourceName: d["sourceName"] ?? "", start: start, end: end, source: source(d),
+                                         systolic: systolic, diastolic: diastolic))
             read[type, default: 0] += 1
         case "HKCorrelationTypeIdentifierFood":
             let label = d.meta("HKFoodType") ?? children.lazy.compactMap { $0.meta("HKFoodType") }.first
@@ -229,11 +284,14 @@ public struct AppleHealthParser: XMLEventHandler {
                 let childStart = energy.date("startDate"), let childEnd = energy.date("endDate"), let raw = energy.number("value"),
                 let kcal = Self.kilocalories(raw, unit: energy["unit"])
             {
-                records.append(.habit(meal(energy, childStart, childEnd, kcal: kcal, label: label, category: category, version: 2)))
+                // Version 2: stores written before meals were held have the top-level copy as version 1.
+                let event = meal(energy, childStart, childEnd, kcal: kcal, label: label, category: category, version: 2)
+                heldMeals[event.id] = nil
+                if correlatedMeals.insert(event.id).inserted { records.append(.habit(event)) }
             } else {
                 let id = RecordID.derive(["habit", AppleHealthImporter.id] + key(d, start, end))
                 records.append(.habit(HabitEvent(id: id, habit: BuiltInHabit.meal, time: start, category: category?.lowercased(),
-                                                 unit: "kcal", label: label, source: d.source(path))))
+                                                 unit: "kcal", label: label, source: source(d))))
             }
             read[type, default: 0] += 1
         default:
@@ -241,15 +299,77 @@ public struct AppleHealthParser: XMLEventHandler {
         }
     }
 
+    // MARK: Blood pressure
+
+    struct PressureHalves {
+        var sourceName: String
+        var start: Date
+        var end: Date
+        var source: Source
+        var systolic: Double?
+        var diastolic: Double?
+    }
+
+    private static func pressureKey(_ sourceName: String, _ start: Date, _ end: Date) -> String {
+        "\(sourceName)\u{1F}\(Int(start.timeIntervalSince1970.rounded()))\u{1F}\(Int(end.timeIntervalSince1970.rounded()))"
+    }
+
+    private mutating func addPressureHalf(_ d: Draft, start: Date, end: Date, value: Double, systolic: Bool, source: Source) {
+        let owner = d["sourceName"] ?? ""
+        let key = Self.pressureKey(owner, start, end)
+        var halves = pressureHalves[key] ?? PressureHalves(sourceName: owner, start: start, end: end, source: source)
+        if systolic { halves.systolic = value } else { halves.diastolic = value }
+        if halves.systolic != nil, halves.diastolic != nil {
+            pressureHalves[key] = nil
+            storePressure(halves)
+        } else if pressureHalves[key] != nil || pressureHalves.count < Self.maxPressureHalves {
+            pressureHalves[key] = halves
+        } else {
+            skipped["unpaired " + (d["type"] ?? ""), default: 0] += 1
+        }
+    }
+
+    /// One blood pressure reading, with the id its Correlation gives it (type, source, start, end,
+    /// `systolic/diastolic`): stored once whether read from its Correlation, its two Records or both.
+    private mutating func storePressure(_ p: PressureHalves) {
+        guard let systolic = p.systolic else { return }
+        let key = ["HKCorrelationTypeIdentifierBloodPressure", p.sourceName, String(Int(p.start.timeIntervalSince1970.rounded())),
+                   String(Int(p.end.timeIntervalSince1970.rounded())), "\(systolic)/\(p.diastolic.map { "\($0)" } ?? "")", ""]
+        let id = RecordID.derive(["measurement", AppleHealthImporter.id] + key)
+        guard pressureIDs.insert(id).inserted else { return }
+        records.append(.measurement(Measurement(id: id, kind: .bloodPressure, time: p.start, value: systolic,
+                                                extra: p.diastolic.map { ["diastolic": $0] } ?? [:], source: p.source)))
+    }
+
     // MARK: Sleep
 
     private struct SleepDraft {
         var session: SleepSession
+        /// The InBed samples' spans, in start order.
+        var inBed: [SleepStageSpan] = []
+
+        /// The session as stored. One with InBed samples only (the iPhone's bedtime, no sleep
+        /// tracking) gets an `unknown` stage over each stretch in bed (overlapping samples
+        /// joined): the model has no in-bed stage; a session's span is the time in bed, its
+        /// stages the sleep known in it. Version 2: such sessions were stored without stages before.
+        var closed: SleepSession {
+            guard session.stages.isEmpty, !inBed.isEmpty else { return session }
+            var session = session
+            for span in inBed {
+                if let last = session.stages.last, span.start <= last.end {
+                    session.stages[session.stages.count - 1].end = max(last.end, span.end)
+                } else {
+                    session.stages.append(SleepStageSpan(start: span.start, end: span.end, stage: .unknown))
+                }
+            }
+            session.version = 2
+            return session
+        }
     }
 
     private mutating func addSleep(_ d: Draft, start: Date, end: Date, value: String, source: Source) {
         let stage: SleepStage?
-        switch value.replacingOccurrences(of: "HKCategoryValueSleepAnalysis", with: "") {
+        switch Self.dropping("HKCategoryValueSleepAnalysis", from: value) {
         case "InBed", "0": stage = nil
         case "Asleep", "AsleepUnspecified", "1": stage = .unknown
         case "Awake", "2": stage = .awake
@@ -263,18 +383,23 @@ public struct AppleHealthParser: XMLEventHandler {
             if start <= open.session.end.addingTimeInterval(Self.sleepGap), end >= open.session.start.addingTimeInterval(-Self.sleepGap) {
                 open.session.start = min(open.session.start, start)
                 open.session.end = max(open.session.end, end)
-                if let stage { insert(SleepStageSpan(start: start, end: end, stage: stage), into: &open.session.stages) }
+                if let stage {
+                    insert(SleepStageSpan(start: start, end: end, stage: stage), into: &open.session.stages)
+                } else if open.session.stages.isEmpty {
+                    insert(SleepStageSpan(start: start, end: end, stage: .unknown), into: &open.inBed)
+                }
                 sleep[owner] = open
                 return
             }
-            records.append(.sleep(open.session))
+            records.append(.sleep(open.closed))
             sleepOrder.removeAll { $0 == owner }
         }
         // The session's id: its source and its first sample's start (a night seen in a newer
         // export starts with the same sample).
         let id = RecordID.derive("sleep", AppleHealthImporter.id, owner, String(Int(start.timeIntervalSince1970.rounded())))
         let stages = stage.map { [SleepStageSpan(start: start, end: end, stage: $0)] } ?? []
-        sleep[owner] = SleepDraft(session: SleepSession(id: id, start: start, end: end, stages: stages, source: source))
+        sleep[owner] = SleepDraft(session: SleepSession(id: id, start: start, end: end, stages: stages, source: source),
+                                  inBed: stage == nil ? [SleepStageSpan(start: start, end: end, stage: .unknown)] : [])
         sleepOrder.append(owner)
     }
 
@@ -343,7 +468,7 @@ public struct AppleHealthParser: XMLEventHandler {
         let samples = w.locations.sorted { $0.time < $1.time }
         records.append(.workout(Workout(id: id, sport: sport.rawValue, subSport: subSport, start: start, end: end, timerS: timer,
                                         distanceM: distance, energyKcal: energy, avgHeartRate: avgHR, maxHeartRate: maxHR, samples: samples,
-                                        source: d.source(path))))
+                                        source: source(d))))
         if let route = w.routePath, samples.isEmpty { routes[id] = route }
         read["Workout", default: 0] += 1
     }
@@ -427,6 +552,11 @@ public struct AppleHealthParser: XMLEventHandler {
         }
     }
 
+    /// `text` without `prefix` when it starts with it.
+    static func dropping(_ prefix: String, from text: String) -> String {
+        text.hasPrefix(prefix) ? String(text.utf8.dropFirst(prefix.utf8.count))! : text
+    }
+
     /// `TraditionalStrengthTraining` -> `traditional_strength_training`.
     static func snakeCase(_ name: String) -> String {
         var out = ""
@@ -471,9 +601,20 @@ struct Draft {
         return ISO8601.parse(text)
     }
 
-    /// Provenance: the app or device that wrote the sample, its version, and the device's name
-    /// and model when the export gives them.
-    func source(_ path: String) -> Source {
+    /// The UTC offset a date was written with (`+0100` in `2024-01-01 10:00:00 +0100`), or nil.
+    func utcOffset(_ key: String) -> Substring? {
+        guard let text = attributes[key], text.utf8.count == 25 else { return nil }
+        let offset = text.suffix(5)
+        guard let sign = offset.first, sign == "+" || sign == "-", offset.dropFirst().allSatisfy(\.isASCII), offset.dropFirst().allSatisfy(\.isNumber)
+        else { return nil }
+        return offset
+    }
+
+    /// Provenance: the app or device that wrote the sample, its version, the device's name and
+    /// model when the export gives them, and the UTC offset its start was written with
+    /// (`Simon’s Apple Watch 10.1 (Apple Watch Watch6,7), UTC+01:00`): the model stores instants,
+    /// so the offset of the local time the phone showed is kept here.
+    func source(_ path: String, offset: Substring? = nil) -> Source {
         var device = attributes["sourceName"] ?? "unknown source"
         if let version = attributes["sourceVersion"], !version.isEmpty { device += " " + version }
         if let text = attributes["device"] {
@@ -487,6 +628,8 @@ struct Draft {
             let about = [fields["name"], fields["hardware"]].compactMap { $0 }.joined(separator: " ")
             if !about.isEmpty { device += " (" + about + ")" }
         }
-        return Source(driver: AppleHealthImporter.id, device: String(device.prefix(200)), file: path)
+        device = String(device.prefix(200))
+        if let offset { device += ", UTC\(offset.prefix(3)):\(offset.suffix(2))" }
+        return Source(driver: AppleHealthImporter.id, device: device, file: path)
     }
 }

@@ -73,6 +73,11 @@ public enum ImportLimits {
     /// committed in several transactions of about this weight each.
     public static let transactionWeight = 50_000
 
+    /// A part also ends at this many records, whatever their weight: a record (ids, provenance
+    /// strings, extras) takes far more memory than a workout's sample, and a part waits in memory
+    /// until it is committed. 10,000 keeps an Apple Health import's parts at a few megabytes.
+    public static let transactionRecords = 10_000
+
     /// What a record weighs against ``transactionWeight``.
     public static func weight(of record: HealthRecord) -> Int {
         if case .workout(let workout) = record { return 1 + workout.samples.count + workout.laps.count }

@@ -1,5 +1,6 @@
 import Dispatch
 public import Foundation
+public import Synchronization
 
 /// One file handed to a ``FileImporter``: its path (for messages and provenance), its size, the
 /// first bytes (``probe``), and its contents, read in chunks (``chunks(of:)``) or mapped whole
@@ -25,6 +26,9 @@ public struct ImportSource: Sendable {
     /// The size of the chunks ``chunks(of:)`` gives unless told otherwise (smaller in tests, to
     /// cut documents at many places).
     public var chunkSize = ImportSource.defaultChunkSize
+    /// Counts the bytes read from the file (chunks and random reads) when set: the pipeline's
+    /// progress within one file.
+    public var bytesRead: ReadCounter?
 
     /// A file whose contents are already in memory (tests, fuzz targets, benchmarks).
     public init(path: String, data: Data, chunkSize: Int = ImportSource.defaultChunkSize) {
@@ -64,8 +68,8 @@ public struct ImportSource: Sendable {
     public func chunks(of size: Int? = nil) -> FileChunks {
         let size = size ?? chunkSize
         return switch storage {
-        case .file: FileChunks(source: .file(path), chunkSize: max(1, size))
-        case .memory(let data): FileChunks(source: .memory(data), chunkSize: max(1, size))
+        case .file: FileChunks(source: .file(path), chunkSize: max(1, size), counter: bytesRead)
+        case .memory(let data): FileChunks(source: .memory(data), chunkSize: max(1, size), counter: bytesRead)
         }
     }
 
@@ -77,10 +81,11 @@ public struct ImportSource: Sendable {
         case .memory(let data):
             guard offset >= 0, offset < data.count else { return [] }
             let end = Swift.min(data.count, offset + Swift.min(count, data.count - offset))
+            bytesRead?.add(end - offset)
             return [UInt8](data[data.startIndex + offset..<data.startIndex + end])
         case .file:
             let path = self.path
-            return try await FileReads.perform { () throws(FileReadError) -> [UInt8] in
+            let bytes = try await FileReads.perform { () throws(FileReadError) -> [UInt8] in
                 let descriptor = try FileReads.openForReading(path)
                 defer { close(descriptor) }
                 var buffer = [UInt8](repeating: 0, count: count)
@@ -88,6 +93,8 @@ public struct ImportSource: Sendable {
                 if read < buffer.count { buffer.removeSubrange(read...) }
                 return buffer
             }.get()
+            bytesRead?.add(bytes.count)
+            return bytes
         }
     }
 
@@ -106,6 +113,18 @@ public struct ImportSource: Sendable {
             }.get()
         }
     }
+}
+
+/// Bytes read so far, shared between the reads of an ``ImportSource`` and whoever shows progress.
+public final class ReadCounter: Sendable {
+    private let count = Atomic<Int>(0)
+
+    public init() {}
+
+    public func add(_ bytes: Int) { count.add(bytes, ordering: .relaxed) }
+
+    /// The bytes read so far.
+    public var value: Int { count.load(ordering: .relaxed) }
 }
 
 /// A file that could not be opened or read: its path and why.
@@ -136,12 +155,15 @@ public struct FileChunks: AsyncSequence, Sendable {
 
     let source: Source
     let chunkSize: Int
+    var counter: ReadCounter?
 
     public func makeAsyncIterator() -> Iterator {
-        switch source {
+        var iterator = switch source {
         case .file(let path): Iterator(reader: FileChunkReader(path: path, chunkSize: chunkSize))
         case .memory(let data): Iterator(data: data, chunkSize: chunkSize)
         }
+        iterator.counter = counter
+        return iterator
     }
 
     public struct Iterator: AsyncIteratorProtocol {
@@ -149,6 +171,7 @@ public struct FileChunks: AsyncSequence, Sendable {
         private let data: Data
         private let chunkSize: Int
         private var offset = 0
+        var counter: ReadCounter?
 
         init(reader: FileChunkReader) {
             self.reader = reader
@@ -164,10 +187,15 @@ public struct FileChunks: AsyncSequence, Sendable {
 
         /// The next chunk, or nil at the end of the file. Throws ``FileReadError``.
         public mutating func next() async throws -> [UInt8]? {
-            if let reader { return try await reader.next() }
+            if let reader {
+                let chunk = try await reader.next()
+                if let chunk { counter?.add(chunk.count) }
+                return chunk
+            }
             guard offset < data.count else { return nil }
             let end = Swift.min(data.count, offset + chunkSize)
             defer { offset = end }
+            counter?.add(end - offset)
             return [UInt8](data[data.startIndex + offset..<data.startIndex + end])
         }
     }

@@ -5,7 +5,8 @@ import HealthStore
 
 /// The sink of one file's import: normalizes what the importer hands over and keeps it until the
 /// end, where the pipeline commits it with the ledger entry in one transaction; a large file's
-/// records are committed in parts of about `transactionWeight` as they come, each part noting in
+/// records are committed in parts of about `transactionWeight` (or at most
+/// ``ImportLimits/transactionRecords`` records) as they come, each part noting in
 /// the ledger how many records the importer had handed over (DriverKit's ``FileImporter``
 /// states the rule). A dry run keeps only counts.
 actor FileCommitter: RecordSink {
@@ -22,6 +23,8 @@ actor FileCommitter: RecordSink {
     let transactionWeight: Int
     /// A dry run keeps this many of the first accepted records for its report.
     let previewCount: Int
+    /// Told the records handed over so far after each batch (the progress within a file).
+    let onProgress: (@Sendable (_ handedOver: Int) -> Void)?
 
     /// Records the importer handed over (skipped ones included).
     private(set) var handedOver = 0
@@ -39,7 +42,9 @@ actor FileCommitter: RecordSink {
     private var assembler = WorkoutAssembler()
 
     init(header: FileImport, store: HealthStore?, normalizer: Normalizer, dryRun: Bool, skip: Int, recordsProgress: Bool,
-         transactionWeight: Int = ImportLimits.transactionWeight, previewCount: Int = 0) {
+         transactionWeight: Int = ImportLimits.transactionWeight, previewCount: Int = 0,
+         onProgress: (@Sendable (_ handedOver: Int) -> Void)? = nil) {
+        self.onProgress = onProgress
         self.header = header
         self.store = store
         self.normalizer = normalizer
@@ -53,6 +58,7 @@ actor FileCommitter: RecordSink {
     func emit(_ batch: [HealthRecord]) async throws {
         let alreadyStored = min(max(0, skip - handedOver), batch.count)
         handedOver += batch.count
+        onProgress?(handedOver)
         let fresh = alreadyStored == 0 ? batch : Array(batch.dropFirst(alreadyStored))
         guard !fresh.isEmpty else { return }
         let outcome = normalizer.normalize(fresh)
@@ -63,7 +69,7 @@ actor FileCommitter: RecordSink {
         guard !dryRun else { return }
         pending += outcome.accepted
         pendingWeight += outcome.accepted.reduce(0) { $0 + ImportLimits.weight(of: $1) }
-        if pendingWeight >= transactionWeight { try await commitPart() }
+        if pendingWeight >= transactionWeight || pending.count >= ImportLimits.transactionRecords { try await commitPart() }
     }
 
     /// A file importer may hand over a workout in pieces too: it counts once finished.

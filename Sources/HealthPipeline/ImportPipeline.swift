@@ -166,8 +166,12 @@ public struct ImportPipeline: FileSink {
     /// (content the ledger holds is not decoded again), once by its importer. A small file is
     /// committed in one transaction; a large one in parts, and an interrupted import of it resumes
     /// after the records its committed parts cover (see DriverKit's ``FileImporter``).
-    public func importFile(_ path: String, explicit: Bool) async -> FileReport {
-        let source: ImportSource
+    ///
+    /// `within` is told, after each batch the importer hands over, the bytes of the file read so
+    /// far (by the importer, after the hash) and the records handed over so far.
+    public func importFile(_ path: String, explicit: Bool,
+                           within: (@Sendable (_ bytesRead: Int, _ records: Int) -> Void)? = nil) async -> FileReport {
+        var source: ImportSource
         do {
             source = try await ImportSource.open(path)
         } catch {
@@ -210,9 +214,17 @@ public struct ImportPipeline: FileSink {
         let normalizer = Normalizer(energy: EnergyEstimator(bodyWeightKg: weight.kg),
                                     since: options.range.since, until: options.range.until)
         let filtered = options.range.since != nil || options.range.until != nil
+        let counter = ReadCounter()
+        source.bytesRead = counter
+        var onProgress: (@Sendable (Int) -> Void)?
+        if let within {
+            let size = source.size
+            onProgress = { records in within(min(counter.value, size), records) }
+        }
         let committer = FileCommitter(header: header, store: store, normalizer: normalizer, dryRun: options.dryRun,
                                       skip: filtered ? 0 : resumeAfter, recordsProgress: !filtered,
-                                      transactionWeight: options.transactionWeight, previewCount: options.dryRun ? options.previewCount : 0)
+                                      transactionWeight: options.transactionWeight, previewCount: options.dryRun ? options.previewCount : 0,
+                                      onProgress: onProgress)
         var decodeError: String?
         var storeError: String?
         do {
@@ -300,9 +312,12 @@ public struct ImportPipeline: FileSink {
         return report
     }
 
-    /// Imports every file under `paths`, calling `progress` before each file and `done` after.
+    /// Imports every file under `paths`, calling `progress` before each file and `done` after;
+    /// `within` is told how far the current file is (bytes read of it, records read from it)
+    /// after each batch its importer hands over.
     public func run(_ paths: [String],
                     progress: (_ index: Int, _ total: Int, _ path: String, _ bytesDone: Int, _ bytesTotal: Int) -> Void = { _, _, _, _, _ in },
+                    within: (@Sendable (_ bytesRead: Int, _ records: Int) -> Void)? = nil,
                     done: (FileReport) -> Void = { _ in }) async throws -> ImportTotals {
         let files = try Self.discover(paths)
         let sizes = files.map { (try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? Int) ?? 0 }
@@ -311,7 +326,7 @@ public struct ImportPipeline: FileSink {
         var bytesDone = 0
         for (index, file) in files.enumerated() {
             progress(index, files.count, file.path, bytesDone, bytesTotal)
-            let report = await importFile(file.path, explicit: file.explicit)
+            let report = await importFile(file.path, explicit: file.explicit, within: within)
             bytesDone += sizes[index]
             totals.add(report, bytes: sizes[index])
             done(report)

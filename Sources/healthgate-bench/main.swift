@@ -2,15 +2,20 @@
 // same run on the same machine (these machines are noisy, so only the ratios mean much). Not a
 // test: it asserts nothing and never runs in CI.
 //
-//     healthgate-bench [all|files|ble|sync|daemon|server-load|log|views] [--records N] [--backlog N] [--idle S]
-//                      [--seconds S] [--accounts N] [FIXTURES]
+//     healthgate-bench [all|files|ble|sync|daemon|server-load|log|views|apple] [--records N] [--backlog N] [--idle S]
+//                      [--seconds S] [--accounts N] [--size MB] [--export FILE] [--baseline-mb MB] [FIXTURES]
 import Foundation
 
 var arguments = Array(CommandLine.arguments.dropFirst())
+// The Apple Health benchmark's children (see AppleBench.swift).
+if arguments.first == "apple-stage", arguments.count == 3 {
+    try await appleStage(arguments[1], arguments[2])
+    exit(0)
+}
 if arguments.contains(where: { ["-h", "--help", "help"].contains($0) }) {
     print("""
-        USAGE: healthgate-bench [all|files|ble|sync|daemon|server-load|log|views] [--records N] [--backlog N] [--idle S]
-                                [--seconds S] [--accounts N] [FIXTURES]
+        USAGE: healthgate-bench [all|files|ble|sync|daemon|server-load|log|views|apple] [--records N] [--backlog N] [--idle S]
+                                [--seconds S] [--accounts N] [--size MB] [--export FILE] [--baseline-mb MB] [FIXTURES]
 
         Speed and footprint figures of the release build, each next to a baseline measured in the same run.
           files    import the sample files (FIXTURES, default ./Fixtures) vs reading them
@@ -23,7 +28,13 @@ if arguments.contains(where: { ["-h", "--help", "help"].contains($0) }) {
           log      `healthgate log water 250ml` start to committed row, 200 runs, vs sqlite3 inserting one row
           views    `today` and `stats --period week` over five years of daily entries (20,000 habit events,
                    2,000 workouts), each next to sqlite3 running a plain SQL query of the same totals
-          all      everything (the default)
+          apple    Apple Health: a synthetic export.xml of --size MB (default 1024; Drivers/AppleHealth/tools/make-export.py),
+                   or the --export FILE given, imported end to end into a fresh database, next to XMLStream reading the
+                   same bytes (the floor) and healthkit-to-sqlite (PyPI) importing them: records/s, MB/s, peak RSS, and
+                   the split between XML, mapping, normalizing and writing. Not part of `all` (it takes minutes).
+                   --baseline-mb MB: healthkit-to-sqlite reads only the first MB of the same file (it reads about
+                   0.5 MB/s; 1 GB would take most of an hour); its rate is over what it read.
+          all      everything but apple (the default)
         """)
     exit(0)
 }
@@ -39,11 +50,22 @@ let syncBacklog = option("--backlog", 1_000_000, in: &arguments)
 let idleSeconds = option("--idle", 60, in: &arguments)
 let loadSeconds = option("--seconds", 20, in: &arguments)
 let loadAccounts = option("--accounts", 4, in: &arguments)
-let modes = ["all", "files", "ble", "sync", "daemon", "server-load", "log", "views"]
+let appleSizeMB = option("--size", 1024, in: &arguments)
+let appleBaselineMB = option("--baseline-mb", 0, in: &arguments)
+var appleExport: String?
+if let index = arguments.firstIndex(of: "--export"), index + 1 < arguments.count {
+    appleExport = arguments[index + 1]
+    arguments.removeSubrange(index...index + 1)
+}
+let modes = ["all", "files", "ble", "sync", "daemon", "server-load", "log", "views", "apple"]
 let mode = arguments.first.flatMap { modes.contains($0) ? $0 : nil } ?? "all"
 let fixtures = arguments.first { !modes.contains($0) } ?? "Fixtures"
 if let unknown = arguments.first(where: { $0.hasPrefix("-") }) {
     FileHandle.standardError.write(Data("healthgate-bench: unknown option \(unknown) (see --help)\n".utf8))
+    exit(64)
+}
+guard appleSizeMB >= 1, appleBaselineMB >= 0, appleExport.map({ FileManager.default.fileExists(atPath: $0) }) ?? true else {
+    FileHandle.standardError.write(Data("healthgate-bench: --size must be 1 (MB) or more and --export an existing file\n".utf8))
     exit(64)
 }
 guard loadSeconds >= 1, loadAccounts >= 1 else {
@@ -76,6 +98,9 @@ if mode == "all" || mode == "log" {
 }
 if mode == "all" || mode == "views" {
     try await viewsBenchmarks()
+}
+if mode == "apple" {
+    try await appleBenchmarks(export: appleExport, sizeMB: appleSizeMB, baselineMB: appleBaselineMB > 0 ? appleBaselineMB : nil)
 }
 
 var usage = rusage()

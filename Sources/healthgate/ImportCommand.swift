@@ -49,12 +49,14 @@ struct ImportCommand: AsyncParsableCommand {
                                                                           bodyWeightKg: bodyWeight))
         let weight: BodyWeight
         do { weight = try await pipeline.bodyWeight() } catch { throw RuntimeFailure("cannot read the body profile: \(error)") }
-        var bar = ProgressBar(enabled: !output.json && Output.stderrIsTerminal)
+        let bar = SharedProgressBar(enabled: !output.json && Output.stderrIsTerminal)
         var reports: [FileReport] = []
         let totals: ImportTotals
         do {
             totals = try await pipeline.run(paths, progress: { index, total, path, done, all in
-                bar.update(index: index, total: total, path: path, bytesDone: done, bytesTotal: all)
+                bar.file(index: index, total: total, path: path, bytesDone: done, bytesTotal: all)
+            }, within: { bytesRead, records in
+                bar.within(bytesRead: bytesRead, records: records)
             }, done: { report in
                 reports.append(report)
                 guard !output.json else { return }

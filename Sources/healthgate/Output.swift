@@ -74,6 +74,33 @@ enum Output {
     }
 }
 
+/// A ``ProgressBar`` updated from the pipeline's tasks: between files and within one (records).
+final class SharedProgressBar: @unchecked Sendable {
+    private let lock = NSLock()
+    private var bar: ProgressBar
+    private var file = (index: 0, total: 0, path: "", bytesDone: 0, bytesTotal: 0)
+
+    init(enabled: Bool) { bar = ProgressBar(enabled: enabled) }
+
+    /// A file starts (or, with `index == total`, all are done).
+    func file(index: Int, total: Int, path: String, bytesDone: Int, bytesTotal: Int) {
+        lock.withLock {
+            file = (index, total, path, bytesDone, bytesTotal)
+            bar.update(index: index, total: total, path: path, bytesDone: bytesDone, bytesTotal: bytesTotal)
+        }
+    }
+
+    /// The current file is `bytesRead` bytes and `records` records in.
+    func within(bytesRead: Int, records: Int) {
+        lock.withLock {
+            bar.update(index: file.index, total: file.total, path: file.path, bytesDone: file.bytesDone + bytesRead,
+                       bytesTotal: file.bytesTotal, records: records)
+        }
+    }
+
+    func finish() { lock.withLock { bar.finish() } }
+}
+
 /// A one-line progress bar on standard error, drawn only on a terminal.
 struct ProgressBar {
     let enabled: Bool
@@ -81,18 +108,27 @@ struct ProgressBar {
 
     init(enabled: Bool) { self.enabled = enabled }
 
-    mutating func update(index: Int, total: Int, path: String, bytesDone: Int, bytesTotal: Int) {
+    /// Draws the bar (at most every 0.1 s): files done of `total`, bytes of all files (those of
+    /// the current file included as it is read) and, within a file, the records read from it.
+    mutating func update(index: Int, total: Int, path: String, bytesDone: Int, bytesTotal: Int, records: Int? = nil) {
         guard enabled, total > 0 else { return }
         let now = Date()
         guard index == total || now.timeIntervalSince(lastDraw) > 0.1 else { return }
         lastDraw = now
-        let fraction = bytesTotal > 0 ? Double(bytesDone) / Double(bytesTotal) : Double(index) / Double(total)
+        Output.stderr("\r\u{1B}[2K" + Self.line(index: index, total: total, path: path, bytesDone: bytesDone, bytesTotal: bytesTotal,
+                                                records: records))
+    }
+
+    /// `[######------] 1/3 files  12.5/80.0 MB  41,250 records  export.xml`.
+    static func line(index: Int, total: Int, path: String, bytesDone: Int, bytesTotal: Int, records: Int?) -> String {
+        let fraction = bytesTotal > 0 ? min(1, Double(bytesDone) / Double(bytesTotal)) : Double(index) / Double(max(1, total))
         let width = 24
         let filled = Int(fraction * Double(width))
         let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
         let name = (path as NSString).lastPathComponent
         let mb = String(format: "%.1f/%.1f MB", Double(bytesDone) / 1e6, Double(bytesTotal) / 1e6)
-        Output.stderr("\r\u{1B}[2K[\(bar)] \(min(index + 1, total))/\(total) files  \(mb)  \(name.prefix(40))")
+        let read = records.map { "  \($0) records" } ?? ""
+        return "[\(bar)] \(min(index + 1, total))/\(total) files  \(mb)\(read)  \(name.prefix(40))"
     }
 
     func finish() {

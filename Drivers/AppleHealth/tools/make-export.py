@@ -7,6 +7,12 @@ FileReference), optionally zipped under a localized name. Deterministic for a gi
 
     python3 make-export.py OUT.zip [--days N] [--name exportar.xml] [--dtd v14|ios16|entities]
     python3 make-export.py OUT.xml --days 3          (a bare export.xml)
+    python3 make-export.py OUT.xml --size 1024 --inline-routes --legal-only   (the benchmark's 1 GB)
+
+`--size MB` writes days until the document holds that many megabytes (10^6 bytes), the dates
+running on past `--days`; `--inline-routes` writes each run's route as `Location` elements in the
+Workout (how iOS 12 and before did), so that a bare export.xml has routes too; `--legal-only`
+leaves out the vertical tab (for readers that reject it, such as healthkit-to-sqlite's expat).
 
 Each day has: heart rate every 5 minutes from two sources, steps/distance/active energy per hour
 from the iPhone and the Watch, basal energy, a resting HR, HRV, SpO2, respiratory rate, a body
@@ -102,7 +108,8 @@ def record(out, counts, source, type_, unit, value, start, end=None, children=""
         counts[counted] = counts.get(counted, 0) + 1
 
 
-def day(out, routes, counts, rng, date):
+def day(out, routes, counts, rng, date, inline_routes=False, app=None):
+    APP = app or globals()["APP"]
     base = dt.datetime.combine(date, dt.time(0, 0))
     q = "HKQuantityTypeIdentifier"
     for minute in range(0, 24 * 60, 5):
@@ -178,6 +185,14 @@ def day(out, routes, counts, rng, date):
     run = base + dt.timedelta(hours=18)
     run_end = run + dt.timedelta(minutes=35)
     route = f"/workout-routes/route_{date.isoformat()}_6.00pm.gpx"
+    seconds = range(0, 35 * 60, 10)
+    if inline_routes:
+        route_xml = "".join(
+            f'   <Location date="{stamp(run + dt.timedelta(seconds=i))}" latitude="{52.37 + i * 0.00001:.6f}" '
+            f'longitude="{4.89 + i * 0.00002:.6f}" altitude="{2 + (i % 7)}" horizontalAccuracy="5" verticalAccuracy="3" '
+            'course="-1" speed="2.5"/>\n' for i in seconds)
+    else:
+        route_xml = f'   <FileReference path="{route}"/>\n'
     out.write(f' <Workout workoutActivityType="HKWorkoutActivityTypeRunning" duration="30" durationUnit="min" '
               f'sourceName="{WATCH[0]}" sourceVersion="{WATCH[1]}" device="{WATCH[2]}" creationDate="{stamp(run_end)}" '
               f'startDate="{stamp(run)}" endDate="{stamp(run_end)}">\n'
@@ -188,18 +203,20 @@ def day(out, routes, counts, rng, date):
               f'  <WorkoutStatistics type="HKQuantityTypeIdentifierDistanceWalkingRunning" startDate="{stamp(run)}" endDate="{stamp(run_end)}" sum="5.2" unit="km"/>\n'
               f'  <WorkoutStatistics type="HKQuantityTypeIdentifierHeartRate" startDate="{stamp(run)}" endDate="{stamp(run_end)}" average="151.4" minimum="98" maximum="178" unit="count/min"/>\n'
               f'  <WorkoutRoute sourceName="{WATCH[0]}" sourceVersion="{WATCH[1]}" creationDate="{stamp(run_end)}" startDate="{stamp(run)}" endDate="{stamp(run_end)}">\n'
-              f'   <FileReference path="{route}"/>\n  </WorkoutRoute>\n </Workout>\n')
+              + route_xml + '  </WorkoutRoute>\n </Workout>\n')
     counts["workout"] = counts.get("workout", 0) + 1
-    points = []
-    for i in range(0, 35 * 60, 10):
-        pt = run + dt.timedelta(seconds=i) - dt.timedelta(hours=1)  # the GPX is in UTC
-        points.append(f'<trkpt lon="{4.89 + i * 0.00002:.6f}" lat="{52.37 + i * 0.00001:.6f}"><ele>{2 + (i % 7)}</ele>'
-                      f'<time>{pt.strftime("%Y-%m-%dT%H:%M:%SZ")}</time><extensions><speed>2.5</speed></extensions></trkpt>')
-    routes[route.lstrip("/")] = ('<?xml version="1.0" encoding="UTF-8"?>\n<gpx version="1.1" creator="Apple Health Export" '
-                                 'xmlns="http://www.topografix.com/GPX/1/1"><metadata><time>'
-                                 f'{run.strftime("%Y-%m-%dT%H:%M:%SZ")}</time></metadata><trk><name>Route</name><trkseg>\n'
-                                 + "\n".join(points) + "\n</trkseg></trk></gpx>\n")
-    counts["route_points"] = counts.get("route_points", 0) + len(points)
+    if routes is not None:
+        points = []
+        for i in seconds:
+            pt = run + dt.timedelta(seconds=i) - dt.timedelta(hours=1)  # the GPX is in UTC
+            points.append(f'<trkpt lon="{4.89 + i * 0.00002:.6f}" lat="{52.37 + i * 0.00001:.6f}"><ele>{2 + (i % 7)}</ele>'
+                          f'<time>{pt.strftime("%Y-%m-%dT%H:%M:%SZ")}</time><extensions><speed>2.5</speed></extensions></trkpt>')
+        routes[route.lstrip("/")] = ('<?xml version="1.0" encoding="UTF-8"?>\n<gpx version="1.1" creator="Apple Health Export" '
+                                     'xmlns="http://www.topografix.com/GPX/1/1"><metadata><time>'
+                                     f'{run.strftime("%Y-%m-%dT%H:%M:%SZ")}</time></metadata><trk><name>Route</name><trkseg>\n'
+                                     + "\n".join(points) + "\n</trkseg></trk></gpx>\n")
+    if routes is not None or inline_routes:
+        counts["route_points"] = counts.get("route_points", 0) + len(seconds)
     out.write(f' <ActivitySummary dateComponents="{date.isoformat()}" activeEnergyBurned="400" activeEnergyBurnedGoal="500" '
               'activeEnergyBurnedUnit="kcal" appleExerciseTime="30" appleExerciseTimeGoal="30" appleStandHours="10" appleStandHoursGoal="12"/>\n')
 
@@ -225,20 +242,31 @@ def main():
     parser.add_argument("--dtd", choices=["v14", "ios16", "entities", "none"], default="v14")
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--expect", action="store_true", help="print the expected counts as JSON")
+    parser.add_argument("--size", type=float, default=0, help="write days until the document holds this many MB (10^6 bytes)")
+    parser.add_argument("--inline-routes", action="store_true", help="routes as Location elements in the Workout (iOS 12)")
+    parser.add_argument("--legal-only", action="store_true", help="no character XML 1.0 forbids (no vertical tab)")
     args = parser.parse_args()
 
     rng = random.Random(args.seed)
     counts, routes = {}, {}
     dtd = {"v14": DTD_V14, "ios16": DTD_IOS16, "entities": DTD_ENTITIES, "none": ""}[args.dtd]
     first = dt.date(2019, 1, 1)
+    if args.size:
+        # About 200 kB a day: start early enough that the last day is not in the future (the
+        # importer's validation rejects future-dated records).
+        first = min(first, dt.date.today() - dt.timedelta(days=int(args.size * 1e6 / 200e3) + 30))
 
     def document(stream):
         out = Sink(stream)
         out.write('<?xml version="1.0" encoding="UTF-8"?>\n' + dtd + '<HealthData locale="nl_NL">\n'
                   ' <ExportDate value="2024-06-01 08:10:05 +0200"/>\n'
                   ' <Me HKCharacteristicTypeIdentifierDateOfBirth="1990-05-20" HKCharacteristicTypeIdentifierBiologicalSex="HKBiologicalSexMale"/>\n')
-        for n in range(args.days):
-            day(out, routes, counts, rng, first + dt.timedelta(days=n))
+        app = ("Water Llama", "3.1", None) if args.legal_only else APP
+        keep = routes if args.out.endswith(".zip") else None
+        n = 0
+        while n < args.days or out.bytes < args.size * 1e6:
+            day(out, keep, counts, rng, first + dt.timedelta(days=n), inline_routes=args.inline_routes, app=app)
+            n += 1
         out.write("</HealthData>\n")
 
     if args.out.endswith(".zip"):
