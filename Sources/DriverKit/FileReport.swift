@@ -26,8 +26,10 @@ public struct FileReport: Sendable, Encodable, Equatable {
     public var unchanged: Int = 0
     /// Records outside `--since/--until`.
     public var outOfRange: Int = 0
-    /// Records refused by validation, with the reason.
+    /// Records refused by validation: the reasons of the first ``Rejections/keptLimit``.
     public var rejected: [String] = []
+    /// Every record refused by validation (`rejected` lists the first reasons only).
+    public var rejectedCount: Int = 0
     /// Why the file failed or is partial.
     public var error: String?
     /// A dry run: the first records as they would be stored (normalized and validated). Not part
@@ -35,7 +37,7 @@ public struct FileReport: Sendable, Encodable, Equatable {
     public var preview: [HealthRecord] = []
 
     public init(path: String, status: Status, driver: String? = nil, records: Int = 0, unchanged: Int = 0, outOfRange: Int = 0,
-                rejected: [String] = [], error: String? = nil) {
+                rejected: [String] = [], rejectedCount: Int? = nil, error: String? = nil) {
         self.path = path
         self.status = status
         self.driver = driver
@@ -43,11 +45,12 @@ public struct FileReport: Sendable, Encodable, Equatable {
         self.unchanged = unchanged
         self.outOfRange = outOfRange
         self.rejected = rejected
+        self.rejectedCount = rejectedCount ?? rejected.count
         self.error = error
     }
 
     enum CodingKeys: String, CodingKey {
-        case path, status, driver, records, unchanged, outOfRange = "out_of_range", rejected, error
+        case path, status, driver, records, unchanged, outOfRange = "out_of_range", rejected, rejectedCount = "rejected_count", error
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -59,6 +62,7 @@ public struct FileReport: Sendable, Encodable, Equatable {
         try c.encode(unchanged, forKey: .unchanged)
         try c.encode(outOfRange, forKey: .outOfRange)
         try c.encode(rejected, forKey: .rejected)
+        try c.encode(rejectedCount, forKey: .rejectedCount)
         try c.encode(error, forKey: .error)
     }
 }

@@ -284,6 +284,26 @@ extension PhysicalLimits {
     static func show(_ v: Double) -> String { NumberText.plain(v) }
 }
 
+/// Records refused by validation over a long run (a huge file, a daemon's lifetime): how many,
+/// and the reasons of the first ``keptLimit`` only, so that memory stays bounded whatever comes
+/// (an export with 600,000 future-dated samples once held 290 MB of reasons).
+public struct Rejections: Sendable, Equatable {
+    public static let keptLimit = 100
+    /// Every refusal counted.
+    public private(set) var count = 0
+    /// The first ``keptLimit`` refusals, in order.
+    public private(set) var kept: [ValidationError] = []
+
+    public init() {}
+
+    public var isEmpty: Bool { count == 0 }
+
+    public mutating func add(_ errors: [ValidationError]) {
+        count += errors.count
+        if kept.count < Self.keptLimit { kept += errors.prefix(Self.keptLimit - kept.count) }
+    }
+}
+
 /// ISO 8601 UTC formatting shared by the store, the CLI and JSON output (`2019-05-18T19:16:02Z`,
 /// fractional seconds only when present).
 public enum ISO8601 {

@@ -30,7 +30,7 @@ actor FileCommitter: RecordSink {
     private(set) var handedOver = 0
     private(set) var accepted = 0
     private(set) var outOfRange = 0
-    private(set) var rejected: [ValidationError] = []
+    private(set) var rejected = Rejections()
     /// A dry run's first accepted records (``previewCount``).
     private(set) var preview: [HealthRecord] = []
     /// What the parts committed so far stored.
@@ -64,7 +64,7 @@ actor FileCommitter: RecordSink {
         let outcome = normalizer.normalize(fresh)
         accepted += outcome.accepted.count
         outOfRange += outcome.outOfRange
-        rejected += outcome.rejected
+        rejected.add(outcome.rejected)
         if preview.count < previewCount { preview += outcome.accepted.prefix(previewCount - preview.count) }
         guard !dryRun else { return }
         pending += outcome.accepted

@@ -255,7 +255,7 @@ public struct ImportPipeline: FileSink {
         var stored = await committer.stored
 
         var report = FileReport(path: path, status: .imported, driver: driverID, outOfRange: outOfRange,
-                                rejected: rejected.map(\.description), error: decodeError)
+                                rejected: rejected.kept.map(\.description), rejectedCount: rejected.count, error: decodeError)
         if let storeError {
             // A part failed to commit (disk full ...), or the import was told to stop between two
             // parts: the parts before stay, and the ledger says where the next import resumes.

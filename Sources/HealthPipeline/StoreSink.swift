@@ -12,7 +12,7 @@ public final class StoreSink: RecordSink {
     /// Called after each committed batch with what it held and the commit time (for
     /// measurements of latency; nil in normal use).
     private let onCommit: (@Sendable (LiveBatch, Date) -> Void)?
-    private let rejections = Mutex<[ValidationError]>([])
+    private let rejections = Mutex(Rejections())
 
     public init(store: HealthStore, normalizer: Normalizer = Normalizer(), onCommit: (@Sendable (LiveBatch, Date) -> Void)? = nil) {
         self.store = store
@@ -26,7 +26,7 @@ public final class StoreSink: RecordSink {
 
     public func emit(_ batch: LiveBatch) async throws {
         let (accepted, rejected) = normalizer.normalize(batch)
-        if !rejected.isEmpty { rejections.withLock { $0 += rejected } }
+        if !rejected.isEmpty { rejections.withLock { $0.add(rejected) } }
         guard !accepted.isEmpty else { return }
         // Habit events under the definition's spelling of their habit's name.
         var canonical = accepted
@@ -35,6 +35,6 @@ public final class StoreSink: RecordSink {
         onCommit?(accepted, Date())
     }
 
-    /// Records the normalizer refused so far (with the reason).
-    public var rejected: [ValidationError] { rejections.withLock { $0 } }
+    /// Records the normalizer refused so far: how many, and the first reasons.
+    public var rejected: Rejections { rejections.withLock { $0 } }
 }

@@ -153,7 +153,7 @@ struct ImportCommand: AsyncParsableCommand {
         var text = "\(status.padding(toLength: 16, withPad: " ", startingAt: 0)) \(DisplayText.safe(r.path))\(counts)"
         if let error = r.error { text += "\n                 \(DisplayText.safe(error))" }
         for reason in r.rejected.prefix(5) { text += "\n                 rejected: \(DisplayText.safe(reason))" }
-        if r.rejected.count > 5 { text += "\n                 ... and \(r.rejected.count - 5) more rejected" }
+        if r.rejectedCount > 5 { text += "\n                 ... and \(r.rejectedCount - 5) more rejected" }
         return text
     }
 }

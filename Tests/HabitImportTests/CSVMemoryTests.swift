@@ -88,6 +88,33 @@ import TestSupport
         #expect(try await store.tableCounts()["measurements"] == 70_000)
     }
 
+    /// A file whose records the validation refuses by the hundred: every one counted, the
+    /// reasons of the first hundred kept (the report held one string per refusal before, and a
+    /// 1 GB Apple export with 622,816 future-dated samples peaked at 293 MB).
+    @Test func refusalsAreCountedAndTheFirstHundredKept() async throws {
+        let folder = NSTemporaryDirectory() + "healthgate-csv-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let store = try await HealthStore(path: folder + "/healthgate.sqlite")
+        let pipeline = ImportPipeline(store: store, importers: [CSVImporter(settings: CSVImporter.Settings(mapping: try mapping()))])
+        // 1,000 weights, then 2,500 a few years ahead (future-dated: refused).
+        let path = folder + "/future.csv"
+        try Data(csv(rows: 1000, extra: (0..<2500).map { (5_000_000 + $0, "71.0") })).write(to: URL(fileURLWithPath: path))
+        let report = await pipeline.importFile(path)
+        #expect(report.status == .partial && report.records == 1000, "\(report.status) \(report.records)")
+        #expect(report.rejectedCount == 2500 && report.rejected.count == Rejections.keptLimit)
+        #expect(report.rejected.allSatisfy { $0.contains("future") }, "\(report.rejected.first ?? "")")
+        #expect(report.error == "2500 record(s) rejected")
+        let json = String(decoding: try JSONEncoder().encode(report), as: UTF8.self)
+        #expect(json.contains(#""rejected_count":2500"#))
+        #expect(try await store.tableCounts()["measurements"] == 1000)
+
+        var tally = Rejections()
+        tally.add((0..<60).map { ValidationError(recordID: RecordID.derive("t", String($0)), reason: "r\($0)") })
+        tally.add((60..<150).map { ValidationError(recordID: RecordID.derive("t", String($0)), reason: "r\($0)") })
+        #expect(tally.count == 150 && tally.kept.map(\.reason) == (0..<100).map { "r\($0)" })
+    }
+
     @Test func recentIDsForgetsTheOldest() {
         var recent = CSVImporter.RecentIDs(capacity: 2)
         let ids = (0..<4).map { RecordID.derive("test", String($0)) }
