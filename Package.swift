@@ -116,7 +116,8 @@ let package = Package(
         .target(name: "BLERuntime", dependencies: ["BLEHost", "Timing"], path: "Drivers/BluetoothLE/Runtime"),
         // Bluetooth LE through BlueZ: bluetoothd over D-Bus (sd-bus from the system's libsystemd),
         // the second backend of the recorder; a pure model of bluetoothd's object tree.
-        .systemLibrary(name: "CSDBus", path: "Sources/CSDBus", providers: [.apt(["libsystemd-dev"])]),
+        // sd-bus's header (libsystemd-dev); libsystemd.so.0 itself is loaded on first use (include/CSDBus.h).
+        .target(name: "CSDBus", path: "Sources/CSDBus"),
         .target(name: "BLEBlueZ", dependencies: ["BLEHost", "BLERuntime", "Timing", "CSDBus"], path: "Drivers/BluetoothLE/BlueZ"),
 
         // The sync protocol's message types, shared by the forwarder and the reference server.

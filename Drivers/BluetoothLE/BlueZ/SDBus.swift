@@ -43,7 +43,9 @@ final class SDBus: @unchecked Sendable {
                 var bus: OpaquePointer?
                 let r = sd_bus_open_system(&bus)
                 guard r >= 0, let bus else {
-                    c.resume(returning: .failure(DBusError(name: "system bus", message: String(cString: strerror(-r)))))
+                    // libsystemd is loaded on first use (Sources/CSDBus): say so when it cannot be.
+                    let reason = hg_sd_bus_load_error().map { String(cString: $0) } ?? String(cString: strerror(-r))
+                    c.resume(returning: .failure(DBusError(name: "system bus", message: reason)))
                     return
                 }
                 var pipeFDs: [Int32] = [-1, -1]
