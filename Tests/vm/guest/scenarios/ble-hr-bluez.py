@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import socket
 import subprocess
 import sys
@@ -22,25 +21,14 @@ import dbus
 import dbus.mainloop.glib
 from gi.repository import GLib
 
-SHARE = os.environ["HG_SHARE"]
-RESULTS = os.environ["HG_RESULTS"]
-WORK = os.environ["HG_WORK"]
-PEER = os.path.join(SHARE, "peers", "ble_peer.py")
-HR_ADDRESS = "C0:4E:47:00:00:01"
+from vmpeer import BLUEZ, HR_ADDRESS, RESULTS, Peer, step, timings
+
 HR_SERVICE = "0000180d-0000-1000-8000-00805f9b34fb"
 HR_MEASUREMENT = "00002a37-0000-1000-8000-00805f9b34fb"
 PER_PHASE = 8  # notifications received in each phase before pausing the peer
-BLUEZ = "org.bluez"
 
 dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
 GLib.timeout_add(50, lambda: True)  # wakes the waits below at least every 50 ms
-t_start = time.monotonic()
-timings: dict[str, float] = {}
-
-
-def step(name: str) -> None:
-    timings[name] = round(time.monotonic() - t_start, 2)
-    print(f"[{timings[name]:7.2f}] {name}", flush=True)
 
 
 def wait_for(pred, timeout: float, what: str):
@@ -56,48 +44,6 @@ def wait_for(pred, timeout: float, what: str):
         ctx.iteration(True)
 
 
-class Peer:
-    """The test peer (Tests/peers/ble_peer.py) on /dev/vhci, with its control channel."""
-
-    def __init__(self) -> None:
-        self.sent_log = os.path.join(WORK, "sent.jsonl")
-        self.stderr = open(os.path.join(RESULTS, "peer.log"), "w")
-        self.control_path = "/run/hg-peer.sock"
-        self.proc = subprocess.Popen(
-            [sys.executable, PEER, "--listen", "vhci", "--control", f"unix:{self.control_path}",
-             "--peripheral", "hr", "--rate", "10", "--sent-log", self.sent_log, "-v"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
-        ready, _, _ = select.select([self.proc.stdout], [], [], 60)
-        line = self.proc.stdout.readline() if ready else b""
-        if not line:
-            raise RuntimeError("the peer printed no ready line within 60 s (see peer.log)")
-        self.info = json.loads(line)
-        self.ctl = socket.socket(socket.AF_UNIX)
-        self.ctl.settimeout(10)
-        self.ctl.connect(self.control_path)
-        self.ctl_file = self.ctl.makefile("rb")
-
-    def control(self, line: str) -> dict:
-        self.ctl.sendall(line.encode() + b"\n")
-        reply = json.loads(self.ctl_file.readline())
-        if not reply.get("ok"):
-            raise RuntimeError(f"peer: {line}: {reply}")
-        return reply
-
-    def sent(self) -> list[dict]:
-        with open(self.sent_log, encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.stdin.close()  # stdin EOF: the peer exits and /dev/vhci closes
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
 def managed_objects(bus) -> dict:
     manager = dbus.Interface(bus.get_object(BLUEZ, "/"), "org.freedesktop.DBus.ObjectManager")
     return manager.GetManagedObjects()
@@ -109,7 +55,7 @@ def prop(bus, path: str, interface: str, name: str):
 
 
 def main() -> int:
-    peer = Peer()
+    peer = Peer(["hr"], rate=10)
     step("peer ready")
     bluetoothd_log = open(os.path.join(RESULTS, "bluetoothd.log"), "w")
     bluetoothd = subprocess.Popen(["/usr/libexec/bluetooth/bluetoothd", "-n", "-d"],

@@ -17,118 +17,26 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
-import socket
-import sqlite3
 import subprocess
 import sys
 import time
 
 import dbus
 
-SHARE = os.environ["HG_SHARE"]
-RESULTS = os.environ["HG_RESULTS"]
-WORK = os.environ["HG_WORK"]
+from vmpeer import (BLUEZ, HR_ADDRESS, RESULTS, RR, SAMPLES, WORK, Peer, adapter_powered, step, stored, timings,
+                    wait_for)
+
 BIN = os.environ["HG_BIN"]
-PEER = os.path.join(SHARE, "peers", "ble_peer.py")
-HR_ADDRESS = "C0:4E:47:00:00:01"
 MIN_THERMO = 4  # thermometer readings stored before the end
-BLUEZ = "org.bluez"
 MIN_SAMPLES = 12  # samples stored before the peer is paused
 BATTERY_PERCENT = 87  # what the peer's heart-rate sensor reports
-t_start = time.monotonic()
-timings: dict[str, float] = {}
-
-
-def step(name: str) -> None:
-    timings[name] = round(time.monotonic() - t_start, 2)
-    print(f"[{timings[name]:7.2f}] {name}", flush=True)
-
-
-def wait_for(pred, timeout: float, what: str, interval: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(interval)
-
-
-class Peer:
-    """The test peer (Tests/peers/ble_peer.py) on /dev/vhci, with its control channel."""
-
-    def __init__(self) -> None:
-        self.sent_log = os.path.join(WORK, "sent.jsonl")
-        self.stderr = open(os.path.join(RESULTS, "peer.log"), "w")
-        self.control_path = "/run/hg-peer.sock"
-        self.proc = subprocess.Popen(
-            [sys.executable, PEER, "--listen", "vhci", "--control", f"unix:{self.control_path}",
-             "--peripheral", "hr", "--peripheral", "thermometer", "--rate", "4", "--sent-log", self.sent_log, "-v"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
-        ready, _, _ = select.select([self.proc.stdout], [], [], 60)
-        line = self.proc.stdout.readline() if ready else b""
-        if not line:
-            raise RuntimeError("the peer printed no ready line within 60 s (see peer.log)")
-        self.info = json.loads(line)
-        self.ctl = socket.socket(socket.AF_UNIX)
-        self.ctl.settimeout(10)
-        self.ctl.connect(self.control_path)
-        self.ctl_file = self.ctl.makefile("rb")
-
-    def control(self, line: str) -> dict:
-        self.ctl.sendall(line.encode() + b"\n")
-        reply = json.loads(self.ctl_file.readline())
-        if not reply.get("ok"):
-            raise RuntimeError(f"peer: {line}: {reply}")
-        return reply
-
-    def sent(self) -> list[dict]:
-        with open(self.sent_log, encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.stdin.close()  # stdin EOF: the peer exits and /dev/vhci closes
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-def adapter_powered(bus, path: str) -> bool:
-    if not bus.name_has_owner(BLUEZ):
-        return False
-    manager = dbus.Interface(bus.get_object(BLUEZ, "/"), "org.freedesktop.DBus.ObjectManager")
-    adapter = manager.GetManagedObjects().get(path, {}).get("org.bluez.Adapter1")
-    return bool(adapter and adapter.get("Powered"))
-
-
-def stored(db: str, sql: str, args=()) -> list:
-    if not os.path.exists(db):
-        return []
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
-    try:
-        return con.execute(sql, args).fetchall()
-    except sqlite3.OperationalError:
-        return []  # the schema is not there yet
-    finally:
-        con.close()
-
-
-SAMPLES = ("SELECT s.heart_rate FROM samples s JOIN workouts w ON w.id = s.workout_id "
-           "WHERE w.source_device = ? ORDER BY w.start_time, s.seq")
 TEMPERATURES = "SELECT value FROM measurements WHERE kind = 'temperature' ORDER BY time"
-RR = ("SELECT r.rr_s FROM rr_intervals r JOIN workouts w ON w.id = r.workout_id "
-      "WHERE w.source_device = ? ORDER BY w.start_time, r.seq")
 
 
 def main() -> int:
     result: dict = {}
-    peer = Peer()
+    peer = Peer(["hr", "thermometer"], rate=4)
     result["peer"] = peer.info
     step("peer ready")
     bluetoothd_log = open(os.path.join(RESULTS, "bluetoothd.log"), "w")
