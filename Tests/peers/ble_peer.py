@@ -799,6 +799,10 @@ class Peripheral:
     links: dict = field(default_factory=dict)  # connection -> Link (indicating kinds)
     indications_confirmed: int = 0
     indication_timeouts: int = 0
+    # extra advertising (--service-data, --manufacturer-data, --tx-power)
+    service_data: list = field(default_factory=list)  # [(uuid16, bytes)]
+    manufacturer_data: list = field(default_factory=list)  # [(company, bytes)]
+    tx_power: int | None = None
 
     @property
     def indicate(self) -> bool:
@@ -811,6 +815,12 @@ class Peripheral:
         if self.kind == "ftms-bike":
             # FTMS Service Data: flags (machine available), machine type (bit 5: indoor bike)
             data += adv_structure(0x16, struct.pack("<HBH", 0x1826, 0x01, 1 << 5))
+        for uuid, payload in self.service_data:
+            data += adv_structure(0x16, struct.pack("<H", uuid) + payload)
+        for company, payload in self.manufacturer_data:
+            data += adv_structure(0xFF, struct.pack("<H", company) + payload)
+        if self.tx_power is not None:
+            data += adv_structure(0x0A, struct.pack("<b", self.tx_power))
         data += adv_structure(0x09, self.name.encode())
         return data
 
@@ -826,6 +836,7 @@ class Peer:
         self.h4: H4Server | VHCITransport | None = None
         self.stop_event = asyncio.Event()
         self.unix_paths: list[str] = []
+        self.extra_h4: list[H4Server] = []
         self.tasks: set[asyncio.Task] = set()  # indications waiting for their confirmation
         self.started = time.monotonic()
 
@@ -860,10 +871,28 @@ class Peer:
                 script = SeededScript(kind, f"{self.args.seed}:{pid}")
             p = Peripheral(pid, kind, name or KINDS[kind][0], address,
                            rates.get(pid, rates.get("*", 1.0)), script)
+            p.service_data = [(u, b) for key, u, b in self.args.service_data if key in (pid, "*")]
+            p.manufacturer_data = [(c, b) for key, c, b in self.args.manufacturer_data if key in (pid, "*")]
+            p.tx_power = next((v for key, v in reversed(self.args.tx_power) if key in (pid, "*")), None)
             if len(p.advertising_data()) > 31:
                 raise SystemExit(f"{pid}: name {p.name!r} too long for the 31-byte advertising data")
             self.peripherals[pid] = p
         await asyncio.gather(*(self._start_peripheral(p) for p in self.peripherals.values()))
+
+        # --also-listen: more external controllers on the same link (another host, e.g. a second
+        # backend under test, sees and connects to the same peripherals), each on its own socket.
+        also_info = []
+        for n, spec in enumerate(self.args.also_listen, start=1):
+            address = bytearray(ext.public_address.address_bytes)  # little-endian: [0] is the last octet
+            address[0] = (address[0] + n) & 0xFF
+            extra = ExternalController(f"external-{n}", link=self.link,
+                                       public_address=hci.Address(bytes(address), hci.Address.PUBLIC_DEVICE_ADDRESS))
+            server = H4Server(extra, None, None)
+            info = await self._listen(spec, server.handle)
+            server.server = info.pop("_server")
+            info["controller_address"] = extra.public_address.to_string(False)
+            self.extra_h4.append(server)
+            also_info.append(info)
 
         control_info = None
         if self.args.control:
@@ -874,6 +903,7 @@ class Peer:
             "protocol": PROTOCOL_VERSION,
             "pid": os.getpid(),
             "h4": h4_info,
+            "h4_also": also_info,
             "control": control_info,
             "controller_address": ext.public_address.to_string(False),
             "peripherals": [
@@ -1307,6 +1337,9 @@ class Peer:
             self.h4.close()
         elif self.h4 and self.h4.writer:
             self.h4.writer.close()
+        for extra in self.extra_h4:
+            if extra.writer:
+                extra.writer.close()
         for f in (self.sent_log, self.snoop_file):
             if f:
                 f.close()
@@ -1337,12 +1370,43 @@ def parse_rate(spec: str) -> tuple[str, float]:
     return key or "*", value
 
 
+def parse_adv_bytes(spec: str) -> tuple[str, int, bytes]:
+    """[ID=]NUMBER:HEX (NUMBER in hex: a 16-bit service UUID or company identifier)."""
+    key, _, rest = spec.rpartition("=")
+    number, _, payload = rest.partition(":")
+    try:
+        value = int(number, 16)
+        data = bytes.fromhex(payload)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected [ID=]XXXX:HEXBYTES, got {spec!r}") from None
+    if not 0 <= value <= 0xFFFF:
+        raise argparse.ArgumentTypeError(f"{number!r} is not a 16-bit number")
+    return key or "*", value, data
+
+
+def parse_tx_power(spec: str) -> tuple[str, int]:
+    key, _, dbm = spec.rpartition("=")
+    value = int(dbm)
+    if not -127 <= value <= 20:
+        raise argparse.ArgumentTypeError("TX power must be between -127 and 20 dBm")
+    return key or "*", value
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description="HealthGate BLE test peer (Bumble virtual controllers)")
     ap.add_argument("--listen", default="tcp:127.0.0.1:0",
                     help="H4 endpoint for the host under test: tcp:HOST:PORT (0 = free port), unix:PATH, "
                          "or vhci[:PATH] (the local kernel's virtual HCI driver, default /dev/vhci)")
     ap.add_argument("--control", default=None, help="control channel endpoint: tcp:HOST:PORT or unix:PATH")
+    ap.add_argument("--also-listen", action="append", default=[], metavar="SPEC",
+                    help="one more external controller on the same link, as H4 on tcp:HOST:PORT or unix:PATH "
+                         "(its address is --controller-address with the last octet + n; repeatable)")
+    ap.add_argument("--service-data", action="append", type=parse_adv_bytes, default=[], metavar="[ID=]UUID16:HEX",
+                    help="advertise Service Data for this 16-bit UUID (hex), on peripheral ID or all (repeatable)")
+    ap.add_argument("--manufacturer-data", action="append", type=parse_adv_bytes, default=[], metavar="[ID=]COMPANY:HEX",
+                    help="advertise Manufacturer Specific Data for this company identifier (hex) (repeatable)")
+    ap.add_argument("--tx-power", action="append", type=parse_tx_power, default=[], metavar="[ID=]DBM",
+                    help="advertise this TX Power Level (dBm)")
     ap.add_argument("--peripheral", action="append", type=parse_peripheral, default=[],
                     metavar="KIND[:NAME[:ADDR]]", help=f"{', '.join(KINDS)}; repeatable")
     ap.add_argument("--rate", action="append", type=parse_rate, default=[], metavar="[ID=]HZ",

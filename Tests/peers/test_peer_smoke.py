@@ -869,3 +869,43 @@ def test_new_kinds_seeded_samples_are_realistic():
         if kind == "rsc":
             assert {s["running"] for s in samples} == {True, False}
             assert all(s["running"] or s["speed_mps"] <= 2.75 for s in samples)
+
+
+def test_extra_advertising_fields(peer_factory):
+    """--service-data, --manufacturer-data and --tx-power add AD structures to one peripheral's
+    advertising (the others keep theirs); bad values and too much data are refused."""
+    p = peer_factory("--peripheral", "hr", "--peripheral", "csc", "--service-data", "hr=181C:0102",
+                     "--manufacturer-data", "hr=0059:cafe", "--tx-power", "csc=-8")
+    h = p.host()
+    h.init()
+    found = h.scan(3.0, stop_when=lambda f: HR in f and CSC in f)
+    data = found[HR].data
+    assert bytes.fromhex("05161c180102") in data          # Service Data: UUID 0x181C, 01 02
+    assert bytes.fromhex("05ff5900cafe") in data          # Manufacturer Specific Data: 0x0059, ca fe
+    assert found[HR].ad["uuids16"] == [0x180D, 0x180F, 0x180A]
+    assert "service_data" not in found[CSC].ad
+    assert bytes.fromhex("020af8") in found[CSC].data     # TX Power Level -8 dBm
+    assert bytes.fromhex("020af8") not in data
+    for bad in (["--service-data", "hr=XYZ:01"], ["--manufacturer-data", "10000:00"], ["--tx-power", "50"],
+                ["--manufacturer-data", "0059:" + "00" * 8, "--service-data", "181C:0102"]):
+        r = subprocess.run([sys.executable, PEER, *bad], capture_output=True, text=True, timeout=20)
+        assert r.returncode != 0 and ("error" in r.stderr or "too long" in r.stderr)
+
+
+def test_a_second_controller_on_the_same_link(peer_factory):
+    """--also-listen: a second external controller (the next public address) on its own socket
+    reaches the same peripherals: a host on it connects and gets the notifications the sent log
+    lists."""
+    p = peer_factory("--peripheral", "hr", "--rate", "20", "--also-listen", "tcp:127.0.0.1:0")
+    (also,) = p.info["h4_also"]
+    assert also["kind"] == "tcp" and also["controller_address"] == "F0:F1:F2:F3:F4:F6"
+    h = H4Host(also["host"], also["port"])
+    p.hosts.append(h)
+    h.init()
+    c, _, vh = connect_subscribed(h, HR, 0x180D, 0x2A37)
+    got = h.notifications(c, 5, timeout=5)
+    assert len(got) == 5
+    sent = assert_matches_sent_log(p, "hr", got, vh)
+    assert len({r["central"] for r in sent}) == 1
+    # the first controller stays free for another host
+    assert p.control("status")["h4_client"] is False
