@@ -108,16 +108,32 @@ struct ScannedDevice: Encodable {
     var services: [String]
     var rssi: Int?
     var connectable: Bool
+    /// Advertised service data: UUID (as in `services`) and the bytes in hex.
+    var serviceData: [[String: String]]
+    /// Advertised manufacturer data: company identifier (4 hex digits) and the bytes in hex.
+    var manufacturerData: [[String: String]]
+    var txPower: Int?
+    var flags: Int?
 
     init(_ d: DiscoveredDevice) {
         address = d.address.description
         name = d.name
-        services = d.serviceUUIDs.map { uuid in uuid.uint16.map { String(format: "%04X", $0) } ?? uuid.description }
+        services = d.serviceUUIDs.map(Self.uuidText)
         rssi = d.rssi.map(Int.init)
         connectable = d.isConnectable
+        serviceData = d.serviceData.map { ["uuid": Self.uuidText($0.uuid), "data": Self.hex($0.data)] }
+        manufacturerData = d.manufacturerData.map { ["company": String(format: "%04X", $0.companyIdentifier), "data": Self.hex($0.data)] }
+        txPower = d.txPower.map(Int.init)
+        flags = d.flags.map(Int.init)
     }
 
-    enum CodingKeys: String, CodingKey { case address, name, services, rssi, connectable }
+    static func uuidText(_ uuid: BluetoothUUID) -> String { uuid.uint16.map { String(format: "%04X", $0) } ?? uuid.description }
+    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    enum CodingKeys: String, CodingKey {
+        case address, name, services, rssi, connectable
+        case serviceData = "service_data", manufacturerData = "manufacturer_data", txPower = "tx_power", flags
+    }
     func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(address, forKey: .address)
@@ -125,6 +141,10 @@ struct ScannedDevice: Encodable {
         try c.encode(services, forKey: .services)
         try c.encode(rssi, forKey: .rssi)
         try c.encode(connectable, forKey: .connectable)
+        try c.encode(serviceData, forKey: .serviceData)
+        try c.encode(manufacturerData, forKey: .manufacturerData)
+        try c.encode(txPower, forKey: .txPower)
+        try c.encode(flags, forKey: .flags)
     }
 }
 
@@ -139,6 +159,12 @@ func scanDevices(_ runtime: any BLECentral, for time: DurationArgument, stopWhen
         if let old = devices[device.address] {
             merged.name = device.name ?? old.name
             merged.serviceUUIDs = Array(Set(old.serviceUUIDs + device.serviceUUIDs)).sorted { $0.description < $1.description }
+            for d in old.serviceData where !merged.serviceData.contains(where: { $0.uuid == d.uuid }) { merged.serviceData.append(d) }
+            for d in old.manufacturerData where !merged.manufacturerData.contains(where: { $0.companyIdentifier == d.companyIdentifier }) {
+                merged.manufacturerData.append(d)
+            }
+            merged.txPower = device.txPower ?? old.txPower
+            merged.flags = device.flags ?? old.flags
         }
         devices[device.address] = merged
         if stopWhen(merged) { break }

@@ -40,9 +40,15 @@ struct RecordCommand: AsyncParsableCommand {
 
     @OptionGroup var workouts: WorkoutOptions
 
+    @Option(name: .customLong("commit-log"), help: ArgumentHelp(
+        "Append one JSON line per stored batch to FILE: the commit time and the workout samples per device (for latency measurements).",
+        valueName: "FILE"))
+    var commitLog: String?
+
     func validate() throws {
         for d in devices { _ = try selector(d) }
         try time?.requireLongerThanZero("--for")
+        if let commitLog, commitLog.isEmpty { throw ValidationError("--commit-log: expected a file name") }
     }
 
     private func selector(_ text: String) throws -> DeviceSelector {
@@ -63,7 +69,15 @@ struct RecordCommand: AsyncParsableCommand {
         configuration.onEvent = { log.event($0) }
 
         let stored = StoredIDs()
-        let sink = StoreSink(store: store) { batch, _ in stored.add(batch) }
+        var commits: CommitLog?
+        if let commitLog {
+            guard let log = CommitLog(path: commitLog) else { throw RuntimeFailure("--commit-log: cannot open \(commitLog) for appending") }
+            commits = log
+        }
+        let sink = StoreSink(store: store) { [commits] batch, committedAt in
+            stored.add(batch)
+            commits?.append(batch, committedAt: committedAt)
+        }
         let recorder = BLERecorder(configuration: configuration)
         let started = Date()
         if !output.json {
@@ -147,6 +161,28 @@ extension MeasurementsCommand.MeasurementJSON {
 }
 
 /// Ids of what the run stored (filled from the sink's commits).
+/// `record --commit-log`: one JSON line per committed batch, `{"t": epoch seconds, "records": N,
+/// "samples": {"device": N, ...}}`, written when the transaction has committed.
+final class CommitLog: Sendable {
+    private let handle: Mutex<FileHandle>
+
+    init?(path: String) {
+        if !FileManager.default.fileExists(atPath: path) { FileManager.default.createFile(atPath: path, contents: nil) }
+        guard let h = FileHandle(forWritingAtPath: path) else { return nil }
+        h.seekToEndOfFile()
+        handle = Mutex(h)
+    }
+
+    func append(_ batch: LiveBatch, committedAt: Date) {
+        var samples: [String: Int] = [:]
+        for piece in batch.workouts { samples[piece.workout.source.device ?? "", default: 0] += piece.workout.samples.count }
+        let perDevice = samples.keys.sorted().map { "\"\($0)\":\(samples[$0]!)" }.joined(separator: ",")
+        let line = String(format: "{\"t\":%.6f,\"records\":%d,\"samples\":{%@}}\n", committedAt.timeIntervalSince1970,
+                          batch.records.count, perDevice)
+        handle.withLock { $0.write(Data(line.utf8)) }
+    }
+}
+
 final class StoredIDs: Sendable {
     private let ids = Mutex<(workouts: Set<String>, measurements: Set<String>)>(([], []))
 

@@ -202,6 +202,34 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         #expect(r.statistics?.devices[hr.text]?.connections == 2)
     }
 
+    /// The controller gone for good (the peer's process ends, so the H4 link closes): the
+    /// sessions give up, and the recorder ends by itself with the runtime's final error after
+    /// storing what it received (workout completed), so that the daemon's supervisor restarts the
+    /// driver. It used to wait for ever with nothing left to record.
+    @Test func aControllerThatIsGoneEndsTheRecorderWithItsError() async throws {
+        let peer = try await BLEPeer.start(peripherals: ["hr"], rate: "10")
+        let hr = try #require(peer.peripherals["hr"]).address
+        let r = try await Recording(peer, devices: [.address(hr)])
+        try await r.wait("first samples") { try r.count("SELECT count(*) FROM samples") >= 10 && r.connections(hr) >= 1 }
+        let outcome = Mutex<Result<Void, any Error>?>(nil)
+        let task = r.task
+        Task { let result = await task.result; outcome.withLock { $0 = result } }
+        peer.stop()
+        do {
+            try await r.wait("the recorder ended by itself") { outcome.withLock { $0 != nil } }
+        } catch {
+            Issue.record(error)
+            try? await r.stop()
+            return
+        }
+        guard case .failure(let error)? = outcome.withLock({ $0 }) else { Issue.record("the recorder ended without an error"); return }
+        let runtimeError = try #require(error as? BLERuntimeError)
+        #expect(runtimeError.isFinal, "\(runtimeError)")
+        #expect(r.statistics != nil)  // it finished in order
+        #expect(try r.count("SELECT count(*) FROM workouts WHERE in_progress = 0") == 1)
+        #expect(try r.storedSamples(hr) == r.statistics?.samples)
+    }
+
     @Test func malformedValuesAreCountedAndTheOtherDeviceKeepsRecording() async throws {
         let peer = try await BLEPeer.start(peripherals: ["hr", "csc"], rate: "10")
         defer { peer.stop() }

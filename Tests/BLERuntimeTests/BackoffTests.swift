@@ -25,6 +25,7 @@ import Timing
         let events = Collector(session.events)
         await session.start()
         try await events.wait("attempt failed") { $0.contains(.attemptFailed(BLERuntimeError.closed.description)) }
+        try await events.wait("gave up") { $0.contains(.gaveUp(.closed)) }
         await session.stop()
         #expect(slept.values.isEmpty)
         #expect(!events.values.contains { if case .retrying = $0 { true } else { false } })

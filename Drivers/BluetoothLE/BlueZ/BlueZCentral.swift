@@ -186,11 +186,13 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
         var adapterPath = ""
         /// The unique name of bluetoothd on the bus.
         var owner: String?
+        /// Set when the bus connection is lost: why (every call then fails with `backendLost`).
+        var lost: String?
         var nextID: UInt64 = 1
 
         struct Scan {
             var continuation: AsyncStream<DiscoveredDevice>.Continuation
-            var reported: [String: (name: String?, uuids: [BluetoothUUID])] = [:]
+            var reported: [String: DiscoveredDevice] = [:]
         }
         var scans: [UInt64: Scan] = [:]
         /// Connects waiting for their device to be discovered.
@@ -223,10 +225,7 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
         // MARK: Start
 
         func start(adapter name: String?, _ reply: Reply<String>) {
-            bus.onConnectionLost = { [unowned self] error in
-                log("D-Bus connection lost: \(error)")
-                ownerGone()
-            }
+            bus.onConnectionLost = { [unowned self] error in busLost(error) }
             do {
                 try bus.addMatch("type='signal',interface='org.freedesktop.DBus.ObjectManager',path='/'") { [unowned self] s in
                     guard owner == nil || s.sender == owner, s.args.count == 2, let path = s.args[0].string,
@@ -297,6 +296,35 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
             }
         }
 
+        /// The adapter in use went down (powered off, removed) or came back up. Down: every link
+        /// on it ends (bluetoothd may report its devices' `Connected` later, or not at all for a
+        /// removed controller), scans finish and discovery counts as stopped; connects and scans
+        /// fail at once until it is back, and the device sessions retry with their backoff. Up:
+        /// nothing to do; the next attempts succeed.
+        func adapterChanged(_ transition: BlueZObjectTree.AdapterTransition) {
+            let name = String(adapterPath.split(separator: "/").last ?? "")
+            switch transition {
+            case .down:
+                log("BlueZ adapter \(name) went down (powered off or removed): \(links.count) link(s) end")
+                for path in links.keys.sorted() { endLink(path) }
+                for id in scans.keys.sorted() { stopScan(id) }
+                discoveryRunning = false
+            case .up:
+                log("BlueZ adapter \(name) is powered again")
+            }
+        }
+
+        /// The connection to the system bus is gone (dbus-daemon stopped, the socket failed): it
+        /// does not come back, so every call fails from now on with `backendLost`, which ends the
+        /// device sessions and the recorder (the daemon's supervisor then starts the driver again,
+        /// with a new connection).
+        func busLost(_ error: DBusError) {
+            lost = "the connection to the system bus was lost (\(error))"
+            log("D-Bus connection lost: \(error)")
+            ownerGone()
+            for path in links.keys.sorted() { endLink(path) }
+        }
+
         /// bluetoothd is gone: every object with it, so every link ends and scans finish.
         func ownerGone() {
             owner = nil
@@ -325,12 +353,12 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
                     linkChanged(path, keys: keys)
                 case .removed(let path, BlueZ.device):
                     endLink(path)
-                case .removed(let path, BlueZ.adapter) where path == adapterPath:
-                    for (path, _) in links { endLink(path) }
-                    for (_, scan) in scans { scan.continuation.finish() }
-                    scans = [:]
-                case .changed(let path, BlueZ.adapter, let keys) where path == adapterPath && keys.contains("Discovering"):
-                    if tree.adapter(at: path)?.discovering == false { discoveryRunning = false }
+                case .added(_, BlueZ.adapter), .removed(_, BlueZ.adapter), .changed(_, BlueZ.adapter, _):
+                    if let transition = tree.adapterTransition(change, adapterPath: adapterPath) { adapterChanged(transition) }
+                    if case .changed(let path, _, let keys) = change, path == adapterPath, keys.contains("Discovering"),
+                       tree.adapter(at: path)?.discovering == false {
+                        discoveryRunning = false
+                    }
                 default:
                     break
                 }
@@ -342,13 +370,14 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
         func deviceSeen(_ path: String, change: BlueZObjectTree.Change) {
             guard let device = tree.device(at: path), device.adapterPath == adapterPath else { return }
             if case .changed(_, _, let keys) = change,
-               keys.allSatisfy({ !["RSSI", "Name", "UUIDs", "ManufacturerData", "ServiceData", "TxPower"].contains($0) }) { return }
-            for (id, var scan) in scans {
-                let previous = scan.reported[path]
-                guard previous == nil || previous?.name != device.name || previous?.uuids != device.serviceUUIDs else { continue }
-                scan.reported[path] = (device.name, device.serviceUUIDs)
+               keys.allSatisfy({ !["RSSI", "Name", "UUIDs", "ManufacturerData", "ServiceData", "TxPower", "AdvertisingFlags"].contains($0) }) {
+                return
+            }
+            let discovered = device.discovered
+            for (id, var scan) in scans where BlueZObjectTree.isNews(discovered, after: scan.reported[path]) {
+                scan.reported[path] = discovered
                 scans[id] = scan
-                scan.continuation.yield(device.discovered)
+                scan.continuation.yield(discovered)
             }
             for (id, waiter) in awaitingDevice where waiter.address.value == device.address.value {
                 awaitingDevice[id] = nil
@@ -360,6 +389,14 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
         // MARK: Discovery
 
         func startScan(continuation: AsyncStream<DiscoveredDevice>.Continuation, filter: [BluetoothUUID]?, _ reply: Reply<UInt64>) {
+            if let lost {
+                continuation.finish()
+                return reply.fail(.backendLost(lost))
+            }
+            if let why = tree.adapterUnusable(adapterPath) {
+                continuation.finish()
+                return reply.fail(.bluez(why))
+            }
             let id = nextID
             nextID += 1
             discoveryFilter = filter
@@ -373,7 +410,7 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
                 for path in tree.objects.keys.sorted() {
                     guard let d = tree.device(at: path), d.adapterPath == adapterPath, d.rssi != nil else { continue }
                     if let filter, !filter.isEmpty, !d.serviceUUIDs.contains(where: filter.contains) { continue }
-                    scan.reported[path] = (d.name, d.serviceUUIDs)
+                    scan.reported[path] = d.discovered
                     continuation.yield(d.discovered)
                 }
                 scans[id] = scan
@@ -418,6 +455,8 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
         // MARK: Links
 
         func connect(_ peer: DeviceAddress, timeout: Duration, _ reply: Reply<String>) {
+            if let lost { return reply.fail(.backendLost(lost)) }
+            if !adapterPath.isEmpty, let why = tree.adapterUnusable(adapterPath) { return reply.fail(.bluez(why)) }
             if let device = tree.device(adapterPath: adapterPath, address: peer) {
                 return connectDevice(device.path, peer: peer, timeout: timeout, reply)
             }

@@ -119,12 +119,20 @@ public struct BlueZObjectTree: Sendable {
         public var rssi: Int?
         public var connected: Bool
         public var servicesResolved: Bool
+        /// Advertised service data (`ServiceData`), manufacturer data (`ManufacturerData`), TX
+        /// power (`TxPower`) and flags (`AdvertisingFlags`), as bluetoothd last heard them.
+        public var serviceData: [AdvertisingData.ServiceData] = []
+        public var manufacturerData: [AdvertisingData.ManufacturerData] = []
+        public var txPower: Int?
+        public var advertisingFlags: UInt8?
 
         /// As the scanner reports it (BlueZ does not say whether a device is connectable; every
         /// device it lists is offered).
         public var discovered: DiscoveredDevice {
             DiscoveredDevice(address: address, addressType: address.kind.rawValue, name: name, serviceUUIDs: serviceUUIDs,
-                             rssi: rssi.map { Int8(clamping: $0) }, isConnectable: true, fromExtendedReport: false)
+                             rssi: rssi.map { Int8(clamping: $0) }, isConnectable: true, fromExtendedReport: false,
+                             serviceData: serviceData, manufacturerData: manufacturerData,
+                             txPower: txPower.map { Int8(clamping: $0) }, flags: advertisingFlags)
         }
     }
 
@@ -162,7 +170,28 @@ public struct BlueZObjectTree: Sendable {
         return Device(path: path, adapterPath: adapterPath, address: address, name: p["Name"]?.string,
                       serviceUUIDs: (p["UUIDs"]?.strings ?? []).compactMap(BluetoothUUID.init),
                       rssi: p["RSSI"]?.int, connected: p["Connected"]?.bool ?? false,
-                      servicesResolved: p["ServicesResolved"]?.bool ?? false)
+                      servicesResolved: p["ServicesResolved"]?.bool ?? false,
+                      serviceData: Self.serviceData(p["ServiceData"]), manufacturerData: Self.manufacturerData(p["ManufacturerData"]),
+                      txPower: p["TxPower"]?.int, advertisingFlags: p["AdvertisingFlags"]?.bytes?.first)
+    }
+
+    /// `Device1.ServiceData` (`a{sv}`: UUID string -> bytes) in message order; entries with a
+    /// UUID or value that does not parse are left out.
+    public static func serviceData(_ value: DBusValue?) -> [AdvertisingData.ServiceData] {
+        guard case .dict(let entries)? = value else { return [] }
+        return entries.compactMap { e in
+            guard let uuid = e.key.string.flatMap(BluetoothUUID.init), let bytes = e.value.bytes else { return nil }
+            return AdvertisingData.ServiceData(uuid: uuid, data: bytes)
+        }
+    }
+
+    /// `Device1.ManufacturerData` (`a{qv}`: company identifier -> bytes) in message order.
+    public static func manufacturerData(_ value: DBusValue?) -> [AdvertisingData.ManufacturerData] {
+        guard case .dict(let entries)? = value else { return [] }
+        return entries.compactMap { e in
+            guard let id = e.key.int, let company = UInt16(exactly: id), let bytes = e.value.bytes else { return nil }
+            return AdvertisingData.ManufacturerData(companyIdentifier: company, data: bytes)
+        }
     }
 
     /// The device with this address under the adapter at `adapterPath`.
@@ -211,6 +240,46 @@ public struct BlueZObjectTree: Sendable {
                                         characteristics: characteristics))
         }
         return GATTDatabase(services: services)
+    }
+
+    /// What a change did to the adapter in use.
+    public enum AdapterTransition: Equatable, Sendable {
+        /// Powered on again, or added back powered: links and discovery can start again.
+        case up
+        /// Powered off, or removed (a controller unplugged): every link on it is gone and
+        /// discovery stopped.
+        case down
+    }
+
+    /// What `change` (already applied to this tree) means for the adapter at `adapterPath`: nil
+    /// when nothing that matters changed (another adapter, another property).
+    public func adapterTransition(_ change: Change, adapterPath: String) -> AdapterTransition? {
+        switch change {
+        case .removed(adapterPath, BlueZ.adapter):
+            return .down
+        case .added(adapterPath, BlueZ.adapter):
+            return adapter(at: adapterPath)?.powered == true ? .up : .down
+        case .changed(adapterPath, BlueZ.adapter, let keys) where keys.contains("Powered"):
+            return adapter(at: adapterPath)?.powered == true ? .up : .down
+        default:
+            return nil
+        }
+    }
+
+    /// Why the adapter at `adapterPath` cannot be used now (absent or powered off), or nil.
+    public func adapterUnusable(_ adapterPath: String) -> String? {
+        let name = String(adapterPath.split(separator: "/").last ?? "")
+        guard let adapter = adapter(at: adapterPath) else { return "BlueZ adapter \(name) is gone (removed or unplugged)" }
+        return adapter.powered ? nil : "BlueZ adapter \(name) is powered off"
+    }
+
+    /// Whether a scan reports `device` again after `previous` (nil: not reported yet): when
+    /// something it advertises changed (name, services, service or manufacturer data, TX power,
+    /// flags); a new signal strength alone is no news.
+    public static func isNews(_ device: DiscoveredDevice, after previous: DiscoveredDevice?) -> Bool {
+        guard let previous else { return true }
+        return previous.name != device.name || previous.serviceUUIDs != device.serviceUUIDs || previous.serviceData != device.serviceData
+            || previous.manufacturerData != device.manufacturerData || previous.txPower != device.txPower || previous.flags != device.flags
     }
 
     /// The handle in a path's last component (`char000b` -> 0x000b).

@@ -247,6 +247,8 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
         case session(DeviceAddress, DeviceSession.Event)
         case flush
         case stop
+        /// The central is gone for good: stop as for `.stop`, then end with this error.
+        case failed(BLERuntimeError)
     }
 
     let configuration: BLERecorder.Configuration
@@ -275,6 +277,7 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
         var pending = LiveBatch()
         var statistics = BLERecorderStatistics()
         var stopping = false
+        var failure: BLERuntimeError?
         let emit = configuration.onEvent ?? { _ in }
 
         let scanner = Task { await scan() }
@@ -353,12 +356,19 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
                     emit(.retrying(address: address, after: .zero, reason: why))
                 case .retrying(let after):
                     emit(.retrying(address: address, after: after, reason: nil))
+                case .gaveUp(let error):
+                    input.yield(.failed(error))
                 case .stopped:
                     break
                 }
 
             case .flush:
                 await flush(sessionizer.flush(now: Date()))
+
+            case .failed(let error):
+                guard !stopping else { continue }
+                failure = error
+                input.yield(.stop)
 
             case .stop:
                 guard !stopping else { continue }
@@ -381,6 +391,7 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
         if !pending.isEmpty {
             throw BLERecorder.UnstoredBatchError(description: "the last batch could not be stored (\(pending.records.count) records, \(pending.workouts.count) workout pieces)")
         }
+        if let failure { throw failure }
     }
 
     /// Scans in windows while devices are still to be found, reporting each match once.
@@ -396,7 +407,10 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
                         input.yield(.found(device, selector))
                     }
                 } catch {
-                    if error == .closed { return }
+                    if error.isFinal {
+                        input.yield(.failed(error))
+                        return
+                    }
                     configuration.onEvent?(.scanFailed("\(error)"))
                 }
             }

@@ -3,11 +3,19 @@ public struct AdvertisingData: Equatable, Sendable {
     public struct ServiceData: Equatable, Sendable {
         public var uuid: BluetoothUUID
         public var data: [UInt8]
+        public init(uuid: BluetoothUUID, data: [UInt8]) {
+            self.uuid = uuid
+            self.data = data
+        }
     }
 
     public struct ManufacturerData: Equatable, Sendable {
         public var companyIdentifier: UInt16
         public var data: [UInt8]
+        public init(companyIdentifier: UInt16, data: [UInt8]) {
+            self.companyIdentifier = companyIdentifier
+            self.data = data
+        }
     }
 
     /// The longest data an extended advertising train carries.

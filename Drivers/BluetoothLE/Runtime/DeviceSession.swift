@@ -33,6 +33,8 @@ public actor DeviceSession {
         case attemptFailed(String)
         /// Waiting this long before the next attempt.
         case retrying(after: Duration)
+        /// The central is gone for good (`BLERuntimeError.isFinal`): the session stopped trying.
+        case gaveUp(BLERuntimeError)
         case stopped
     }
 
@@ -126,7 +128,10 @@ public actor DeviceSession {
             } catch {
                 eventSink.yield(.attemptFailed(error.description))
                 // Final: the runtime is gone or was never started; retrying cannot help.
-                if error == .closed || error == .notStarted { break }
+                if error.isFinal {
+                    eventSink.yield(.gaveUp(error))
+                    break
+                }
             }
             guard !stopping, !Task.isCancelled else { break }
             failures += 1

@@ -555,6 +555,8 @@ extension HostRuntime {
             for u in ad.serviceUUIDs where !device.serviceUUIDs.contains(u) { device.serviceUUIDs.append(u) }
             for d in ad.serviceData where !device.serviceData.contains(d) { device.serviceData.append(d) }
             for d in ad.manufacturerData where !device.manufacturerData.contains(d) { device.manufacturerData.append(d) }
+            device.txPower = ad.txPower ?? device.txPower
+            device.flags = ad.flags ?? device.flags
             if !r.isScanResponse { device.isConnectable = r.isConnectable }
             device.rssi = r.rssi ?? device.rssi
             let isNew = s.seen[r.address] == nil

@@ -5,6 +5,15 @@ public import Timing
 /// Errors of the runtime's API. Every wait on the controller or the peer is bounded: a missing
 /// answer becomes one of these, and the runtime carries on.
 public enum BLERuntimeError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// True for the errors after which no call on the central can succeed: `closed`,
+    /// `notStarted`, `backendLost`.
+    public var isFinal: Bool {
+        switch self {
+        case .closed, .notStarted, .backendLost: true
+        default: false
+        }
+    }
+
     /// The transport closed (or `close()` was called).
     case closed
     case notStarted
@@ -30,6 +39,9 @@ public enum BLERuntimeError: Error, Equatable, Sendable, CustomStringConvertible
     case transport(TransportError)
     /// The BlueZ backend: bluetoothd or the system bus refused or failed (the message says which).
     case bluez(String)
+    /// The backend is gone for good (the connection to the system bus was lost): nothing can
+    /// succeed any more; the message says why. Whoever runs the central must open a new one.
+    case backendLost(String)
 
     public var description: String {
         switch self {
@@ -52,6 +64,7 @@ public enum BLERuntimeError: Error, Equatable, Sendable, CustomStringConvertible
         case .request(let why): "ATT request refused: \(why)"
         case .transport(let e): e.description
         case .bluez(let why): why
+        case .backendLost(let why): why
         }
     }
 }
@@ -80,10 +93,14 @@ public struct DiscoveredDevice: Equatable, Sendable {
     public var fromExtendedReport: Bool
     public var serviceData: [AdvertisingData.ServiceData]
     public var manufacturerData: [AdvertisingData.ManufacturerData]
+    /// The advertised TX power level (dBm), when the device sends one.
+    public var txPower: Int8?
+    /// The advertised Flags byte (discoverable mode, BR/EDR support), when known.
+    public var flags: UInt8?
 
     public init(address: DeviceAddress, addressType: UInt8, name: String?, serviceUUIDs: [BluetoothUUID], rssi: Int8?,
                 isConnectable: Bool, fromExtendedReport: Bool, serviceData: [AdvertisingData.ServiceData] = [],
-                manufacturerData: [AdvertisingData.ManufacturerData] = []) {
+                manufacturerData: [AdvertisingData.ManufacturerData] = [], txPower: Int8? = nil, flags: UInt8? = nil) {
         self.address = address
         self.addressType = addressType
         self.name = name
@@ -93,6 +110,8 @@ public struct DiscoveredDevice: Equatable, Sendable {
         self.fromExtendedReport = fromExtendedReport
         self.serviceData = serviceData
         self.manufacturerData = manufacturerData
+        self.txPower = txPower
+        self.flags = flags
     }
 }
 
