@@ -29,7 +29,12 @@ SCENARIOS = {
     "ble-record-bluez": ("init", 240, True),
     "ble-bluez-restart": ("init", 180, True),
     "systemd-basic": ("systemd", 150, False),
+    "ble-bluez-power": ("init", 300, True),
+    "ble-bench-smoke": ("init", 420, True),
+    "ble-bench": ("init", 1500, True),
 }
+# Run only when named with --scenario (`make bench-ble`), never by default.
+ON_REQUEST = {"ble-bench"}
 # QEMU's exit status when the guest wrote RC to isa-debug-exit: (RC << 1) | 1.
 GUEST_DONE = {1: "all scenarios ran, all passed", 3: "all scenarios ran, some failed",
               203: "the guest's scenario runner did not start or did not report"}
@@ -169,7 +174,7 @@ def main() -> int:
     if args.boot_limit < 10 or args.memory < 256:
         ap.error("--boot-limit must be at least 10 s and --memory at least 256 MB")
 
-    names = args.scenario or sorted(SCENARIOS)
+    names = args.scenario or sorted(n for n in SCENARIOS if n not in ON_REQUEST)
     skipped = [n for n in names if SCENARIOS[n][2] and not args.binary]
     if args.scenario and skipped:
         ap.error(f"{', '.join(skipped)} need --binary")

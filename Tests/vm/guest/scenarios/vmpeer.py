@@ -46,14 +46,14 @@ def wait_for(pred, timeout: float, what: str, interval: float = 0.2):
 class Peer:
     """The test peer (Tests/peers/ble_peer.py) on /dev/vhci, with its control channel."""
 
-    def __init__(self, peripherals: list[str], rate: int) -> None:
+    def __init__(self, peripherals: list[str], rate: int, extra: tuple[str, ...] = ()) -> None:
         self.sent_log = os.path.join(WORK, "sent.jsonl")
         self.stderr = open(os.path.join(RESULTS, "peer.log"), "w")
         self.control_path = "/run/hg-peer.sock"
         chosen = [arg for p in peripherals for arg in ("--peripheral", p)]
         self.proc = subprocess.Popen(
             [sys.executable, PEER, "--listen", "vhci", "--control", f"unix:{self.control_path}", *chosen,
-             "--rate", str(rate), "--sent-log", self.sent_log, "-v"],
+             "--rate", str(rate), "--sent-log", self.sent_log, "-v", *extra],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
         ready, _, _ = select.select([self.proc.stdout], [], [], 60)
         line = self.proc.stdout.readline() if ready else b""
