@@ -3,8 +3,10 @@ itself goes away. The peer's heart-rate sensor also advertises service data and 
 data: `healthgate ble scan --hci bluez --json` prints them (from Device1's ServiceData and
 ManufacturerData). `healthgate record --hci bluez` records; `bluetoothctl power off` ends the
 link (the session's attempts then fail at once: the adapter is powered off), `power on` lets the
-session reconnect into the same workout; the stored heart rates and RR intervals equal the peer's
-sent log. Then the system dbus-daemon is killed: the recorder ends by itself with an error
+session reconnect into the same workout; the controller is unplugged (the peer closes /dev/vhci:
+hci0 and its Adapter1 object go) and plugged back (a new peer process: a new hci0), and the
+session reconnects again; the stored heart rates and RR intervals equal the peer's sent log.
+Then the system dbus-daemon is killed: the recorder ends by itself with an error
 naming the lost bus connection (the daemon's supervisor would start it again), after storing
 what it had and completing the workout. The scenario starts the system bus again at the end."""
 from __future__ import annotations
@@ -103,7 +105,34 @@ def main() -> int:
         wait_for(lambda: count() >= sent_count + MIN_SAMPLES, 60, f"{MIN_SAMPLES} more stored samples")
         sent_count = peer.control("pause hr")["sent"]
         wait_for(lambda: count() >= sent_count, 30, f"all {sent_count} samples the peer sent to be stored")
-        step(f"{sent_count} samples stored; killing the system bus")
+        stored_before = count()
+        step(f"{sent_count} samples stored; unplugging the controller")
+
+        # The controller unplugged and plugged back: the peer closes /dev/vhci (hci0 and its
+        # Adapter1 object go away), a new peer process opens it again (a new hci0, the same
+        # peripherals; its values go on in the same sent log).
+        drops = read_log().count("disconnected")
+        peer.close()
+        wait_for(lambda: read_log().count("disconnected") > drops, 30, "the recorder to see the link down")
+        wait_for(lambda: adapter_path not in [str(p) for p in dbus.Interface(
+            bus.get_object("org.bluez", "/"), "org.freedesktop.DBus.ObjectManager").GetManagedObjects()], 30,
+            f"{adapter_path} removed")
+        step("controller unplugged: link down, adapter gone")
+        peer = Peer(["hr"], rate=4, extra=("--service-data", "hr=181C:0102", "--manufacturer-data", "hr=0059:cafe"))
+        if f"/org/bluez/hci{peer.info['h4']['index']}" != adapter_path:
+            raise AssertionError(f"the controller came back as hci{peer.info['h4']['index']}, not {adapter_path}")
+        wait_for(lambda: adapter_path in [str(p) for p in dbus.Interface(
+            bus.get_object("org.bluez", "/"), "org.freedesktop.DBus.ObjectManager").GetManagedObjects()], 30,
+            f"{adapter_path} back")
+        if not adapter_powered(bus, adapter_path):
+            bluetoothctl("power", "on")
+        wait_for(lambda: adapter_powered(bus, adapter_path), 30, f"{adapter_path} powered again")
+        wait_for(lambda: "reconnected (connection 3)" in read_log(), 120, "the recorder to reconnect to the new controller")
+        step("controller plugged back: reconnected")
+        wait_for(lambda: count() >= stored_before + MIN_SAMPLES, 60, f"{MIN_SAMPLES} more stored samples")
+        sent_now = peer.control("pause hr")["sent"]
+        wait_for(lambda: count() >= stored_before + sent_now, 30, "all samples the new peer sent to be stored")
+        step(f"{count()} samples stored; killing the system bus")
 
         # The system bus goes away: the recorder must end by itself, with a clear error.
         pids = subprocess.run(["pidof", "dbus-daemon"], capture_output=True, text=True).stdout.split()
