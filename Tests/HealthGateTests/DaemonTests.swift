@@ -250,6 +250,48 @@ func unusedPort() throws -> Int {
         #expect((recorded.first?["samples"] as? Int ?? 0) >= 20)
     }
 
+    /// The BLE controller gone for good while the daemon records (the peer's process ends, so
+    /// its H4 link closes): the driver ends with the transport's error and the supervisor
+    /// restarts it (state `restarting`), the workout recorded so far is stored and completed.
+    /// Before, the recorder waited for ever and the driver stayed `running` with nothing to do.
+    @Test func aLostControllerEndsTheDriverForTheSupervisorToRestart() async throws {
+        let peer = try await BLEPeer.start(peripherals: ["hr"], rate: "10")
+        let folder = try temporaryFolder("daemon-ble-lost")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        guard case .tcp(let host, let port) = peer.h4 else { throw PeerError("peer without TCP transport") }
+        let config = folder + "/healthgate.toml"
+        try """
+            [api]
+            socket = "\(folder)/healthgate.sock"
+            [drivers.strap]
+            type = "ble"
+            hci = "tcp:\(host):\(port)"
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try DaemonProcess(folder: folder, arguments: ["--config", config])
+        #expect(await daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
+        func driverState() async throws -> String? {
+            let view = try await CLI.json(["status", "--state-dir", folder, "--json"]) as? [String: Any]
+            return ((view?["daemon"] as? [String: Any])?["drivers"] as? [[String: Any]])?.first?["state"] as? String
+        }
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline, peer.sentSamples("hr").count < 20 { try await Task.sleep(for: .milliseconds(200)) }
+        #expect(try await driverState() == "running")
+        peer.stop()
+        var state: String?
+        for _ in 0..<300 {  // 60 s or more: a guard against a hang, not a timing
+            state = try await driverState()
+            if state == "restarting" { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(state == "restarting", "\(daemon.log)")
+        #expect(daemon.log.contains("driver stopped; restarting"), "\(daemon.log)")
+        daemon.signal(SIGTERM)
+        #expect(await daemon.waitForExit() == 0, "\(daemon.log)")
+        let recorded = try #require(try await CLI.json(["workouts", "--state-dir", folder, "--json"]) as? [[String: Any]])
+        #expect(recorded.count == 1 && recorded.first?["in_progress"] as? Bool != true, "\(recorded)")
+        #expect((recorded.first?["samples"] as? Int ?? 0) >= 10, "\(recorded)")
+    }
+
     /// Two state folders logged in to one new account on `server` (through the CLI, as a user
     /// does): the daemon runs on the first, the second pulls what the first forwarded.
     func twoInstallsOfOneAccount(on server: ServerProcess, tag: String) async throws -> (first: String, second: String) {
