@@ -23,6 +23,21 @@ import TestSupport
         #expect((csc["services"] as? [String])?.contains("1816") == true)
     }
 
+    /// Service data, manufacturer data, TX power and flags as the peer advertises them (the
+    /// `ble-bluez-power` VM scenario checks the same through BlueZ); null and empty when absent.
+    @Test func scanPrintsAdvertisedDataFields() async throws {
+        let peer = try await BLEPeer.start(peripherals: ["hr", "csc"], rate: "4", extraArguments: [
+            "--service-data", "hr=181C:0102", "--manufacturer-data", "hr=0059:cafe", "--tx-power", "csc=-8"])
+        defer { peer.stop() }
+        let devices = try #require(try await CLI.json(["ble", "scan", "--hci", hci(peer), "--for", "2", "--json"]) as? [[String: Any]])
+        let hr = try #require(devices.first { $0["name"] as? String == peer.peripherals["hr"]?.name })
+        #expect(hr["service_data"] as? [[String: String]] == [["uuid": "181C", "data": "0102"]], "\(hr)")
+        #expect(hr["manufacturer_data"] as? [[String: String]] == [["company": "0059", "data": "cafe"]], "\(hr)")
+        #expect(hr["flags"] as? Int == 0x06 && hr["tx_power"] is NSNull, "\(hr)")
+        let csc = try #require(devices.first { $0["name"] as? String == peer.peripherals["csc"]?.name })
+        #expect(csc["tx_power"] as? Int == -8 && (csc["service_data"] as? [Any])?.isEmpty == true, "\(csc)")
+    }
+
     @Test func watchPrintsExactlyWhatThePeerSent() async throws {
         let peer = try await BLEPeer.start(peripherals: ["hr"], rate: "10")
         defer { peer.stop() }
