@@ -27,8 +27,8 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
     public let configuration: Configuration
     /// The adapter in use (`/org/bluez/hci0`).
     public let adapterPath: String
-    private let bus: SDBus
-    private let state: State
+    let bus: SDBus
+    let state: State
     private let executor = QueueExecutor(label: "healthgate.bluez.sessions")
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
