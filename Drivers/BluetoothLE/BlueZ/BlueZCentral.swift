@@ -113,6 +113,13 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
             }
         }
 
+        func write(_ characteristic: BluetoothUUID, _ value: [UInt8], timeout: Duration) async throws(BLERuntimeError) {
+            let state = central.state, path = self.path
+            try await BlueZCentral.onBus(central.bus, timeout: timeout + .seconds(1), onTimeout: .timedOut("write \(characteristic)")) {
+                (reply: Reply<Void>) in state.write(path, characteristic, value, timeout: timeout, reply)
+            }
+        }
+
         func subscribe(_ characteristic: BluetoothUUID, into continuation: AsyncStream<GATTNotification>.Continuation,
                        timeout: Duration) async throws(BLERuntimeError) {
             let state = central.state, path = self.path, peer = self.peer
@@ -519,6 +526,19 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
                 switch result {
                 case .success(let args): reply.succeed(args.first?.bytes ?? [])
                 case .failure(let error): reply.fail(.bluez("ReadValue \(uuid): \(error)"))
+                }
+            }
+        }
+
+        /// `WriteValue` with a response (`type` `request`).
+        func write(_ path: String, _ uuid: BluetoothUUID, _ value: [UInt8], timeout: Duration, _ reply: Reply<Void>) {
+            guard links[path] != nil else { return reply.fail(.disconnected(nil)) }
+            guard let c = characteristic(path, uuid) else { return reply.fail(.characteristicNotFound(uuid)) }
+            call(c.path, BlueZ.gattCharacteristic, "WriteValue", [.bytes(value), .dict([DBusEntry(.string("type"), .string("request"))])],
+                 timeout: timeout) { result in
+                switch result {
+                case .success: reply.succeed(())
+                case .failure(let error): reply.fail(.bluez("WriteValue \(uuid): \(error)"))
                 }
             }
         }
