@@ -382,6 +382,8 @@ class SeededScript:
             self.spo2 = min(100, max(94, self.spo2 + r.choice((-1, 0, 0, 1))))
             self.pulse = min(90, max(55, self.pulse + r.randint(-3, 3)))
             return {"spo2_pct": self.spo2, "pulse_bpm": self.pulse}
+        if self.kind == "glucose":
+            return glucose_fields(r, i + 1)
         raise ValueError(self.kind)
 
 
@@ -730,22 +732,34 @@ def att_permission(name: str) -> int:
     return int(getattr(gatt.Attribute, name))
 
 
+def glucose_fields(r: random.Random, seq: int) -> dict:
+    """A glucose reading with sequence number `seq`: 4.0 to 9.9 mmol/L, every 3 hours from
+    GLUCOSE_EPOCH (plus up to 59 minutes); every third one has a context."""
+    tenths = r.randint(40, 99)
+    stamp = (GLUCOSE_EPOCH + datetime.timedelta(hours=3 * seq, minutes=r.randint(0, 59))).isoformat()
+    return {"sequence": seq, "mmol_l": tenths / 10, "time": stamp, "context": seq % 3 == 0}
+
+
+def encode_glucose(s: dict) -> bytes:
+    """Glucose Measurement (0x2A18): flags (concentration + type/sample location, mol/L, context
+    follows when `context`), sequence number, base time, concentration as SFLOAT mantissa x 10^-4
+    mol/L (mmol/L = mantissa / 10 exactly), type/location (capillary whole blood, finger)."""
+    flags = 0x02 | 0x04 | (0x10 if s.get("context") else 0)
+    sfloat = ((-4 & 0xF) << 12) | int(round(s["mmol_l"] * 10))
+    return (struct.pack("<BH", flags, s["sequence"]) + date_time(s["time"]) + struct.pack("<H", sfloat)
+            + bytes([0x11]))
+
+
+ENCODERS["glucose"] = encode_glucose  # a meter's live reading; its stored records go out through RACP
+
+
 def glucose_record(seed: str, seq: int) -> dict:
     """Stored record `seq` of a glucose meter: deterministic from the seed and the sequence
-    number (a record added later never changes the earlier ones). Concentration in mol/L as
-    SFLOAT mantissa x 10^-4 (so mmol/L = mantissa / 10 exactly); every third record has a
-    context (meal: preprandial)."""
-    r = random.Random(f"healthgate-ble-peer:{seed}:glucose:{seq}")
-    tenths = r.randint(40, 99)  # 4.0 to 9.9 mmol/L
-    stamp = (GLUCOSE_EPOCH + datetime.timedelta(hours=3 * seq, minutes=r.randint(0, 59))).isoformat()
-    has_context = seq % 3 == 0
-    flags = 0x02 | 0x04 | (0x10 if has_context else 0)  # concentration + type/location, mol/L, context
-    sfloat = ((-4 & 0xF) << 12) | tenths
-    measurement = (struct.pack("<BH", flags, seq) + date_time(stamp) + struct.pack("<H", sfloat)
-                   + bytes([0x11]))  # capillary whole blood, finger
-    context = struct.pack("<BHB", 0x02, seq, 1) if has_context else None  # meal: preprandial
-    fields = {"sequence": seq, "mmol_l": tenths / 10, "time": stamp, "context": has_context}
-    return {"seq": seq, "measurement": measurement, "context": context, "fields": fields}
+    number (a record added later never changes the earlier ones); a record with a context has
+    meal: preprandial."""
+    fields = glucose_fields(random.Random(f"healthgate-ble-peer:{seed}:glucose:{seq}"), seq)
+    context = struct.pack("<BHB", 0x02, seq, 1) if fields["context"] else None
+    return {"seq": seq, "measurement": encode_glucose(fields), "context": context, "fields": fields}
 
 # Malformed notifications per kind: (description, bytes)
 MALFORMED = {

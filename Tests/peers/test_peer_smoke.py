@@ -1038,6 +1038,7 @@ def test_glucose_meter_answers_racp(peer_factory):
             assert struct.unpack_from("<H", b, 1)[0] == r["fields"]["sequence"]
             sfloat = struct.unpack_from("<H", b, 10)[0]
             assert sfloat >> 12 == 0xC and (sfloat & 0xFFF) / 10 == r["fields"]["mmol_l"]
+            assert ble_peer.ENCODERS["glucose"](r["fields"]).hex() == r["hex"]
     assert out["count_ge3"] == bytes([5, 0, 2, 0])
     assert out["ge3"] == bytes([6, 0, 1, 1])
     assert [struct.unpack_from("<H", v, 1)[0] for c, v in out["ge3_values"] if c == "2A18"] == [3, 4]
