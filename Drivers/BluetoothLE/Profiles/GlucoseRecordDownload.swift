@@ -8,7 +8,9 @@
 /// stored records" with the same filter; the meter sends the records and ends with a response
 /// code. A record is whole when its measurement arrived and, if the measurement says a context
 /// follows, its context too; only whole records are kept (`records`, by sequence number: a record
-/// sent twice is kept once).
+/// sent twice is kept once). Measurement and context are matched by sequence number, in either
+/// order: they are different characteristics, and a host may deliver them by different paths
+/// (with BlueZ, one `AcquireNotify` socket each).
 public struct GlucoseRecordDownload: Sendable {
     /// One stored reading of the meter.
     public struct Record: Hashable, Sendable {
@@ -58,10 +60,11 @@ public struct GlucoseRecordDownload: Sendable {
     public private(set) var expected: Int?
     /// Whole records, by sequence number.
     public private(set) var recordsBySequence: [UInt16: Record] = [:]
-    /// A measurement waiting for its context.
-    private var pending: GlucoseMeasurement?
-    /// Values that did not belong (a context without its measurement, a value before the
-    /// transfer): counted, not fatal.
+    /// Measurements waiting for their context, and contexts waiting for their measurement.
+    private var pendingMeasurements: [UInt16: GlucoseMeasurement] = [:]
+    private var pendingContexts: [UInt16: GlucoseMeasurementContext] = [:]
+    /// Values that did not belong (a value before or after the transfer, a context whose
+    /// measurement never came): counted, not fatal.
     public private(set) var strayValues = 0
 
     public init(after lastSequence: UInt16?) {
@@ -89,7 +92,10 @@ public struct GlucoseRecordDownload: Sendable {
     }
 
     private mutating func finish(_ outcome: Outcome) -> Step {
-        pending = nil  // a measurement still waiting for its context is not whole
+        // A measurement still waiting for its context is not whole.
+        strayValues += pendingContexts.count
+        pendingMeasurements = [:]
+        pendingContexts = [:]
         phase = .finished(outcome)
         return .finished(outcome)
     }
@@ -139,11 +145,12 @@ public struct GlucoseRecordDownload: Sendable {
     @discardableResult
     public mutating func measurement(_ m: GlucoseMeasurement) -> Step {
         guard receiving else { strayValues += 1; return .wait }
-        pending = nil
-        if m.contextFollows {
-            pending = m
-        } else {
+        if !m.contextFollows {
             recordsBySequence[m.sequenceNumber] = Record(measurement: m, context: nil)
+        } else if let c = pendingContexts.removeValue(forKey: m.sequenceNumber) {
+            recordsBySequence[m.sequenceNumber] = Record(measurement: m, context: c)
+        } else {
+            pendingMeasurements[m.sequenceNumber] = m
         }
         return afterValue()
     }
@@ -151,12 +158,12 @@ public struct GlucoseRecordDownload: Sendable {
     /// A Glucose Measurement Context notification: completes the measurement it follows.
     @discardableResult
     public mutating func context(_ c: GlucoseMeasurementContext) -> Step {
-        guard receiving, let m = pending, m.sequenceNumber == c.sequenceNumber else {
-            strayValues += 1
-            return .wait
+        guard receiving else { strayValues += 1; return .wait }
+        if let m = pendingMeasurements.removeValue(forKey: c.sequenceNumber) {
+            recordsBySequence[m.sequenceNumber] = Record(measurement: m, context: c)
+        } else {
+            pendingContexts[c.sequenceNumber] = c
         }
-        pending = nil
-        recordsBySequence[m.sequenceNumber] = Record(measurement: m, context: c)
         return afterValue()
     }
 
