@@ -112,12 +112,12 @@ struct BLEDownloadCommand: AsyncParsableCommand {
         if !output.json {
             Output.stderr("downloading from \(address): " + (from.map { "records from sequence number \($0)" } ?? "every record") + "\n")
         }
-        let json = output.json
         let result: GlucoseDownloader.Result
         do {
+            // Progress on stderr, with --json too (standard output holds only the JSON).
             result = try await GlucoseDownloader.download(connection, database: database, after: last, silence: silence.duration) {
                 received, total in
-                if !json { Output.stderr("records: \(received)\(total.map { "/\($0)" } ?? "")\n") }
+                Output.stderr("records: \(received)\(total.map { "/\($0)" } ?? "")\n")
             }
         } catch {
             _ = try? await connection.disconnect(timeout: .seconds(5))
