@@ -11,6 +11,9 @@ bonds with peripherals that require it, and bonded devices are then recorded wit
   has no bond, bluetoothd shows the device unpaired); the right one bonds, and `record` then
   records the scale's indicated weights over the authenticated link (no agent), equal to the
   sent log.
+- Numeric comparison: a thermometer that confirms the number (`--pairing thermometer=numeric`).
+  Without a terminal and without `--yes` the agent refuses and says what is missing (nothing is
+  bonded); with `--yes` it bonds.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from vmpeer import (RESULTS, WORK, Peer, device_properties, start_bluetoothd, st
 BIN = os.environ["HG_BIN"]
 BP = "C0:4E:47:00:00:07"
 SCALE = "C0:4E:47:00:00:06"
+THERMO = "C0:4E:47:00:00:08"
 PASSKEY = 246810
 MIN_READINGS = 4
 SYSTOLIC = "SELECT value FROM measurements WHERE kind = 'blood_pressure' AND source_device = ? ORDER BY value"
@@ -76,7 +80,8 @@ def record_until_all_stored(db: str, peer: Peer, pid: str, address: str, sql: st
 
 def main() -> int:
     result: dict = {}
-    peer = Peer(["bp", "scale"], rate=1, extra=["--pairing", "bp=just-works", "--pairing", f"scale=passkey:{PASSKEY}"])
+    peer = Peer(["bp", "scale", "thermometer"], rate=1,
+                extra=["--pairing", "bp=just-works", "--pairing", f"scale=passkey:{PASSKEY}", "--pairing", "thermometer=numeric"])
     result["peer"] = peer.info
     step("peer ready")
     bluetoothd = None
@@ -127,6 +132,23 @@ def main() -> int:
         step("right passkey: bonded")
         n = record_until_all_stored(db, peer, "scale", SCALE, WEIGHTS, "weight_kg", controller, result)
         step(f"record (no agent): the scale's link encrypted from its keys, {n} indicated weights == sent log")
+
+        # Numeric comparison: refused without a terminal or --yes, then confirmed with --yes.
+        run = pair(THERMO)
+        status = peer.control("status")["peripherals"]["thermometer"]["pairing"]
+        result["numeric_refused"] = {"exit": run.returncode, "stderr": run.stderr.strip(), "peer": status}
+        if run.returncode == 0 or "needs a terminal to confirm at, or --yes" not in run.stderr or status["bonded"]:
+            raise AssertionError(f"numeric comparison without --yes: exit {run.returncode}, {run.stderr!r}, peer {status}")
+        step(f"numeric comparison without a terminal or --yes: exit {run.returncode}, refused, nothing bonded")
+        run = pair(THERMO, "--yes")
+        status = peer.control("status")["peripherals"]["thermometer"]["pairing"]
+        props = device_properties(bus, adapter, THERMO)
+        result["numeric"] = {"exit": run.returncode, "stderr": run.stderr.strip(), "peer": status,
+                             "paired": bool(props.get("Paired"))}
+        if run.returncode != 0 or json.loads(run.stdout).get("result") != "bonded" or status["bonded"] != [controller] \
+                or not props.get("Paired"):
+            raise AssertionError(f"numeric comparison with --yes: exit {run.returncode} {run.stdout} {run.stderr}; peer {status}")
+        step("numeric comparison with --yes: bonded")
         return 0
     finally:
         result["timings"] = timings
