@@ -11,6 +11,8 @@ bonds with peripherals that require it, and bonded devices are then recorded wit
   has no bond, bluetoothd shows the device unpaired); the right one bonds, and `record` then
   records the scale's indicated weights over the authenticated link (no agent), equal to the
   sent log.
+- Passkey typed at the terminal (a pseudo-terminal here): a second scale; a mistyped answer
+  is asked again, the right one bonds.
 - Numeric comparison: a thermometer that confirms the number (`--pairing thermometer=numeric`).
   Without a terminal and without `--yes` the agent refuses and says what is missing (nothing is
   bonded); with `--yes` it bonds.
@@ -19,9 +21,12 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import signal
 import subprocess
 import sys
+import time
 
 from vmpeer import (RESULTS, WORK, Peer, device_properties, start_bluetoothd, step, stop, stored, timings, wait_for)
 
@@ -29,6 +34,8 @@ BIN = os.environ["HG_BIN"]
 BP = "C0:4E:47:00:00:07"
 SCALE = "C0:4E:47:00:00:06"
 THERMO = "C0:4E:47:00:00:08"
+SCALE2 = "C0:4E:47:00:01:06"
+PASSKEY2 = 135790
 PASSKEY = 246810
 MIN_READINGS = 4
 SYSTOLIC = "SELECT value FROM measurements WHERE kind = 'blood_pressure' AND source_device = ? ORDER BY value"
@@ -43,6 +50,38 @@ def pair(*args: str) -> subprocess.CompletedProcess:
         f.write(f"$ healthgate ble pair --hci bluez --json {' '.join(args)}\nexit {run.returncode}\n"
                 f"{run.stdout}{run.stderr}\n")
     return run
+
+
+def pair_at_terminal(address: str, answers: list[tuple[str, str]]) -> tuple[int, str]:
+    """`healthgate ble pair --hci bluez ADDRESS` on a pseudo-terminal: each time the next
+    prompt of `answers` (prompt, typed line) appears, types its line. Returns (exit status, what
+    the terminal showed)."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(BIN, [BIN, "ble", "pair", "--hci", "bluez", address])
+    shown, typed_up_to, pending = b"", 0, list(answers)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 1)
+        if fd in ready:
+            try:
+                data = os.read(fd, 4096)
+            except OSError:  # EIO: the command exited and closed the terminal
+                break
+            if not data:
+                break
+            shown += data
+        if pending and pending[0][0].encode() in shown[typed_up_to:]:
+            typed_up_to = len(shown)
+            os.write(fd, pending.pop(0)[1].encode() + b"\n")
+    else:
+        os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    text = shown.decode(errors="replace")
+    with open(os.path.join(RESULTS, "pair.log"), "a") as f:
+        f.write(f"$ healthgate ble pair --hci bluez {address}   (at a terminal)\nexit {os.waitstatus_to_exitcode(status)}\n{text}\n")
+    return os.waitstatus_to_exitcode(status), text
 
 
 def record_until_all_stored(db: str, peer: Peer, pid: str, address: str, sql: str, field: str,
@@ -80,8 +119,9 @@ def record_until_all_stored(db: str, peer: Peer, pid: str, address: str, sql: st
 
 def main() -> int:
     result: dict = {}
-    peer = Peer(["bp", "scale", "thermometer"], rate=1,
-                extra=["--pairing", "bp=just-works", "--pairing", f"scale=passkey:{PASSKEY}", "--pairing", "thermometer=numeric"])
+    peer = Peer(["bp", "scale", "thermometer", "scale"], rate=1,
+                extra=["--pairing", "bp=just-works", "--pairing", f"scale=passkey:{PASSKEY}", "--pairing", "thermometer=numeric",
+                       "--pairing", f"scale-2=passkey:{PASSKEY2}"])
     result["peer"] = peer.info
     step("peer ready")
     bluetoothd = None
@@ -149,6 +189,16 @@ def main() -> int:
                 or not props.get("Paired"):
             raise AssertionError(f"numeric comparison with --yes: exit {run.returncode} {run.stdout} {run.stderr}; peer {status}")
         step("numeric comparison with --yes: bonded")
+
+        # Passkey typed at a terminal: a mistyped answer is asked again.
+        prompt = "Enter the 6-digit passkey the device shows: "
+        rc, shown = pair_at_terminal(SCALE2, [(prompt, "12ab"), (prompt, str(PASSKEY2))])
+        status = peer.control("status")["peripherals"]["scale-2"]["pairing"]
+        result["terminal"] = {"exit": rc, "shown": shown, "peer": status}
+        if rc != 0 or shown.count(prompt) != 2 or "A passkey is 1 to 6 digits" not in shown \
+                or "bonded and trusted" not in shown or status["bonded"] != [controller]:
+            raise AssertionError(f"passkey typed at the terminal: exit {rc}, terminal {shown!r}, peer {status}")
+        step("passkey typed at the terminal (after one mistyped answer): bonded")
         return 0
     finally:
         result["timings"] = timings
