@@ -15,7 +15,9 @@ import os
 import subprocess
 import sys
 
-from vmpeer import RESULTS, WORK, Peer, start_bluetoothd, step, stop, stored, timings
+import dbus
+
+from vmpeer import RESULTS, WORK, Peer, forget_devices, start_bluetoothd, step, stop, stored, timings
 
 BIN = os.environ["HG_BIN"]
 METER = "C0:4E:47:00:00:0A"
@@ -60,7 +62,7 @@ def main() -> int:
     bluetoothd = None
     db = os.path.join(WORK, "healthgate.sqlite")
     try:
-        bluetoothd, _, _ = start_bluetoothd(peer)
+        bluetoothd, _, adapter = start_bluetoothd(peer)
         step("adapter powered")
         run = subprocess.run([BIN, "ble", "pair", "--hci", "bluez", "--json", METER], stdin=subprocess.DEVNULL,
                              capture_output=True, text=True, timeout=180)
@@ -122,6 +124,11 @@ def main() -> int:
         return 0
     finally:
         result["timings"] = timings
+        if bluetoothd is not None and bluetoothd.poll() is None:
+            try:  # the next scenarios of this boot must not meet these bonds
+                result["forgotten"] = forget_devices(dbus.SystemBus(), adapter, [METER])
+            except dbus.DBusException as e:
+                result["forget_error"] = str(e)
         with open(os.path.join(RESULTS, "result.json"), "w") as f:
             json.dump(result, f, indent=1)
         peer.close()

@@ -28,7 +28,10 @@ import subprocess
 import sys
 import time
 
-from vmpeer import (RESULTS, WORK, Peer, device_properties, start_bluetoothd, step, stop, stored, timings, wait_for)
+import dbus
+
+from vmpeer import (RESULTS, WORK, Peer, device_properties, forget_devices, start_bluetoothd, step, stop, stored, timings,
+                    wait_for)
 
 BIN = os.environ["HG_BIN"]
 BP = "C0:4E:47:00:00:07"
@@ -202,6 +205,11 @@ def main() -> int:
         return 0
     finally:
         result["timings"] = timings
+        if bluetoothd is not None and bluetoothd.poll() is None:
+            try:  # the next scenarios of this boot must not meet these bonds
+                result["forgotten"] = forget_devices(dbus.SystemBus(), adapter, [BP, SCALE, THERMO, SCALE2])
+            except dbus.DBusException as e:
+                result["forget_error"] = str(e)
         with open(os.path.join(RESULTS, "result.json"), "w") as f:
             json.dump(result, f, indent=1)
         peer.close()

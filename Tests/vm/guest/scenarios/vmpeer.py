@@ -148,3 +148,16 @@ def device_properties(bus, adapter: str, address: str) -> dict:
     manager = dbus.Interface(bus.get_object(BLUEZ, "/"), "org.freedesktop.DBus.ObjectManager")
     return dict(manager.GetManagedObjects().get(path, {}).get("org.bluez.Device1", {}))
 
+
+def forget_devices(bus, adapter: str, addresses: list[str]) -> list[str]:
+    """Removes `addresses` from bluetoothd (Adapter1.RemoveDevice: their bonds go too), so that
+    later scenarios of the same boot, whose fresh peer has no keys, do not meet bonds stored on
+    the guest's disk. Returns the addresses removed."""
+    removed = []
+    adapter_iface = dbus.Interface(bus.get_object(BLUEZ, adapter), "org.bluez.Adapter1")
+    for address in addresses:
+        if device_properties(bus, adapter, address):
+            adapter_iface.RemoveDevice(dbus.ObjectPath(f"{adapter}/dev_{address.replace(':', '_')}"))
+            removed.append(address)
+    return removed
+
