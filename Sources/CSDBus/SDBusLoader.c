@@ -35,6 +35,14 @@ static const char * (*p_sd_bus_message_get_path)(sd_bus_message *m);
 static const char * (*p_sd_bus_message_get_sender)(sd_bus_message *m);
 static const sd_bus_error * (*p_sd_bus_message_get_error)(sd_bus_message *m);
 static int (*p_sd_bus_message_is_method_error)(sd_bus_message *m, const char *name);
+// The pairing agent: an object bluetoothd calls, and the replies to its calls.
+static int (*p_sd_bus_add_object)(sd_bus *bus, sd_bus_slot **slot, const char *path, sd_bus_message_handler_t callback, void *userdata);
+static sd_bus_slot * (*p_sd_bus_slot_unref)(sd_bus_slot *slot);
+static int (*p_sd_bus_send)(sd_bus *bus, sd_bus_message *m, uint64_t *cookie);
+static int (*p_sd_bus_message_new_method_return)(sd_bus_message *call, sd_bus_message **m);
+static int (*p_sd_bus_message_new_method_error)(sd_bus_message *call, sd_bus_message **m, const sd_bus_error *e);
+static sd_bus_message * (*p_sd_bus_message_ref)(sd_bus_message *m);
+static const char * (*p_sd_bus_message_get_interface)(sd_bus_message *m);
 
 static void *symbol(const char *name) {
     void *p = dlsym(library, name);
@@ -73,6 +81,13 @@ static void load(void) {
     p_sd_bus_message_get_sender = symbol("sd_bus_message_get_sender");
     p_sd_bus_message_get_error = symbol("sd_bus_message_get_error");
     p_sd_bus_message_is_method_error = symbol("sd_bus_message_is_method_error");
+    p_sd_bus_add_object = symbol("sd_bus_add_object");
+    p_sd_bus_slot_unref = symbol("sd_bus_slot_unref");
+    p_sd_bus_send = symbol("sd_bus_send");
+    p_sd_bus_message_new_method_return = symbol("sd_bus_message_new_method_return");
+    p_sd_bus_message_new_method_error = symbol("sd_bus_message_new_method_error");
+    p_sd_bus_message_ref = symbol("sd_bus_message_ref");
+    p_sd_bus_message_get_interface = symbol("sd_bus_message_get_interface");
 }
 
 static int loaded(void) {
@@ -179,4 +194,32 @@ const sd_bus_error * sd_bus_message_get_error(sd_bus_message *m) {
 
 int sd_bus_message_is_method_error(sd_bus_message *m, const char *name) {
     return loaded() ? p_sd_bus_message_is_method_error(m, name) : -ENOSYS;
+}
+
+int sd_bus_add_object(sd_bus *bus, sd_bus_slot **slot, const char *path, sd_bus_message_handler_t callback, void *userdata) {
+    return loaded() ? p_sd_bus_add_object(bus, slot, path, callback, userdata) : -ENOSYS;
+}
+
+sd_bus_slot * sd_bus_slot_unref(sd_bus_slot *slot) {
+    return loaded() ? p_sd_bus_slot_unref(slot) : NULL;
+}
+
+int sd_bus_send(sd_bus *bus, sd_bus_message *m, uint64_t *cookie) {
+    return loaded() ? p_sd_bus_send(bus, m, cookie) : -ENOSYS;
+}
+
+int sd_bus_message_new_method_return(sd_bus_message *call, sd_bus_message **m) {
+    return loaded() ? p_sd_bus_message_new_method_return(call, m) : -ENOSYS;
+}
+
+int sd_bus_message_new_method_error(sd_bus_message *call, sd_bus_message **m, const sd_bus_error *e) {
+    return loaded() ? p_sd_bus_message_new_method_error(call, m, e) : -ENOSYS;
+}
+
+sd_bus_message * sd_bus_message_ref(sd_bus_message *m) {
+    return loaded() ? p_sd_bus_message_ref(m) : NULL;
+}
+
+const char * sd_bus_message_get_interface(sd_bus_message *m) {
+    return loaded() ? p_sd_bus_message_get_interface(m) : NULL;
 }

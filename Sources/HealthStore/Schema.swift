@@ -17,6 +17,7 @@ enum Schema {
         migrator.registerMigration("v8-record-versions", migrate: createRecordVersions)
         migrator.registerMigration("v9-sleep-assessment", migrate: addSleepAssessment)
         migrator.registerMigration("v10-habit-totals-index", migrate: coverHabitTotals)
+        migrator.registerMigration("v11-i15-pair-glucose-sync", migrate: createGlucoseSync)
         return migrator
     }
 
@@ -358,6 +359,18 @@ enum Schema {
     /// The habit index covers what the totals read (deleted, label, value after habit and
     /// time): `stats` and `today` sum every habit per local day from the index alone, with no
     /// lookup of each event's row (about a quarter of `stats --period week` over five years).
+    /// Per glucose meter, the last sequence number whose records are stored: the next RACP
+    /// download asks for the records after it (`ble download`, the ble driver).
+    private static func createGlucoseSync(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE glucose_sync (
+                device TEXT PRIMARY KEY,                -- the meter's address, as in source_device
+                last_sequence INTEGER NOT NULL CHECK (last_sequence BETWEEN 0 AND 65535),
+                updated_at TEXT NOT NULL
+            ) STRICT;
+            """)
+    }
+
     private static func coverHabitTotals(_ db: Database) throws {
         try db.execute(sql: """
             DROP INDEX habit_events_by_time;

@@ -9,7 +9,7 @@ import HealthModel
 
 struct BLECommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "ble", abstract: "Bluetooth LE: find devices, watch their live readings, replay captures.",
+        commandName: "ble", abstract: "Bluetooth LE: find devices, pair them, watch their live readings, replay captures.",
         discussion: """
             --hci names the controller: bluez (the system's bluetoothd over D-Bus, sharing its \
             first adapter; bluez:hci1 for another one), auto (bluez when bluetoothd runs, else \
@@ -19,7 +19,7 @@ struct BLECommand: AsyncParsableCommand {
             own host stack (all but bluez), --snoop FILE records the session as a \
             btsnoop capture that `ble replay FILE` decodes again.
             """,
-        subcommands: [BLEScanCommand.self, BLEWatchCommand.self, BLEReplayCommand.self])
+        subcommands: [BLEScanCommand.self, BLEWatchCommand.self, BLEReplayCommand.self, BLEPairCommand.self, BLEDownloadCommand.self])
 }
 
 /// `--hci` and `--snoop`, shared by the BLE commands that talk to a controller.

@@ -335,4 +335,34 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         #expect(ride.sport == "cycling")
         #expect(close(ride.samples.compactMap(\.powerW), logged("power", "power_w")))
     }
+
+    /// The driver asks a glucose meter for its stored records on each connection: all of them
+    /// the first time, then those after the highest sequence number it received; they are
+    /// stored like live readings (the meter's sent log, exactly).
+    @Test func aGlucoseMetersStoredRecordsAreRecordedOnConnect() async throws {
+        let peer = try await BLEPeer.start(peripherals: ["glucose"], rate: "1", extraArguments: ["--glucose-records", "3"])
+        defer { peer.stop() }
+        let meter = try #require(peer.peripherals["glucose"]).address
+        let r = try await Recording(peer, devices: [.address(meter)])
+        let glucose = "SELECT count(*) FROM measurements WHERE kind = 'glucose' AND source_device = ?"
+        try await r.wait("the 3 stored records") { try r.count(glucose, [meter.text]) >= 3 && r.connections(meter) >= 1 }
+        try peer.control("stop glucose")
+        try await r.wait("the link dropped") { r.events.contains { if case .disconnected = $0 { true } else { false } } }
+        try peer.control("add-records glucose 2")
+        try peer.control("start glucose")
+        try await r.wait("reconnected") { r.connections(meter) >= 2 }
+        try await r.wait("the 2 new records") { try r.count(glucose, [meter.text]) >= 5 }
+        try await r.stop()
+
+        let status = try peer.control("status")
+        let requests = ((status["peripherals"] as? [String: Any])?["glucose"] as? [String: Any])?["racp_requests"] as? [String]
+        #expect(requests == ["0101", "0103010400"])  // all, then >= sequence 4
+        let logged = sent(peer, "glucose").filter { $0["characteristic"] as? String == "2A18" }
+            .compactMap { fields($0)["mmol_l"] as? Double }.sorted()
+        let stored = try await r.inspector.read { db in
+            try Double.fetchAll(db, sql: "SELECT value FROM measurements WHERE kind = 'glucose' ORDER BY value")
+        }
+        #expect(logged.count == 5)
+        #expect(stored.count == 5 && zip(stored, logged).allSatisfy { abs($0 - $1) < 1e-9 }, "\(stored) vs \(logged)")
+    }
 }

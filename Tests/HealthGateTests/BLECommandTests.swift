@@ -75,3 +75,56 @@ import TestSupport
         #expect(missing.stderr.contains("no device named 'No Such Device'"))
     }
 }
+
+/// `healthgate ble pair` (its checks: the agent itself needs bluetoothd, see the VM scenario
+/// ble-pair-bluez) and `ble download` against the peer's glucose meter over the own host stack.
+@Suite(.serialized) struct BLEPairDownloadCommandTests {
+    @Test func pairNeedsBlueZAndChecksItsOptions() async throws {
+        let own = try await CLI.run(["ble", "pair", "--hci", "hci0", "C0:4E:47:00:00:0A"])
+        #expect(own.status == 64)
+        #expect(own.stderr.contains("pairing needs the BlueZ backend"))
+        let capability = try await CLI.run(["ble", "pair", "--capability", "Telepathy", "C0:4E:47:00:00:0A"])
+        #expect(capability.status == 64 && capability.stderr.contains("--capability: 'Telepathy' is none of"))
+        let passkey = try await CLI.run(["ble", "pair", "--passkey", "1234567", "C0:4E:47:00:00:0A"])
+        #expect(passkey.status == 64 && passkey.stderr.contains("--passkey: '1234567' is not a passkey"))
+        // No bluetoothd (and no system bus) here: one clear line, exit 1.
+        let noBlueZ = try await CLI.run(["ble", "pair", "--hci", "bluez", "C0:4E:47:00:00:0A", "--scan-for", "1"])
+        #expect(noBlueZ.status == 1)
+        #expect(noBlueZ.stderr.hasPrefix("healthgate: bluez: "))
+    }
+
+    @Test func downloadStoresEveryRecordOnceThenOnlyNewOnes() async throws {
+        let peer = try await BLEPeer.start(peripherals: ["glucose"], rate: "1", extraArguments: ["--glucose-records", "3"])
+        defer { peer.stop() }
+        let hci = BLECommandTests().hci(peer)
+        let address = try #require(peer.peripherals["glucose"]?.address.text)
+        let folder = try temporaryFolder("ble-download")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let db = folder + "/hg.sqlite"
+        func download(_ extra: [String] = []) async throws -> (Tool.Result, [String: Any]) {
+            let result = try await CLI.run(["ble", "download", "--hci", hci, "--db", db, "--json", "--silence", "5"] + extra + [address])
+            let json = (try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8))) as? [String: Any] ?? [:]
+            return (result, json)
+        }
+        func storedGlucose() async throws -> [Double] {
+            let list = try #require(try await CLI.json(["measurements", "--db", db, "--kind", "glucose", "--json"]) as? [[String: Any]])
+            return list.compactMap { $0["value"] as? Double }
+        }
+        let (first, summary) = try await download()
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(summary["received"] as? Int == 3 && summary["stored"] as? Int == 3 && summary["meter_count"] as? Int == 3)
+        #expect(first.stderr.contains("records: 3/3"))
+        let sent = peer.sentLog().filter { $0["characteristic"] as? String == "2A18" }
+            .compactMap { ($0["fields"] as? [String: Any])?["mmol_l"] as? Double }
+        #expect(try await storedGlucose().sorted() == sent.sorted())
+
+        let (second, again) = try await download()
+        #expect(second.status == 0)
+        #expect(again["from"] as? Int == 4 && again["stored"] as? Int == 0 && again["outcome"] as? String == "no-records")
+
+        _ = try peer.control("add-records glucose 1")
+        let (_, third) = try await download()
+        #expect(third["received"] as? Int == 1 && third["stored"] as? Int == 1 && third["last_sequence"] as? Int == 4)
+        #expect(try await storedGlucose().count == 4)
+    }
+}

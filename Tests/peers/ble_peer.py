@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from bumble import gatt, hci, ll
+from bumble import gatt, hci, ll, pairing
 from bumble.controller import Controller
 from bumble.core import PhysicalTransport
 from bumble.device import Device, DeviceConfiguration
@@ -382,6 +382,8 @@ class SeededScript:
             self.spo2 = min(100, max(94, self.spo2 + r.choice((-1, 0, 0, 1))))
             self.pulse = min(90, max(55, self.pulse + r.randint(-3, 3)))
             return {"spo2_pct": self.spo2, "pulse_bpm": self.pulse}
+        if self.kind == "glucose":
+            return glucose_fields(r, i + 1)
         raise ValueError(self.kind)
 
 
@@ -707,6 +709,8 @@ KINDS = {
     "bp": ("HG BP", [0x1810, 0x180F, 0x180A], (0x1810, 0x2A35)),
     "thermometer": ("HG Thermo", [0x1809, 0x180F, 0x180A], (0x1809, 0x2A1C)),
     "plx": ("HG PLX", [0x1822, 0x180F, 0x180A], (0x1822, 0x2A5F)),
+    # a meter with stored records, read through its Record Access Control Point (no live values)
+    "glucose": ("HG Glucose", [0x1808, 0x180F, 0x180A], (0x1808, 0x2A18)),
 }
 # Kinds whose measurement is indicated (the host confirms each value) rather than notified.
 INDICATING = {"scale", "bp", "thermometer"}
@@ -720,6 +724,42 @@ POWER_FEATURE = 0x00000009    # pedal power balance, crank revolution data
 SCALE_FEATURE = 0x01BF        # time stamp, multiple users, BMI; weight 0.005 kg (7), height 0.001 m (3)
 BP_FEATURE = 0x0005           # body movement detection, irregular pulse detection
 BATTERY_LEVEL = 87
+GLUCOSE_FEATURE = 0x0000      # no optional features
+GLUCOSE_EPOCH = datetime.datetime(2026, 11, 20, 7, 30)
+
+
+def att_permission(name: str) -> int:
+    return int(getattr(gatt.Attribute, name))
+
+
+def glucose_fields(r: random.Random, seq: int) -> dict:
+    """A glucose reading with sequence number `seq`: 4.0 to 9.9 mmol/L, every 3 hours from
+    GLUCOSE_EPOCH (plus up to 59 minutes); every third one has a context."""
+    tenths = r.randint(40, 99)
+    stamp = (GLUCOSE_EPOCH + datetime.timedelta(hours=3 * seq, minutes=r.randint(0, 59))).isoformat()
+    return {"sequence": seq, "mmol_l": tenths / 10, "time": stamp, "context": seq % 3 == 0}
+
+
+def encode_glucose(s: dict) -> bytes:
+    """Glucose Measurement (0x2A18): flags (concentration + type/sample location, mol/L, context
+    follows when `context`), sequence number, base time, concentration as SFLOAT mantissa x 10^-4
+    mol/L (mmol/L = mantissa / 10 exactly), type/location (capillary whole blood, finger)."""
+    flags = 0x02 | 0x04 | (0x10 if s.get("context") else 0)
+    sfloat = ((-4 & 0xF) << 12) | int(round(s["mmol_l"] * 10))
+    return (struct.pack("<BH", flags, s["sequence"]) + date_time(s["time"]) + struct.pack("<H", sfloat)
+            + bytes([0x11]))
+
+
+ENCODERS["glucose"] = encode_glucose  # a meter's live reading; its stored records go out through RACP
+
+
+def glucose_record(seed: str, seq: int) -> dict:
+    """Stored record `seq` of a glucose meter: deterministic from the seed and the sequence
+    number (a record added later never changes the earlier ones); a record with a context has
+    meal: preprandial."""
+    fields = glucose_fields(random.Random(f"healthgate-ble-peer:{seed}:glucose:{seq}"), seq)
+    context = struct.pack("<BHB", 0x02, seq, 1) if fields["context"] else None
+    return {"seq": seq, "measurement": encode_glucose(fields), "context": context, "fields": fields}
 
 # Malformed notifications per kind: (description, bytes)
 MALFORMED = {
@@ -803,6 +843,20 @@ class Peripheral:
     service_data: list = field(default_factory=list)  # [(uuid16, bytes)]
     manufacturer_data: list = field(default_factory=list)  # [(company, bytes)]
     tx_power: int | None = None
+    # --pairing: None (open), "just-works", "passkey" or "numeric"; the links must be encrypted
+    # (authenticated for passkey and numeric) before the host may subscribe
+    pairing: str | None = None
+    passkey: int = 123456
+    pairings: int = 0
+    pairing_failures: int = 0
+    last_pairing_failure: str | None = None
+    bonded: list = field(default_factory=list)  # central addresses that paired with bonding
+    # glucose: the stored records, the RACP and context characteristics, the requests seen
+    records: list = field(default_factory=list)
+    racp: gatt.Characteristic | None = None
+    context: gatt.Characteristic | None = None
+    racp_requests: list = field(default_factory=list)
+    racp_stop_after: int | None = None  # `racp-stop-after`: go silent after this many records
 
     @property
     def indicate(self) -> bool:
@@ -876,6 +930,15 @@ class Peer:
             p.tx_power = next((v for key, v in reversed(self.args.tx_power) if key in (pid, "*")), None)
             if len(p.advertising_data()) > 31:
                 raise SystemExit(f"{pid}: name {p.name!r} too long for the 31-byte advertising data")
+            for spec in self.args.pairing:
+                key, _, mode = spec.partition("=")
+                if key in (pid, kind):
+                    mode, _, number = mode.partition(":")
+                    if mode not in ("just-works", "passkey", "numeric") or (number and mode != "passkey"):
+                        raise SystemExit(f"--pairing {spec}: MODE is just-works, passkey[:N] or numeric")
+                    p.pairing = mode
+                    if number:
+                        p.passkey = int(number)
             self.peripherals[pid] = p
         await asyncio.gather(*(self._start_peripheral(p) for p in self.peripherals.values()))
 
@@ -1028,6 +1091,24 @@ class Peer:
                 ]),
                 battery(), dis,
             ]
+        elif p.kind == "glucose":
+            def on_racp(connection, value: bytes) -> None:
+                task = asyncio.get_running_loop().create_task(self._racp(p, connection, bytes(value)))
+                self.tasks.add(task)
+                task.add_done_callback(self.tasks.discard)
+            p.context = gatt.Characteristic(gatt.UUID.from_16_bits(0x2A34), notify, gatt.Characteristic.Permissions(0), b"")
+            p.racp = gatt.Characteristic(gatt.UUID.from_16_bits(0x2A52),
+                                         gatt.Characteristic.Properties.WRITE | indicate, gatt.Characteristic.WRITEABLE,
+                                         gatt.CharacteristicValue(write=on_racp))
+            services = [
+                gatt.Service(gatt.UUID.from_16_bits(0x1808), [
+                    p.measurement, p.context,
+                    readable(0x2A51, struct.pack("<H", GLUCOSE_FEATURE)),
+                    p.racp,
+                ]),
+                battery(), dis,
+            ]
+            p.records = [glucose_record(f"{self.args.seed}:{p.id}", seq) for seq in range(1, self.args.glucose_records + 1)]
         else:  # ftms-bike
             features = (1 << 1) | (1 << 10) | (1 << 14)  # cadence, heart rate, power measurement
             services = [
@@ -1039,6 +1120,8 @@ class Peer:
                 dis,
             ]
         device.add_services(services)
+        if p.pairing:
+            self._require_pairing(p, device)
 
         # disconnect-during-discovery hook: drop the link instead of answering discovery
         server = device.gatt_server
@@ -1068,7 +1151,49 @@ class Peer:
 
         await device.power_on()
         await device.start_advertising(own_address_type=hci.OwnAddressType.RANDOM)
-        p.task = asyncio.get_running_loop().create_task(self._notify_loop(p))
+        if p.kind != "glucose":  # a meter sends its records when asked (RACP), nothing live
+            p.task = asyncio.get_running_loop().create_task(self._notify_loop(p))
+
+    def _require_pairing(self, p: Peripheral, device: Device) -> None:
+        """Bonding required: the CCCDs of the peripheral's characteristics need an encrypted
+        link (just-works) or an authenticated one (passkey, numeric comparison), and the
+        peripheral pairs with the capability of its mode: NoInputNoOutput (just-works),
+        DisplayOnly showing `p.passkey` (passkey), DisplayYesNo confirming (numeric)."""
+        need = (att_permission("WRITE_REQUIRES_ENCRYPTION") if p.pairing == "just-works"
+                else att_permission("WRITE_REQUIRES_AUTHENTICATION") | att_permission("WRITE_REQUIRES_ENCRYPTION"))
+        for attribute in device.gatt_server.attributes:
+            if attribute.type == gatt.GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR:
+                attribute.permissions |= need
+        io = {"just-works": pairing.PairingDelegate.NO_OUTPUT_NO_INPUT,
+              "passkey": pairing.PairingDelegate.DISPLAY_OUTPUT_ONLY,
+              "numeric": pairing.PairingDelegate.DISPLAY_OUTPUT_AND_YES_NO_INPUT}[p.pairing]
+
+        class Delegate(pairing.PairingDelegate):
+            async def generate_passkey(self) -> int:
+                return p.passkey
+
+            async def display_number(self, number: int, digits: int) -> None:
+                log.info("%s: pairing passkey %06d", p.id, number)
+
+            async def compare_numbers(self, number: int, digits: int) -> bool:
+                log.info("%s: numeric comparison %06d: confirmed", p.id, number)
+                return True
+        device.pairing_config_factory = lambda _connection: pairing.PairingConfig(
+            sc=True, mitm=p.pairing != "just-works", bonding=True, delegate=Delegate(io_capability=io))
+
+        def on_connection(connection) -> None:
+            def paired(_keys) -> None:
+                p.pairings += 1
+                central = connection.peer_address.to_string(False)
+                if central not in p.bonded:
+                    p.bonded.append(central)
+
+            def failed(reason) -> None:
+                p.pairing_failures += 1
+                p.last_pairing_failure = str(reason)
+            connection.on(connection.EVENT_PAIRING, paired)
+            connection.on(connection.EVENT_PAIRING_FAILURE, failed)
+        device.on(device.EVENT_CONNECTION, on_connection)
 
     async def _disconnect(self, p: Peripheral, connection) -> None:
         try:
@@ -1205,6 +1330,63 @@ class Peer:
             self.sent_log.write(json.dumps(rec, separators=(",", ":")) + "\n")
             self.sent_log.flush()
 
+    # ----- glucose: Record Access Control Point -----
+    async def _racp(self, p: Peripheral, conn, value: bytes) -> None:
+        """One RACP request: report the number of stored records, or report the records (each a
+        measurement notification, followed by its context when it has one) and end with a
+        response code; all records or those with a sequence number >= the operand."""
+        op = value[0] if value else 0
+        operator = value[1] if len(value) > 1 else 0
+        p.racp_requests.append(value.hex())
+
+        def selected() -> list | None:
+            if operator == 1:
+                return list(p.records)
+            if operator == 3 and len(value) >= 5 and value[2] == 0x01:
+                first = struct.unpack_from("<H", value, 3)[0]
+                return [r for r in p.records if r["seq"] >= first]
+            return None
+        if op == 4:  # report number of stored records
+            records = selected()
+            answer = (bytes([6, 0, op, 4 if operator in (2, 3, 4, 5, 6) else 3]) if records is None
+                      else struct.pack("<BBH", 5, 0, len(records)))
+        elif op == 1:  # report stored records
+            records = selected()
+            if records is None:
+                answer = bytes([6, 0, op, 4 if operator in (2, 3, 4, 5, 6) else 3])
+            elif not records:
+                answer = bytes([6, 0, op, 6])  # no records found
+            else:
+                for i, r in enumerate(records):
+                    if p.racp_stop_after is not None and i >= p.racp_stop_after:
+                        log.info("%s: RACP: going silent after %d records", p.id, i)
+                        return
+                    await p.device.notify_subscriber(conn, p.measurement, r["measurement"], force=True)
+                    self._log_record(p, conn, r, "2A18", r["measurement"])
+                    if r["context"] is not None:
+                        await p.device.notify_subscriber(conn, p.context, r["context"], force=True)
+                        self._log_record(p, conn, r, "2A34", r["context"])
+                answer = bytes([6, 0, op, 1])
+        elif op == 3:  # abort
+            answer = bytes([6, 0, op, 1])
+        else:
+            answer = bytes([6, 0, op, 2])  # op code not supported
+        try:
+            await asyncio.wait_for(p.device.indicate_subscriber(conn, p.racp, answer, force=True),
+                                   self.args.indication_timeout)
+        except Exception as e:  # noqa: BLE001
+            log.info("%s: RACP response not confirmed: %s", p.id, e)
+
+    def _log_record(self, p: Peripheral, conn, record: dict, characteristic: str, value: bytes) -> None:
+        if characteristic == "2A18":
+            p.sent += 1
+        if self.sent_log:
+            rec = {"t": round(time.time(), 6), "peripheral": p.id, "kind": p.kind, "address": str(p.address),
+                   "central": str(conn.peer_address), "service": "1808", "characteristic": characteristic,
+                   "seq": record["seq"], "hex": value.hex(), "fields": record["fields"], "malformed": None}
+            self.sent_log.write(json.dumps(rec, separators=(",", ":")) + "\n")
+            self.sent_log.flush()
+
     # ----- control channel -----
     async def _handle_control(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -1253,6 +1435,25 @@ class Peer:
             return {"ok": True, "cmd": cmd, "silence": self.external.silence_commands}
         if cmd == "shutdown":
             return {"ok": True, "cmd": cmd}
+        if cmd in ("add-records", "racp-stop-after", "passkey"):
+            if len(args) != 2:
+                raise ValueError(f"usage: {cmd} <peripheral> <n>")
+            p, n = self._find(args[0]), int(args[1])
+            if cmd == "passkey":
+                if not 0 <= n <= 999999:
+                    raise ValueError("a passkey is 0 to 999999")
+                p.passkey = n
+                return {"ok": True, "cmd": cmd, "peripheral": p.id, "passkey": n}
+            if p.kind != "glucose":
+                raise ValueError(f"{p.id} is no glucose meter")
+            if cmd == "racp-stop-after":
+                p.racp_stop_after = n if n >= 0 else None
+                return {"ok": True, "cmd": cmd, "peripheral": p.id, "racp_stop_after": p.racp_stop_after}
+            first = (p.records[-1]["seq"] + 1) if p.records else 1
+            added = [glucose_record(f"{self.args.seed}:{p.id}", seq) for seq in range(first, first + n)]
+            p.records += added
+            return {"ok": True, "cmd": cmd, "peripheral": p.id, "records": len(p.records),
+                    "added": [r["fields"] for r in added]}
         if cmd in ("stop", "start", "pause", "resume", "malformed", "disconnect-during-discovery"):
             if len(args) != 1:
                 raise ValueError(f"usage: {cmd} <peripheral>")
@@ -1324,6 +1525,13 @@ class Peer:
                     "energy_resets": p.energy_reset,
                     "indications_confirmed": p.indications_confirmed,
                     "indication_timeouts": p.indication_timeouts,
+                    **({"pairing": {"mode": p.pairing, "passkey": p.passkey, "pairings": p.pairings,
+                                    "failures": p.pairing_failures, "last_failure": p.last_pairing_failure,
+                                    "bonded": p.bonded,
+                                    "encrypted": [c.peer_address.to_string(False) for c in p.device.connections.values()
+                                                  if c.encryption]}} if p.pairing else {}),
+                    **({"records": len(p.records), "racp_requests": p.racp_requests,
+                        "racp_stop_after": p.racp_stop_after} if p.kind == "glucose" else {}),
                 } for p in self.peripherals.values()},
         }
 
@@ -1421,6 +1629,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--indication-timeout", type=float, default=30.0, metavar="S",
                     help="seconds to wait for the host to confirm an indication before dropping the link "
                          "(default 30, the ATT transaction timeout)")
+    ap.add_argument("--pairing", action="append", default=[], metavar="ID=MODE",
+                    help="require bonding on a peripheral: just-works, passkey[:N] (it shows N, default 123456) "
+                         "or numeric (numeric comparison); repeatable")
+    ap.add_argument("--glucose-records", type=int, default=5, metavar="N",
+                    help="records a glucose meter holds at start (default 5)")
     ap.add_argument("--stdin-eof", choices=["auto", "exit", "ignore"], default="auto",
                     help="exit when stdin reaches EOF: auto = only if stdin is a pipe or socket")
     ap.add_argument("-v", "--verbose", action="count", default=0)

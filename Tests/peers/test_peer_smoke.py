@@ -909,3 +909,181 @@ def test_a_second_controller_on_the_same_link(peer_factory):
     assert len({r["central"] for r in sent}) == 1
     # the first controller stays free for another host
     assert p.control("status")["h4_client"] is False
+# ---------------------------------------------------------------------------------------------
+# Bonding required, and the glucose meter's Record Access Control Point, against a Bumble central
+# (the raw H4 host does no SMP): the central runs over the peer's H4 socket like any host.
+# ---------------------------------------------------------------------------------------------
+GLUCOSE = "C0:4E:47:00:00:0A"
+
+
+def run_central(peer: PeerProcess, body, io=None, passkey: int | None = None, confirm: bool = True):
+    """Runs `body(device, connection)` on a Bumble central connected over the peer's H4 socket to
+    the peripheral `body.address`; its pairing delegate has capability `io` and answers a
+    passkey request with `passkey` and a comparison with `confirm`."""
+    import asyncio
+
+    from bumble import hci as bhci
+    from bumble import pairing as bpairing
+    from bumble.device import Device
+    from bumble.transport import open_transport
+
+    class Delegate(bpairing.PairingDelegate):
+        async def get_number(self):
+            return passkey
+
+        async def compare_numbers(self, number, digits):
+            return confirm
+
+    async def main():
+        h4 = peer.info["h4"]
+        async with await open_transport(f"tcp-client:{h4['host']}:{h4['port']}") as (source, sink):
+            device = Device.with_hci("central", bhci.Address("F0:F1:F2:F3:F4:F5"), source, sink)
+            device.pairing_config_factory = lambda _c: bpairing.PairingConfig(
+                sc=True, mitm=True, bonding=True,
+                delegate=Delegate(io_capability=io or bpairing.PairingDelegate.NO_OUTPUT_NO_INPUT))
+            await device.power_on()
+            connection = await asyncio.wait_for(
+                device.connect(bhci.Address(body.address, bhci.Address.RANDOM_DEVICE_ADDRESS)), 10)
+            try:
+                return await asyncio.wait_for(body(device, connection), 20)
+            finally:
+                await connection.disconnect()
+    return asyncio.run(main())
+
+
+def characteristic(peer_device, uuid16: int):
+    from bumble.core import UUID
+    found = peer_device.get_characteristics_by_uuid(UUID.from_16_bits(uuid16))
+    assert found, f"no characteristic {uuid16:04X}"
+    return found[0]
+
+
+@pytest.mark.parametrize("mode, io, passkey, confirm", [
+    ("just-works", None, None, True),
+    ("passkey:246810", "KEYBOARD_INPUT_ONLY", 246810, True),
+    ("numeric", "DISPLAY_OUTPUT_AND_YES_NO_INPUT", None, True),
+])
+def test_bonding_required_then_paired(peer_factory, mode, io, passkey, confirm):
+    """A peripheral with --pairing refuses subscriptions on an unencrypted link (insufficient
+    encryption or authentication); after pairing in its mode the link is encrypted, the central
+    is listed as bonded and the subscription works."""
+    from bumble import att as batt
+    from bumble import pairing as bpairing
+    from bumble.device import Peer as BPeer
+    peer = peer_factory("--peripheral", "bp", "--pairing", f"bp={mode}")
+    bp = "C0:4E:47:00:00:07"
+
+    async def body(device, connection):
+        remote = BPeer(connection)
+        await remote.discover_services()
+        await remote.discover_characteristics()
+        measurement = characteristic(remote, 0x2A35)
+        with pytest.raises(batt.ATT_Error) as refused:
+            await remote.subscribe(measurement, lambda _v: None, prefer_notify=False)
+        assert refused.value.error_code in (batt.ATT_INSUFFICIENT_ENCRYPTION_ERROR,
+                                            batt.ATT_INSUFFICIENT_AUTHENTICATION_ERROR)
+        await connection.pair()
+        assert connection.is_encrypted
+        values = []
+        await remote.subscribe(measurement, values.append, prefer_notify=False)
+        import asyncio
+        for _ in range(100):
+            if values:
+                break
+            await asyncio.sleep(0.1)
+        return values
+    body.address = bp
+    values = run_central(peer, body, io=getattr(bpairing.PairingDelegate, io) if io else None,
+                                        passkey=passkey, confirm=confirm)
+    assert values, "no indication after pairing"
+    status = peer.control("status")["peripherals"]["bp"]["pairing"]
+    assert status["mode"] == mode.split(":")[0]
+    assert status["pairings"] == 1 and status["failures"] == 0
+    assert status["bonded"] == ["F0:F1:F2:F3:F4:F5"]
+
+
+def test_wrong_passkey_fails_and_bonds_nothing(peer_factory):
+    from bumble import pairing as bpairing
+    peer = peer_factory("--peripheral", "scale", "--pairing", "scale=passkey:111111")
+
+    async def body(device, connection):
+        try:
+            await connection.pair()
+        except Exception as e:  # noqa: BLE001
+            return type(e).__name__
+        return None
+    body.address = "C0:4E:47:00:00:06"
+    failure = run_central(peer, body, io=bpairing.PairingDelegate.KEYBOARD_INPUT_ONLY, passkey=222222)
+    assert failure is not None, "pairing with a wrong passkey succeeded"
+    status = peer.control("status")["peripherals"]["scale"]["pairing"]
+    assert status["bonded"] == [] and status["failures"] == 1
+    assert peer.control("passkey scale 222222")["passkey"] == 222222  # commanded passkey: now right
+    body.address = "C0:4E:47:00:00:06"
+    assert run_central(peer, body, io=bpairing.PairingDelegate.KEYBOARD_INPUT_ONLY, passkey=222222) is None
+    assert peer.control("status")["peripherals"]["scale"]["pairing"]["bonded"] == ["F0:F1:F2:F3:F4:F5"]
+
+
+def test_glucose_meter_answers_racp(peer_factory):
+    """Report number / all / >= N / no records found; records added later; a meter going silent
+    mid-transfer; the records' bytes equal the sent log and decode to its fields."""
+    import asyncio
+
+    from bumble.device import Peer as BPeer
+    peer = peer_factory("--peripheral", "glucose", "--glucose-records", "4")
+
+    async def body(device, connection):
+        remote = BPeer(connection)
+        await remote.discover_services()
+        await remote.discover_characteristics()
+        got: list[tuple[str, bytes]] = []
+        await remote.subscribe(characteristic(remote, 0x2A18), lambda v: got.append(("2A18", bytes(v))))
+        await remote.subscribe(characteristic(remote, 0x2A34), lambda v: got.append(("2A34", bytes(v))))
+        answers: asyncio.Queue = asyncio.Queue()
+        await remote.subscribe(characteristic(remote, 0x2A52), lambda v: answers.put_nowait(bytes(v)), prefer_notify=False)
+        racp = characteristic(remote, 0x2A52)
+
+        async def ask(request: bytes, timeout: float = 5) -> bytes | None:
+            await remote.write_value(racp, request, with_response=True)
+            try:
+                return await asyncio.wait_for(answers.get(), timeout)
+            except asyncio.TimeoutError:
+                return None
+        out = {"count_all": await ask(bytes([4, 1]))}
+        out["all"] = await ask(bytes([1, 1]))
+        out["all_values"], got[:] = list(got), []
+        out["count_ge3"] = await ask(bytes([4, 3, 1, 3, 0]))
+        out["ge3"] = await ask(bytes([1, 3, 1, 3, 0]))
+        out["ge3_values"], got[:] = list(got), []
+        out["ge9"] = await ask(bytes([1, 3, 1, 9, 0]))
+        out["bad_op"] = await ask(bytes([9, 1]))
+        peer.control("add-records glucose 2")
+        out["count_ge5"] = await ask(bytes([4, 3, 1, 5, 0]))
+        peer.control("racp-stop-after glucose 1")
+        out["silent"] = await ask(bytes([1, 1]), timeout=2)
+        await asyncio.sleep(0.3)
+        out["silent_values"] = list(got)
+        return out
+    body.address = GLUCOSE
+    out = run_central(peer, body)
+    assert out["count_all"] == bytes([5, 0, 4, 0])
+    assert out["all"] == bytes([6, 0, 1, 1])
+    records = [r for r in peer.sent("glucose")]
+    assert [(c, v.hex()) for c, v in out["all_values"]] == [(r["characteristic"], r["hex"]) for r in records[:5]]
+    assert [r["seq"] for r in records[:5]] == [1, 2, 3, 3, 4]  # record 3 has a context
+    for r in records[:5]:
+        if r["characteristic"] == "2A18":
+            b = bytes.fromhex(r["hex"])
+            assert struct.unpack_from("<H", b, 1)[0] == r["fields"]["sequence"]
+            sfloat = struct.unpack_from("<H", b, 10)[0]
+            assert sfloat >> 12 == 0xC and (sfloat & 0xFFF) / 10 == r["fields"]["mmol_l"]
+            assert ble_peer.ENCODERS["glucose"](r["fields"]).hex() == r["hex"]
+    assert out["count_ge3"] == bytes([5, 0, 2, 0])
+    assert out["ge3"] == bytes([6, 0, 1, 1])
+    assert [struct.unpack_from("<H", v, 1)[0] for c, v in out["ge3_values"] if c == "2A18"] == [3, 4]
+    assert out["ge9"] == bytes([6, 0, 1, 6])
+    assert out["bad_op"] == bytes([6, 0, 9, 2])
+    assert out["count_ge5"] == bytes([5, 0, 2, 0])
+    assert out["silent"] is None
+    assert [struct.unpack_from("<H", v, 1)[0] for c, v in out["silent_values"] if c == "2A18"] == [1]
+    status = peer.control("status")["peripherals"]["glucose"]
+    assert status["records"] == 6 and status["racp_stop_after"] == 1

@@ -28,6 +28,8 @@ SCENARIOS = {
     "ble-hr-bluez": ("init", 180, False),
     "ble-record-bluez": ("init", 240, True),
     "ble-bluez-restart": ("init", 180, True),
+    "ble-pair-bluez": ("init", 300, True),
+    "ble-glucose-racp": ("init", 300, True),
     "systemd-basic": ("systemd", 150, False),
     "ble-bluez-power": ("init", 300, True),
     "ble-bench-smoke": ("init", 420, True),

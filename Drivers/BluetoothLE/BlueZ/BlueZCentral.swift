@@ -27,8 +27,8 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
     public let configuration: Configuration
     /// The adapter in use (`/org/bluez/hci0`).
     public let adapterPath: String
-    private let bus: SDBus
-    private let state: State
+    let bus: SDBus
+    let state: State
     private let executor = QueueExecutor(label: "healthgate.bluez.sessions")
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
@@ -110,6 +110,13 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
             let state = central.state, path = self.path
             return try await BlueZCentral.onBus(central.bus, timeout: timeout + .seconds(1), onTimeout: .timedOut("read \(characteristic)")) {
                 (reply: Reply<[UInt8]>) in state.read(path, characteristic, timeout: timeout, reply)
+            }
+        }
+
+        func write(_ characteristic: BluetoothUUID, _ value: [UInt8], timeout: Duration) async throws(BLERuntimeError) {
+            let state = central.state, path = self.path
+            try await BlueZCentral.onBus(central.bus, timeout: timeout + .seconds(1), onTimeout: .timedOut("write \(characteristic)")) {
+                (reply: Reply<Void>) in state.write(path, characteristic, value, timeout: timeout, reply)
             }
         }
 
@@ -558,6 +565,19 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
                 switch result {
                 case .success(let args): reply.succeed(args.first?.bytes ?? [])
                 case .failure(let error): reply.fail(.bluez("ReadValue \(uuid): \(error)"))
+                }
+            }
+        }
+
+        /// `WriteValue` with a response (`type` `request`).
+        func write(_ path: String, _ uuid: BluetoothUUID, _ value: [UInt8], timeout: Duration, _ reply: Reply<Void>) {
+            guard links[path] != nil else { return reply.fail(.disconnected(nil)) }
+            guard let c = characteristic(path, uuid) else { return reply.fail(.characteristicNotFound(uuid)) }
+            call(c.path, BlueZ.gattCharacteristic, "WriteValue", [.bytes(value), .dict([DBusEntry(.string("type"), .string("request"))])],
+                 timeout: timeout) { result in
+                switch result {
+                case .success: reply.succeed(())
+                case .failure(let error): reply.fail(.bluez("WriteValue \(uuid): \(error)"))
                 }
             }
         }

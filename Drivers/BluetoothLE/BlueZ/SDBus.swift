@@ -25,6 +25,8 @@ final class SDBus: @unchecked Sendable {
     private var running = true
     private var watches: [Int32: (Int16) -> Void] = [:]
     private var matchBoxes: [Box] = []
+    /// The handlers of exported objects, by their sd-bus slot.
+    private var objectBoxes: [OpaquePointer: Box] = [:]
     /// Kept alive as long as the loop runs (the handlers' owner).
     var owner: AnyObject?
     /// Called on the bus thread when the connection to the bus is lost.
@@ -156,7 +158,7 @@ final class SDBus: @unchecked Sendable {
               timeout: Duration, reply: @escaping (Result<[DBusValue], DBusError>) -> Void) {
         guard let bus else { return reply(.failure(DBusError(name: "system bus", message: "not connected"))) }
         var message: OpaquePointer?
-        var r = sd_bus_message_new_method_call(bus, &message, destination, path, interface, member)
+        let r = sd_bus_message_new_method_call(bus, &message, destination, path, interface, member)
         guard r >= 0, let message else { return reply(.failure(Self.failure(r, "new method call"))) }
         defer { sd_bus_message_unref(message) }
         do {
@@ -164,6 +166,13 @@ final class SDBus: @unchecked Sendable {
         } catch {
             return reply(.failure(error))
         }
+        send(message, member: member, timeout: timeout, reply: reply)
+    }
+
+    /// Sends a method call built by the caller; `reply` gets the reply's arguments or the error.
+    private func send(_ message: OpaquePointer, member: String, timeout: Duration,
+                      reply: @escaping (Result<[DBusValue], DBusError>) -> Void) {
+        guard let bus else { return reply(.failure(DBusError(name: "system bus", message: "not connected"))) }
         let box = Box { m in
             if sd_bus_message_is_method_error(m, nil) > 0, let e = sd_bus_message_get_error(m) {
                 reply(.failure(DBusError(name: e.pointee.name.map { String(cString: $0) } ?? "error",
@@ -174,7 +183,7 @@ final class SDBus: @unchecked Sendable {
         }
         let userdata = Unmanaged.passRetained(box).toOpaque()
         let usec = UInt64(max(timeout.components.seconds, 0)) * 1_000_000 + UInt64(max(timeout.components.attoseconds, 0) / 1_000_000_000_000)
-        r = sd_bus_call_async(bus, nil, message, { m, userdata, _ in
+        let r = sd_bus_call_async(bus, nil, message, { m, userdata, _ in
             guard let m, let userdata else { return 0 }
             Unmanaged<Box>.fromOpaque(userdata).takeRetainedValue().handler(m)
             return 0
@@ -208,6 +217,108 @@ final class SDBus: @unchecked Sendable {
         var path: String
         var sender: String
         var args: [DBusValue]
+    }
+
+    // MARK: Objects others call (the pairing agent)
+
+    /// A method call to an object exported with `exportObject`. Holds a reference to the message
+    /// until it is answered (`reply` or `replyError`, on the bus thread).
+    final class MethodCall: @unchecked Sendable {
+        let interface: String
+        let member: String
+        let sender: String
+        let args: [DBusValue]
+        fileprivate var message: OpaquePointer?
+
+        fileprivate init(_ m: OpaquePointer, args: [DBusValue]) {
+            interface = sd_bus_message_get_interface(m).map { String(cString: $0) } ?? ""
+            member = sd_bus_message_get_member(m).map { String(cString: $0) } ?? ""
+            sender = sd_bus_message_get_sender(m).map { String(cString: $0) } ?? ""
+            self.args = args
+            message = sd_bus_message_ref(m)
+        }
+
+        deinit { if let message { sd_bus_message_unref(message) } }
+    }
+
+    /// Exports an object at `path`: every method call to it goes to `handler`, which answers it
+    /// now or later with `reply`/`replyError`. Returns a token for `removeObject`.
+    func exportObject(_ path: String, _ handler: @escaping (MethodCall) -> Void) throws(DBusError) -> OpaquePointer {
+        guard let bus else { throw DBusError(name: "system bus", message: "not connected") }
+        let box = Box { m in
+            guard let args = try? Self.readAll(m) else { return }
+            handler(MethodCall(m, args: args))
+        }
+        var slot: OpaquePointer?
+        let r = sd_bus_add_object(bus, &slot, path, { m, userdata, _ in
+            guard let m, let userdata else { return 0 }
+            // Only method calls; 1: handled (the handler answers, now or later).
+            guard sd_bus_message_get_member(m) != nil else { return 0 }
+            Unmanaged<Box>.fromOpaque(userdata).takeUnretainedValue().handler(m)
+            return 1
+        }, Unmanaged.passUnretained(box).toOpaque())
+        guard r >= 0, let slot else { throw Self.failure(r, "export \(path)") }
+        objectBoxes[slot] = box
+        return slot
+    }
+
+    /// Stops answering calls to an object exported with `exportObject`.
+    func removeObject(_ slot: OpaquePointer) {
+        guard objectBoxes.removeValue(forKey: slot) != nil else { return }
+        sd_bus_slot_unref(slot)
+    }
+
+    /// Answers a method call with `args` (once; later answers are ignored).
+    func reply(_ call: MethodCall, _ args: [DBusValue] = []) {
+        guard let bus, let message = call.message else { return }
+        call.message = nil
+        defer { sd_bus_message_unref(message) }
+        var out: OpaquePointer?
+        guard sd_bus_message_new_method_return(message, &out) >= 0, let out else { return }
+        defer { sd_bus_message_unref(out) }
+        do { for arg in args { try Self.append(arg, to: out) } } catch { return }
+        _ = sd_bus_send(bus, out, nil)
+    }
+
+    /// Answers a method call with the error `name` (`org.bluez.Error.Rejected`).
+    func replyError(_ call: MethodCall, _ name: String, _ text: String) {
+        guard let bus, let message = call.message else { return }
+        call.message = nil
+        defer { sd_bus_message_unref(message) }
+        var out: OpaquePointer?
+        let r = name.withCString { n in
+            text.withCString { t in
+                var error = sd_bus_error(name: n, message: t, _need_free: 0)
+                return sd_bus_message_new_method_error(message, &out, &error)
+            }
+        }
+        guard r >= 0, let out else { return }
+        defer { sd_bus_message_unref(out) }
+        _ = sd_bus_send(bus, out, nil)
+    }
+
+    /// `org.freedesktop.DBus.Properties.Set(interface, name, value)` without waiting.
+    func setProperty(_ destination: String, _ path: String, _ interface: String, _ name: String, _ value: DBusValue,
+                     timeout: Duration, reply: @escaping (Result<[DBusValue], DBusError>) -> Void) {
+        // The value goes in a variant: `.dict` is the one DBusValue written with variants, so
+        // write the message here.
+        guard let bus else { return reply(.failure(DBusError(name: "system bus", message: "not connected"))) }
+        var message: OpaquePointer?
+        let r = sd_bus_message_new_method_call(bus, &message, destination, path, "org.freedesktop.DBus.Properties", "Set")
+        guard r >= 0, let message else { return reply(.failure(Self.failure(r, "new method call"))) }
+        defer { sd_bus_message_unref(message) }
+        do throws(DBusError) {
+            try Self.append(.string(interface), to: message)
+            try Self.append(.string(name), to: message)
+            guard sd_bus_message_open_container(message, Self.code("v"), Self.signature(value)) >= 0 else {
+                throw DBusError(name: "append", message: "variant")
+            }
+            try Self.append(value, to: message)
+            guard sd_bus_message_close_container(message) >= 0 else { throw DBusError(name: "append", message: "variant") }
+        } catch {
+            return reply(.failure(error))
+        }
+        send(message, member: "Set", timeout: timeout, reply: reply)
     }
 
     // MARK: Messages

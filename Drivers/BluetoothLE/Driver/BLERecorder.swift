@@ -258,6 +258,9 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
     private let input: AsyncStream<Input>.Continuation
     /// Addresses the scanner should no longer report (read by the scanner task).
     private let claimed = Mutex<Set<UInt64>>([])
+    /// Per device (address value), the highest glucose sequence number received in this run:
+    /// the next connection asks the meter for the records after it.
+    private let glucoseSeen = Mutex<[UInt64: UInt16]>([:])
     private let wantsScan = Mutex(true)
 
     init(configuration: BLERecorder.Configuration, runtime: any BLECentral, sink: Sink) {
@@ -317,6 +320,11 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
                 c.requireAllSubscriptions = false
                 c.reads = [BluetoothUUID(GATTProfiles.GATTCharacteristic.batteryLevel)]
                 c.backoff = configuration.backoff
+                c.afterSubscribe = { [weak self] client, database, sink in
+                    guard let self else { return }
+                    try await BLERecorder.requestGlucoseRecords(client, database, sink,
+                                                                after: glucoseSeen.withLock { $0[client.peer.value] })
+                }
                 let session = DeviceSession(runtime: runtime, configuration: c)
                 sessions[device.address.value] = session
                 statistics.devices[device.address.text, default: .init()].name = device.name
@@ -336,6 +344,9 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
                 do {
                     guard let uuid = n.characteristic.uint16,
                           let reading = try GATTProfileDecoder.decode(characteristic: uuid, n.value) else { continue }
+                    if case .glucose(let m) = reading {
+                        glucoseSeen.withLock { $0[n.peer.value] = max($0[n.peer.value] ?? 0, m.sequenceNumber) }
+                    }
                     pending += sessionizer.receive(LiveReading(device: device, receivedAt: n.receivedAt, reading: reading))
                 } catch {
                     statistics.malformed += 1
@@ -424,4 +435,23 @@ extension BLERecorder {
     public static let descriptor = DriverDescriptor.device(
         BLERecorder.self, summary: "Records Bluetooth LE heart-rate, cycling, running, fitness-machine, scale and health sensors, live",
         sample: PackageResources.sample_toml)
+}
+
+extension BLERecorder {
+    /// On each connection to a glucose meter (a device with a Record Access Control Point):
+    /// subscribes to the control point and asks for the stored records after `after` (all of
+    /// them the first time in a run). The records arrive as Glucose Measurement notifications
+    /// on the session's stream and are stored like live readings, with the same identities, so a
+    /// record sent again is not stored twice. (`healthgate ble download` keeps the last sequence
+    /// number in the database; the driver keeps it for the run.)
+    static func requestGlucoseRecords(_ client: any BLEConnection, _ database: GATTDatabase,
+                                      _ sink: AsyncStream<GATTNotification>.Continuation, after: UInt16?) async throws {
+        let racp = BluetoothUUID(GATTProfiles.GATTCharacteristic.recordAccessControlPoint)
+        guard !database.characteristics(racp).isEmpty,
+              !database.characteristics(BluetoothUUID(GATTProfiles.GATTCharacteristic.glucoseMeasurement)).isEmpty else { return }
+        try await client.subscribe(racp, into: sink, timeout: .seconds(10))
+        let request = GlucoseRecordDownload(after: after).firstSequence.map(RecordAccessControlPoint.reportRecords(fromSequenceNumber:))
+            ?? RecordAccessControlPoint.reportAllRecords()
+        try await client.write(racp, request, timeout: .seconds(10))
+    }
 }

@@ -27,6 +27,9 @@ public protocol BLEConnection: AnyObject, Sendable {
     /// Reads a characteristic value. Needs `discover` first.
     func read(_ characteristic: BluetoothUUID, timeout: Duration) async throws(BLERuntimeError) -> [UInt8]
 
+    /// Writes a characteristic value with a response (a Write Request). Needs `discover` first.
+    func write(_ characteristic: BluetoothUUID, _ value: [UInt8], timeout: Duration) async throws(BLERuntimeError)
+
     /// Enables notifications (or indications when that is all the characteristic offers); the
     /// values go to `continuation`, which stays open when the link ends (a session feeds one
     /// stream across reconnections).

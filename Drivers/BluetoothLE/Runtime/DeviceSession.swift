@@ -20,6 +20,10 @@ public actor DeviceSession {
         public var connectTimeout: Duration = .seconds(5)
         public var operationTimeout: Duration = .seconds(10)
         public var backoff = Backoff.reconnect
+        /// Runs after each connection's subscriptions and reads (e.g. asking a glucose meter for
+        /// its stored records); gets the link, its database and the session's value stream.
+        /// Its errors are not fatal to the connection.
+        public var afterSubscribe: (@Sendable (any BLEConnection, GATTDatabase, AsyncStream<GATTNotification>.Continuation) async throws -> Void)?
         public init(address: DeviceAddress, subscriptions: [BluetoothUUID]) {
             self.address = address
             self.subscriptions = subscriptions
@@ -104,6 +108,7 @@ public actor DeviceSession {
             notificationSink.yield(GATTNotification(peer: client.peer, characteristic: uuid, valueHandle: characteristic.valueHandle,
                                                     value: value, receivedAt: Date()))
         }
+        if let afterSubscribe = configuration.afterSubscribe { try? await afterSubscribe(client, database, notificationSink) }
     }
 
     private func run() async {

@@ -41,6 +41,11 @@ public final class GATTClient: Sendable {
                                         finishOnDisconnect: false, timeout: timeout)
     }
 
+    /// Write Request to a characteristic's value. Needs `discover()` first.
+    public func write(_ characteristic: BluetoothUUID, _ value: [UInt8], timeout: Duration = .seconds(5)) async throws(BLERuntimeError) {
+        try await runtime.write(linkID: linkID, handle: handle, characteristic: characteristic, value: value, timeout: timeout)
+    }
+
     /// Write Request to a handle.
     public func write(valueHandle: UInt16, _ value: [UInt8], timeout: Duration = .seconds(5)) async throws(BLERuntimeError) {
         try await runtime.write(linkID: linkID, handle: handle, valueHandle: valueHandle, value: value, timeout: timeout)

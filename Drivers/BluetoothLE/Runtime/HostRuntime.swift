@@ -845,6 +845,11 @@ extension HostRuntime {
         }
     }
 
+    func write(linkID: UInt64, handle: UInt16, characteristic uuid: BluetoothUUID, value: [UInt8], timeout: Duration) async throws(BLERuntimeError) {
+        let c = try characteristic(try link(linkID, handle), uuid)
+        try await write(linkID: linkID, handle: handle, valueHandle: c.valueHandle, value: value, timeout: timeout)
+    }
+
     func write(linkID: UInt64, handle: UInt16, valueHandle: UInt16, value: [UInt8], timeout: Duration) async throws(BLERuntimeError) {
         let link = try link(linkID, handle)
         _ = try await wait(timeout: timeout, onTimeout: .timedOut("write 0x\(String(valueHandle, radix: 16))")) { (once: Once<Bool>) in

@@ -112,3 +112,52 @@ SAMPLES = ("SELECT s.heart_rate FROM samples s JOIN workouts w ON w.id = s.worko
            "WHERE w.source_device = ? ORDER BY w.start_time, s.seq")
 RR = ("SELECT r.rr_s FROM rr_intervals r JOIN workouts w ON w.id = r.workout_id "
       "WHERE w.source_device = ? ORDER BY w.start_time, r.seq")
+
+
+def start_bluetoothd(peer: Peer):
+    """Starts the guest's bluetoothd (debug log in the results) and waits until it publishes the
+    peer's adapter powered (powering it on if it stays off); returns (process, bus, adapter path)."""
+    log = open(os.path.join(RESULTS, "bluetoothd.log"), "w")
+    proc = subprocess.Popen(["/usr/libexec/bluetooth/bluetoothd", "-n", "-d"], stdout=log, stderr=subprocess.STDOUT)
+    bus = dbus.SystemBus()
+    adapter = f"/org/bluez/hci{peer.info['h4']['index']}"
+    try:
+        wait_for(lambda: adapter_powered(bus, adapter), 20, f"bluetoothd to publish and power {adapter}")
+    except TimeoutError:
+        props = dbus.Interface(bus.get_object(BLUEZ, adapter), "org.freedesktop.DBus.Properties")
+        props.Set("org.bluez.Adapter1", "Powered", dbus.Boolean(True))
+        wait_for(lambda: adapter_powered(bus, adapter), 20, "the adapter to power on")
+    return proc, bus, adapter
+
+
+def stop(proc) -> None:
+    """Ends a process the scenario started (SIGTERM, then SIGKILL after 10 s)."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def device_properties(bus, adapter: str, address: str) -> dict:
+    """bluetoothd's Device1 properties of `address` on `adapter`; {} when it does not know it."""
+    path = f"{adapter}/dev_{address.replace(':', '_')}"
+    manager = dbus.Interface(bus.get_object(BLUEZ, "/"), "org.freedesktop.DBus.ObjectManager")
+    return dict(manager.GetManagedObjects().get(path, {}).get("org.bluez.Device1", {}))
+
+
+def forget_devices(bus, adapter: str, addresses: list[str]) -> list[str]:
+    """Removes `addresses` from bluetoothd (Adapter1.RemoveDevice: their bonds go too), so that
+    later scenarios of the same boot, whose fresh peer has no keys, do not meet bonds stored on
+    the guest's disk. Returns the addresses removed."""
+    removed = []
+    adapter_iface = dbus.Interface(bus.get_object(BLUEZ, adapter), "org.bluez.Adapter1")
+    for address in addresses:
+        if device_properties(bus, adapter, address):
+            adapter_iface.RemoveDevice(dbus.ObjectPath(f"{adapter}/dev_{address.replace(':', '_')}"))
+            removed.append(address)
+    return removed
+

@@ -1,0 +1,107 @@
+public import BLEHost
+public import BLERuntime
+public import Foundation
+public import GATTProfiles
+public import HealthModel
+import Synchronization
+
+/// Downloads a glucose meter's stored records through its Record Access Control Point: the I/O
+/// edge of `GlucoseRecordDownload` (which decides every step). Subscribes to Glucose Measurement,
+/// Context and the control point, writes the requests, feeds what arrives, and ends the download
+/// when the meter has been silent for `silence`.
+public enum GlucoseDownloader {
+    public struct Result: Sendable {
+        /// The whole records, in sequence order.
+        public var records: [GlucoseRecordDownload.Record]
+        public var outcome: GlucoseRecordDownload.Outcome
+        /// How many records the meter said it holds for the request (nil if it does not count).
+        public var expected: Int?
+        /// The measurements to store: one per record with a concentration, the same identities
+        /// as live glucose notifications (device, kind, time, sequence number).
+        public var batch: LiveBatch
+    }
+
+    /// Downloads the records after `lastSequence` (all of them when nil) over a connected and
+    /// discovered link. `progress` gets (whole records so far, the meter's count).
+    public static func download(_ connection: any BLEConnection, database: GATTDatabase, after lastSequence: UInt16?,
+                                silence: Duration = .seconds(10), timeZone: TimeZone = .current,
+                                progress: @escaping @Sendable (Int, Int?) -> Void = { _, _ in }) async throws(BLERuntimeError) -> Result {
+        let racp = BluetoothUUID(GATTCharacteristic.recordAccessControlPoint)
+        let measurement = BluetoothUUID(GATTCharacteristic.glucoseMeasurement)
+        let context = BluetoothUUID(GATTCharacteristic.glucoseMeasurementContext)
+        guard !database.characteristics(racp).isEmpty else { throw .characteristicNotFound(racp) }
+        guard !database.characteristics(measurement).isEmpty else { throw .characteristicNotFound(measurement) }
+        let (stream, continuation) = AsyncStream.makeStream(of: GATTNotification.self, bufferingPolicy: .unbounded)
+        try await connection.subscribe(measurement, into: continuation, timeout: .seconds(10))
+        if !database.characteristics(context).isEmpty {
+            try await connection.subscribe(context, into: continuation, timeout: .seconds(10))
+        }
+        try await connection.subscribe(racp, into: continuation, timeout: .seconds(10))
+
+        // The watchdog ends the stream when nothing arrived for `silence` (or the link ends).
+        let lastActivity = Mutex(ContinuousClock.now)
+        let watchdog = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(250))
+                if ContinuousClock.now - lastActivity.withLock({ $0 }) > silence { break }
+            }
+            continuation.finish()
+        }
+        let linkWatch = Task {
+            _ = try? await connection.disconnected(timeout: nil)
+            continuation.finish()
+        }
+        defer {
+            watchdog.cancel()
+            linkWatch.cancel()
+            continuation.finish()
+        }
+
+        var download = GlucoseRecordDownload(after: lastSequence)
+        var step = GlucoseRecordDownload.Step.write(download.start())
+        var iterator = stream.makeAsyncIterator()
+        var received = 0
+        loop: while true {
+            switch step {
+            case .finished:
+                break loop
+            case .write(let bytes):
+                lastActivity.withLock { $0 = .now }
+                try await connection.write(racp, bytes, timeout: .seconds(10))
+                step = .wait
+                continue
+            case .wait:
+                break
+            }
+            guard let n = await iterator.next() else {
+                step = download.meterSilent()
+                continue
+            }
+            lastActivity.withLock { $0 = .now }
+            switch n.characteristic {
+            case racp:
+                if let response = try? RecordAccessControlPoint.decodeResponse(n.value) { step = download.controlPoint(response) }
+                if download.expected != nil, received == 0 { progress(0, download.expected) }
+            case measurement:
+                if let m = try? GlucoseMeasurement.decode(n.value) { step = download.measurement(m) }
+            case context:
+                if let c = try? GlucoseMeasurementContext.decode(n.value) { step = download.context(c) }
+            default:
+                break
+            }
+            if download.records.count != received {
+                received = download.records.count
+                progress(received, download.expected)
+            }
+        }
+        guard case .finished(let outcome) = step else { preconditionFailure("the loop ends finished") }
+        let records = download.records
+        var sessionizer = LiveSessionizer(configuration: LiveSessionizer.Configuration(timeZone: timeZone))
+        var batch = LiveBatch()
+        let now = Date()
+        for r in records {
+            batch += sessionizer.receive(LiveReading(device: connection.peer.text, receivedAt: now, reading: .glucose(r.measurement)))
+        }
+        return Result(records: records, outcome: outcome, expected: download.expected, batch: batch)
+    }
+}

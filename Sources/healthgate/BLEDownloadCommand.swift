@@ -1,0 +1,147 @@
+import ArgumentParser
+import BLEDriver
+import BLEHost
+import BLERuntime
+import Foundation
+import GATTProfiles
+import HealthModel
+import HealthStore
+
+struct BLEDownloadCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "download", abstract: "Download a glucose meter's stored records into the database.",
+        discussion: """
+            DEVICE is an address (AA:BB:CC:DD:EE:FF) or a name as advertised. HealthGate asks the \
+            meter's Record Access Control Point for its stored records: every record the first \
+            time, then those after the last sequence number stored for the meter (table \
+            glucose_sync; --all asks for every record again). Records are stored with the \
+            identities live glucose readings get, so a record sent again is not stored twice. \
+            Progress lines (records received / the meter's count) go to standard error. A meter \
+            that stops sending for --silence ends the download: the whole records that arrived \
+            are stored and the command fails saying how many. Meters that need bonding must be \
+            paired first (`healthgate ble pair`, BlueZ).
+            """)
+
+    @OptionGroup var controller: ControllerOptions
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var output: OutputOptions
+
+    @Flag(help: "Ask for every stored record, not only those after the last sequence number stored.")
+    var all = false
+
+    @Option(help: ArgumentHelp("End the download when the meter sends nothing for this long; \(DurationArgument.forms).", valueName: "DURATION"))
+    var silence = DurationArgument(seconds: 10)
+
+    @Option(help: ArgumentHelp("How long to look for a device given by name; \(DurationArgument.forms).", valueName: "DURATION"))
+    var scanFor = DurationArgument(seconds: 10)
+
+    @Argument(help: "The meter's address or advertised name.")
+    var device: String
+
+    struct Summary: Encodable {
+        var device: String
+        /// The first sequence number asked for; nil: every record.
+        var from: Int?
+        var meterCount: Int?
+        var received: Int
+        var stored: Int
+        var alreadyStored: Int
+        var lastSequence: Int?
+        var outcome: String
+        var error: String?
+
+        enum CodingKeys: String, CodingKey {
+            case device, from, received, stored, outcome, error
+            case meterCount = "meter_count", alreadyStored = "already_stored", lastSequence = "last_sequence"
+        }
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(device, forKey: .device)
+            try c.encode(from, forKey: .from)
+            try c.encode(meterCount, forKey: .meterCount)
+            try c.encode(received, forKey: .received)
+            try c.encode(stored, forKey: .stored)
+            try c.encode(alreadyStored, forKey: .alreadyStored)
+            try c.encode(lastSequence, forKey: .lastSequence)
+            try c.encode(outcome, forKey: .outcome)
+            try c.encode(error, forKey: .error)
+        }
+    }
+
+    func validate() throws {
+        try silence.requireLongerThanZero("--silence")
+        try scanFor.requireLongerThanZero("--scan-for")
+    }
+
+    func run() async throws {
+        let store = try await database.open()
+        let summary = try await controller.withController { central in try await download(central, store: store) }
+        if output.json {
+            try Output.printJSON(summary)
+        } else if summary.error == nil {
+            print("\(summary.device): \(summary.received) record\(summary.received == 1 ? "" : "s") received"
+                  + (summary.from.map { " (sequence \($0) on)" } ?? " (all)")
+                  + ", \(summary.stored) new, \(summary.alreadyStored) already stored"
+                  + (summary.lastSequence.map { "; last sequence number \($0)" } ?? ""))
+        }
+        if let error = summary.error { throw RuntimeFailure("\(summary.device): \(error)") }
+    }
+
+    private func download(_ central: any BLECentral, store: HealthStore) async throws -> Summary {
+        let wanted = device.uppercased()
+        let address: DeviceAddress
+        if let given = DeviceAddress(device, kind: .random) {
+            address = given
+        } else {
+            let found = try await scanDevices(central, for: scanFor) { $0.name?.uppercased() == wanted }
+            guard let match = found.first(where: { $0.name?.uppercased() == wanted }) else {
+                throw RuntimeFailure("no device named '\(device)' found in \(scanFor) (try `healthgate ble scan`)")
+            }
+            address = match.address
+        }
+        let last = all ? nil : try await store.glucoseLastSequence(device: address.text)
+        let from = GlucoseRecordDownload(after: last).firstSequence.map(Int.init)
+        let connection: any BLEConnection
+        let database: GATTDatabase
+        do {
+            connection = try await central.connect(address, timeout: .seconds(10))
+            database = try await connection.discover(timeout: .seconds(20))
+        } catch {
+            throw RuntimeFailure("\(address): \(error)")
+        }
+        if !output.json {
+            Output.stderr("downloading from \(address): " + (from.map { "records from sequence number \($0)" } ?? "every record") + "\n")
+        }
+        let result: GlucoseDownloader.Result
+        do {
+            // Progress on stderr, with --json too (standard output holds only the JSON).
+            result = try await GlucoseDownloader.download(connection, database: database, after: last, silence: silence.duration) {
+                received, total in
+                Output.stderr("records: \(received)\(total.map { "/\($0)" } ?? "")\n")
+            }
+        } catch {
+            _ = try? await connection.disconnect(timeout: .seconds(5))
+            throw RuntimeFailure("\(address): \(error)")
+        }
+        _ = try? await connection.disconnect(timeout: .seconds(5))
+        // Store what arrived whole, with the last sequence number, in one transaction.
+        var stored = 0, already = 0
+        let lastSequence = result.records.map(\.sequenceNumber).max()
+        if let lastSequence {
+            let (batch, _) = Normalizer().normalize(result.batch)
+            let written = try await store.write(batch, glucoseDevice: address.text, lastSequence: lastSequence)
+            stored = written.inserted
+            already = written.unchanged + written.updated
+        }
+        var summary = Summary(device: address.text, from: from, meterCount: result.expected, received: result.records.count,
+                              stored: stored, alreadyStored: already, lastSequence: lastSequence.map(Int.init), outcome: "complete")
+        switch result.outcome {
+        case .complete: break
+        case .noRecords: summary.outcome = "no-records"
+        case .failed(let reason):
+            summary.outcome = "failed"
+            summary.error = "\(reason); \(stored) new record\(stored == 1 ? "" : "s") stored"
+        }
+        return summary
+    }
+}
