@@ -134,12 +134,15 @@ vm-test: vm-image
 # systemd-sysusers; systemd-tmpfiles --create; udevadm control --reload;
 # systemctl daemon-reload; systemctl enable --now healthgate.
 PREFIX ?= /usr/local
-# The system bus re-reads its policy files (healthgate-bluez.conf) when told to: done when it
-# runs and DESTDIR is empty, otherwise said.
+# The system bus re-reads its policy files (healthgate-bluez.conf) when told to, and drops a
+# rule naming a user that does not exist yet: so without DESTDIR the healthgate user is created
+# first (systemd-sysusers with its snippet), then the bus is told to reload; otherwise it is said.
+SYSUSERS = if [ -z "$(DESTDIR)" ] && command -v systemd-sysusers >/dev/null; then \
+	systemd-sysusers /usr/lib/sysusers.d/healthgate.conf; fi
 DBUS_RELOAD = if [ -z "$(DESTDIR)" ] && [ -S /run/dbus/system_bus_socket ] && command -v dbus-send >/dev/null; then \
 	dbus-send --system --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.ReloadConfig >/dev/null \
 	&& echo "the system bus reloaded its policy (healthgate-bluez.conf)"; \
-	else echo "reload the system bus's policy for healthgate-bluez.conf: systemctl reload dbus"; fi
+	else echo "reload the system bus's policy (healthgate-bluez.conf) once the healthgate user exists: systemctl reload dbus"; fi
 # BINARY=path installs that executable instead of building the release one.
 BINARY ?=
 install:
@@ -155,6 +158,7 @@ install:
 	install -m 0644 systemd/healthgate.tmpfiles $(DESTDIR)/usr/lib/tmpfiles.d/healthgate.conf
 	install -m 0644 systemd/60-healthgate.rules $(DESTDIR)/etc/udev/rules.d/60-healthgate.rules
 	install -D -m 0644 systemd/healthgate-bluez.conf $(DESTDIR)/etc/dbus-1/system.d/healthgate-bluez.conf
+	@$(SYSUSERS)
 	@$(DBUS_RELOAD)
 	install -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/healthgate/README.md
 	[ -e $(DESTDIR)/etc/healthgate/healthgate.toml ] || install -m 0640 systemd/healthgate.toml $(DESTDIR)/etc/healthgate/healthgate.toml
