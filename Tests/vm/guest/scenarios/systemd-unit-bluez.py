@@ -273,7 +273,7 @@ def main() -> int:
         os.chown(f"{STATE}/inbox2", uid, uid)
         write_config(RELOADED_CONFIG)
         run("systemctl", "reload", "healthgate")
-        wait_for(lambda: line_with(pid, "configuration reloaded"), 60, "the daemon to log 'configuration reloaded'")
+        wait_for(lambda: line_with(pid, "configuration reloaded"), 60, "the daemon to log 'configuration reloaded'", interval=1)
         wait_for(lambda: os.path.exists(f"{STATE}/inbox2/imported/{GPX}"), 90, f"{GPX} in the new watch folder imported")
         gpx_rows = stored(DB, "SELECT count(*) FROM workouts WHERE source_file LIKE ?", (f"%{GPX}",))
         if not gpx_rows or gpx_rows[0][0] < 1:
@@ -288,7 +288,7 @@ def main() -> int:
         write_config(BROKEN_CONFIG)
         run("systemctl", "reload", "healthgate")
         refused = wait_for(lambda: line_with(pid, "configuration not reloaded"), 60,
-                           "the daemon to refuse the broken configuration")
+                           "the daemon to refuse the broken configuration", interval=1)
         after = show("ActiveState", "SubState", "MainPID")
         if refused[0] != 3 or after != {"ActiveState": "active", "SubState": "running", "MainPID": str(pid)}:
             raise AssertionError(f"broken reload: line {refused}, unit {after}")
