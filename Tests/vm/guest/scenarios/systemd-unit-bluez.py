@@ -353,6 +353,16 @@ def main() -> int:
             raise AssertionError(f"the daemon's 'stopped' line is missing or not info: {stopped}")
         step(f"stop: {len(bpm_sent)} heart rates and {len(rr_sent)} RR intervals stored == sent log "
              f"({len(bpm_sent) - held_before} of them held in memory at the stop), the workout completed")
+
+        # 15. make uninstall takes the policy away again (and tells the bus).
+        run("systemctl", "disable", "healthgate")
+        run("make", "-C", REPO, "uninstall")
+        if os.path.exists(POLICY) or os.path.exists("/etc/systemd/system/healthgate.service"):
+            raise AssertionError("make uninstall left the D-Bus policy or the unit behind")
+        denied = as_healthgate_dbus("/", "org.freedesktop.DBus.ObjectManager.GetManagedObjects")
+        if "AccessDenied" not in denied.stderr:
+            raise AssertionError(f"after make uninstall, healthgate still reaches org.bluez: {denied.stderr}")
+        step("make uninstall: the unit and the policy gone, healthgate denied again")
         return 0
     finally:
         result["timings"] = timings
