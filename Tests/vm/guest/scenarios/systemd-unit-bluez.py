@@ -211,8 +211,13 @@ def main() -> int:
         result["started"] = props
         if (props["Type"], props["ActiveState"], props["SubState"]) != ("notify", "active", "running"):
             raise AssertionError(f"after enable --now the unit is not a running Type=notify service: {props}")
+        # The daemon's first STATUS= travels with READY=1 in one message: a StatusText when
+        # enable --now returns means systemd waited for READY. What the daemon does before READY
+        # (open and migrate the database) is done by then.
         if "drivers running" not in props["StatusText"]:
             raise AssertionError(f"no STATUS= from the daemon (StatusText {props['StatusText']!r})")
+        if not stored(DB, "SELECT count(*) FROM workouts"):
+            raise AssertionError(f"the unit is active but {DB} has no schema yet: active before READY?")
         pid = int(props["MainPID"])
         started = line_with(pid, "started")
         if started is None:
