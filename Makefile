@@ -112,7 +112,8 @@ daemon: build
 	@echo "drop FIT, TCX or GPX files into ./healthgate-state/inbox; Ctrl-C stops"
 	.build/debug/healthgate daemon --state-dir ./healthgate-state
 
-# The systemd unit: `systemd-analyze verify` and an exposure of at most 2.0.
+# The systemd unit: `systemd-analyze verify`, an exposure of at most 1.5 (2.0 with the own-stack
+# BLE drop-in), and the BlueZ D-Bus policy loaded by a real dbus-daemon (systemd/check.sh).
 systemd-check:
 	bash systemd/check.sh
 
@@ -135,10 +136,21 @@ bench-ble: vm-image
 	@cat .build/vm-results/init/ble-bench/bench.txt
 
 # `make install [PREFIX=/usr/local] [DESTDIR=]`: the release binary, the unit (its ExecStart
-# follows PREFIX), the BLE drop-in as an example, sysusers, tmpfiles, udev rules, and the sample
-# configuration unless one is there. Then: systemd-sysusers; systemd-tmpfiles --create;
-# udevadm control --reload; systemctl daemon-reload; systemctl enable --now healthgate.
+# follows PREFIX), the own-stack BLE drop-in as an example, the D-Bus policy for BLE through
+# BlueZ (the system bus is told to reload it when it runs and DESTDIR is empty), sysusers,
+# tmpfiles, udev rules, and the sample configuration unless one is there. Then:
+# systemd-sysusers; systemd-tmpfiles --create; udevadm control --reload;
+# systemctl daemon-reload; systemctl enable --now healthgate.
 PREFIX ?= /usr/local
+# The system bus re-reads its policy files (healthgate-bluez.conf) when told to, and drops a
+# rule naming a user that does not exist yet: so without DESTDIR the healthgate user is created
+# first (systemd-sysusers with its snippet), then the bus is told to reload; otherwise it is said.
+SYSUSERS = if [ -z "$(DESTDIR)" ] && command -v systemd-sysusers >/dev/null; then \
+	systemd-sysusers /usr/lib/sysusers.d/healthgate.conf; fi
+DBUS_RELOAD = if [ -z "$(DESTDIR)" ] && [ -S /run/dbus/system_bus_socket ] && command -v dbus-send >/dev/null; then \
+	dbus-send --system --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.ReloadConfig >/dev/null \
+	&& echo "the system bus reloaded its policy (healthgate-bluez.conf)"; \
+	else echo "reload the system bus's policy (healthgate-bluez.conf) once the healthgate user exists: systemctl reload dbus"; fi
 # BINARY=path installs that executable instead of building the release one.
 BINARY ?=
 install:
@@ -153,13 +165,17 @@ install:
 	install -m 0644 systemd/healthgate.sysusers $(DESTDIR)/usr/lib/sysusers.d/healthgate.conf
 	install -m 0644 systemd/healthgate.tmpfiles $(DESTDIR)/usr/lib/tmpfiles.d/healthgate.conf
 	install -m 0644 systemd/60-healthgate.rules $(DESTDIR)/etc/udev/rules.d/60-healthgate.rules
+	install -D -m 0644 systemd/healthgate-bluez.conf $(DESTDIR)/etc/dbus-1/system.d/healthgate-bluez.conf
+	@$(SYSUSERS)
+	@$(DBUS_RELOAD)
 	install -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/healthgate/README.md
 	[ -e $(DESTDIR)/etc/healthgate/healthgate.toml ] || install -m 0640 systemd/healthgate.toml $(DESTDIR)/etc/healthgate/healthgate.toml
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/healthgate $(DESTDIR)/etc/systemd/system/healthgate.service \
 		$(DESTDIR)/usr/lib/sysusers.d/healthgate.conf $(DESTDIR)/usr/lib/tmpfiles.d/healthgate.conf \
-		$(DESTDIR)/etc/udev/rules.d/60-healthgate.rules
+		$(DESTDIR)/etc/udev/rules.d/60-healthgate.rules $(DESTDIR)/etc/dbus-1/system.d/healthgate-bluez.conf
+	@$(DBUS_RELOAD)
 	rm -rf $(DESTDIR)$(PREFIX)/share/healthgate $(DESTDIR)$(PREFIX)/share/doc/healthgate
 	@echo "kept /etc/healthgate and /var/lib/healthgate (configuration and data)"
 

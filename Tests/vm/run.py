@@ -34,9 +34,14 @@ SCENARIOS = {
     "ble-bluez-power": ("init", 300, True),
     "ble-bench-smoke": ("init", 420, True),
     "ble-bench": ("init", 1500, True),
+    "systemd-unit-bluez": ("systemd", 420, True),
 }
 # Run only when named with --scenario (`make bench-ble`), never by default.
 ON_REQUEST = {"ble-bench"}
+# What `make install` reads, and the fixtures systemd-unit-bluez drops into its watch folders:
+# copied to the share's repo/ (small; the guest runs `make install` there).
+REPO_FILES = ["Makefile", "README.md", "systemd", "Fixtures/fit/garmin-fenix5-run.fit",
+              "Fixtures/gpx/apple-health-workout-route.gpx"]
 # QEMU's exit status when the guest wrote RC to isa-debug-exit: (RC << 1) | 1.
 GUEST_DONE = {1: "all scenarios ran, all passed", 3: "all scenarios ran, some failed",
               203: "the guest's scenario runner did not start or did not report"}
@@ -71,9 +76,17 @@ def prepare_share(share: str, names: list[str], binary: str | None) -> None:
     shutil.copytree(os.path.join(HERE, "guest"), os.path.join(share, "guest"))
     os.makedirs(os.path.join(share, "peers"))
     shutil.copy(os.path.join(REPO, "Tests", "peers", "ble_peer.py"), os.path.join(share, "peers"))
+    for rel in REPO_FILES:
+        src, dest = os.path.join(REPO, rel), os.path.join(share, "repo", rel)
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, dest)
     if binary:
         os.makedirs(os.path.join(share, "bin"))
-        shutil.copy(binary, os.path.join(share, "bin", "healthgate"))
+        # Without its debug sections (a static release build: 194 MB, 120 MB without) the binary
+        # that systemd-unit-bluez installs fits the guest's disk (229 MB free); symbols are kept.
+        if shutil.which("strip") is None:
+            sys.exit("vm-test: strip (binutils) is needed to pass --binary to the guest")
+        subprocess.run(["strip", "--strip-debug", "-o", os.path.join(share, "bin", "healthgate"), binary], check=True)
     with open(os.path.join(share, "plan"), "w") as f:
         for name in names:
             f.write(f"{name} {SCENARIOS[name][1]}\n")
