@@ -15,10 +15,11 @@ final class DaemonProcess {
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     /// Starts `healthgate daemon` with `arguments` in a fresh folder (the state directory).
-    init(folder: String, arguments: [String], environment: [String: String] = [:]) throws {
+    /// `executable`: another copy of `healthgate` to run (default: the built one).
+    init(folder: String, arguments: [String], environment: [String: String] = [:], executable: String = CLI.executable) throws {
         self.folder = folder
         notify = try NotifySocket()
-        process.executableURL = URL(fileURLWithPath: CLI.executable)
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["daemon", "--state-dir", folder] + arguments
         var env = ProcessInfo.processInfo.environment
         env["NOTIFY_SOCKET"] = notify.path
@@ -88,7 +89,12 @@ func unusedPort() throws -> Int {
             [api]
             socket = "\(socket)"
             """.write(toFile: config, atomically: true, encoding: .utf8)
-        let daemon = try DaemonProcess(folder: folder, arguments: ["--config", config], environment: ["WATCHDOG_USEC": "400000"])
+        // A private copy of the executable: the kernel pages out only pages no other process maps,
+        // and the parallel tests run other `healthgate` processes from the built one meanwhile.
+        let executable = folder + "/healthgate-private"
+        try FileManager.default.copyItem(atPath: CLI.executable, toPath: executable)
+        let daemon = try DaemonProcess(folder: folder, arguments: ["--config", config], environment: ["WATCHDOG_USEC": "400000"],
+                                       executable: executable)
 
         let startup = try #require(await daemon.notify.waitFor("READY=1"), "no READY: \(daemon.log)")
         #expect(startup.last?.contains { $0.hasPrefix("STATUS=") } == true)
