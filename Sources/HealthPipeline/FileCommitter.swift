@@ -8,7 +8,10 @@ import HealthStore
 /// records are committed in parts of about `transactionWeight` (or at most
 /// ``ImportLimits/transactionRecords`` records) as they come, each part noting in
 /// the ledger how many records the importer had handed over (DriverKit's ``FileImporter``
-/// states the rule). A dry run keeps only counts.
+/// states the rule). A part commits while the importer reads the next one (the store writes on
+/// its own queue, the importer runs on the task pool: two cores, two stages); one part at a time
+/// is in flight, so parts commit in order and each one's ledger count covers the parts before.
+/// Call ``settle()`` once the importer has returned or thrown. A dry run keeps only counts.
 actor FileCommitter: RecordSink {
     /// Who the file is, for the ledger.
     let header: FileImport
@@ -40,6 +43,8 @@ actor FileCommitter: RecordSink {
     private(set) var pending: [HealthRecord] = []
     private var pendingWeight = 0
     private var assembler = WorkoutAssembler()
+    /// The part being committed, if any.
+    private var inFlight: Task<Void, any Error>?
 
     init(header: FileImport, store: HealthStore?, normalizer: Normalizer, dryRun: Bool, skip: Int, recordsProgress: Bool,
          transactionWeight: Int = ImportLimits.transactionWeight, previewCount: Int = 0,
@@ -87,26 +92,42 @@ actor FileCommitter: RecordSink {
         return pending
     }
 
+    /// Waits for the part being committed; throws what its commit threw (``AlreadyImported``,
+    /// ``StoreFailure``). Afterwards ``stored`` and ``parts`` count every part.
+    func settle() async throws {
+        guard let part = inFlight else { return }
+        inFlight = nil
+        try await part.value
+    }
+
     private func commitPart() async throws {
         guard let store else { return }
+        // The part before must be stored first: the ledger's count of a part covers the ones before it.
+        try await settle()
         var part = header
         part.records = pending
         part.status = .inProgress
         part.handedOver = recordsProgress ? handedOver : 0
-        let outcome: CommitOutcome
-        do { outcome = try await store.commit(part) } catch { throw StoreFailure(error: error) }
-        switch outcome {
-        case .alreadyImported(let entry):
-            throw AlreadyImported(entry: entry)
-        case .committed(let result):
-            stored.add(result)
-            parts += 1
-            pending = []
-            pendingWeight = 0
+        pending = []
+        pendingWeight = 0
+        // Isolated to this actor: it suspends while the store writes, and the importer goes on.
+        inFlight = Task {
+            let outcome: CommitOutcome
+            do { outcome = try await store.commit(part) } catch { throw StoreFailure(error: error) }
+            switch outcome {
+            case .alreadyImported(let entry):
+                throw AlreadyImported(entry: entry)
+            case .committed(let result):
+                stored.add(result)
+                parts += 1
+            }
         }
-        // Told to stop (the daemon at SIGTERM): a large file stops between two parts, and the
-        // next import resumes after this one.
-        if Task.isCancelled { throw CancellationError() }
+        // Told to stop (the daemon at SIGTERM): a large file stops after this part, and the next
+        // import resumes after it.
+        if Task.isCancelled {
+            try await settle()
+            throw CancellationError()
+        }
     }
 
     /// Another import of the same content finished while this one was under way.

@@ -227,11 +227,14 @@ public struct ImportPipeline: FileSink {
                                       onProgress: onProgress)
         var decodeError: String?
         var storeError: String?
+        func alreadyImported(_ done: FileCommitter.AlreadyImported) -> FileReport {
+            FileReport(path: path, status: .alreadyImported, driver: driverID,
+                       error: done.entry.path == path ? nil : "same content as \(done.entry.path)")
+        }
         do {
             try await importer.importFile(source, into: committer)
         } catch let done as FileCommitter.AlreadyImported {
-            return FileReport(path: path, status: .alreadyImported, driver: driverID,
-                              error: done.entry.path == path ? nil : "same content as \(done.entry.path)")
+            return alreadyImported(done)
         } catch is CancellationError {
             storeError = "\(path): interrupted"
         } catch let failure as FileCommitter.StoreFailure {
@@ -248,6 +251,16 @@ public struct ImportPipeline: FileSink {
             decodeError = error.description
         } catch {
             decodeError = "\(path): \(Self.describe(error))"
+        }
+        // The last part the committer started may still be committing, whatever the importer did.
+        do {
+            try await committer.settle()
+        } catch let done as FileCommitter.AlreadyImported {
+            return alreadyImported(done)
+        } catch let failure as FileCommitter.StoreFailure {
+            storeError = storeError ?? "\(path): database: \(Self.describe(failure.error))"
+        } catch {
+            storeError = storeError ?? "\(path): database: \(Self.describe(error))"
         }
         let handedOver = await committer.handedOver, accepted = await committer.accepted
         let outOfRange = await committer.outOfRange, rejected = await committer.rejected

@@ -2,6 +2,7 @@ import DriverKit
 import Foundation
 import HealthModel
 import HealthStore
+import TestSupport
 import Testing
 @testable import HealthPipeline
 
@@ -106,6 +107,43 @@ struct StepLinesImporter: FileImporter {
                                          options: ImportOptions(transactionWeight: 25)).importFile(path)
         #expect(whole.status == .imported && whole.records == 40 && whole.unchanged == 60, "\(whole)")
         #expect(try await store.measurements().count == 100)
+        #expect(try await store.outboxDepth() == 100)
+    }
+
+    /// A part that cannot be committed (here a trigger stands in for a full disk) fails the import
+    /// after the parts before it, even when it fails while the importer has already handed over
+    /// the rest (a part commits while the next is read): they stay, the ledger's count ends with
+    /// them, and the next import resumes after them, storing the rest once.
+    @Test func aPartThatCannotBeCommittedKeepsThePartsBefore() async throws {
+        let scratch = try Scratch()
+        let store = try await scratch.store()
+        let path = try stepsFile(scratch)
+        let options = ImportOptions(transactionWeight: 25)
+        // Record 75 (value 1075) is in the part that ends at 90, the third.
+        let trigger = """
+            CREATE TRIGGER full_disk BEFORE INSERT ON measurements WHEN NEW.value = 1075
+            BEGIN SELECT RAISE(ABORT, 'database or disk is full (simulated)'); END;
+            """
+        let created = try await Tool.run("/usr/bin/env", ["sqlite3", scratch.dbPath, trigger])
+        #expect(created.status == 0, "\(created.stderr)")
+
+        let failed = await ImportPipeline(store: store, importers: [StepLinesImporter(cancelAfter: nil)], options: options)
+            .importFile(path)
+        #expect(failed.status == .failed && failed.records == 60, "\(failed)")
+        #expect(failed.error?.contains("disk is full (simulated)") == true, "\(failed.error ?? "")")
+        #expect(failed.error?.contains("60 record(s) stored before it stay") == true, "\(failed.error ?? "")")
+        let entry = try #require(try await store.ledger().first)
+        #expect(entry.status == .inProgress && entry.handedOver == 60 && entry.records == 60, "\(entry)")
+        #expect(try await store.measurements().count == 60)
+        #expect(try await store.outboxDepth() == 60)
+
+        let dropped = try await Tool.run("/usr/bin/env", ["sqlite3", scratch.dbPath, "DROP TRIGGER full_disk;"])
+        #expect(dropped.status == 0, "\(dropped.stderr)")
+        let resumed = await ImportPipeline(store: store, importers: [StepLinesImporter(cancelAfter: nil)], options: options)
+            .importFile(path)
+        #expect(resumed.status == .imported && resumed.records == 40 && resumed.unchanged == 0, "\(resumed)")
+        let measurements = try await store.measurements()
+        #expect(measurements.count == 100 && Set(measurements.map(\.id)).count == 100)
         #expect(try await store.outboxDepth() == 100)
     }
 
