@@ -18,6 +18,9 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
     private var _silent: Set<UInt16> = []
     var returns: [UInt16: [UInt8]] = [:]
     var reportCancelledConnections = false
+    /// Refuse LE Create Connection with Command Disallowed (as a controller still initiating
+    /// does) until an LE Create Connection Cancel arrives.
+    var initiatingUntilCancelled = false
     /// Answer LE Create Connection with its Command Status and, right behind it, a successful
     /// LE Connection Complete (handle 0x0042) from this peer: the fastest a controller can be.
     var connectAtOnce: DeviceAddress?
@@ -43,8 +46,10 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
         }
         guard bytes.first == 0x01, !silent else { return }
         let op = UInt16(bytes[1]) | UInt16(bytes[2]) << 8
+        if op == HCIOpcode.leCreateConnectionCancel.rawValue { lock.withLock { initiatingUntilCancelled = false } }
+        let disallowed = op == HCIOpcode.leCreateConnection.rawValue && lock.withLock { initiatingUntilCancelled }
         if Self.statusCommands.contains(op) {
-            inject([0x04, 0x0F, 4, 0x00, 1, bytes[1], bytes[2]])
+            inject([0x04, 0x0F, 4, disallowed ? 0x0C : 0x00, 1, bytes[1], bytes[2]])
         } else {
             let params: [UInt8] = [1, bytes[1], bytes[2]] + (returns[op] ?? [0x00])
             inject([0x04, 0x0E, UInt8(params.count)] + params)
@@ -191,6 +196,27 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
             try await waitUntil { controller.sentOpcodes.contains(.leCreateConnectionCancel) }
             // The controller reports the cancelled attempt; the next create may go.
             controller.inject(ScriptedController.connectionComplete(handle: 0, peer: peer, status: 0x02))
+            async let second = host.connect(to: peer, timeout: .seconds(30))
+            try await waitUntil { controller.sentOpcodes.filter { $0 == .leCreateConnection }.count == 2 }
+            controller.inject(ScriptedController.connectionComplete(handle: 0x0041, peer: peer))
+            #expect(try await second.handle == 0x0041)
+        }
+        await host.close()
+    }
+
+    /// A controller still initiating an attempt the host gave up refuses every new create with
+    /// Command Disallowed: the host cancels that attempt, and the next create goes through.
+    @Test func aControllerStillConnectingIsToldToCancel() async throws {
+        let controller = ScriptedController()
+        controller.initiatingUntilCancelled = true
+        let host = makeHost(controller)
+        let peer = self.peer
+        try await withTimeout(.seconds(60)) {
+            try await host.start()
+            await #expect(throws: BLERuntimeError.commandFailed(.leCreateConnection, .commandDisallowed)) {
+                _ = try await host.connect(to: peer, timeout: .seconds(30))
+            }
+            try await waitUntil { controller.sentOpcodes.contains(.leCreateConnectionCancel) }
             async let second = host.connect(to: peer, timeout: .seconds(30))
             try await waitUntil { controller.sentOpcodes.filter { $0 == .leCreateConnection }.count == 2 }
             controller.inject(ScriptedController.connectionComplete(handle: 0x0041, peer: peer))

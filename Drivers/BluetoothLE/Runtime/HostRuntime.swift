@@ -598,6 +598,13 @@ extension HostRuntime {
                                                                                 ownAddressType: 1, connection: parameters)))
         } catch {
             releaseConnectSlot()
+            // Command Disallowed: the controller is still initiating an attempt this host gave
+            // up (its cancel lost, refused or sent too early). Cancel it now, or every later
+            // create is refused the same way for as long as the controller keeps trying.
+            if error == .commandFailed(.leCreateConnection, .commandDisallowed) {
+                log("connect to \(peer.text): the controller is still connecting; cancelling that attempt")
+                enqueue(.leCreateConnectionCancel)
+            }
             throw error
         }
         // Cancelling the calling task abandons the attempt at once (a recorder stopping while a
