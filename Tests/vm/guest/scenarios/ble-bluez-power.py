@@ -20,7 +20,7 @@ import time
 
 import dbus
 
-from vmpeer import (HR_ADDRESS, RESULTS, RR, SAMPLES, WORK, Peer, adapter_powered, step, stored, timings, wait_for)
+from vmpeer import (HR_ADDRESS, RESULTS, SAMPLES, WORK, Peer, adapter_powered, step, stored, timings, wait_for, check_heart_rates_stored)
 
 BIN = os.environ["HG_BIN"]
 MIN_SAMPLES = 12  # samples stored before each interruption
@@ -148,16 +148,7 @@ def main() -> int:
         if rc == 0 or "the connection to the system bus was lost" not in log:
             raise AssertionError(f"expected record to fail naming the lost bus connection, exit {rc}: {log[-2000:]}")
 
-        sent = [r for r in peer.sent() if r["peripheral"] == "hr" and r.get("malformed") is None]
-        bpm_sent = [r["fields"]["bpm"] for r in sent]
-        rr_sent = [rr / 1024 for r in sent for rr in r["fields"].get("rr", [])]
-        bpm_stored = [row[0] for row in stored(db, SAMPLES, (HR_ADDRESS,))]
-        rr_stored = [row[0] for row in stored(db, RR, (HR_ADDRESS,))]
-        result.update(sent=len(sent), stored=len(bpm_stored), rr_sent=len(rr_sent), rr_stored=len(rr_stored))
-        if bpm_stored != bpm_sent:
-            raise AssertionError(f"stored heart rates != sent log:\n{bpm_stored}\n{bpm_sent}")
-        if len(rr_stored) != len(rr_sent) or any(abs(a - b) > 1e-12 for a, b in zip(rr_stored, rr_sent)):
-            raise AssertionError(f"stored RR intervals != sent log:\n{rr_stored}\n{rr_sent}")
+        bpm_sent, rr_sent = check_heart_rates_stored(peer, db, result)
         workouts = stored(db, "SELECT in_progress FROM workouts WHERE source_device = ?", (HR_ADDRESS,))
         if workouts != [(0,)]:
             raise AssertionError(f"expected one completed workout, found {workouts}")

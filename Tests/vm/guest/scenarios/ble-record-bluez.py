@@ -24,7 +24,7 @@ import time
 
 import dbus
 
-from vmpeer import (BLUEZ, HR_ADDRESS, RESULTS, RR, SAMPLES, WORK, Peer, adapter_powered, step, stored, timings,
+from vmpeer import (BLUEZ, HR_ADDRESS, RESULTS, SAMPLES, WORK, Peer, adapter_powered, step, stored, timings, check_heart_rates_stored,
                     wait_for)
 
 BIN = os.environ["HG_BIN"]
@@ -126,16 +126,7 @@ def main() -> int:
         if rc != 0:
             raise AssertionError(f"healthgate record exited {rc} (see record.log)")
 
-        sent = [r for r in peer.sent() if r["peripheral"] == "hr" and r.get("malformed") is None]
-        bpm_sent = [r["fields"]["bpm"] for r in sent]
-        rr_sent = [rr / 1024 for r in sent for rr in r["fields"].get("rr", [])]
-        bpm_stored = [row[0] for row in stored(db, SAMPLES, (HR_ADDRESS,))]
-        rr_stored = [row[0] for row in stored(db, RR, (HR_ADDRESS,))]
-        result.update(sent=len(sent), stored=len(bpm_stored), rr_sent=len(rr_sent), rr_stored=len(rr_stored))
-        if bpm_stored != bpm_sent:
-            raise AssertionError(f"stored heart rates != sent log:\n{bpm_stored}\n{bpm_sent}")
-        if len(rr_stored) != len(rr_sent) or any(abs(a - b) > 1e-12 for a, b in zip(rr_stored, rr_sent)):
-            raise AssertionError(f"stored RR intervals != sent log:\n{rr_stored}\n{rr_sent}")
+        bpm_sent, rr_sent = check_heart_rates_stored(peer, db, result)
         step(f"stored == sent log: {len(bpm_sent)} heart rates, {len(rr_sent)} RR intervals")
 
         thermo_sent = sorted(r["fields"]["temperature_c"] for r in peer.sent()

@@ -161,3 +161,19 @@ def forget_devices(bus, adapter: str, addresses: list[str]) -> list[str]:
             removed.append(address)
     return removed
 
+
+
+def check_heart_rates_stored(peer, db: str, result: dict) -> tuple[list, list]:
+    """The heart rates and RR intervals stored for the peer's `hr` equal its sent log, in order
+    (malformed values left out); notes the counts in `result`; returns what was sent."""
+    sent = [r for r in peer.sent() if r["peripheral"] == "hr" and r.get("malformed") is None]
+    bpm_sent = [r["fields"]["bpm"] for r in sent]
+    rr_sent = [rr / 1024 for r in sent for rr in r["fields"].get("rr", [])]
+    bpm_stored = [row[0] for row in stored(db, SAMPLES, (HR_ADDRESS,))]
+    rr_stored = [row[0] for row in stored(db, RR, (HR_ADDRESS,))]
+    result.update(sent=len(sent), stored=len(bpm_stored), rr_sent=len(rr_sent), rr_stored=len(rr_stored))
+    if bpm_stored != bpm_sent:
+        raise AssertionError(f"stored heart rates != sent log:\n{bpm_stored}\n{bpm_sent}")
+    if len(rr_stored) != len(rr_sent) or any(abs(a - b) > 1e-12 for a, b in zip(rr_stored, rr_sent)):
+        raise AssertionError(f"stored RR intervals != sent log:\n{rr_stored}\n{rr_sent}")
+    return bpm_sent, rr_sent
