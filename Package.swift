@@ -201,20 +201,20 @@ let package = Package(
 
         // Helpers shared by the test targets (seeded generator for fuzz loops, the BLE peer harness).
         .target(name: "TestSupport", dependencies: ["BLEHost"], path: "Tests/TestSupport"),
-        .testTarget(name: "HealthModelTests", dependencies: ["HealthModel"]),
+        .testTarget(name: "HealthModelTests", dependencies: ["HealthModel", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "TimingTests", dependencies: ["Timing"]),
         .testTarget(name: "FITDriverTests", dependencies: ["TestSupport", "FITDriver", "HealthModel", "DriverKit"]),
         .testTarget(name: "XMLDriverTests", dependencies: ["TestSupport", "XMLStream", "TCXDriver", "GPXDriver", "HealthModel", "DriverKit"]),
-        .testTarget(name: "GATTProfilesTests", dependencies: ["TestSupport", "GATTProfiles"]),
+        .testTarget(name: "GATTProfilesTests", dependencies: ["TestSupport", "GATTProfiles", "HealthModel"]),
         .testTarget(name: "BLEHostTests", dependencies: ["TestSupport", "BLEHost"]),
         .testTarget(name: "BLEDriverTests", dependencies: ["BLEDriver", "BLEHost", "BLERuntime", "DriverKit", "GATTProfiles", "HealthModel"]),
         .testTarget(name: "BLERuntimeTests", dependencies: ["TestSupport", "BLERuntime", "BLEHost", "GATTProfiles", "Timing"]),
-        .testTarget(name: "BLEBlueZTests", dependencies: ["BLEBlueZ", "BLERuntime", "BLEHost"]),
+        .testTarget(name: "BLEBlueZTests", dependencies: ["BLEBlueZ", "BLERuntime", "BLEHost", "TestSupport"]),
         .testTarget(name: "BLERecordingTests", dependencies: [
             "TestSupport", "BLEDriver", "BLERuntime", "BLEHost", "HealthPipeline", "HealthStore", "HealthModel",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
-        .testTarget(name: "ExecDriverTests", dependencies: ["ExecDriver", "DriverKit", "HealthModel"]),
+        .testTarget(name: "ExecDriverTests", dependencies: ["ExecDriver", "DriverKit", "HealthModel", "TestSupport"]),
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol", "HealthModel", "TestSupport"]),
         .testTarget(name: "HealthSyncTests", dependencies: [
             "TestSupport", "HealthSync", "SyncProtocol", "HealthStore", "HealthModel", "HealthPipeline", "HealthReports", "DriverRegistry",

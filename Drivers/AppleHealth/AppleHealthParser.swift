@@ -570,14 +570,14 @@ public struct AppleHealthParser: XMLEventHandler {
 
 /// One element's attributes (and its MetadataEntry children), as read.
 struct Draft {
-    private var attributes: [String: String] = [:]
+    /// The element's attributes as read: an element has a handful, so a look-up is a short scan
+    /// (the first of repeated names wins), cheaper than hashing every name into a dictionary.
+    private let list: [XMLAttribute]
     private var metadataEntries: [String: String] = [:]
 
-    init(_ list: [XMLAttribute]) {
-        for a in list where attributes[a.name.local] == nil { attributes[a.name.local] = a.value }
-    }
+    init(_ list: [XMLAttribute]) { self.list = list }
 
-    subscript(_ key: String) -> String? { attributes[key] }
+    subscript(_ key: String) -> String? { list.value(of: key) }
 
     mutating func metadata(_ list: [XMLAttribute]) {
         // Keys that matter only; the first of repeated keys wins.
@@ -590,20 +590,20 @@ struct Draft {
     func meta(_ key: String) -> String? { metadataEntries[key] }
 
     func number(_ key: String) -> Double? {
-        guard let text = attributes[key], let value = Double(text), value.isFinite else { return nil }
+        guard let text = self[key], let value = Double(text), value.isFinite else { return nil }
         return value
     }
 
     /// `yyyy-MM-dd HH:mm:ss ±HHmm` (the space before the offset is HealthKit's).
     func date(_ key: String) -> Date? {
-        guard var text = attributes[key] else { return nil }
+        guard var text = self[key] else { return nil }
         if text.utf8.count == 25, let space = text.lastIndex(of: " ") { text.remove(at: space) }
         return ISO8601.parse(text)
     }
 
     /// The UTC offset a date was written with (`+0100` in `2024-01-01 10:00:00 +0100`), or nil.
     func utcOffset(_ key: String) -> Substring? {
-        guard let text = attributes[key], text.utf8.count == 25 else { return nil }
+        guard let text = self[key], text.utf8.count == 25 else { return nil }
         let offset = text.suffix(5)
         guard let sign = offset.first, sign == "+" || sign == "-", offset.dropFirst().allSatisfy(\.isASCII), offset.dropFirst().allSatisfy(\.isNumber)
         else { return nil }
@@ -615,9 +615,9 @@ struct Draft {
     /// (`Simon’s Apple Watch 10.1 (Apple Watch Watch6,7), UTC+01:00`): the model stores instants,
     /// so the offset of the local time the phone showed is kept here.
     func source(_ path: String, offset: Substring? = nil) -> Source {
-        var device = attributes["sourceName"] ?? "unknown source"
-        if let version = attributes["sourceVersion"], !version.isEmpty { device += " " + version }
-        if let text = attributes["device"] {
+        var device = self["sourceName"] ?? "unknown source"
+        if let version = self["sourceVersion"], !version.isEmpty { device += " " + version }
+        if let text = self["device"] {
             // `<<HKDevice: 0x...>, name:Apple Watch, manufacturer:Apple Inc., model:Watch, hardware:Watch6,7, software:10.2>`:
             // fields are separated by a comma and a space (a model such as `Watch6,7` has a bare comma).
             let fields = Dictionary(text.components(separatedBy: ", ").compactMap { field -> (String, String)? in

@@ -90,49 +90,71 @@ public struct RecordID: Hashable, Comparable, Codable, Sendable, CustomStringCon
     }
 }
 
-/// SHA-1 (FIPS 180-4), used only to derive UUIDv5 identities, never for security.
+/// SHA-1 (FIPS 180-4), used only to derive UUIDv5 identities, never for security. Runs once per
+/// record an import derives: the message schedule lives on the stack and the padding is built in
+/// a last block of its own, so a hash allocates only its result.
 enum SHA1 {
     static func hash(_ message: [UInt8]) -> [UInt8] {
         var h: (UInt32, UInt32, UInt32, UInt32, UInt32) = (0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0)
-        var data = message
-        let bitLength = UInt64(message.count) * 8
-        data.append(0x80)
-        while data.count % 64 != 56 { data.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { data.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
-
-        var w = [UInt32](repeating: 0, count: 80)
-        for chunk in stride(from: 0, to: data.count, by: 64) {
-            for i in 0..<16 {
-                let b = chunk + i * 4
-                w[i] = UInt32(data[b]) << 24 | UInt32(data[b + 1]) << 16 | UInt32(data[b + 2]) << 8 | UInt32(data[b + 3])
-            }
-            for i in 16..<80 {
-                let x = w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]
-                w[i] = (x << 1) | (x >> 31)
-            }
-            var (a, b, c, d, e) = h
-            for i in 0..<80 {
-                let f: UInt32, k: UInt32
-                switch i {
-                case 0..<20: (f, k) = ((b & c) | (~b & d), 0x5A82_7999)
-                case 20..<40: (f, k) = (b ^ c ^ d, 0x6ED9_EBA1)
-                case 40..<60: (f, k) = ((b & c) | (b & d) | (c & d), 0x8F1B_BCDC)
-                default: (f, k) = (b ^ c ^ d, 0xCA62_C1D6)
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 80) { w in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 128) { tail in
+                message.withUnsafeBufferPointer { bytes in
+                    let whole = bytes.count / 64 * 64
+                    var offset = 0
+                    while offset < whole {
+                        compress(&h, UnsafeBufferPointer(rebasing: bytes[offset..<offset + 64]), w)
+                        offset += 64
+                    }
+                    // The rest, 0x80, zeros and the length in bits: one block or two.
+                    let rest = bytes.count - whole
+                    let tailLength = rest < 56 ? 64 : 128
+                    tail.initialize(repeating: 0)
+                    for i in 0..<rest { tail[i] = bytes[whole + i] }
+                    tail[rest] = 0x80
+                    let bitLength = UInt64(bytes.count) &* 8
+                    for i in 0..<8 { tail[tailLength - 1 - i] = UInt8(truncatingIfNeeded: bitLength >> UInt64(8 * i)) }
+                    compress(&h, UnsafeBufferPointer(rebasing: tail[0..<64]), w)
+                    if tailLength == 128 { compress(&h, UnsafeBufferPointer(rebasing: tail[64..<128]), w) }
                 }
-                let t = ((a << 5) | (a >> 27)) &+ f &+ e &+ k &+ w[i]
-                e = d
-                d = c
-                c = (b << 30) | (b >> 2)
-                b = a
-                a = t
             }
-            h = (h.0 &+ a, h.1 &+ b, h.2 &+ c, h.3 &+ d, h.4 &+ e)
         }
-        var out: [UInt8] = []
-        out.reserveCapacity(20)
-        for word in [h.0, h.1, h.2, h.3, h.4] {
-            for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: word >> UInt32(shift))) }
+        var out = [UInt8](repeating: 0, count: 20)
+        for (index, word) in [h.0, h.1, h.2, h.3, h.4].enumerated() {
+            out[index * 4] = UInt8(truncatingIfNeeded: word >> 24)
+            out[index * 4 + 1] = UInt8(truncatingIfNeeded: word >> 16)
+            out[index * 4 + 2] = UInt8(truncatingIfNeeded: word >> 8)
+            out[index * 4 + 3] = UInt8(truncatingIfNeeded: word)
         }
         return out
+    }
+
+    /// One 64-byte block into the state `h`; `w` holds the 80-word schedule.
+    private static func compress(_ h: inout (UInt32, UInt32, UInt32, UInt32, UInt32), _ block: UnsafeBufferPointer<UInt8>,
+                                 _ w: UnsafeMutableBufferPointer<UInt32>) {
+        for i in 0..<16 {
+            let b = i * 4
+            w[i] = UInt32(block[b]) << 24 | UInt32(block[b + 1]) << 16 | UInt32(block[b + 2]) << 8 | UInt32(block[b + 3])
+        }
+        for i in 16..<80 {
+            let x = w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]
+            w[i] = (x << 1) | (x >> 31)
+        }
+        var (a, b, c, d, e) = h
+        for i in 0..<80 {
+            let f: UInt32, k: UInt32
+            switch i {
+            case 0..<20: (f, k) = ((b & c) | (~b & d), 0x5A82_7999)
+            case 20..<40: (f, k) = (b ^ c ^ d, 0x6ED9_EBA1)
+            case 40..<60: (f, k) = ((b & c) | (b & d) | (c & d), 0x8F1B_BCDC)
+            default: (f, k) = (b ^ c ^ d, 0xCA62_C1D6)
+            }
+            let t = ((a << 5) | (a >> 27)) &+ f &+ e &+ k &+ w[i]
+            e = d
+            d = c
+            c = (b << 30) | (b >> 2)
+            b = a
+            a = t
+        }
+        h = (h.0 &+ a, h.1 &+ b, h.2 &+ c, h.3 &+ d, h.4 &+ e)
     }
 }

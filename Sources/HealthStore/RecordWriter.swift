@@ -18,13 +18,16 @@ struct RecordWriter {
     func write(_ records: [HealthRecord], importHash: String?, enqueue: Bool = true, replacingEqual: Set<RecordID> = []) throws
         -> WriteResult {
         var result = WriteResult()
+        // One version-lookup statement per table, found once per call, not once per record.
+        var lookups: [RecordType: Statement] = [:]
         for record in records {
             let table = Self.table(of: record.type)
-            let state = try Row.fetchOne(db.cachedStatement(sql: "SELECT version, deleted FROM \(table) WHERE id = ?"),
-                                         arguments: [record.id.description])
-            let existing: Int? = state?["version"]
+            let lookup = try lookups[record.type] ?? db.cachedStatement(sql: "SELECT version, deleted FROM \(table) WHERE id = ?")
+            lookups[record.type] = lookup
+            let state = try storedVersion(lookup, id: record.id.description)
+            let existing = state?.version
             if let state, let existing, existing >= record.version {
-                var replaces = existing == record.version && (state["deleted"] as Int) == 0 && replacingEqual.contains(record.id)
+                var replaces = existing == record.version && !state.deleted && replacingEqual.contains(record.id)
                 if replaces { replaces = try RowDecoder.record(db, type: record.type, id: record.id.description) != record }
                 if !replaces {
                     result.unchanged += 1
@@ -135,6 +138,21 @@ struct RecordWriter {
         return result
     }
 
+    /// The stored version of `id` and whether it is a tombstone, by `lookup` (`SELECT version,
+    /// deleted ... WHERE id = ?`), bound with SQLite's C API: this runs once per record written.
+    private func storedVersion(_ lookup: Statement, id: String) throws -> (version: Int, deleted: Bool)? {
+        let raw = lookup.sqliteStatement
+        defer { sqlite3_reset(raw); sqlite3_clear_bindings(raw) }
+        sqlite3_reset(raw)
+        bind(raw, 1, id)
+        switch sqlite3_step(raw) {
+        case SQLITE_ROW: return (Int(sqlite3_column_int64(raw, 0)), sqlite3_column_int64(raw, 1) != 0)
+        case SQLITE_DONE: return nil
+        case let code:
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
+        }
+    }
+
     /// Runs `sql` through the connection's statement cache: compiled once, not once per record.
     private func run(_ sql: String, _ arguments: StatementArguments) throws {
         try db.cachedStatement(sql: sql).execute(arguments: arguments)
@@ -145,9 +163,15 @@ struct RecordWriter {
     }
 
     func enqueue(_ type: RecordType, id: String, version: Int) throws {
-        try run("""
-            INSERT INTO outbox (record_type, record_id, version, enqueued_at) VALUES (?, ?, ?, ?)
-            """, [type.rawValue, id, version, now])
+        let raw = try db.cachedStatement(sql: "INSERT INTO outbox (record_type, record_id, version, enqueued_at) VALUES (?, ?, ?, ?)")
+            .sqliteStatement
+        defer { sqlite3_reset(raw); sqlite3_clear_bindings(raw) }
+        sqlite3_reset(raw)
+        bind(raw, 1, type.rawValue)
+        bind(raw, 2, id)
+        bind(raw, 3, version)
+        bind(raw, 4, now)
+        try step(raw)
     }
 
     /// Keeps the stored version of `id` (before it is replaced or deleted) in `record_versions`,
@@ -236,6 +260,26 @@ struct RecordWriter {
         if let value { sqlite3_bind_int64(raw, index, Int64(value)) } else { sqlite3_bind_null(raw, index) }
     }
 
+    /// Text, copied by SQLite (SQLITE_TRANSIENT) so that nothing must outlive the call.
+    private func bind(_ raw: OpaquePointer, _ index: Int32, _ value: String?) {
+        guard var text = value else {
+            sqlite3_bind_null(raw, index)
+            return
+        }
+        text.withUTF8 { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { chars in
+                if let base = chars.baseAddress {
+                    _ = sqlite3_bind_text(raw, index, base, Int32(chars.count), Self.transient)
+                } else {
+                    _ = sqlite3_bind_text(raw, index, "", 0, nil)  // the empty string (a static literal)
+                }
+            }
+        }
+    }
+
+    /// SQLite's SQLITE_TRANSIENT destructor: copy the value now.
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
     private func bind(_ raw: OpaquePointer, _ index: Int32, _ value: Double?) {
         if let value, value.isFinite { sqlite3_bind_double(raw, index, value) } else { sqlite3_bind_null(raw, index) }
     }
@@ -263,14 +307,29 @@ struct RecordWriter {
                              h.unit, h.label, h.note] + sourceArguments(h.source, importHash))
     }
 
+    /// Measurements are most of a large import's records: bound with SQLite's C API.
     private func insert(_ m: HealthModel.Measurement, importHash: String?) throws {
-        try run("""
+        let raw = try db.cachedStatement(sql: """
             INSERT INTO measurements (id, version, kind, time, end_time, value, unit, extra,
                 source_driver, source_device, source_file, import_hash, updated_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, [m.id.description, m.version, m.kind.rawValue, ISO8601.string(m.time),
-                             m.end.map(ISO8601.string), m.value, m.unit, Self.json(m.extra)]
-                + sourceArguments(m.source, importHash))
+            """).sqliteStatement
+        defer { sqlite3_reset(raw); sqlite3_clear_bindings(raw) }
+        sqlite3_reset(raw)
+        bind(raw, 1, m.id.description)
+        bind(raw, 2, m.version)
+        bind(raw, 3, m.kind.rawValue)
+        bind(raw, 4, ISO8601.string(m.time))
+        bind(raw, 5, m.end.map(ISO8601.string))
+        bind(raw, 6, m.value)
+        bind(raw, 7, m.unit)
+        bind(raw, 8, Self.json(m.extra))
+        bind(raw, 9, m.source.driver)
+        bind(raw, 10, m.source.device)
+        bind(raw, 11, m.source.file)
+        bind(raw, 12, importHash)
+        bind(raw, 13, now)
+        try step(raw)
     }
 
     private func insert(_ d: Definition, importHash: String?) throws {

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Testing
 @testable import HealthModel
@@ -11,6 +12,15 @@ import Testing
         #expect(empty == "da39a3ee5e6b4b0d3255bfef95601890afd80709")
         let long = SHA1.hash(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)).map { String(format: "%02x", $0) }.joined()
         #expect(long == "84983e441c3bd26ebaae4aa1f95129e5e54670f1")
+    }
+
+    /// Every message length from 0 to 300 bytes (both padding cases: the length fits the last
+    /// block or needs one more, and the block boundaries) against swift-crypto's SHA-1.
+    @Test func sha1MatchesAnIndependentImplementation() {
+        for length in 0...300 {
+            let message = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ length) }
+            #expect(SHA1.hash(message) == Array(Insecure.SHA1.hash(data: message)), "length \(length)")
+        }
     }
 
     @Test func hexIsTwoLowerCaseDigitsPerByte() {
