@@ -30,18 +30,21 @@ SCENARIOS = {
     "ble-bluez-restart": ("init", 180, True),
     "ble-pair-bluez": ("init", 300, True),
     "ble-glucose-racp": ("init", 300, True),
+    "ble-glucose-daemon": ("init", 300, True),
     "systemd-basic": ("systemd", 150, False),
     "ble-bluez-power": ("init", 300, True),
     "ble-bench-smoke": ("init", 420, True),
     "ble-bench": ("init", 1500, True),
     "systemd-unit-bluez": ("systemd", 420, True),
+    "systemd-unit-ownstack": ("systemd", 240, True),
 }
 # Run only when named with --scenario (`make bench-ble`), never by default.
 ON_REQUEST = {"ble-bench"}
-# What `make install` reads, and the fixtures systemd-unit-bluez drops into its watch folders:
-# copied to the share's repo/ (small; the guest runs `make install` there).
+# What `make install` reads, the fixtures systemd-unit-bluez drops into its watch folders, and
+# the export writer of ble-bench's CPU calibration: copied to the share's repo/ (small; the guest
+# runs `make install` there).
 REPO_FILES = ["Makefile", "README.md", "systemd", "Fixtures/fit/garmin-fenix5-run.fit",
-              "Fixtures/gpx/apple-health-workout-route.gpx"]
+              "Fixtures/gpx/apple-health-workout-route.gpx", "Drivers/AppleHealth/tools/make-export.py"]
 # QEMU's exit status when the guest wrote RC to isa-debug-exit: (RC << 1) | 1.
 GUEST_DONE = {1: "all scenarios ran, all passed", 3: "all scenarios ran, some failed",
               203: "the guest's scenario runner did not start or did not report"}

@@ -4,8 +4,9 @@ data: `healthgate ble scan --hci bluez --json` prints them (from Device1's Servi
 ManufacturerData). `healthgate record --hci bluez` records; `bluetoothctl power off` ends the
 link (the session's attempts then fail at once: the adapter is powered off), `power on` lets the
 session reconnect into the same workout; the controller is unplugged (the peer closes /dev/vhci:
-hci0 and its Adapter1 object go) and plugged back (a new peer process: a new hci0), and the
-session reconnects again; the stored heart rates and RR intervals equal the peer's sent log.
+hci0 and its Adapter1 object go) and plugged back under another name (a new peer process comes
+back as hci1: a placeholder holds hci0), the recorder follows the controller by its address and
+the session reconnects again; the stored heart rates and RR intervals equal the peer's sent log.
 Then the system dbus-daemon is killed: the recorder ends by itself with an error
 naming the lost bus connection (the daemon's supervisor would start it again), after storing
 what it had and completing the workout. The scenario starts the system bus again at the end."""
@@ -20,7 +21,7 @@ import time
 
 import dbus
 
-from vmpeer import (HR_ADDRESS, RESULTS, SAMPLES, WORK, Peer, adapter_powered, step, stored, timings, wait_for, check_heart_rates_stored)
+from vmpeer import (ble_scan, HR_ADDRESS, RESULTS, SAMPLES, WORK, Peer, adapter_powered, step, stored, timings, wait_for, check_heart_rates_stored)
 
 BIN = os.environ["HG_BIN"]
 MIN_SAMPLES = 12  # samples stored before each interruption
@@ -54,13 +55,9 @@ def main() -> int:
         step("adapter powered")
 
         # ble scan: service data and manufacturer data as the peer advertises them.
-        scan = subprocess.run([BIN, "ble", "scan", "--hci", "bluez", "--json", "--for", "6s"],
-                              capture_output=True, text=True, timeout=60)
+        devices, output = ble_scan(BIN, "bluez", HR_ADDRESS)
         with open(os.path.join(RESULTS, "scan.json"), "w") as f:
-            f.write(scan.stdout + scan.stderr)
-        if scan.returncode != 0:
-            raise AssertionError(f"ble scan exited {scan.returncode}: {scan.stderr}")
-        devices = json.loads(scan.stdout)
+            f.write(output)
         found = [d for d in devices if d["address"].split(" ")[0] == HR_ADDRESS]
         result["scan"] = found
         if not found:
@@ -108,9 +105,11 @@ def main() -> int:
         stored_before = count()
         step(f"{sent_count} samples stored; unplugging the controller")
 
-        # The controller unplugged and plugged back: the peer closes /dev/vhci (hci0 and its
-        # Adapter1 object go away), a new peer process opens it again (a new hci0, the same
-        # peripherals; its values go on in the same sent log).
+        # The controller unplugged and plugged back under another name: the peer closes
+        # /dev/vhci (hci0 and its Adapter1 object go away); a placeholder controller (/dev/vhci
+        # opened, nothing answering it) takes the freed index, so the new peer process (the same
+        # controller address, the same peripherals, its values in the same sent log) comes back
+        # as hci1, as a USB dongle replugged while its old index is still held often does.
         drops = read_log().count("disconnected")
         peer.close()
         wait_for(lambda: read_log().count("disconnected") > drops, 30, "the recorder to see the link down")
@@ -118,15 +117,27 @@ def main() -> int:
             bus.get_object("org.bluez", "/"), "org.freedesktop.DBus.ObjectManager").GetManagedObjects()], 30,
             f"{adapter_path} removed")
         step("controller unplugged: link down, adapter gone")
-        peer = Peer(["hr"], rate=4, extra=("--service-data", "hr=181C:0102", "--manufacturer-data", "hr=0059:cafe"))
-        if f"/org/bluez/hci{peer.info['h4']['index']}" != adapter_path:
-            raise AssertionError(f"the controller came back as hci{peer.info['h4']['index']}, not {adapter_path}")
+        old_name = adapter_path.rsplit("/", 1)[1]
+        placeholder = os.open("/dev/vhci", os.O_RDWR)
+        try:
+            wait_for(lambda: os.path.exists(f"/sys/class/bluetooth/{old_name}"), 30, f"a placeholder controller as {old_name}")
+            peer = Peer(["hr"], rate=4, extra=("--service-data", "hr=181C:0102", "--manufacturer-data", "hr=0059:cafe"))
+        finally:
+            os.close(placeholder)
+        new_path = f"/org/bluez/hci{peer.info['h4']['index']}"
+        if new_path == adapter_path:
+            raise AssertionError(f"the controller came back as {new_path} again; the scenario needs another index")
+        step(f"controller plugged back as {new_path}")
+        adapter_path = new_path
+        result["replugged_as"] = new_path
         wait_for(lambda: adapter_path in [str(p) for p in dbus.Interface(
             bus.get_object("org.bluez", "/"), "org.freedesktop.DBus.ObjectManager").GetManagedObjects()], 30,
             f"{adapter_path} back")
         if not adapter_powered(bus, adapter_path):
             bluetoothctl("power", "on")
         wait_for(lambda: adapter_powered(bus, adapter_path), 30, f"{adapter_path} powered again")
+        wait_for(lambda: f"BlueZ adapter {old_name} is back as {new_path.rsplit('/', 1)[1]}" in read_log(), 30,
+                 "the recorder to follow the controller to its new name")
         wait_for(lambda: "reconnected (connection 3)" in read_log(), 120, "the recorder to reconnect to the new controller")
         step("controller plugged back: reconnected")
         wait_for(lambda: count() >= stored_before + MIN_SAMPLES, 60, f"{MIN_SAMPLES} more stored samples")

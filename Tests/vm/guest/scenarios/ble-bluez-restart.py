@@ -13,7 +13,7 @@ import time
 
 import dbus
 
-from vmpeer import (BLUEZ, HR_ADDRESS, RESULTS, SAMPLES, WORK, Peer, adapter_powered, step, stored, timings, check_heart_rates_stored,
+from vmpeer import (ble_scan, power_on, HR_ADDRESS, RESULTS, SAMPLES, WORK, Peer, adapter_powered, step, stored, timings, check_heart_rates_stored,
                     wait_for)
 
 BIN = os.environ["HG_BIN"]
@@ -35,24 +35,15 @@ def main() -> int:
     try:
         bus = dbus.SystemBus()
         adapter_path = f"/org/bluez/hci{peer.info['h4']['index']}"
-        try:
-            wait_for(lambda: adapter_powered(bus, adapter_path), 20, f"bluetoothd to publish and power {adapter_path}")
-        except TimeoutError:
-            props = dbus.Interface(bus.get_object(BLUEZ, adapter_path), "org.freedesktop.DBus.Properties")
-            props.Set("org.bluez.Adapter1", "Powered", dbus.Boolean(True))
-            wait_for(lambda: adapter_powered(bus, adapter_path), 20, "the adapter to power on")
+        power_on(bus, adapter_path, 20)
         step("adapter powered")
 
         # ble scan: the device is found, with its heart-rate service.
         t0 = time.monotonic()
-        scan = subprocess.run([BIN, "ble", "scan", "--hci", "bluez", "--json", "--for", "6s"],
-                              capture_output=True, text=True, timeout=60)
+        devices, output = ble_scan(BIN, "bluez", HR_ADDRESS)
         result["scan_s"] = round(time.monotonic() - t0, 2)
         with open(os.path.join(RESULTS, "scan.json"), "w") as f:
-            f.write(scan.stdout + scan.stderr)
-        if scan.returncode != 0:
-            raise AssertionError(f"ble scan exited {scan.returncode}: {scan.stderr}")
-        devices = json.loads(scan.stdout)
+            f.write(output)
         result["scan"] = devices
         found = [d for d in devices if d["address"].split(" ")[0] == HR_ADDRESS]
         if not found or "180D" not in found[0]["services"]:

@@ -3,10 +3,10 @@ guest's real bluetoothd: the peer's meter requires bonding (Just Works) and hold
 
 `healthgate ble pair` bonds; `healthgate ble download --hci bluez --json` stores every record
 (values, times and sequence numbers equal the peer's sent log); a second download asks for the
-records after the last sequence number stored and stores nothing; the meter adds 2 records and
-the next download stores exactly those 2; `--all` gets every record again and stores nothing
-new; a meter that goes silent mid-transfer ends the download with an error saying how many
-records arrived, and the whole ones that did are stored.
+records from the last one stored on (that one again, to check the meter was not reset) and
+stores nothing; the meter adds 2 records and the next download stores exactly those 2; `--all`
+gets every record again and stores nothing new; a meter that goes silent mid-transfer ends the
+download with an error saying how many records arrived, and the whole ones that did are stored.
 """
 from __future__ import annotations
 
@@ -15,9 +15,7 @@ import os
 import subprocess
 import sys
 
-import dbus
-
-from vmpeer import RESULTS, WORK, Peer, forget_devices, start_bluetoothd, step, stop, stored, timings
+from vmpeer import RESULTS, WORK, Peer, bond, forget_bonds, start_bluetoothd, step, stop, stored, timings
 
 BIN = os.environ["HG_BIN"]
 METER = "C0:4E:47:00:00:0A"
@@ -59,15 +57,12 @@ def main() -> int:
     peer = Peer(["glucose"], rate=1, extra=["--pairing", "glucose=just-works", "--glucose-records", str(RECORDS)])
     result["peer"] = peer.info
     step("peer ready")
-    bluetoothd = None
+    bluetoothd = adapter = None
     db = os.path.join(WORK, "healthgate.sqlite")
     try:
         bluetoothd, _, adapter = start_bluetoothd(peer)
         step("adapter powered")
-        run = subprocess.run([BIN, "ble", "pair", "--hci", "bluez", "--json", METER], stdin=subprocess.DEVNULL,
-                             capture_output=True, text=True, timeout=180)
-        if run.returncode != 0 or json.loads(run.stdout).get("result") != "bonded":
-            raise AssertionError(f"ble pair exited {run.returncode}: {run.stdout} {run.stderr}")
+        bond(BIN, METER)
         step("meter bonded")
 
         run, summary = download(db)
@@ -89,16 +84,17 @@ def main() -> int:
 
         run, summary = download(db)
         result["second"] = summary
-        if run.returncode != 0 or summary.get("from") != RECORDS + 1 or summary.get("stored") != 0 \
-                or summary.get("outcome") != "no-records":
+        if run.returncode != 0 or summary.get("from") != RECORDS or summary.get("received") != 1 \
+                or summary.get("stored") != 0 or summary.get("already_stored") != 1 or summary.get("meter_reset") \
+                or summary.get("outcome") != "complete":
             raise AssertionError(f"second download: exit {run.returncode} {summary} {run.stderr}")
         check_rows(db, peer, RECORDS)
-        step(f"second download: asked from {RECORDS + 1}, nothing new stored")
+        step(f"second download: asked from {RECORDS} (the last one stored, the same again), nothing new stored")
 
         peer.control("add-records glucose 2")
         run, summary = download(db)
         result["third"] = summary
-        if run.returncode != 0 or summary.get("received") != 2 or summary.get("stored") != 2 \
+        if run.returncode != 0 or summary.get("received") != 3 or summary.get("stored") != 2 \
                 or summary.get("last_sequence") != RECORDS + 2:
             raise AssertionError(f"after 2 new records: exit {run.returncode} {summary} {run.stderr}")
         check_rows(db, peer, RECORDS + 2)
@@ -113,22 +109,19 @@ def main() -> int:
         step(f"--all: {RECORDS + 2} records sent again, none stored twice")
 
         peer.control("add-records glucose 3")
-        peer.control("racp-stop-after glucose 1")
+        peer.control("racp-stop-after glucose 2")  # the last one stored again, and one new
         run, summary = download(db, "--silence", "6s")
         result["silent"] = summary
-        if run.returncode == 0 or summary.get("outcome") != "failed" or summary.get("received") != 1 \
-                or "1 of 3 records arrived" not in (summary.get("error") or ""):
+        if run.returncode == 0 or summary.get("outcome") != "failed" or summary.get("received") != 2 \
+                or "2 of 4 records arrived" not in (summary.get("error") or "") \
+                or "1 new record stored" not in (summary.get("error") or ""):
             raise AssertionError(f"a meter going silent: exit {run.returncode} {summary} {run.stderr}")
         check_rows(db, peer, RECORDS + 3)
-        step(f"meter silent after 1 of 3: exit {run.returncode}, {summary['error']!r}")
+        step(f"meter silent after 2 of 4: exit {run.returncode}, {summary['error']!r}")
         return 0
     finally:
         result["timings"] = timings
-        if bluetoothd is not None and bluetoothd.poll() is None:
-            try:  # the next scenarios of this boot must not meet these bonds
-                result["forgotten"] = forget_devices(dbus.SystemBus(), adapter, [METER])
-            except dbus.DBusException as e:
-                result["forget_error"] = str(e)
+        forget_bonds(bluetoothd, adapter, [METER], result)
         with open(os.path.join(RESULTS, "result.json"), "w") as f:
             json.dump(result, f, indent=1)
         peer.close()

@@ -28,9 +28,7 @@ import subprocess
 import sys
 import time
 
-import dbus
-
-from vmpeer import (RESULTS, WORK, Peer, device_properties, forget_devices, start_bluetoothd, step, stop, stored, timings,
+from vmpeer import (RESULTS, WORK, Peer, device_properties, forget_bonds, start_bluetoothd, step, stop, stored, timings,
                     wait_for)
 
 BIN = os.environ["HG_BIN"]
@@ -127,7 +125,7 @@ def main() -> int:
                        "--pairing", f"scale-2=passkey:{PASSKEY2}"])
     result["peer"] = peer.info
     step("peer ready")
-    bluetoothd = None
+    bluetoothd = adapter = None
     db = os.path.join(WORK, "healthgate.sqlite")
     try:
         bluetoothd, bus, adapter = start_bluetoothd(peer)
@@ -205,11 +203,7 @@ def main() -> int:
         return 0
     finally:
         result["timings"] = timings
-        if bluetoothd is not None and bluetoothd.poll() is None:
-            try:  # the next scenarios of this boot must not meet these bonds
-                result["forgotten"] = forget_devices(dbus.SystemBus(), adapter, [BP, SCALE, THERMO, SCALE2])
-            except dbus.DBusException as e:
-                result["forget_error"] = str(e)
+        forget_bonds(bluetoothd, adapter, [BP, SCALE, THERMO, SCALE2], result)
         with open(os.path.join(RESULTS, "result.json"), "w") as f:
             json.dump(result, f, indent=1)
         peer.close()

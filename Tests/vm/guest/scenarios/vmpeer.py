@@ -95,6 +95,32 @@ def adapter_powered(bus, path: str) -> bool:
     return bool(adapter and adapter.get("Powered"))
 
 
+def ble_scan(binary: str, hci: str, address: str, window: str = "6s", attempts: int = 5) -> tuple[list[dict], str]:
+    """`healthgate ble scan --hci HCI --json --for WINDOW` again until it lists `address`, at most
+    `attempts` times (a slow emulated guest on a busy host may miss the advertising in one
+    window). Returns the last scan's devices and its output; fails when a scan exits non-zero."""
+    for _ in range(attempts):
+        scan = subprocess.run([binary, "ble", "scan", "--hci", hci, "--json", "--for", window],
+                              capture_output=True, text=True, timeout=60)
+        if scan.returncode != 0:
+            raise AssertionError(f"ble scan --hci {hci} exited {scan.returncode}: {scan.stderr}")
+        devices = json.loads(scan.stdout)
+        if any(d["address"].split(" ")[0] == address for d in devices):
+            break
+    return devices, scan.stdout + scan.stderr
+
+
+def power_on(bus, path: str, wait_s: float = 30) -> None:
+    """Waits for bluetoothd to publish the adapter at `path` powered (it powers adapters itself,
+    AutoEnable); when it has not after `wait_s`, powers it, and waits for that."""
+    try:
+        wait_for(lambda: adapter_powered(bus, path), wait_s, f"bluetoothd to publish and power {path}")
+    except TimeoutError:
+        props = dbus.Interface(bus.get_object(BLUEZ, path), "org.freedesktop.DBus.Properties")
+        props.Set("org.bluez.Adapter1", "Powered", dbus.Boolean(True))
+        wait_for(lambda: adapter_powered(bus, path), wait_s, "the adapter to power on")
+
+
 def stored(db: str, sql: str, args=()) -> list:
     """Rows of `sql` in the database at `db`, read-only; none while it or its schema is missing."""
     if not os.path.exists(db):
@@ -161,6 +187,26 @@ def forget_devices(bus, adapter: str, addresses: list[str]) -> list[str]:
             removed.append(address)
     return removed
 
+
+
+def forget_bonds(bluetoothd, adapter: str | None, addresses: list[str], result: dict) -> None:
+    """At a scenario's end, while its bluetoothd still runs: ``forget_devices``, the outcome (or
+    the D-Bus error) noted in `result`."""
+    if bluetoothd is None or bluetoothd.poll() is not None or adapter is None:
+        return
+    try:  # the next scenarios of this boot must not meet these bonds
+        result["forgotten"] = forget_devices(dbus.SystemBus(), adapter, addresses)
+    except dbus.DBusException as e:
+        result["forget_error"] = str(e)
+
+
+def bond(binary: str, address: str) -> None:
+    """`healthgate ble pair --hci bluez --json ADDRESS` with no terminal: a Just Works peripheral
+    must end up bonded."""
+    run = subprocess.run([binary, "ble", "pair", "--hci", "bluez", "--json", address], stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, timeout=180)
+    if run.returncode != 0 or json.loads(run.stdout).get("result") != "bonded":
+        raise AssertionError(f"ble pair {address} exited {run.returncode}: {run.stdout} {run.stderr}")
 
 
 def check_heart_rates_stored(peer, db: str, result: dict) -> tuple[list, list]:

@@ -1,0 +1,56 @@
+"""What the systemd-unit scenarios share (not a scenario): running commands with their output
+logged, the unit's properties, the daemon's journal lines, and `systemd-analyze security` on the
+running unit."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+
+from vmpeer import RESULTS
+
+
+def run(*cmd: str, check: bool = True, timeout: float = 120, quiet: bool = False, **kw) -> subprocess.CompletedProcess:
+    """Runs cmd, logs it with (the end of) its output unless quiet; with check, fails on a
+    non-zero exit."""
+    p = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, **kw)
+    out = (p.stdout + p.stderr).strip()
+    if not quiet:
+        print(f"$ {' '.join(cmd)}  -> {p.returncode}" + (f"\n{out[-600:]}" if out else ""), flush=True)
+    if check and p.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} exited {p.returncode}: {out[-2000:]}")
+    return p
+
+
+def show(*props: str) -> dict[str, str]:
+    """`systemctl show healthgate -p ...` as a dict."""
+    out = run("systemctl", "show", "healthgate", "-p", ",".join(props), quiet=True).stdout
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def journal() -> list[dict]:
+    """The unit's journal entries (the daemon's and systemd's about it)."""
+    out = run("journalctl", "-u", "healthgate", "-o", "json", "--no-pager", quiet=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def daemon_lines(pid: int) -> list[tuple[int, str]]:
+    """(priority, message) of the daemon process's journal lines."""
+    return [(int(e["PRIORITY"]), e["MESSAGE"]) for e in journal()
+            if e.get("_PID") == str(pid) and isinstance(e.get("MESSAGE"), str)]
+
+
+def running_exposure(limit: float) -> float:
+    """`systemd-analyze security` of the running unit (its output saved to the results): the
+    overall exposure level, which must be at most `limit`."""
+    sec = run("systemd-analyze", "security", "healthgate.service", "--no-pager", check=False, quiet=True)
+    with open(os.path.join(RESULTS, "systemd-analyze-security.txt"), "w") as f:
+        f.write(sec.stdout + sec.stderr)
+    m = re.search(r"Overall exposure level for healthgate\.service: ([0-9.]+)", sec.stdout)
+    if not m:
+        raise AssertionError(f"no exposure level in systemd-analyze security's output: {sec.stdout[-500:]}")
+    exposure = float(m.group(1))
+    if exposure > limit:
+        raise AssertionError(f"exposure {exposure} > {limit}")
+    return exposure
