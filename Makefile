@@ -26,8 +26,9 @@ demo: build
 	$(BIN) workouts --db $(DEMO_DB)
 	$(BIN) stats --db $(DEMO_DB) --period month
 
+# A failed run repeats the failed tests' issues at its end (.ci/swift-test).
 test: setup
-	$(SWIFT) test
+	SWIFT=$(SWIFT) bash .ci/swift-test
 
 # Style: swift-format (part of the Swift toolchain) with .swift-format; README.md "Formatting" says
 # what it checks and why its layout pass is off (--debug-disable-pretty-print: the rules only).
@@ -134,6 +135,7 @@ bench-ble: vm-image
 	$(SWIFT) build $(RELEASE) --product healthgate
 	python3 Tests/vm/run.py --no-build --binary .build/release/healthgate --scenario ble-bench -v $(VM_ARGS)
 	@cat .build/vm-results/init/ble-bench/bench.txt
+	python3 Tests/vm/bench_ble_report.py --binary .build/release/healthgate
 
 # `make install [PREFIX=/usr/local] [DESTDIR=]`: the release binary, the unit (its ExecStart
 # follows PREFIX), the own-stack BLE drop-in as an example, the D-Bus policy for BLE through

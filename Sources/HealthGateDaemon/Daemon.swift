@@ -264,6 +264,10 @@ struct NotifyingSink: RecordSink {
         let count = batch.records.count + batch.workouts.filter(\.isFinal).count
         if count > 0 { onStored(count) }
     }
+
+    func glucoseCursor(device: String) async throws -> GlucoseCursor? {
+        try await base.glucoseCursor(device: device)
+    }
 }
 
 /// The file sink of one driver instance: imports through the pipeline, then reports the file.

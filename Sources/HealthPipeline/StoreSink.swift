@@ -35,6 +35,11 @@ public final class StoreSink: RecordSink {
         onCommit?(accepted, Date())
     }
 
+    /// The store's `glucose_sync` row for `device`, as `healthgate ble download` reads it.
+    public func glucoseCursor(device: String) async throws -> GlucoseCursor? {
+        try await store.glucoseCursor(device: device)
+    }
+
     /// Records the normalizer refused so far: how many, and the first reasons.
     public var rejected: Rejections { rejections.withLock { $0 } }
 }

@@ -172,14 +172,16 @@ extension HealthStore {
         try await writing { db in try RecordWriter(db: db).write(records, importHash: nil) }
     }
 
-    /// Writes what a live driver emitted in one transaction: finished records, and workout
-    /// pieces (summary updated, samples appended; queued for forwarding with the final piece).
+    /// Writes what a live driver emitted in one transaction: finished records, workout pieces
+    /// (summary updated, samples appended; queued for forwarding with the final piece), and the
+    /// glucose meters' last sequence numbers (`glucose_sync`).
     @discardableResult
     public func write(_ batch: LiveBatch) async throws -> WriteResult {
         try await writing { db in
             let writer = RecordWriter(db: db)
             let records = try writer.write(batch.records, importHash: nil)
             let workouts = try writer.write(batch.workouts)
+            try writer.writeGlucoseCursors(batch.glucoseCursors)
             return WriteResult(inserted: records.inserted + workouts.inserted, updated: records.updated + workouts.updated,
                                unchanged: records.unchanged + workouts.unchanged)
         }

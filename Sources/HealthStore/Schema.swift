@@ -18,6 +18,7 @@ enum Schema {
         migrator.registerMigration("v9-sleep-assessment", migrate: addSleepAssessment)
         migrator.registerMigration("v10-habit-totals-index", migrate: coverHabitTotals)
         migrator.registerMigration("v11-i15-pair-glucose-sync", migrate: createGlucoseSync)
+        migrator.registerMigration("v12-glucose-last-record", migrate: addGlucoseLastRecord)
         return migrator
     }
 
@@ -368,6 +369,15 @@ enum Schema {
                 last_sequence INTEGER NOT NULL CHECK (last_sequence BETWEEN 0 AND 65535),
                 updated_at TEXT NOT NULL
             ) STRICT;
+            """)
+    }
+
+    /// The last stored record of each glucose meter as the meter sent it (its Glucose
+    /// Measurement value, at most a GATT attribute's 512 bytes): a meter reset since has another
+    /// record under that sequence number (`GlucoseCursor`). NULL for a cursor stored before.
+    private static func addGlucoseLastRecord(_ db: Database) throws {
+        try db.execute(sql: """
+            ALTER TABLE glucose_sync ADD COLUMN last_record BLOB CHECK (length(last_record) BETWEEN 1 AND 512);
             """)
     }
 

@@ -33,6 +33,18 @@ struct ControllerOptions: ParsableArguments {
         valueName: "FILE"))
     var snoop: String?
 
+    @Flag(help: "Print the backend's diagnostics to standard error: connection attempts given up, links down and why, D-Bus calls that failed.")
+    var verbose = false
+
+    /// The `--verbose` sink for the backend's diagnostics, nil without it.
+    var diagnostics: (@Sendable (String) -> Void)? { Self.diagnostics(verbose) }
+
+    /// With `verbose`: the backend's diagnostics as `ble: ` lines on standard error.
+    static func diagnostics(_ verbose: Bool) -> (@Sendable (String) -> Void)? {
+        guard verbose else { return nil }
+        return { line in Output.stderr("ble: " + DisplayText.safe(line, limit: 1000) + "\n") }
+    }
+
     /// The `--snoop` path, after checking the file can be created (the runtime writes the
     /// capture; find out now, not after the session, that it cannot).
     func snoopPath() throws -> String? {
@@ -62,7 +74,9 @@ struct ControllerOptions: ParsableArguments {
         if case .bluez(let adapter) = controller {
             if snoop != nil { throw RuntimeFailure("--snoop: \(hci) is BlueZ here; a capture needs the own host stack (with BlueZ use btmon)") }
             let central: BlueZCentral
-            do { central = try await BlueZCentral.open(BlueZCentral.Configuration(adapter: adapter)) } catch {
+            var configuration = BlueZCentral.Configuration(adapter: adapter)
+            configuration.log = diagnostics
+            do { central = try await BlueZCentral.open(configuration) } catch {
                 throw RuntimeFailure("\(hci): \(error)")
             }
             do {
@@ -90,6 +104,7 @@ struct ControllerOptions: ParsableArguments {
     private func start(_ address: TransportAddress) async throws -> HostRuntime {
         var configuration = HostRuntime.Configuration()
         configuration.snoopPath = try snoopPath()
+        configuration.log = diagnostics
         let runtime: HostRuntime
         do {
             runtime = try HostRuntime.open(address, configuration: configuration)
@@ -205,8 +220,8 @@ struct BLEWatchCommand: AsyncParsableCommand {
             DEVICE is an address (AA:BB:CC:DD:EE:FF) or a name as advertised. HealthGate \
             subscribes to every standard measurement the device offers (heart rate, speed and \
             cadence, power, fitness machine data, weight, blood pressure, temperature, SpO2, \
-            glucose) and prints one line per reading until --for elapses or Ctrl-C; --json prints \
-            one JSON object per line.
+            glucose) and prints one line per reading until --count readings were printed, --for \
+            elapses or Ctrl-C; --json prints one JSON object per line.
             """)
 
     @OptionGroup var controller: ControllerOptions
@@ -215,6 +230,10 @@ struct BLEWatchCommand: AsyncParsableCommand {
     @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this long (default: until Ctrl-C); \(DurationArgument.forms).",
                                                          valueName: "DURATION"))
     var time: DurationArgument?
+
+    @Option(help: ArgumentHelp("Stop after this many readings (e.g. --count 1 --json for one reading in a script).",
+                               valueName: "N"))
+    var count: Int?
 
     @Option(help: ArgumentHelp("How long to look for a device given by name; \(DurationArgument.forms).", valueName: "DURATION"))
     var scanFor = DurationArgument(seconds: 10)
@@ -225,6 +244,7 @@ struct BLEWatchCommand: AsyncParsableCommand {
     func validate() throws {
         try time?.requireLongerThanZero("--for")
         try scanFor.requireLongerThanZero("--scan-for")
+        if let count, count < 1 { throw ValidationError("--count must be at least 1 (got \(count))") }
     }
 
     /// Measurement characteristics worth subscribing to (the recorder's list).
@@ -283,8 +303,11 @@ struct BLEWatchCommand: AsyncParsableCommand {
             _ = try? await client.disconnected(timeout: nil)
             continuation.finish()
         }
+        var printed = 0
         for await notification in stream {
             try Self.printLine(Self.describe(notification), json: output.json)
+            printed += 1
+            if printed == count { break }
         }
         _ = try? await client.disconnect(timeout: .seconds(3))
     }

@@ -13,8 +13,10 @@ struct BLEDownloadCommand: AsyncParsableCommand {
         discussion: """
             DEVICE is an address (AA:BB:CC:DD:EE:FF) or a name as advertised. HealthGate asks the \
             meter's Record Access Control Point for its stored records: every record the first \
-            time, then those after the last sequence number stored for the meter (table \
-            glucose_sync; --all asks for every record again). Records are stored with the \
+            time, then those from the last one stored for the meter on (table glucose_sync; --all \
+            asks for every record again). That record comes again and is compared with the one \
+            stored: a meter that sends another record under its number, or holds neither it nor \
+            any after it, was reset, and every record it holds is downloaded. Records are stored with the \
             identities live glucose readings get, so a record sent again is not stored twice. \
             Progress lines (records received / the meter's count) go to standard error. A meter \
             that stops sending for --silence ends the download: the whole records that arrived \
@@ -47,12 +49,17 @@ struct BLEDownloadCommand: AsyncParsableCommand {
         var stored: Int
         var alreadyStored: Int
         var lastSequence: Int?
+        /// The meter held neither the last stored record nor any after it: every record was asked for.
+        var meterReset = false
+        /// How the reset showed, for the text output.
+        var resetHow: String?
         var outcome: String
         var error: String?
 
         enum CodingKeys: String, CodingKey {
             case device, from, received, stored, outcome, error
             case meterCount = "meter_count", alreadyStored = "already_stored", lastSequence = "last_sequence"
+            case meterReset = "meter_reset"
         }
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
@@ -63,6 +70,7 @@ struct BLEDownloadCommand: AsyncParsableCommand {
             try c.encode(stored, forKey: .stored)
             try c.encode(alreadyStored, forKey: .alreadyStored)
             try c.encode(lastSequence, forKey: .lastSequence)
+            try c.encode(meterReset, forKey: .meterReset)
             try c.encode(outcome, forKey: .outcome)
             try c.encode(error, forKey: .error)
         }
@@ -79,8 +87,11 @@ struct BLEDownloadCommand: AsyncParsableCommand {
         if output.json {
             try Output.printJSON(summary)
         } else if summary.error == nil {
+            if summary.meterReset, let how = summary.resetHow {
+                print("\(summary.device): the meter was reset (\(how)): every record asked for")
+            }
             print("\(summary.device): \(summary.received) record\(summary.received == 1 ? "" : "s") received"
-                  + (summary.from.map { " (sequence \($0) on)" } ?? " (all)")
+                  + (summary.from.map { summary.meterReset ? " (all, after the reset; sequence \($0) on before)" : " (sequence \($0) on)" } ?? " (all)")
                   + ", \(summary.stored) new, \(summary.alreadyStored) already stored"
                   + (summary.lastSequence.map { "; last sequence number \($0)" } ?? ""))
         }
@@ -99,8 +110,8 @@ struct BLEDownloadCommand: AsyncParsableCommand {
             }
             address = match.address
         }
-        let last = all ? nil : try await store.glucoseLastSequence(device: address.text)
-        let from = GlucoseRecordDownload(after: last).firstSequence.map(Int.init)
+        let cursor = all ? nil : try await store.glucoseCursor(device: address.text)
+        let from = GlucoseRecordDownload(after: cursor).firstSequence.map(Int.init)
         let connection: any BLEConnection
         let database: GATTDatabase
         do {
@@ -110,12 +121,13 @@ struct BLEDownloadCommand: AsyncParsableCommand {
             throw RuntimeFailure("\(address): \(error)")
         }
         if !output.json {
-            Output.stderr("downloading from \(address): " + (from.map { "records from sequence number \($0)" } ?? "every record") + "\n")
+            let checked = cursor?.record != nil ? " (the last one stored, to check the meter was not reset)" : ""
+            Output.stderr("downloading from \(address): " + (from.map { "records from sequence number \($0)\(checked)" } ?? "every record") + "\n")
         }
         let result: GlucoseDownloader.Result
         do {
             // Progress on stderr, with --json too (standard output holds only the JSON).
-            result = try await GlucoseDownloader.download(connection, database: database, after: last, silence: silence.duration) {
+            result = try await GlucoseDownloader.download(connection, database: database, after: cursor, silence: silence.duration) {
                 received, total in
                 Output.stderr("records: \(received)\(total.map { "/\($0)" } ?? "")\n")
             }
@@ -124,17 +136,25 @@ struct BLEDownloadCommand: AsyncParsableCommand {
             throw RuntimeFailure("\(address): \(error)")
         }
         _ = try? await connection.disconnect(timeout: .seconds(5))
-        // Store what arrived whole, with the last sequence number, in one transaction.
+        // Store what arrived whole, with where the records now end (the last one, as sent), in
+        // one transaction.
         var stored = 0, already = 0
-        let lastSequence = result.records.map(\.sequenceNumber).max()
-        if let lastSequence {
+        let last = result.records.max { $0.sequenceNumber < $1.sequenceNumber }
+        let lastSequence = last?.sequenceNumber
+        if let last {
             let (batch, _) = Normalizer().normalize(result.batch)
-            let written = try await store.write(batch, glucoseDevice: address.text, lastSequence: lastSequence)
+            let written = try await store.write(batch, glucoseDevice: address.text,
+                                                cursor: GlucoseCursor(sequence: last.sequenceNumber, record: last.value))
             stored = written.inserted
             already = written.unchanged + written.updated
         }
         var summary = Summary(device: address.text, from: from, meterCount: result.expected, received: result.records.count,
-                              stored: stored, alreadyStored: already, lastSequence: lastSequence.map(Int.init), outcome: "complete")
+                              stored: stored, alreadyStored: already, lastSequence: lastSequence.map(Int.init),
+                              meterReset: result.meterWasReset, outcome: "complete")
+        if result.meterWasReset, let stored = cursor?.sequence {
+            summary.resetHow = result.storedRecordDiffers ? "its record \(stored) is not the one stored"
+                : "it holds neither record \(stored) nor any after it"
+        }
         switch result.outcome {
         case .complete: break
         case .noRecords: summary.outcome = "no-records"

@@ -35,6 +35,9 @@ struct BLEPairCommand: AsyncParsableCommand {
     @Flag(help: "Accept a numeric comparison without asking.")
     var yes = false
 
+    @Flag(help: "Print the backend's diagnostics to standard error: D-Bus calls that failed, links down.")
+    var verbose = false
+
     @Option(help: ArgumentHelp("How long to look for the device; \(DurationArgument.forms).", valueName: "DURATION"))
     var scanFor = DurationArgument(seconds: 15)
 
@@ -77,7 +80,9 @@ struct BLEPairCommand: AsyncParsableCommand {
         do { resolved = try await controller().resolve() } catch let error as BLERuntimeError { throw RuntimeFailure("\(hci): \(error)") }
         guard case .bluez(let adapter) = resolved else { throw RuntimeFailure(Self.needsBlueZ(hci)) }
         let central: BlueZCentral
-        do { central = try await BlueZCentral.open(BlueZCentral.Configuration(adapter: adapter)) } catch {
+        var configuration = BlueZCentral.Configuration(adapter: adapter)
+        configuration.log = ControllerOptions.diagnostics(verbose)
+        do { central = try await BlueZCentral.open(configuration) } catch {
             throw RuntimeFailure("\(hci): \(error)")
         }
         do {

@@ -65,6 +65,7 @@ struct RecordCommand: AsyncParsableCommand {
                                                       devices: try devices.isEmpty ? [.auto] : devices.map(selector))
         configuration.sessionizer = workouts.sessionizer
         configuration.snoopPath = try controller.snoopPath()
+        configuration.log = controller.diagnostics
         let log = RecordingLog(quiet: output.json)
         configuration.onEvent = { log.event($0) }
 
@@ -210,30 +211,18 @@ final class RecordingLog: Sendable {
     func event(_ event: BLERecorderEvent) {
         let line: String?
         switch event {
-        case .controllerReady(let info): line = "controller \(info.address.text) ready"
-        case .adapterReady(let path): line = "BlueZ adapter \(path) ready"
-        case .found(let address, let name, let selector):
-            line = "found \(name.map { "\($0) " } ?? "")\(address.text) (\(selector))"
-        case .connected(let address, let connection):
-            line = connection == 1 ? "\(address.text): connected, recording" : "\(address.text): reconnected (connection \(connection))"
-        case .disconnected(let address, let reason): line = "\(address.text): disconnected (\(reason))"
-        case .retrying(let address, let after, let reason):
-            line = reason.map { "\(address.text): \($0)" }
-                ?? "\(address.text): reconnecting in \(Output.number(after.inSeconds)) s"
-        case .malformed(let address, let characteristic, let error):
+        case .malformed(let address, _, _):
             let count = state.withLock { s in
                 s.malformed[address.text, default: 0] += 1
                 return s.malformed[address.text, default: 0]
             }
             // The first few in full; then one line per hundred.
-            line = count <= 3 ? "\(address.text): malformed \(characteristic) value skipped: \(error)"
-                : count % 100 == 0 ? "\(address.text): \(count) malformed values skipped so far" : nil
-        case .sinkFailed(let why): line = "could not store a batch (will retry): \(why)"
-        case .scanFailed(let why): line = "scan failed: \(why)"
-        case .stored: line = nil
+            line = count <= 3 ? event.message : count % 100 == 0 ? "\(address.text): \(count) malformed values skipped so far" : nil
         case .finished(let statistics):
             state.withLock { $0.statistics = statistics }
-            line = nil
+            line = nil  // the command prints its own summary
+        default:
+            line = event.message
         }
         if let line, !quiet { Output.stderr(DisplayText.safe(line, limit: 1000) + "\n") }
     }

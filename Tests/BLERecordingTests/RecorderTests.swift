@@ -17,30 +17,52 @@ final class Recording: Sendable {
     let inspector: DatabaseQueue
     let directory: URL
     let task: Task<Void, any Error>
+    /// The recording whose database this one reuses (kept alive: it owns the directory).
+    let previous: Recording?
     private let log = EventLog()
 
     final class EventLog: Sendable {
+        let started = ContinuousClock.now
         let events = Mutex<[BLERecorderEvent]>([])
+        /// The backend's diagnostics, each with the seconds since the recording started.
+        let lines = Mutex<[String]>([])
+
+        func add(_ line: String) {
+            let seconds = (ContinuousClock.now - started) / .seconds(1)
+            lines.withLock { $0.append(String(format: "%7.3f ", seconds) + line) }
+        }
     }
 
-    convenience init(_ peer: BLEPeer, devices: [DeviceSelector], gap: TimeInterval = 60) async throws {
-        try await self.init(peer, devices: devices) { $0.sessionizer.gap = gap }
+    convenience init(_ peer: BLEPeer, devices: [DeviceSelector], gap: TimeInterval = 60, after previous: Recording? = nil) async throws {
+        try await self.init(peer.h4, devices: devices, after: previous) { $0.sessionizer.gap = gap }
     }
 
-    init(_ peer: BLEPeer, devices: [DeviceSelector], configure: (inout BLERecorder.Configuration) -> Void) async throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("hg-rec-\(UUID().uuidString)")
+    convenience init(_ peer: BLEPeer, devices: [DeviceSelector], after previous: Recording? = nil,
+                     configure: (inout BLERecorder.Configuration) -> Void) async throws {
+        try await self.init(peer.h4, devices: devices, after: previous, configure: configure)
+    }
+
+    /// With `previous`: a new recorder (as after a restart) on the previous one's database.
+    init(_ controller: TransportAddress, devices: [DeviceSelector], after previous: Recording? = nil,
+         configure: (inout BLERecorder.Configuration) -> Void) async throws {
+        self.previous = previous
+        directory = previous?.directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("hg-rec-\(UUID().uuidString)")
         store = try await HealthStore(path: directory.appendingPathComponent("db.sqlite").path)
         var readOnly = Configuration()
         readOnly.readonly = true
         inspector = try DatabaseQueue(path: store.path, configuration: readOnly)
-        var c = BLERecorder.Configuration(controller: peer.h4, devices: devices)
+        var c = BLERecorder.Configuration(controller: controller, devices: devices)
         c.sessionizer.gap = 60
         c.flushInterval = .milliseconds(100)
         c.scanWindow = .seconds(2)
         c.scanPause = .milliseconds(500)
         c.backoff = Backoff(initial: .milliseconds(200), maximum: .seconds(1), jitter: 0.2)
         let log = log
-        c.onEvent = { event in log.events.withLock { $0.append(event) } }
+        c.onEvent = { event in
+            log.events.withLock { $0.append(event) }
+            if let message = event.message { log.add(message) }
+        }
+        c.log = { log.add("backend: \($0)") }
         configure(&c)
         let recorder = BLERecorder(configuration: c)
         let sink = StoreSink(store: store)
@@ -48,6 +70,14 @@ final class Recording: Sendable {
     }
 
     var events: [BLERecorderEvent] { log.events.withLock { $0 } }
+
+    /// The recorder's events (but stored batches) and the backend's diagnostics, with their
+    /// times: the first 60 lines and the last 60 (what went wrong first, and how it ended).
+    var diagnostics: String {
+        let lines = log.lines.withLock { $0 }
+        guard lines.count > 120 else { return lines.joined(separator: "\n") }
+        return (lines.prefix(60) + ["... \(lines.count - 120) lines ..."] + lines.suffix(60)).joined(separator: "\n")
+    }
 
     var statistics: BLERecorderStatistics? {
         events.lazy.compactMap { if case .finished(let s) = $0 { s } else { nil } }.first
@@ -68,16 +98,12 @@ final class Recording: Sendable {
         try await task.value
     }
 
-    /// Polls until `condition` holds (counted in polls, so a busy machine only waits longer; the
-    /// default is a minute or more).
-    func wait(_ what: String, polls: Int = 3000, until condition: () throws -> Bool) async throws {
-        for _ in 0..<polls {
-            if try condition() { return }
-            try await Task.sleep(for: .milliseconds(20))
+    /// Polls until `condition` holds (at most ``Patience/limit``); a timeout says what the
+    /// recorder and the backend said meanwhile.
+    func wait(_ what: String, until condition: () async throws -> Bool) async throws {
+        try await eventually(what, detail: "the recorder's events (but stored batches) and the backend's diagnostics:\n" + diagnostics) {
+            try await condition()
         }
-        if try condition() { return }
-        let told = events.filter { if case .stored = $0 { false } else { true } }
-        throw PeerError("timed out waiting for \(what); events other than stored batches: \(told)")
     }
 
     func count(_ sql: String, _ arguments: StatementArguments = []) throws -> Int {
@@ -93,7 +119,12 @@ final class Recording: Sendable {
         return try await store.workout(id: id)
     }
 
-    deinit { try? FileManager.default.removeItem(at: directory) }
+    /// The last sequence number stored for a glucose meter (`glucose_sync`).
+    func glucoseSync(_ address: DeviceAddress) throws -> Int? {
+        try inspector.read { try Int.fetchOne($0, sql: "SELECT last_sequence FROM glucose_sync WHERE device = ?", arguments: [address.text]) }
+    }
+
+    deinit { if previous == nil { try? FileManager.default.removeItem(at: directory) } }
 }
 
 /// The well-formed values a peripheral sent, in order, across all its links.
@@ -119,8 +150,8 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         #expect(try r.count("SELECT count(*) FROM outbox WHERE record_type = 'workout'") == 0)  // not complete yet
 
         // The peer goes quiet (links down, nothing in flight), then recording stops.
-        try peer.control("stop hr")
-        try peer.control("stop csc")
+        try await peer.control("stop hr")
+        try await peer.control("stop csc")
         try await r.wait("both disconnections seen") {
             r.events.filter { if case .disconnected = $0 { true } else { false } }.count >= 2
         }
@@ -181,13 +212,13 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         // Connected means set up (subscribed and battery read): on a loaded machine values can
         // flow before that, and a link lost during set-up is a failed attempt, not a connection.
         try await r.wait("first samples") { try r.count("SELECT count(*) FROM samples") >= 10 && r.connections(hr) >= 1 }
-        try peer.control("stop hr")
+        try await peer.control("stop hr")
         try await r.wait("the link dropped") { r.events.contains { if case .disconnected = $0 { true } else { false } } }
-        try peer.control("start hr")
+        try await peer.control("start hr")
         try await r.wait("reconnected") { r.connections(hr) >= 2 }
         let before = try r.count("SELECT count(*) FROM samples")
         try await r.wait("samples after the reconnection") { try r.count("SELECT count(*) FROM samples") >= before + 10 }
-        try peer.control("stop hr")
+        try await peer.control("stop hr")
         try await r.wait("disconnected again") {
             r.events.filter { if case .disconnected = $0 { true } else { false } }.count >= 2
         }
@@ -200,6 +231,28 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         #expect(strap.samples.map(\.heartRate) == hrSent.map { fields($0)["bpm"] as? Int })
         #expect(Set(hrSent.compactMap { $0["central"] as? String }).count == 1)  // same host address both times
         #expect(r.statistics?.devices[hr.text]?.connections == 2)
+    }
+
+    /// A recorder that waits for its controller (the daemon's driver): nothing listens on the
+    /// controller's socket yet, so it says it waits, once; when the controller is there it
+    /// records. Without waiting, the same start fails at once.
+    @Test func aWaitingRecorderWaitsForItsController() async throws {
+        let folder = try temporaryFolder("ble-wait")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let socket = folder + "/h4.sock"
+        let impatient = try await Recording(.unix(path: socket), devices: [.auto]) { _ in }
+        await #expect(throws: BLERuntimeError.self) { try await impatient.task.value }
+        let r = try await Recording(.unix(path: socket), devices: [.auto]) { $0.waitForController = true }
+        try await r.wait("the wait reported") { r.events.contains { if case .backend = $0 { true } else { false } } }
+        let peer = try await BLEPeer.start(peripherals: ["hr"], rate: "10", h4Path: socket)
+        defer { peer.stop() }
+        let hr = try #require(peer.peripherals["hr"]).address
+        try await r.wait("samples once the controller is there") { try r.storedSamples(hr) >= 10 }
+        try await r.stop()
+        let backend = r.events.compactMap { if case .backend(let message, let trouble) = $0 { "\(trouble ? "loss" : "recovery"): \(message)" } else { nil } }
+        #expect(backend.count == 2 && backend.first?.hasPrefix("loss: unix:\(socket): ") == true
+                && backend.first?.hasSuffix("; waiting for the controller") == true
+                && backend.last == "recovery: controller unix:\(socket) is there", "\(backend)")
     }
 
     /// The controller gone for good (the peer's process ends, so the H4 link closes): the
@@ -239,14 +292,14 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         try await r.wait("csc samples") {
             try r.count("SELECT count(*) FROM samples s JOIN workouts w ON w.id = s.workout_id WHERE w.source_device = ?", [csc.text]) >= 5
         }
-        let reply = try peer.control("malformed csc")
+        let reply = try await peer.control("malformed csc")
         let malformed = (reply["sent"] as? [Any])?.count ?? 0
         #expect(malformed >= 2)
         try await r.wait("the malformed values counted") {
             r.events.filter { if case .malformed(let a, _, _) = $0 { a.value == csc.value } else { false } }.count >= malformed
         }
-        try peer.control("stop hr")
-        try peer.control("stop csc")
+        try await peer.control("stop hr")
+        try await peer.control("stop csc")
         try await r.wait("both disconnected") {
             r.events.filter { if case .disconnected = $0 { true } else { false } }.count >= 2
         }
@@ -265,7 +318,7 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         let peer = try await BLEPeer.start(peripherals: ["hr", "csc"], rate: "10")
         defer { peer.stop() }
         let hr = try #require(peer.peripherals["hr"]).address, csc = try #require(peer.peripherals["csc"]).address
-        try peer.control("disconnect-during-discovery csc")
+        try await peer.control("disconnect-during-discovery csc")
         let r = try await Recording(peer, devices: [.address(hr), .address(csc)])
         try await r.wait("csc recording after a failed first attempt") { r.connections(csc) >= 1 }
         #expect(r.events.contains { if case .retrying(let a, _, _) = $0 { a.value == csc.value } else { false } })
@@ -284,7 +337,7 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         try await r.wait("every device sent a few values") {
             kinds.allSatisfy { sent(peer, $0).count >= 6 } && r.events.filter { if case .connected = $0 { true } else { false } }.count == kinds.count
         }
-        for kind in kinds { try peer.control("stop \(kind)") }
+        for kind in kinds { try await peer.control("stop \(kind)") }
         try await r.wait("all disconnected") {
             r.events.filter { if case .disconnected = $0 { true } else { false } }.count >= kinds.count
         }
@@ -337,32 +390,163 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
     }
 
     /// The driver asks a glucose meter for its stored records on each connection: all of them
-    /// the first time, then those after the highest sequence number it received; they are
-    /// stored like live readings (the meter's sent log, exactly).
+    /// the first time, then those from the highest sequence number it received on (that record
+    /// again, to check it); they are stored like live readings (the meter's sent log, exactly,
+    /// the record sent twice stored once).
     @Test func aGlucoseMetersStoredRecordsAreRecordedOnConnect() async throws {
         let peer = try await BLEPeer.start(peripherals: ["glucose"], rate: "1", extraArguments: ["--glucose-records", "3"])
         defer { peer.stop() }
         let meter = try #require(peer.peripherals["glucose"]).address
         let r = try await Recording(peer, devices: [.address(meter)])
-        let glucose = "SELECT count(*) FROM measurements WHERE kind = 'glucose' AND source_device = ?"
-        try await r.wait("the 3 stored records") { try r.count(glucose, [meter.text]) >= 3 && r.connections(meter) >= 1 }
-        try peer.control("stop glucose")
+        try await r.wait("the 3 stored records") { try r.count(Self.glucoseCount, [meter.text]) >= 3 && r.connections(meter) >= 1 }
+        try await peer.control("stop glucose")
         try await r.wait("the link dropped") { r.events.contains { if case .disconnected = $0 { true } else { false } } }
-        try peer.control("add-records glucose 2")
-        try peer.control("start glucose")
+        try await peer.control("add-records glucose 2")
+        try await peer.control("start glucose")
         try await r.wait("reconnected") { r.connections(meter) >= 2 }
-        try await r.wait("the 2 new records") { try r.count(glucose, [meter.text]) >= 5 }
+        try await r.wait("the 2 new records") { try r.count(Self.glucoseCount, [meter.text]) >= 5 }
         try await r.stop()
 
-        let status = try peer.control("status")
-        let requests = ((status["peripherals"] as? [String: Any])?["glucose"] as? [String: Any])?["racp_requests"] as? [String]
-        #expect(requests == ["0101", "0103010400"])  // all, then >= sequence 4
-        let logged = sent(peer, "glucose").filter { $0["characteristic"] as? String == "2A18" }
-            .compactMap { fields($0)["mmol_l"] as? Double }.sorted()
+        #expect(try await racpRequests(peer) == ["0101", "0103010300"])  // all, then >= sequence 3
+        #expect(sentSequences(peer) == [1, 2, 3, 3, 4, 5])
+        let logged = sentRecordValues(peer)
         let stored = try await r.inspector.read { db in
             try Double.fetchAll(db, sql: "SELECT value FROM measurements WHERE kind = 'glucose' ORDER BY value")
         }
         #expect(logged.count == 5)
         #expect(stored.count == 5 && zip(stored, logged).allSatisfy { abs($0 - $1) < 1e-9 }, "\(stored) vs \(logged)")
+    }
+
+    /// The RACP requests a glucose meter received, in order.
+    func racpRequests(_ peer: BLEPeer) async throws -> [String]? {
+        let status = try await peer.control("status")
+        return ((status["peripherals"] as? [String: Any])?["glucose"] as? [String: Any])?["racp_requests"] as? [String]
+    }
+
+    /// The values (mmol/L) of the records a meter that was not reset sent, each record once
+    /// (one sent again is the same record), in ascending order.
+    func sentRecordValues(_ peer: BLEPeer) -> [Double] {
+        let bySequence = sent(peer, "glucose").filter { $0["characteristic"] as? String == "2A18" }
+            .reduce(into: [Int: Double]()) { values, entry in
+                if let seq = entry["seq"] as? Int, let value = fields(entry)["mmol_l"] as? Double { values[seq] = value }
+            }
+        return bySequence.values.sorted()
+    }
+
+    /// The glucose values stored and those the meter sent (a reset meter's too), as sets of
+    /// mmol/L in tenths (the store keeps the SI value's conversion).
+    func glucoseTenths(_ r: Recording, _ peer: BLEPeer) async throws -> (stored: Set<Int>, sent: Set<Int>) {
+        let sentTenths = Set(sent(peer, "glucose").filter { $0["characteristic"] as? String == "2A18" }
+            .compactMap { (fields($0)["mmol_l"] as? Double).map { Int(($0 * 10).rounded()) } })
+        let stored = try await r.inspector.read { db in
+            try Double.fetchAll(db, sql: "SELECT value FROM measurements WHERE kind = 'glucose'")
+        }
+        return (Set(stored.map { Int(($0 * 10).rounded()) }), sentTenths)
+    }
+
+    /// The sequence numbers of the records the meter sent (measurements), in order.
+    func sentSequences(_ peer: BLEPeer) -> [Int] {
+        sent(peer, "glucose").filter { $0["characteristic"] as? String == "2A18" }.compactMap { $0["seq"] as? Int }
+    }
+
+    static let glucoseCount = "SELECT count(*) FROM measurements WHERE kind = 'glucose' AND source_device = ?"
+
+    /// A first recorder on the peer's meter (3 records) until they are stored, then stopped.
+    func recordedThreeRecords(_ peer: BLEPeer) async throws -> (DeviceAddress, Recording) {
+        let meter = try #require(peer.peripherals["glucose"]).address
+        let first = try await Recording(peer, devices: [.address(meter)])
+        try await first.wait("the 3 stored records") { try first.count(Self.glucoseCount, [meter.text]) >= 3 }
+        try await first.stop()
+        return (meter, first)
+    }
+
+    /// The meter's 3 records stored by a first recorder; then the meter is reset with `records`
+    /// new ones, and a second recorder (as after a restart) starts on the same database.
+    func recorderAfterAReset(_ peer: BLEPeer, records: Int) async throws -> (DeviceAddress, Recording) {
+        let (meter, first) = try await recordedThreeRecords(peer)
+        try await peer.control("reset-records glucose \(records)")
+        return (meter, try await Recording(peer, devices: [.address(meter)], after: first))
+    }
+
+    @Test func aRestartedRecorderAsksTheMeterOnlyForRecordsAfterTheStoredOnes() async throws {
+        let peer = try await BLEPeer.start(peripherals: ["glucose"], rate: "1", extraArguments: ["--glucose-records", "3"])
+        defer { peer.stop() }
+        let (meter, first) = try await recordedThreeRecords(peer)
+        // The last sequence number is stored with the records.
+        #expect(try first.glucoseSync(meter) == 3)
+
+        // A new recorder on the same database (a restarted daemon); the meter gained 2 records.
+        try await peer.control("add-records glucose 2")
+        let second = try await Recording(peer, devices: [.address(meter)], after: first)
+        try await second.wait("the 2 new records") { try second.count(Self.glucoseCount, [meter.text]) >= 5 }
+        try await second.stop()
+        // All, then (after the restart) >= 3: record 3 again, checked, and the two new ones.
+        #expect(try await racpRequests(peer) == ["0101", "0103010300"])
+        #expect(sentSequences(peer) == [1, 2, 3, 3, 4, 5])
+        #expect(try second.glucoseSync(meter) == 5)
+        let logged = sentRecordValues(peer)
+        let stored = try await second.inspector.read { db in
+            try Double.fetchAll(db, sql: "SELECT value FROM measurements WHERE kind = 'glucose' ORDER BY value")
+        }
+        #expect(stored.count == 5 && zip(stored, logged).allSatisfy { abs($0 - $1) < 1e-9 }, "\(stored) vs \(logged)")
+    }
+
+    @Test func aResetMeterIsDownloadedAgainAndItsSequenceNumbersStartOver() async throws {
+        let peer = try await BLEPeer.start(peripherals: ["glucose"], rate: "1", extraArguments: ["--glucose-records", "3"])
+        defer { peer.stop() }
+        // The meter is reset: 2 new records, sequence numbers 1 and 2 again.
+        let (meter, second) = try await recorderAfterAReset(peer, records: 2)
+        try await second.wait("the reset meter's 2 records") { try second.count(Self.glucoseCount, [meter.text]) >= 5 }
+        try await second.wait("the reset seen") { second.events.contains { if case .glucoseMeterReset = $0 { true } else { false } } }
+        #expect(try second.glucoseSync(meter) == 2)
+        // Nothing new: the meter still holds record 2, so it was not reset again.
+        try await peer.control("stop glucose")
+        try await second.wait("the link dropped") { second.events.contains { if case .disconnected = $0 { true } else { false } } }
+        try await peer.control("start glucose")
+        try await second.wait("reconnected") { second.connections(meter) >= 2 }
+        try await second.wait("record 2 sent again") { try await racpRequests(peer)?.count == 4 && sentSequences(peer).count == 6 }
+        // One more record: only it is asked for.
+        try await peer.control("stop glucose")
+        try await second.wait("the link dropped again") {
+            second.events.filter { if case .disconnected = $0 { true } else { false } }.count >= 2
+        }
+        try await peer.control("add-records glucose 1")
+        try await peer.control("start glucose")
+        try await second.wait("the new record") { try second.count(Self.glucoseCount, [meter.text]) >= 6 }
+        try await second.stop()
+
+        #expect(try await racpRequests(peer) == [
+            "0101",                  // first run: every record
+            "0103010300", "0101",    // nothing from 3 on (neither 3 nor after): reset, every record
+            "0103010200",            // from 2: record 2, the same: no reset
+            "0103010200",            // record 3 added: 2 again and 3
+        ])
+        #expect(sentSequences(peer) == [1, 2, 3, 1, 2, 2, 2, 3])
+        #expect(second.events.filter { if case .glucoseMeterReset = $0 { true } else { false } }.count == 1)
+        #expect(try second.count(Self.glucoseCount, [meter.text]) == 6)  // record 2, sent three times, stored once
+        #expect(try second.glucoseSync(meter) == 3)
+        let (stored, logged) = try await glucoseTenths(second, peer)
+        #expect(stored == logged)
+    }
+
+    /// A meter reset and then filled past the last stored sequence number before the driver
+    /// connects again: it holds a record 3, but not the stored one. Record 3 comes back changed,
+    /// so every record is asked for: the new meter's 1 and 2 too, which asking for the records
+    /// after 3 would have skipped. The cursor ends at the new 5.
+    @Test func aMeterResetAndFilledPastTheStoredNumberIsDownloadedWhole() async throws {
+        let peer = try await BLEPeer.start(peripherals: ["glucose"], rate: "1", extraArguments: ["--glucose-records", "3"])
+        defer { peer.stop() }
+        let (meter, second) = try await recorderAfterAReset(peer, records: 5)
+        try await second.wait("the reset meter's 5 records") { try second.count(Self.glucoseCount, [meter.text]) >= 8 }
+        try await second.wait("the cursor at 5") { try second.glucoseSync(meter) == 5 }
+        try await second.stop()
+
+        #expect(try await racpRequests(peer) == ["0101", "0103010300", "0101"])  // every record, from 3 (changed): every record
+        #expect(sentSequences(peer) == [1, 2, 3, 3, 4, 5, 1, 2, 3, 4, 5])
+        let resets = second.events.compactMap { if case .glucoseMeterReset(_, let last, let changed) = $0 { (last, changed) } else { nil } }
+        #expect(resets.count == 1 && resets.first?.0 == 3 && resets.first?.1 == true, "\(resets)")
+        #expect(try second.count(Self.glucoseCount, [meter.text]) == 8)  // the old meter's 3, the new one's 5
+        let (stored, logged) = try await glucoseTenths(second, peer)
+        #expect(stored == logged)
     }
 }

@@ -27,8 +27,10 @@ import TestSupport
         let sink = CollectingSink()
         let driver = try make(["capture": .string(Self.capture), "sport": .string("running")])
         let task = Task { try await driver.run(into: sink) }
-        let deadline = ContinuousClock.now + .seconds(60)
-        while sink.records.count < 3, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        defer { task.cancel() }
+        try await eventually("the capture's 3 records are stored", every: .milliseconds(20), detail: "\(sink.records.count) stored") {
+            sink.records.count >= 3
+        }
         task.cancel()
         try await task.value
         let workouts = sink.records.compactMap { if case .workout(let w) = $0 { w } else { nil } }
@@ -53,8 +55,8 @@ import TestSupport
         let problems = Problems()
         let driver = try make(["capture": .string(cut)], events: { problems.add("\($0)") })
         let task = Task { try await driver.run(into: CollectingSink()) }
-        let deadline = ContinuousClock.now + .seconds(60)
-        while problems.all.isEmpty, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        defer { task.cancel() }
+        try await eventually("the damage is reported", every: .milliseconds(20)) { !problems.all.isEmpty }
         task.cancel()
         try await task.value
         #expect(problems.all.first?.hasPrefix("ble_replay: \(cut): ") == true, "\(problems.all)")

@@ -41,7 +41,7 @@ import TestSupport
         let (stream, continuation) = AsyncStream.makeStream(of: GATTNotification.self)
         let received = Collector(stream)
         do {
-            try await withTimeout(.seconds(60), "recording") {
+            try await withTimeout(Patience.limit, "recording") {
                 try await runtime.start()
                 var clients: [GATTClient] = []
                 for (id, read) in reads {
@@ -54,7 +54,7 @@ import TestSupport
                     }
                     clients.append(client)
                 }
-                try await received.wait("notifications from both", timeout: .seconds(20)) { list in
+                try await received.wait("notifications from both") { list in
                     measurements.prefix(2).allSatisfy { uuid in
                         list.filter { $0.characteristic == BluetoothUUID(uuid) }.count >= Self.notificationsPerDevice
                     }

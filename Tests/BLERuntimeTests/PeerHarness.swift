@@ -23,20 +23,11 @@ final class Collector<T: Sendable>: Sendable {
 
     var values: [T] { storage.items.withLock { $0 } }
 
-    /// Polls (every 20 ms) until `condition` holds on the collected values, for `timeout` worth
-    /// of polls: counted in polls rather than wall-clock time, so that a test process whose task
-    /// pool is busy with other tests does not fail early (it only waits longer).
+    /// Polls until `condition` holds on the collected values (at most ``Patience/limit``).
     @discardableResult
-    func wait(_ what: String, timeout: Duration = .seconds(60), until condition: ([T]) -> Bool) async throws -> [T] {
-        let polls = max(1, Int(timeout / .milliseconds(20)))
-        for _ in 0..<polls {
-            let v = values
-            if condition(v) { return v }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        let v = values
-        if condition(v) { return v }
-        throw TestTimeout(what: "\(what) (have \(v.count))")
+    func wait(_ what: String, until condition: ([T]) -> Bool) async throws -> [T] {
+        try await eventually(what, detail: "have \(values.count)") { condition(values) }
+        return values
     }
 
     deinit { task.cancel() }

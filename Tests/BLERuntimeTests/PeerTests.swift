@@ -79,7 +79,7 @@ extension BluetoothUUID {
             #expect(await client.mtu ?? 0 > 23)
 
             let received = Collector(try await client.subscribe(.heartRateMeasurement))
-            let values = try await received.wait("10 notifications", timeout: .seconds(60)) { $0.count >= 10 }
+            let values = try await received.wait("10 notifications") { $0.count >= 10 }
             let sent = peer.sentSamples("hr")
             for (seq, n) in values.prefix(10).enumerated() {
                 let entry = try #require(sent[seq], "seq \(seq) in the sent log")
@@ -120,8 +120,8 @@ extension BluetoothUUID {
             try await csc.discover()
             let hrValues = Collector(try await hr.subscribe(.heartRateMeasurement))
             let cscValues = Collector(try await csc.subscribe(.cscMeasurement))
-            try await hrValues.wait("hr notifications", timeout: .seconds(60)) { $0.count >= 8 }
-            let cscList = try await cscValues.wait("csc notifications", timeout: .seconds(60)) { $0.count >= 8 }
+            try await hrValues.wait("hr notifications") { $0.count >= 8 }
+            let cscList = try await cscValues.wait("csc notifications") { $0.count >= 8 }
             let sent = peer.sentSamples("csc")
             for (seq, n) in cscList.prefix(8).enumerated() {
                 #expect(hexString(n.value) == sent[seq]?["hex"] as? String, "csc seq \(seq)")
@@ -146,19 +146,19 @@ extension BluetoothUUID {
             let events = Collector(session.events)
             let values = Collector(session.notifications)
             await session.start()
-            try await events.wait("first connection", timeout: .seconds(60)) { $0.contains(.ready(connection: 1)) }
+            try await events.wait("first connection") { $0.contains(.ready(connection: 1)) }
             try await values.wait("notifications before stop") { $0.count >= 3 }
 
-            let reply = try peer.control("stop hr")
+            let reply = try await peer.control("stop hr")
             #expect(reply["connections"] as? Int == 0)
             let list = try await events.wait("disconnected") { $0.contains { if case .disconnected = $0 { true } else { false } } }
             #expect(list.contains(.disconnected(reason: .remoteUserTerminated)))
             // Stopped: attempts fail (connect timeouts) and back off.
-            try await events.wait("a failed attempt while stopped", timeout: .seconds(60)) { $0.contains { if case .attemptFailed = $0 { true } else { false } } }
+            try await events.wait("a failed attempt while stopped") { $0.contains { if case .attemptFailed = $0 { true } else { false } } }
             let before = values.values.count
 
-            try peer.control("start hr")
-            try await events.wait("reconnected", timeout: .seconds(60)) { $0.contains(.ready(connection: 2)) }
+            try await peer.control("start hr")
+            try await events.wait("reconnected") { $0.contains(.ready(connection: 2)) }
             let after = try await values.wait("notifications after reconnect") { $0.count >= before + 3 }
             // The samples continue: seq goes on from where it stopped, byte for byte.
             let sent = peer.sentSamples("hr")
@@ -179,7 +179,7 @@ extension BluetoothUUID {
             let values = Collector(try await client.subscribe(.heartRateMeasurement))
             try await values.wait("notifications") { $0.count >= 2 }
 
-            try peer.control("silence-commands on")
+            try await peer.control("silence-commands on")
             let started = ContinuousClock.now
             await #expect(throws: BLERuntimeError.commandTimedOut(.readLocalVersion)) {
                 _ = try await host.complete(.readLocalVersion)
@@ -191,7 +191,7 @@ extension BluetoothUUID {
             let count = values.values.count
             try await values.wait("notifications during silence") { $0.count >= count + 2 }
 
-            try peer.control("silence-commands off")
+            try await peer.control("silence-commands off")
             guard case .localVersion = try await host.complete(.readLocalVersion) else {
                 Issue.record("Read Local Version after silence")
                 return
@@ -216,7 +216,7 @@ extension BluetoothUUID {
             let cscValues = Collector(try await csc.subscribe(.cscMeasurement))
             try await hrValues.wait("hr notifications") { $0.count >= 2 }
 
-            let reply = try peer.control("malformed hr")
+            let reply = try await peer.control("malformed hr")
             let malformed = (reply["sent"] as? [[String: Any]] ?? []).compactMap { $0["hex"] as? String }
             #expect(malformed.count == 4)
             let cscBefore = cscValues.values.count
@@ -253,7 +253,7 @@ extension BluetoothUUID {
         let address = try #require(peer.peripherals["hr"]?.address)
         try await withHost(peer) { host in
             let first = try await host.connect(to: address, timeout: .seconds(30))
-            try peer.control("disconnect-during-discovery hr")
+            try await peer.control("disconnect-during-discovery hr")
             do throws(BLERuntimeError) {
                 try await first.discover(timeout: .seconds(30))
                 Issue.record("discovery should fail")

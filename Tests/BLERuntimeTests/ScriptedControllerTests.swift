@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 import BLEHost
 import Timing
 @testable import BLERuntime
@@ -93,7 +94,7 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
     @Test func initSequenceFallsBackToSharedBuffers() async throws {
         let controller = ScriptedController()
         let host = makeHost(controller)
-        let info = try await withTimeout(.seconds(60)) { try await host.start() }
+        let info = try await withTimeout { try await host.start() }
         #expect(controller.sentOpcodes == [.reset, .readBDAddr, .readLocalVersion, .leReadBufferSize, .readBufferSize,
                                            .setEventMask, .leSetEventMask, .leSetRandomAddress])
         #expect(info.address.text == "06:05:04:03:02:01")
@@ -109,7 +110,7 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
     @Test func unansweredCommandTimesOutAndTheNextOneWorks() async throws {
         let controller = ScriptedController()
         let host = makeHost(controller)
-        try await withTimeout(.seconds(60)) {
+        try await withTimeout {
             try await host.start()
             controller.silence(.leSetEventMask)
             await #expect(throws: BLERuntimeError.commandTimedOut(.leSetEventMask)) {
@@ -125,7 +126,7 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
         let controller = ScriptedController()
         let host = makeHost(controller)
         let peer = self.peer
-        try await withTimeout(.seconds(60)) {
+        try await withTimeout {
             try await host.start()
             // Long enough that a loaded machine never ends the scan before the reports are read.
             let devices = Collector(try await host.scan(duration: .seconds(120)))
@@ -155,7 +156,7 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
         let controller = ScriptedController()
         let host = makeHost(controller)
         let peer = self.peer
-        try await withTimeout(.seconds(60)) {
+        try await withTimeout {
             try await host.start()
             async let connecting = host.connect(to: peer, timeout: .seconds(30))
             try await waitUntil { controller.sentOpcodes.contains(.leCreateConnection) }
@@ -188,7 +189,7 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
         let controller = ScriptedController()
         let host = makeHost(controller)
         let peer = self.peer
-        try await withTimeout(.seconds(60)) {
+        try await withTimeout {
             try await host.start()
             await #expect(throws: BLERuntimeError.connectTimedOut(peer)) {
                 _ = try await host.connect(to: peer, timeout: .milliseconds(300))
@@ -211,7 +212,7 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
         controller.initiatingUntilCancelled = true
         let host = makeHost(controller)
         let peer = self.peer
-        try await withTimeout(.seconds(60)) {
+        try await withTimeout {
             try await host.start()
             await #expect(throws: BLERuntimeError.commandFailed(.leCreateConnection, .commandDisallowed)) {
                 _ = try await host.connect(to: peer, timeout: .seconds(30))
@@ -225,6 +226,27 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
         await host.close()
     }
 
+    /// The report of a cancelled attempt that comes late (LE Connection Complete, Unknown
+    /// Connection Identifier, after the host freed the slot and started the next attempt) does not
+    /// end the next attempt: it goes on and connects. It used to fail with that status.
+    @Test func aLateCancelReportDoesNotEndTheNextAttempt() async throws {
+        let controller = ScriptedController()
+        let host = makeHost(controller)
+        let peer = self.peer, other = DeviceAddress(0xC1_22_33_44_55_77, kind: .random)
+        try await withTimeout {
+            try await host.start()
+            await #expect(throws: BLERuntimeError.connectTimedOut(peer)) {
+                _ = try await host.connect(to: peer, timeout: .milliseconds(200))
+            }
+            async let second = host.connect(to: other, timeout: .seconds(30))
+            try await waitUntil { controller.sentOpcodes.filter { $0 == .leCreateConnection }.count == 2 }
+            controller.inject(ScriptedController.connectionComplete(handle: 0, peer: peer, status: 0x02))
+            controller.inject(ScriptedController.connectionComplete(handle: 0x0043, peer: other))
+            #expect(try await second.handle == 0x0043)
+        }
+        await host.close()
+    }
+
     /// The connection may complete before `connect` is back from sending the create command (the
     /// runtime handles the event in between): the caller still gets its link.
     @Test func aConnectionCompleteRightBehindTheCommandStatusIsNotLost() async throws {
@@ -232,7 +254,7 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
         controller.connectAtOnce = peer
         let host = makeHost(controller)
         let peer = self.peer
-        try await withTimeout(.seconds(60)) {
+        try await withTimeout {
             try await host.start()
             for _ in 0..<20 {
                 let client = try await host.connect(to: peer, timeout: .seconds(30))
@@ -251,7 +273,7 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
         controller.reportCancelledConnections = true
         let host = makeHost(controller)
         let peer = self.peer
-        try await withTimeout(.seconds(60)) {
+        try await withTimeout {
             try await host.start()
             let first = Task { () -> BLERuntimeError? in
                 do throws(BLERuntimeError) { _ = try await host.connect(to: peer, timeout: .seconds(60)); return nil } catch { return error }
@@ -276,7 +298,7 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
         let controller = ScriptedController()
         controller.reportCancelledConnections = true
         let host = makeHost(controller)
-        try await withTimeout(.seconds(60)) {
+        try await withTimeout {
             try await host.start()
             let slept = Collector<Duration>.Sink()
             var configuration = DeviceSession.Configuration(address: self.peer, subscriptions: [BluetoothUUID(0x2A37)])
@@ -298,7 +320,7 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
     @Test func closedTransportFailsWaitersWithClosed() async throws {
         let controller = ScriptedController()
         let host = makeHost(controller, commandTimeout: .seconds(30))
-        try await withTimeout(.seconds(60)) {
+        try await withTimeout {
             try await host.start()
             controller.silence(.readLocalVersion)
             let pending = Task { () -> BLERuntimeError? in
@@ -313,13 +335,7 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
     }
 }
 
-/// Polls `condition` every 5 ms, at most 12,000 times (a minute or more; counted in polls rather
-/// than wall-clock time, so a test process whose task pool is busy elsewhere does not fail early).
+/// Polls `condition` every 5 ms until it holds (at most ``Patience/limit``).
 func waitUntil(_ what: String = "condition", _ condition: @Sendable () async -> Bool) async throws {
-    for _ in 0..<12_000 {
-        if await condition() { return }
-        try await Task.sleep(for: .milliseconds(5))
-    }
-    if await condition() { return }
-    throw TestTimeout(what: what)
+    try await eventually(what, every: .milliseconds(5)) { await condition() }
 }

@@ -117,7 +117,7 @@ import BLEHost
 
         let back: [UInt8] = [0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00]
         _ = back.withUnsafeBytes { write(master, $0.baseAddress, $0.count) }
-        let received = try await withTimeout(.seconds(30)) {
+        let received = try await withTimeout {
             var all: [UInt8] = []
             for await chunk in t.chunks() {
                 all += chunk

@@ -2,6 +2,7 @@ import DriverKit
 import Foundation
 import HealthModel
 import Testing
+import TestSupport
 @testable import ExecDriver
 
 @Suite struct ExecLineParserTests {
@@ -178,15 +179,14 @@ final class Events: @unchecked Sendable {
         configuration.onEvent = { events.add($0) }
         let sink = Collected()
         let task = Task { try await ExecDriver(configuration: configuration).run(into: sink) }
-        let deadline = Date().addingTimeInterval(60)  // generous: the test runner shares 2 cores with other suites
-        while Date() < deadline, sink.records.count < 6 { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(await cameTrue { sink.records.count >= 6 }, "\(sink.records.count) records stored, not 6 (two runs)")
         task.cancel()
         _ = try? await task.value
         let runs = try String(contentsOfFile: folder + "/runs", encoding: .utf8).split(separator: "\n").count
         #expect(runs >= 2)
         // Each run stores the same three records (same ids: storing them again changes nothing).
         let ids = Set(sink.records.map(\.id))
-        #expect(ids.count == 3 && sink.records.count >= 6)
+        #expect(ids.count == 3)
         #expect(ids.contains(RecordID.derive("exec", "test", "habit", "water", ISO8601.preciseString(ISO8601.parse("2026-11-22T09:00:00Z")!))))
         let bad = events.all.compactMap { event -> String? in if case .badLine(let e) = event { return e.description } else { return nil } }
         #expect(bad.prefix(2).map { String($0.prefix(7)) } == ["line 3:", "line 4:"])
@@ -204,8 +204,8 @@ final class Events: @unchecked Sendable {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let sink = Collected()
         let task = Task { try await ExecDriver(configuration: .init(command: [path], instance: "t")).run(into: sink) }
-        let deadline = Date().addingTimeInterval(60)  // generous: the test runner shares 2 cores with other suites
-        while Date() < deadline, !FileManager.default.fileExists(atPath: folder + "/pid") { try await Task.sleep(for: .milliseconds(50)) }
+        defer { task.cancel() }
+        try await eventually("the program writes its pid") { FileManager.default.fileExists(atPath: folder + "/pid") }
         try await Task.sleep(for: .milliseconds(300))
         task.cancel()
         _ = try? await task.value
@@ -229,27 +229,23 @@ final class Events: @unchecked Sendable {
         configuration.batchInterval = .milliseconds(100)
         let sink = Collected()
         let task = Task { try await ExecDriver(configuration: configuration).run(into: sink) }
-        let deadline = Date().addingTimeInterval(60)  // generous: the test runner shares 2 cores with other suites
-        while Date() < deadline, sink.records.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(sink.records.count == 1, "stored only when a later line comes")
+        #expect(await cameTrue { !sink.records.isEmpty }, "stored only when a later line comes")
+        #expect(sink.records.count == 1)
         task.cancel()
         _ = try? await task.value  // returns: the background child does not keep it waiting
         let child = try #require(Int32(try String(contentsOfFile: folder + "/child", encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)))
-        var gone = false
-        for _ in 0..<100 where !gone {
-            gone = kill(child, 0) != 0
-            if !gone { try await Task.sleep(for: .milliseconds(50)) }
-        }
-        #expect(gone, "the program's background child still runs")
+        #expect(await cameTrue { kill(child, 0) != 0 }, "the program's background child still runs")
     }
 
     /// A program that writes far faster than its records are stored (the store is stuck) is held
     /// back by its full pipe instead of the driver reading everything into memory; once the
-    /// store moves again every line arrives.
+    /// store moves again every line arrives. (The wait for them ends only when they stop
+    /// coming: on a loaded machine 200,000 lines once took longer than a fixed two minutes.)
     @Test func aFloodingProgramWaitsForTheStore() async throws {
+        let lines = 30_000
         let (path, folder) = try script("""
-            exec awk 'BEGIN { for (i = 1; i <= 200000; i++) {
+            exec awk 'BEGIN { for (i = 1; i <= \(lines); i++) {
                 printf "{\\"type\\":\\"habit\\",\\"habit\\":\\"water\\",\\"time\\":\\"2026-11-22T09:00:00Z\\",\\"key\\":\\"k%d\\"}\\n", i
                 if (i % 100 == 0) { printf "%d\\n", i > "'"$(dirname "$0")"'/written"; close("'"$(dirname "$0")"'/written") }
             } }'
@@ -260,23 +256,31 @@ final class Events: @unchecked Sendable {
         configuration.restartDelay = .seconds(600)
         let sink = GatedSink()
         let task = Task { try await ExecDriver(configuration: configuration).run(into: sink) }
+        defer { task.cancel() }
         func written() -> Int {
             Int((try? String(contentsOfFile: folder + "/written", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
         }
         // The first batch (1,000 records) is stuck in the store; the program gets a little further.
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline, sink.waiting == 0 { try await Task.sleep(for: .milliseconds(50)) }
+        try await eventually("the first batch reaches the store") { sink.waiting > 0 }
         #expect(sink.waiting == 1)
         try await Task.sleep(for: .seconds(2))
         let held = written()
         // 1,000 in the batch, 100 read ahead, then what the pipe and the reader's buffer hold
-        // (64 KiB each, about 900 lines): far from the 200,000 it would have written.
+        // (64 KiB each, about 900 lines): far from the 30,000 it would have written.
         #expect(held < 5_000, "the program wrote \(held) lines while nothing was stored")
         sink.open()
-        let end = Date().addingTimeInterval(120)
-        while Date() < end, sink.records.count < 200_000 { try await Task.sleep(for: .milliseconds(100)) }
-        #expect(sink.records.count == 200_000)
-        #expect(Set(sink.records.map(\.id)).count == 200_000)
+        // Waits while records keep arriving; gives up only after ``Patience/limit`` without a new one.
+        var last = (count: -1, at: ContinuousClock.now)
+        while sink.records.count < lines {
+            let count = sink.records.count
+            if count != last.count { last = (count, .now) }
+            if ContinuousClock.now - last.at > Patience.limit {
+                throw TestTimeout(what: "the records keep arriving (\(count) of \(lines) stored)")
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(sink.records.count == lines)
+        #expect(Set(sink.records.map(\.id)).count == lines)
         task.cancel()
         _ = try? await task.value
     }
@@ -287,13 +291,10 @@ final class Events: @unchecked Sendable {
         let events = Events()
         configuration.onEvent = { events.add($0) }
         let task = Task { try await ExecDriver(configuration: configuration).run(into: Collected()) }
-        let deadline = Date().addingTimeInterval(60)  // generous: the test runner shares 2 cores with other suites
-        while Date() < deadline, events.all.filter({ if case .failedToStart = $0 { true } else { false } }).count < 2 {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        #expect(await cameTrue { events.all.filter { if case .failedToStart = $0 { true } else { false } }.count >= 2 },
+                "not retried: \(events.all)")
         task.cancel()
         _ = try? await task.value
-        #expect(events.all.filter { if case .failedToStart = $0 { true } else { false } }.count >= 2)
     }
 
     /// The typed table: each mistake names its key; arguments may hold commas (a TOML list is

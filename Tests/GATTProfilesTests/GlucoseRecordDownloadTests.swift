@@ -1,3 +1,4 @@
+import HealthModel
 import Testing
 @testable import GATTProfiles
 
@@ -6,12 +7,22 @@ import Testing
 @Suite struct GlucoseRecordDownloadTests {
     typealias RACP = RecordAccessControlPoint
 
-    /// A measurement with a concentration (kg/L), 2026-11-24 10:MM:00; the context flag when asked.
-    func measurement(_ seq: UInt16, context: Bool = false) throws -> GlucoseMeasurement {
+    /// A measurement with a concentration (kg/L), 2026-11-24 HH:MM:00 (10 h unless given); the
+    /// context flag when asked.
+    func measurement(_ seq: UInt16, context: Bool = false, hour: UInt8 = 10) throws -> GlucoseMeasurement {
+        try GlucoseMeasurement.decode(value(seq, context: context, hour: hour))
+    }
+
+    /// Its bytes, as the meter sends them.
+    func value(_ seq: UInt16, context: Bool = false, hour: UInt8 = 10) -> [UInt8] {
         let flags: UInt8 = 0x02 | (context ? 0x10 : 0)
-        let bytes: [UInt8] = [flags, UInt8(seq & 0xFF), UInt8(seq >> 8), 0xEA, 0x07, 11, 24, 10, UInt8(seq % 60), 0,
-                              0x5A, 0xB0, 0x11]
-        return try GlucoseMeasurement.decode(bytes)
+        return [flags, UInt8(seq & 0xFF), UInt8(seq >> 8), 0xEA, 0x07, 11, 24, hour, UInt8(seq % 60), 0, 0x5A, 0xB0, 0x11]
+    }
+
+    /// Record `seq` as the meter sent it (10 h unless given), decoded and as bytes.
+    @discardableResult
+    func receive(_ d: inout GlucoseRecordDownload, _ seq: UInt16, hour: UInt8 = 10) throws -> GlucoseRecordDownload.Step {
+        d.measurement(try measurement(seq, hour: hour), value: value(seq, hour: hour))
     }
 
     func context(_ seq: UInt16) throws -> GlucoseMeasurementContext {
@@ -35,7 +46,7 @@ import Testing
 
     @Test("later downloads ask for sequence numbers >= the last stored + 1")
     func sinceLastSequence() throws {
-        var d = GlucoseRecordDownload(after: 0x0102)
+        var d = GlucoseRecordDownload(after: .sequenceOnly(0x0102))
         #expect(d.firstSequence == 0x0103)
         #expect(d.start() == [0x04, 0x03, 0x01, 0x03, 0x01])
         #expect(d.controlPoint(.numberOfStoredRecords(1)) == .write([0x01, 0x03, 0x01, 0x03, 0x01]))
@@ -43,21 +54,134 @@ import Testing
         #expect(d.controlPoint(Self.recordsDone) == .finished(.complete))
         #expect(d.records.map(\.sequenceNumber) == [0x0103])
         // After 65535 comes 0: every record.
-        var wrapped = GlucoseRecordDownload(after: .max)
+        var wrapped = GlucoseRecordDownload(after: .sequenceOnly(.max))
         #expect(wrapped.firstSequence == nil)
         #expect(wrapped.start() == [0x04, 0x01])
     }
 
-    @Test("nothing new: a count of 0 ends at once; 'no records found' too")
+    @Test("nothing new: a count of 0 after the last stored, and the meter still holds that one; 'no records found' too")
     func noRecords() {
-        var d = GlucoseRecordDownload(after: 5)
+        var d = GlucoseRecordDownload(after: .sequenceOnly(5))
         _ = d.start()
-        #expect(d.controlPoint(.numberOfStoredRecords(0)) == .finished(.noRecords))
-        var e = GlucoseRecordDownload(after: 5)
+        #expect(d.controlPoint(.numberOfStoredRecords(0)) == .write(RACP.reportNumberOfRecords(fromSequenceNumber: 5)))
+        #expect(d.phase == .checkingReset)
+        #expect(d.controlPoint(.numberOfStoredRecords(1)) == .finished(.noRecords))
+        #expect(!d.meterWasReset && d.expected == 0)
+        var e = GlucoseRecordDownload(after: .sequenceOnly(5))
         _ = e.start()
         #expect(e.controlPoint(.numberOfStoredRecords(2)) == .write(RACP.reportRecords(fromSequenceNumber: 6)))
-        #expect(e.controlPoint(.responseCode(request: 1, code: .noRecordsFound)) == .finished(.noRecords))
+        #expect(e.controlPoint(.responseCode(request: 1, code: .noRecordsFound)) == .write(RACP.reportNumberOfRecords(fromSequenceNumber: 5)))
+        #expect(e.controlPoint(.numberOfStoredRecords(3)) == .finished(.noRecords))
         #expect(e.records.isEmpty)
+        // The first download has nothing to check: an empty meter is simply empty.
+        var f = GlucoseRecordDownload(after: nil)
+        _ = f.start()
+        #expect(f.controlPoint(.numberOfStoredRecords(0)) == .finished(.noRecords))
+    }
+
+    @Test("a meter holding neither the last stored record nor any after it was reset: every record it holds is downloaded")
+    func resetMeter() throws {
+        var d = GlucoseRecordDownload(after: .sequenceOnly(6))
+        #expect(d.start() == RACP.reportNumberOfRecords(fromSequenceNumber: 7))
+        #expect(d.controlPoint(.numberOfStoredRecords(0)) == .write(RACP.reportNumberOfRecords(fromSequenceNumber: 6)))
+        #expect(d.controlPoint(.numberOfStoredRecords(0)) == .write(RACP.reportNumberOfAllRecords()))
+        #expect(d.meterWasReset && d.firstSequence == nil && d.phase == .counting)
+        #expect(d.controlPoint(.numberOfStoredRecords(2)) == .write(RACP.reportAllRecords()))
+        #expect(d.expected == 2)
+        for seq: UInt16 in [1, 2] { d.measurement(try measurement(seq)) }
+        #expect(d.controlPoint(Self.recordsDone) == .finished(.complete))
+        #expect(d.records.map(\.sequenceNumber) == [1, 2])
+        // Reset and empty: nothing, and no second check.
+        var e = GlucoseRecordDownload(after: .sequenceOnly(6))
+        _ = e.start()
+        _ = e.controlPoint(.numberOfStoredRecords(0))
+        _ = e.controlPoint(.numberOfStoredRecords(0))
+        #expect(e.controlPoint(.numberOfStoredRecords(0)) == .finished(.noRecords))
+        #expect(e.meterWasReset)
+    }
+
+    @Test("the stored record known: asked for from it on; it comes back the same: the others are new")
+    func storedRecordTheSame() throws {
+        let stored = GlucoseCursor(sequence: 6, record: value(6))
+        var d = GlucoseRecordDownload(after: stored)
+        #expect(d.firstSequence == 6)
+        #expect(d.start() == RACP.reportNumberOfRecords(fromSequenceNumber: 6))
+        #expect(d.controlPoint(.numberOfStoredRecords(2)) == .write(RACP.reportRecords(fromSequenceNumber: 6)))
+        try receive(&d, 6)
+        try receive(&d, 7)
+        #expect(d.controlPoint(Self.recordsDone) == .finished(.complete))
+        #expect(!d.meterWasReset && !d.storedRecordDiffers && d.records.map(\.sequenceNumber) == [6, 7])
+        #expect(d.records.last?.value == value(7))
+        // Nothing new: the stored record alone.
+        var e = GlucoseRecordDownload(after: stored)
+        _ = e.start()
+        _ = e.controlPoint(.numberOfStoredRecords(1))
+        try receive(&e, 6)
+        #expect(e.controlPoint(Self.recordsDone) == .finished(.complete))
+        #expect(!e.meterWasReset && e.records.map(\.sequenceNumber) == [6])
+    }
+
+    @Test("the stored record comes back changed (reset, then filled past it): the transfer ends, then every record")
+    func storedRecordChanged() throws {
+        var d = GlucoseRecordDownload(after: GlucoseCursor(sequence: 3, record: value(3)))
+        _ = d.start()
+        #expect(d.controlPoint(.numberOfStoredRecords(3)) == .write(RACP.reportRecords(fromSequenceNumber: 3)))
+        for seq: UInt16 in [3, 4, 5] { try receive(&d, seq, hour: 12) }  // the new meter's 3, 4, 5
+        #expect(d.storedRecordDiffers && !d.meterWasReset)
+        #expect(d.controlPoint(Self.recordsDone) == .write(RACP.reportNumberOfAllRecords()))
+        #expect(d.meterWasReset && d.firstSequence == nil)
+        #expect(d.controlPoint(.numberOfStoredRecords(5)) == .write(RACP.reportAllRecords()))
+        for seq: UInt16 in 1...5 { try receive(&d, seq, hour: 12) }
+        #expect(d.controlPoint(Self.recordsDone) == .finished(.complete))
+        #expect(d.records.map(\.sequenceNumber) == [1, 2, 3, 4, 5])
+        // Still draining when the meter says it is done: every record once the count is reached.
+        var e = GlucoseRecordDownload(after: GlucoseCursor(sequence: 3, record: value(3)))
+        _ = e.start()
+        _ = e.controlPoint(.numberOfStoredRecords(2))
+        try receive(&e, 3, hour: 12)
+        #expect(e.controlPoint(Self.recordsDone) == .wait)
+        #expect(try receive(&e, 4, hour: 12) == .write(RACP.reportNumberOfAllRecords()))
+        // A meter that cannot count: "no records found" from the stored one on is a reset at once.
+        let cannotCount = RACP.Response.responseCode(request: RACP.OpCode.reportNumberOfStoredRecords.rawValue, code: .opCodeNotSupported)
+        var f = GlucoseRecordDownload(after: GlucoseCursor(sequence: 3, record: value(3)))
+        _ = f.start()
+        #expect(f.controlPoint(cannotCount) == .write(RACP.reportRecords(fromSequenceNumber: 3)))
+        let none = RACP.Response.responseCode(request: RACP.OpCode.reportStoredRecords.rawValue, code: .noRecordsFound)
+        #expect(f.controlPoint(none) == .write(RACP.reportAllRecords()))
+        #expect(f.meterWasReset && !f.storedRecordDiffers)
+        // One that counts none from the stored one on: the same, without a second question.
+        var g = GlucoseRecordDownload(after: GlucoseCursor(sequence: 3, record: value(3)))
+        _ = g.start()
+        #expect(g.controlPoint(.numberOfStoredRecords(0)) == .write(RACP.reportNumberOfAllRecords()))
+        #expect(g.meterWasReset)
+    }
+
+    @Test("a meter that cannot count is asked for the last stored record itself: sent again it is kept once; 'no records found' means reset")
+    func resetMeterThatCannotCount() throws {
+        let cannotCount = RACP.Response.responseCode(request: RACP.OpCode.reportNumberOfStoredRecords.rawValue, code: .opCodeNotSupported)
+        let noRecords = RACP.Response.responseCode(request: RACP.OpCode.reportStoredRecords.rawValue, code: .noRecordsFound)
+        var d = GlucoseRecordDownload(after: .sequenceOnly(6))
+        _ = d.start()
+        #expect(d.controlPoint(cannotCount) == .write(RACP.reportRecords(fromSequenceNumber: 7)))
+        #expect(d.controlPoint(noRecords) == .write(RACP.reportRecords(fromSequenceNumber: 6)))
+        d.measurement(try measurement(6))
+        #expect(d.controlPoint(Self.recordsDone) == .finished(.complete))
+        #expect(!d.meterWasReset && d.records.map(\.sequenceNumber) == [6])
+        var e = GlucoseRecordDownload(after: .sequenceOnly(6))
+        _ = e.start()
+        _ = e.controlPoint(cannotCount)
+        _ = e.controlPoint(noRecords)
+        #expect(e.controlPoint(noRecords) == .write(RACP.reportAllRecords()))
+        #expect(e.meterWasReset && e.phase == .transferring)
+        for seq: UInt16 in [1, 2, 3] { e.measurement(try measurement(seq)) }
+        #expect(e.controlPoint(Self.recordsDone) == .finished(.complete))
+        #expect(e.records.map(\.sequenceNumber) == [1, 2, 3])
+        // Silent while asked: the reason names the record.
+        var f = GlucoseRecordDownload(after: .sequenceOnly(6))
+        _ = f.start()
+        _ = f.controlPoint(cannotCount)
+        _ = f.controlPoint(noRecords)
+        #expect(f.meterSilent() == .finished(.failed(reason: "the meter did not answer whether it still holds record 6")))
     }
 
     @Test("a measurement whose context follows is whole only with its context; a resent record is kept once")
@@ -158,7 +282,7 @@ import Testing
         #expect(d.controlPoint(.responseCode(request: 1, code: .procedureNotCompleted))
                 == .finished(.failed(reason: "the meter answered procedure not completed (1 record arrived)")))
         #expect(d.records.count == 1)
-        var e = GlucoseRecordDownload(after: 9)
+        var e = GlucoseRecordDownload(after: .sequenceOnly(9))
         _ = e.start()
         _ = e.controlPoint(.numberOfStoredRecords(4))
         #expect(e.controlPoint(.responseCode(request: 1, code: .operatorNotSupported))

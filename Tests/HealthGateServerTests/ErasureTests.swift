@@ -1,8 +1,8 @@
 import Foundation
 import NIOHTTP1
 import SyncProtocol
-import Testing
 import TestSupport
+import Testing
 
 /// Deleting a record or an account on request deletes the bytes: once the write-ahead log is
 /// copied back, the database file no longer holds the record's text or the account's email.
@@ -15,14 +15,10 @@ import TestSupport
         return data.range(of: Data(marker.utf8)) != nil
     }
 
-    /// Waits (up to a minute: the checkpointer copies the log back every half second) for the
-    /// database file to stop holding `marker`.
+    /// Waits (the checkpointer copies the log back every half second; at most
+    /// ``Patience/limit``) for the database file to stop holding `marker`.
     func eventuallyGone(_ path: String, _ marker: String) async throws -> Bool {
-        for _ in 0..<600 {
-            if try !fileHolds(path, marker) { return true }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return false
+        try await cameTrue(every: .milliseconds(100)) { try !fileHolds(path, marker) }
     }
 
     @Test func deletedRecordsAndAccountsLeaveNoBytesBehind() async throws {
@@ -36,8 +32,9 @@ import TestSupport
                      Make.habit("kept", time: "2025-03-01T09:00:00Z", note: kept)]
         #expect(try await ann.uploadStatuses(notes) == [.accepted, .accepted])
         // Both reach the database file (the checkpointer copies them in).
-        for _ in 0..<600 where try !fileHolds(server.databasePath, marker) { try await Task.sleep(for: .milliseconds(100)) }
-        #expect(try fileHolds(server.databasePath, marker) && fileHolds(server.databasePath, kept))
+        try await eventually("both notes reach the database file", every: .milliseconds(100)) {
+            try fileHolds(server.databasePath, marker) && fileHolds(server.databasePath, kept)
+        }
 
         #expect(try await ann.send(.DELETE, "/v1/records/\(notes[0].id)").status == 204)
         #expect(try await eventuallyGone(server.databasePath, marker), "the deleted note is still in the file")

@@ -250,15 +250,15 @@ private final class Log: @unchecked Sendable {
     var entries: [String] { lock.withLock { list } }
 }
 
-/// Retries `attempt` (every 50 ms) until it answers a value; fails after a minute (a guard
-/// against hangs, not a timing).
+/// Retries `attempt` until it answers a value (at most ``Patience/limit``: a guard against hangs,
+/// not a timing).
 private func poll<T>(_ what: String, _ attempt: () async throws -> T?) async throws -> T {
-    let deadline = ContinuousClock.now + .seconds(60)
-    while ContinuousClock.now < deadline {
-        if let value = try await attempt() { return value }
-        try await Task.sleep(for: .milliseconds(50))
+    var value: T?
+    try await eventually("no \(what)") {
+        value = try await attempt()
+        return value != nil
     }
-    throw ServerFailure("no \(what) within a minute")
+    return value!
 }
 
 /// The calling thread's name and nice value (/proc/thread-self).

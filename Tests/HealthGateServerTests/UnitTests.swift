@@ -344,15 +344,15 @@ extension Result {
         #expect(outcomes.count == 200)
 
         // Poll a copy of the main file (no -wal beside it) until it holds every record.
-        var copied = 0
-        for attempt in 0..<600 where copied < 200 {
-            if attempt > 0 { try await Task.sleep(for: .milliseconds(100)) }
+        var copied = 0, attempt = 0
+        #expect(try await cameTrue(every: .milliseconds(100)) {
+            defer { attempt += 1 }
             let copy = folder + "/copy-\(attempt).sqlite"
             try FileManager.default.copyItem(atPath: folder + "/server.sqlite", toPath: copy)
             let queue = try DatabaseQueue(path: copy)
             copied = (try? await queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM records") }) ?? 0  // no table yet: 0
-        }
-        #expect(copied == 200)
+            return copied == 200
+        }, "a copy of the file holds \(copied) of the 200 records")
     }
 
     /// A database as the first release left it: migrated up to `server-v1-records`, with rows.

@@ -42,13 +42,16 @@ import TestSupport
         let peer = try await BLEPeer.start(peripherals: ["hr"], rate: "10")
         defer { peer.stop() }
         let name = try #require(peer.peripherals["hr"]?.name)
-        let result = try await CLI.run(["ble", "watch", "--hci", hci(peer), name, "--for", "2", "--json"])
+        // --count ends it; --for only guards against a hang (a fixed 2 s window printed 3 of the
+        // expected 5 once, on a loaded machine).
+        let result = try await CLI.run(["ble", "watch", "--hci", hci(peer), name, "--count", "5", "--for", "120", "--json"])
         #expect(result.status == 0, "\(result.stderr)")
         let lines = result.stdout.split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
         }
+        #expect(lines.count == 5, "\(result.stdout)")
         let heartRates = lines.filter { $0["characteristic"] as? String == "2A37" }
-        #expect(heartRates.count >= 5)
+        #expect(heartRates.count == 5, "\(result.stdout)")  // the peer's battery level never changes: no notification
         // Every value printed is one the peer logged as sent, decoded to the bpm it encoded.
         let sent = peer.sentLog().filter { $0["characteristic"] as? String == "2A37" }
         let sentHex = Set(sent.compactMap { $0["hex"] as? String })
@@ -62,6 +65,22 @@ import TestSupport
             }
             #expect(bpm == Double(bytes[0] & 1 == 0 ? Int(bytes[1]) : Int(bytes[1]) | Int(bytes[2]) << 8))
         }
+    }
+
+    /// `--verbose` prints the backend's diagnostics on standard error (the controller, the link
+    /// and its end), each line marked `ble: `; without it there are none.
+    @Test func verbosePrintsTheBackendsDiagnostics() async throws {
+        let peer = try await BLEPeer.start(peripherals: ["hr"], rate: "10")
+        defer { peer.stop() }
+        let hr = try #require(peer.peripherals["hr"])
+        let verbose = try await CLI.run(["ble", "watch", "--hci", hci(peer), hr.name, "--count", "2", "--for", "120", "--verbose"])
+        #expect(verbose.status == 0, "\(verbose.stderr)")
+        let lines = verbose.stderr.split(separator: "\n").filter { $0.hasPrefix("ble: ") }
+        #expect(lines.first?.hasPrefix("ble: controller F0:F1:F2:F3:F4:F5") == true, "\(verbose.stderr)")
+        #expect(lines.contains { $0.hasPrefix("ble: connected to \(hr.address.text) as 0x") }, "\(verbose.stderr)")
+        let quiet = try await CLI.run(["ble", "watch", "--hci", hci(peer), hr.name, "--count", "2", "--for", "120"])
+        #expect(quiet.status == 0, "\(quiet.stderr)")
+        #expect(!quiet.stderr.contains("ble: "), "\(quiet.stderr)")
     }
 
     @Test func unknownDeviceAndBadAddressAreExplained() async throws {
@@ -118,13 +137,38 @@ import TestSupport
             .compactMap { ($0["fields"] as? [String: Any])?["mmol_l"] as? Double }
         #expect(try await storedGlucose().sorted() == sent.sorted())
 
+        // Nothing new: from 3, the last one stored, which comes again (checked) and is stored once.
         let (second, again) = try await download()
         #expect(second.status == 0)
-        #expect(again["from"] as? Int == 4 && again["stored"] as? Int == 0 && again["outcome"] as? String == "no-records")
+        #expect(again["from"] as? Int == 3 && again["received"] as? Int == 1 && again["stored"] as? Int == 0
+                && again["already_stored"] as? Int == 1 && again["outcome"] as? String == "complete", "\(again)")
 
-        _ = try peer.control("add-records glucose 1")
+        _ = try await peer.control("add-records glucose 1")
         let (_, third) = try await download()
-        #expect(third["received"] as? Int == 1 && third["stored"] as? Int == 1 && third["last_sequence"] as? Int == 4)
+        #expect(third["received"] as? Int == 2 && third["stored"] as? Int == 1 && third["last_sequence"] as? Int == 4, "\(third)")
         #expect(try await storedGlucose().count == 4)
+        #expect(third["meter_reset"] as? Bool == false)
+
+        // The meter reset: 2 new records numbered 1 and 2. Asked for 4 on: none, so it was
+        // reset, and every record is downloaded; the last sequence number becomes 2.
+        _ = try await peer.control("reset-records glucose 2")
+        let (fourth, reset) = try await download()
+        #expect(fourth.status == 0, "\(fourth.stderr)")
+        #expect(reset["meter_reset"] as? Bool == true && reset["received"] as? Int == 2 && reset["stored"] as? Int == 2
+                && reset["last_sequence"] as? Int == 2, "\(reset)")
+        #expect(try await storedGlucose().count == 6)
+        let (_, fifth) = try await download()
+        #expect(fifth["meter_reset"] as? Bool == false && fifth["from"] as? Int == 2 && fifth["stored"] as? Int == 0, "\(fifth)")
+
+        // Reset again and filled past 2 (4 new records): record 2 comes back changed, so every
+        // record is downloaded, 1 included; the text output says why.
+        _ = try await peer.control("reset-records glucose 4")
+        let sixth = try await CLI.run(["ble", "download", "--hci", hci, "--db", db, "--silence", "5", address])
+        #expect(sixth.status == 0, "\(sixth.stderr)")
+        #expect(sixth.stdout.contains("\(address): the meter was reset (its record 2 is not the one stored): every record asked for"),
+                "\(sixth.stdout)")
+        #expect(sixth.stdout.contains("4 records received (all, after the reset; sequence 2 on before), 4 new, 0 already stored; last sequence number 4"),
+                "\(sixth.stdout)")
+        #expect(try await storedGlucose().count == 10)
     }
 }

@@ -19,11 +19,7 @@ import TestSupport
                                        environment: ["HEALTHGATE_STATEMENT_CHECK": "1"])
         #expect(await daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
         try FileManager.default.copyItem(atPath: fixtures + "/fit/garmin-fenix5-run.fit", toPath: folder + "/inbox/run.fit")
-        let deadline = Date().addingTimeInterval(60)
-        while !FileManager.default.fileExists(atPath: folder + "/inbox/imported/run.fit"), Date() < deadline {
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        #expect(FileManager.default.fileExists(atPath: folder + "/inbox/imported/run.fit"), "\(daemon.log)")
+        #expect(await cameTrue { FileManager.default.fileExists(atPath: folder + "/inbox/imported/run.fit") }, "not imported: \(daemon.log)")
         daemon.signal(SIGTERM)
         #expect(await daemon.waitForExit() == 0, "\(daemon.log)")
         let summary = daemon.log.split(separator: "\n").last { $0.hasPrefix("statement check: ") }

@@ -25,12 +25,7 @@ import TestSupport
             try "[api]\nsocket = \"\(socket)\"\n".write(toFile: config, atomically: true, encoding: .utf8)
             daemon = try DaemonProcess(folder: folder, arguments: ["--config", config], environment: ["TZ": DaemonSocketTests.zone])
             _ = try #require(await daemon.notify.waitFor("READY=1"), "no READY: \(daemon.log)")
-            var up = false
-            for _ in 0..<200 where !up {
-                up = await StatusServer.query(path: socket) != nil
-                if !up { try await Task.sleep(for: .milliseconds(50)) }
-            }
-            #expect(up, "the socket does not answer: \(daemon.log)")
+            #expect(await cameTrue { await StatusServer.query(path: socket) != nil }, "the socket does not answer: \(daemon.log)")
         }
 
         /// Sends `text` as it is and parses the answer line.

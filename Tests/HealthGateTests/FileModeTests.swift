@@ -72,14 +72,10 @@ func mode(_ path: String) throws -> Int {
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         process.standardOutput = process.standardError
         try process.run()
-        var started = false
-        for _ in 0..<600 where !started {
-            try await Task.sleep(for: .milliseconds(100))
-            started = (try? String(contentsOfFile: log, encoding: .utf8))?.contains("started") == true
-        }
+        func logText() -> String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+        #expect(await cameTrue(every: .milliseconds(100)) { logText().contains("started") }, "\(logText())")
         kill(process.processIdentifier, SIGTERM)
-        for _ in 0..<600 where process.isRunning { try await Task.sleep(for: .milliseconds(100)) }
-        #expect(started, "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        try await eventually("the daemon exits on SIGTERM", every: .milliseconds(100), detail: logText()) { !process.isRunning }
         #expect(try FileManager.default.contentsOfDirectory(atPath: work).isEmpty)
         #expect(try mode(base + "/data") == 0o700 && mode(base + "/data/health.sqlite") == 0o600)
         #expect(try mode(base + "/inbox") == 0o700)

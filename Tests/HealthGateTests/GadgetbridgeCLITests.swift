@@ -47,11 +47,9 @@ import TestSupport
         let daemon = try DaemonProcess(folder: folder, arguments: [])
         #expect(await daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
         try FileManager.default.copyItem(atPath: Self.database, toPath: folder + "/inbox/Gadgetbridge")
-        let deadline = Date().addingTimeInterval(60)
-        while !FileManager.default.fileExists(atPath: folder + "/inbox/imported/Gadgetbridge"), Date() < deadline {
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        #expect(FileManager.default.fileExists(atPath: folder + "/inbox/imported/Gadgetbridge"), "\(daemon.log)")
+        #expect(await cameTrue(every: .milliseconds(100)) {
+            FileManager.default.fileExists(atPath: folder + "/inbox/imported/Gadgetbridge")
+        }, "not imported: \(daemon.log)")
         daemon.signal(SIGTERM)
         #expect(await daemon.waitForExit() == 0, "\(daemon.log)")
         let nights = try #require(try await CLI.json(["sleep", "--state-dir", folder, "--json"]) as? [[String: Any]])

@@ -62,9 +62,8 @@ import TestSupport
         let daemon = try DaemonProcess(folder: folder, arguments: [])
         #expect(await daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
         try FileManager.default.copyItem(atPath: Self.file, toPath: folder + "/inbox/run.gpx")
-        let deadline = Date().addingTimeInterval(60)
-        while !FileManager.default.fileExists(atPath: folder + "/inbox/imported/run.gpx"), Date() < deadline {
-            try await Task.sleep(for: .milliseconds(50))
+        try await eventually("the daemon imports run.gpx", detail: daemon.log) {
+            FileManager.default.fileExists(atPath: folder + "/inbox/imported/run.gpx")
         }
         daemon.signal(SIGTERM)
         #expect(await daemon.waitForExit() == 0, "\(daemon.log)")

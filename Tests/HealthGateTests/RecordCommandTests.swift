@@ -67,11 +67,10 @@ import TestSupport
         try process.run()
         // Wait until samples are on disk (live writes), then interrupt as Ctrl-C does.
         var samples = 0
-        for _ in 0..<1200 where samples < 10 {
-            try await Task.sleep(for: .milliseconds(50))
+        #expect(await cameTrue {
             samples = (try? await HealthStore(path: db).tableCounts()["samples"]) ?? 0
-        }
-        #expect(samples >= 10)
+            return samples >= 10
+        }, "\(samples) samples on disk, not 10")
         kill(process.processIdentifier, SIGINT)
         let (stdout, stderr) = try await onOwnThread {
             let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

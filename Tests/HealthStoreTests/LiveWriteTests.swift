@@ -74,6 +74,51 @@ func piece(_ id: RecordID, first: Int, count: Int, final: Bool = false) -> Worko
         #expect(try await t.store.measurements().isEmpty)
     }
 
+    @Test func aGlucoseMetersCursorIsStoredWithItsRecordsOrNotAtAll() async throws {
+        let t = try await TempStore()
+        let meter = "C0:4E:47:00:00:0A"
+        func reading(_ seq: Int) -> HealthRecord {
+            .measurement(HealthModel.Measurement(id: RecordID.derive("measurement", "ble", meter, "glucose", "\(seq)"), kind: .glucose,
+                                                 time: Date(timeIntervalSince1970: 1_763_800_000 + Double(seq) * 3600), value: 5.5,
+                                                 source: Source(driver: "ble", device: meter)))
+        }
+        func cursor(_ seq: UInt16) -> GlucoseCursor { GlucoseCursor(sequence: seq, record: [0x02, UInt8(seq), 0x00, 0xEA]) }
+        try await t.store.write(LiveBatch(records: [reading(1), reading(2)], glucoseCursors: [meter: cursor(2)]))
+        #expect(try await t.store.glucoseCursor(device: meter) == cursor(2))
+        // Batches in a row: the later cursor wins (a reset meter's sequence number may be lower).
+        let merged = LiveBatch(records: [reading(3)], glucoseCursors: [meter: cursor(3)]) + LiveBatch(glucoseCursors: [meter: cursor(1)])
+        #expect(merged.glucoseCursors == [meter: cursor(1)] && !LiveBatch(glucoseCursors: [meter: cursor(1)]).isEmpty)
+        try await t.store.write(merged)
+        #expect(try await t.store.glucoseCursor(device: meter) == cursor(1))
+        // A batch that fails stores neither its records nor the cursor.
+        try await t.store.write(LiveBatch(workouts: [piece(id, first: 0, count: 3)]))
+        await #expect(throws: (any Error).self) {
+            try await t.store.write(LiveBatch(records: [reading(4)], workouts: [piece(id, first: 2, count: 3)], glucoseCursors: [meter: cursor(4)]))
+        }
+        #expect(try await t.store.glucoseCursor(device: meter) == cursor(1))
+        #expect(try await t.store.measurements().count == 3)
+        // A record no meter sends (longer than a GATT attribute) is not kept: the cursor without it.
+        let long = GlucoseCursor(sequence: 5, record: [UInt8](repeating: 1, count: 513))
+        #expect(long.record == nil)
+        try await t.store.write(LiveBatch(glucoseCursors: [meter: long]))
+        #expect(try await t.store.glucoseCursor(device: meter) == GlucoseCursor(sequence: 5, record: nil))
+    }
+
+    /// A cursor stored before `v12-glucose-last-record` (a sequence number only) is read with no
+    /// record; the column refuses what no meter sends.
+    @Test func aCursorFromBeforeTheRecordWasKeptHasNone() async throws {
+        let t = try await TempStore()
+        try await t.store.writing { db in
+            try db.execute(sql: "INSERT INTO glucose_sync (device, last_sequence, updated_at) VALUES ('C0:4E:47:00:00:0A', 7, 'x')")
+        }
+        #expect(try await t.store.glucoseCursor(device: "C0:4E:47:00:00:0A") == GlucoseCursor(sequence: 7, record: nil))
+        await #expect(throws: (any Error).self) {
+            try await t.store.writing { db in
+                try db.execute(sql: "UPDATE glucose_sync SET last_record = ?", arguments: [Data(count: 513)])
+            }
+        }
+    }
+
     @Test func workoutsLeftInProgressAreCompletedOnTheNextStart() async throws {
         let t = try await TempStore()
         try await t.store.write(LiveBatch(workouts: [piece(id, first: 0, count: 4)]))
@@ -99,7 +144,7 @@ func piece(_ id: RecordID, first: Int, count: Int, final: Bool = false) -> Worko
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             #expect(migrations.count == 4 && Set(migrations.map { $0.joined(separator: ",") }).count == 1)
-            #expect(migrations.first?.last == "v11-i15-pair-glucose-sync")
+            #expect(migrations.first?.last == "v12-glucose-last-record")
         }
     }
 }

@@ -37,7 +37,7 @@ func sampleWorkout(start: Double = 1_495_129_762, version: Int = 1, samples: Int
         let t = try await TempStore()
         #expect(try await t.store.appliedMigrations() == ["v1-import-ledger", "v1-records", "v1-outbox", "v2-live-workouts", "v3-sync",
                                                     "v4-outbox-sequential", "v5-held-records", "v6-import-progress", "v7-definitions", "v8-record-versions", "v9-sleep-assessment",
-                                                    "v10-habit-totals-index", "v11-i15-pair-glucose-sync"])
+                                                    "v10-habit-totals-index", "v11-i15-pair-glucose-sync", "v12-glucose-last-record"])
         let mode = try await t.store.reading { try String.fetchOne($0, sql: "PRAGMA journal_mode") }
         #expect(mode == "wal")
     }
@@ -185,11 +185,33 @@ func sampleWorkout(start: Double = 1_495_129_762, version: Int = 1, samples: Int
         #expect(try await t.store.tableCounts()["outbox"] == 3)
     }
 
+    /// Measurements are bound with SQLite's C API: text beyond ASCII, an empty device, no file,
+    /// an end time and extras come back as written, and a newer version replaces the stored one
+    /// (the version lookup) while the same version is left alone.
+    @Test func measurementsBoundDirectlyRoundTrip() async throws {
+        let t = try await TempStore()
+        let t0 = Date(timeIntervalSince1970: 1_600_000_000.25)
+        var m = HealthModel.Measurement(id: RecordID.derive("m-utf8"), kind: .weight, time: t0, end: t0.addingTimeInterval(60),
+                                        value: 71.5, extra: ["body_fat": 0.18],
+                                        source: Source(driver: "apple-health", device: "Jörg’s ⌚ Watch 10.1, UTC+01:00"))
+        let empty = HealthModel.Measurement(id: RecordID.derive("m-empty"), kind: .steps, time: t0, value: 12,
+                                            source: Source(driver: "csv", device: ""))
+        #expect(try await t.store.write([.measurement(m), .measurement(empty)]) == WriteResult(inserted: 2))
+        #expect(try await t.store.measurements(kind: .weight) == [m])
+        #expect(try await t.store.measurements(kind: .steps) == [empty])
+        #expect(try await t.store.write([.measurement(m)]) == WriteResult(unchanged: 1))
+        m.version = 2
+        m.value = 71.0
+        #expect(try await t.store.write([.measurement(m)]) == WriteResult(updated: 1))
+        #expect(try await t.store.measurements(kind: .weight) == [m])
+        #expect(try await t.store.tableCounts()["outbox"] == 3)
+    }
+
     /// The in-memory database of unit tests: migrated, with the same pragmas and write rules.
     @Test func anInMemoryStoreHasTheSchemaAndTheRules() async throws {
         let store = try await HealthStore.inMemory()
         #expect(store.path == ":memory:")
-        #expect(try await store.appliedMigrations().last == "v11-i15-pair-glucose-sync")
+        #expect(try await store.appliedMigrations().last == "v12-glucose-last-record")
         #expect(try await store.reading { try Int.fetchOne($0, sql: "PRAGMA secure_delete") } == 1)
         let w = sampleWorkout()
         #expect(try await store.write([.workout(w)]) == WriteResult(inserted: 1))

@@ -342,14 +342,18 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
         let start = try await a.store.outboxDepth()
         let connection = try a.connection()
         // A tight watch (on a thread of its own, with a connection of its own: the drain takes a few
-        // seconds, a minute at most).
+        // seconds; ``Patience/limit`` is a guard against hangs).
         try await onOwnThread {
+            defer { end(process, signal: SIGKILL) }
+            let deadline = ContinuousClock.now + Patience.limit
             var depth = start
-            for _ in 0..<12_000 where depth > start / 2 {
+            while depth > start / 2 {
+                guard ContinuousClock.now < deadline else {
+                    throw TestTimeout(what: "the sync drains half the outbox (\(depth) of \(start) left)")
+                }
                 usleep(5_000)
                 depth = try connection.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM outbox") ?? 0 }
             }
-            end(process, signal: SIGKILL)
         }
         let left = try await a.store.outboxDepth()
         #expect(left > 0 && left < start, "killed with \(left) of \(start) left")

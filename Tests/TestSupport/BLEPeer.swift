@@ -54,14 +54,18 @@ public final class BLEPeer: @unchecked Sendable {
 
     /// Starts a peer (see `init`), waiting for its ready line off the shared concurrency pool.
     public static func start(peripherals kinds: [String] = ["hr", "csc"], rate: String = "10", unixSocket: Bool = false,
-                             extraArguments: [String] = []) async throws -> BLEPeer {
-        try await onOwnThread { try BLEPeer(peripherals: kinds, rate: rate, unixSocket: unixSocket, extraArguments: extraArguments) }
+                             h4Path: String? = nil, extraArguments: [String] = []) async throws -> BLEPeer {
+        try await onOwnThread {
+            try BLEPeer(peripherals: kinds, rate: rate, unixSocket: unixSocket, h4Path: h4Path, extraArguments: extraArguments)
+        }
     }
 
     /// `extraArguments` go to `ble_peer.py` as they are (e.g. `--snoop FILE`). Blocks until the
-    /// peer is ready (up to 20 s): async tests use ``start(peripherals:rate:unixSocket:extraArguments:)``.
+    /// peer is ready (at most ``Patience/limit``): async tests use ``start(peripherals:rate:unixSocket:extraArguments:)``.
+    /// `h4Path`: listen on this Unix socket (else one in the peer's own directory with
+    /// `unixSocket`, else TCP on a free port).
     public init(peripherals kinds: [String] = ["hr", "csc"], rate: String = "10", unixSocket: Bool = false,
-                extraArguments: [String] = []) throws {
+                h4Path: String? = nil, extraArguments: [String] = []) throws {
         try Self.bumbleCheck.get()
         let tmp = FileManager.default.temporaryDirectory.appendingPathComponent("hg-ble-\(getpid())-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
@@ -71,7 +75,8 @@ public final class BLEPeer: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", Self.packageRoot.appendingPathComponent("Tests/peers/ble_peer.py").path,
-                             "--listen", unixSocket ? "unix:" + tmp.appendingPathComponent("h4.sock").path : "tcp:127.0.0.1:0",
+                             "--listen", h4Path.map { "unix:" + $0 }
+                                 ?? (unixSocket ? "unix:" + tmp.appendingPathComponent("h4.sock").path : "tcp:127.0.0.1:0"),
                              "--control", "tcp:127.0.0.1:0", "--sent-log", sentLogPath,
                              "--rate", rate] + kinds.flatMap { ["--peripheral", $0] } + extraArguments
         process.currentDirectoryURL = Self.packageRoot
@@ -80,7 +85,7 @@ public final class BLEPeer: @unchecked Sendable {
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
         try process.run()
         do {
-            try readReadyLine(timeout: 20)
+            try readReadyLine(timeout: Patience.seconds)
             try openControl()
         } catch {
             stop()
@@ -137,13 +142,26 @@ public final class BLEPeer: @unchecked Sendable {
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         let rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(controlFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
         guard rc == 0 else { throw PeerError("cannot connect to the control channel: errno \(errno)") }
-        var tv = timeval(tv_sec: 10, tv_usec: 0)
+        var tv = timeval(tv_sec: Int(Patience.seconds), tv_usec: 0)
         setsockopt(controlFD, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
     }
 
-    /// Sends one control request and returns its JSON reply (10 s receive timeout).
+    /// Sends one control request and returns its JSON reply, waiting for it on a thread of its
+    /// own (a reply can take long on a loaded machine: the peer may first end links), at most
+    /// ``Patience/limit``.
     @discardableResult
-    public func control(_ line: String) throws -> [String: Any] {
+    public func control(_ line: String) async throws -> [String: Any] {
+        let reply = try await onOwnThread { try JSONReply(self.exchange(line)) }
+        return reply.object
+    }
+
+    /// A control reply, handed from the thread that read it.
+    private struct JSONReply: @unchecked Sendable {
+        let object: [String: Any]
+        init(_ object: [String: Any]) { self.object = object }
+    }
+
+    private func exchange(_ line: String) throws -> [String: Any] {
         lock.lock()
         defer { lock.unlock() }
         let bytes = Array((line + "\n").utf8)

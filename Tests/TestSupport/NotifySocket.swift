@@ -43,8 +43,9 @@ public final class NotifySocket: @unchecked Sendable {
         return String(decoding: buffer[..<count], as: UTF8.self).split(separator: "\n").map(String.init)
     }
 
-    /// Messages until one contains `line` (returned with everything before it), or nil after `timeout`.
-    public func waitFor(_ line: String, timeout: Double = 30) async -> [[String]]? {
+    /// Messages until one contains `line` (returned with everything before it), or nil after
+    /// `timeout` seconds (default ``Patience/limit``).
+    public func waitFor(_ line: String, timeout: Double = Patience.seconds) async -> [[String]]? {
         let deadline = Date().addingTimeInterval(timeout)
         var seen: [[String]] = []
         while Date() < deadline {

@@ -548,6 +548,24 @@ class ExternalController(Controller):
         self.drop_state()
         return hci.HCI_StatusReturnParameters(hci.HCI_ErrorCode.SUCCESS)
 
+    def on_hci_le_create_connection_cancel_command(self, _command):
+        """As the specification says (Vol 4, Part E, 7.8.13), where Bumble only answers success
+        and goes on initiating (every later LE Create Connection is then refused with Command
+        Disallowed until the device advertises again): a pending attempt ends, Command Complete
+        (success) followed by LE Connection Complete with status Unknown Connection Identifier
+        (0x02); with no attempt pending the command is disallowed."""
+        pending = self.pending_le_connection
+        if pending is None:
+            return hci.HCI_StatusReturnParameters(hci.HCI_ErrorCode.COMMAND_DISALLOWED_ERROR)
+        self.pending_le_connection = None
+        event = hci.HCI_LE_Connection_Complete_Event(
+            status=hci.HCI_ErrorCode.UNKNOWN_CONNECTION_IDENTIFIER_ERROR, connection_handle=0, role=hci.Role.CENTRAL,
+            peer_address_type=pending.peer_address_type, peer_address=pending.peer_address,
+            connection_interval=0, peripheral_latency=0, supervision_timeout=0, central_clock_accuracy=0)
+        # After the Command Complete, which Bumble sends when this returns.
+        asyncio.get_running_loop().call_soon(self.send_hci_packet, event)
+        return hci.HCI_StatusReturnParameters(hci.HCI_ErrorCode.SUCCESS)
+
 
 class H4Server:
     """Serves the external controller as H4 over TCP or a Unix socket, one host at a time.
@@ -732,11 +750,11 @@ def att_permission(name: str) -> int:
     return int(getattr(gatt.Attribute, name))
 
 
-def glucose_fields(r: random.Random, seq: int) -> dict:
+def glucose_fields(r: random.Random, seq: int, epoch: datetime.datetime = GLUCOSE_EPOCH) -> dict:
     """A glucose reading with sequence number `seq`: 4.0 to 9.9 mmol/L, every 3 hours from
-    GLUCOSE_EPOCH (plus up to 59 minutes); every third one has a context."""
+    `epoch` (plus up to 59 minutes); every third one has a context."""
     tenths = r.randint(40, 99)
-    stamp = (GLUCOSE_EPOCH + datetime.timedelta(hours=3 * seq, minutes=r.randint(0, 59))).isoformat()
+    stamp = (epoch + datetime.timedelta(hours=3 * seq, minutes=r.randint(0, 59))).isoformat()
     return {"sequence": seq, "mmol_l": tenths / 10, "time": stamp, "context": seq % 3 == 0}
 
 
@@ -753,11 +771,16 @@ def encode_glucose(s: dict) -> bytes:
 ENCODERS["glucose"] = encode_glucose  # a meter's live reading; its stored records go out through RACP
 
 
-def glucose_record(seed: str, seq: int) -> dict:
+def glucose_record(seed: str, seq: int, resets: int = 0) -> dict:
     """Stored record `seq` of a glucose meter: deterministic from the seed and the sequence
     number (a record added later never changes the earlier ones); a record with a context has
-    meal: preprandial."""
-    fields = glucose_fields(random.Random(f"healthgate-ble-peer:{seed}:glucose:{seq}"), seq)
+    meal: preprandial. After `resets` resets (`reset-records`) the records are new ones, dated
+    90 minutes per reset after those with the same sequence number before (never the same time,
+    and still in the past: HealthGate refuses readings dated in the future)."""
+    if resets:
+        seed += f":reset{resets}"
+    fields = glucose_fields(random.Random(f"healthgate-ble-peer:{seed}:glucose:{seq}"), seq,
+                            GLUCOSE_EPOCH + datetime.timedelta(minutes=90 * resets))
     context = struct.pack("<BHB", 0x02, seq, 1) if fields["context"] else None
     return {"seq": seq, "measurement": encode_glucose(fields), "context": context, "fields": fields}
 
@@ -857,6 +880,7 @@ class Peripheral:
     context: gatt.Characteristic | None = None
     racp_requests: list = field(default_factory=list)
     racp_stop_after: int | None = None  # `racp-stop-after`: go silent after this many records
+    resets: int = 0  # `reset-records`: how often the meter forgot its records
 
     @property
     def indicate(self) -> bool:
@@ -1435,7 +1459,7 @@ class Peer:
             return {"ok": True, "cmd": cmd, "silence": self.external.silence_commands}
         if cmd == "shutdown":
             return {"ok": True, "cmd": cmd}
-        if cmd in ("add-records", "racp-stop-after", "passkey"):
+        if cmd in ("add-records", "racp-stop-after", "passkey", "reset-records"):
             if len(args) != 2:
                 raise ValueError(f"usage: {cmd} <peripheral> <n>")
             p, n = self._find(args[0]), int(args[1])
@@ -1449,8 +1473,11 @@ class Peer:
             if cmd == "racp-stop-after":
                 p.racp_stop_after = n if n >= 0 else None
                 return {"ok": True, "cmd": cmd, "peripheral": p.id, "racp_stop_after": p.racp_stop_after}
+            if cmd == "reset-records":  # the meter forgets its records; sequence numbers start again at 1
+                p.resets += 1
+                p.records = []
             first = (p.records[-1]["seq"] + 1) if p.records else 1
-            added = [glucose_record(f"{self.args.seed}:{p.id}", seq) for seq in range(first, first + n)]
+            added = [glucose_record(f"{self.args.seed}:{p.id}", seq, p.resets) for seq in range(first, first + n)]
             p.records += added
             return {"ok": True, "cmd": cmd, "peripheral": p.id, "records": len(p.records),
                     "added": [r["fields"] for r in added]}

@@ -22,8 +22,8 @@ sys.path.insert(0, HERE)
 
 import ble_peer  # noqa: E402  (encoders, to check the sent log's fields against its bytes)
 from smoke_client import (  # noqa: E402
-    EVT_COMMAND_COMPLETE, EVT_COMMAND_STATUS, OP_LE_SET_PHY, OP_READ_BD_ADDR, OP_READ_REMOTE_VERSION,
-    OP_RESET, CommandTimeout, Disconnected, H4Host, read_sent_log,
+    EVT_COMMAND_COMPLETE, EVT_COMMAND_STATUS, EVT_LE_META, OP_LE_CREATE_CONNECTION, OP_LE_SET_PHY, OP_READ_BD_ADDR,
+    OP_READ_REMOTE_VERSION, OP_RESET, CommandTimeout, Disconnected, H4Host, addr_to_bytes, opcode, read_sent_log,
 )
 
 PEER = os.path.join(HERE, "ble_peer.py")
@@ -260,6 +260,27 @@ def test_stop_start_and_reconnect(peer_factory):
     got = h.notifications(c2, 3, timeout=3)
     assert len(got) == 3 and all(handle == vh for handle, _, _ in got)
     assert p.control("status")["peripherals"]["hr"]["connections_total"] == 2
+
+
+def test_create_connection_cancel_ends_the_attempt(peer_factory):
+    """LE Create Connection Cancel as the specification says (Bumble alone leaves the attempt
+    pending, refusing every later create with Command Disallowed): Command Complete (success),
+    then LE Connection Complete with status Unknown Connection Identifier (0x02); a cancel with
+    nothing pending is disallowed; a new attempt is accepted and connects."""
+    p = peer_factory("--peripheral", "hr", "--rate", "20")
+    h = p.host()
+    h.init()
+    cancel = opcode(0x08, 0x000E)
+    assert p.control("stop hr")["advertising"] is False
+    params = struct.pack("<HHBB6sBHHHHHH", 0x0010, 0x0010, 0, 1, addr_to_bytes(HR), 1, 0x0018, 0x0028, 0, 0x01F4, 0, 0)
+    assert h.command(OP_LE_CREATE_CONNECTION, params)[:2] == (EVT_COMMAND_STATUS, 0)  # pending: nobody advertises
+    assert h.command(cancel)[:2] == (EVT_COMMAND_COMPLETE, 0)
+    _, ev = h.wait_event(lambda code, ev: code == EVT_LE_META and ev[0] in (0x01, 0x0A))
+    assert ev[1] == 0x02  # Unknown Connection Identifier
+    assert h.command(cancel)[:2] == (EVT_COMMAND_COMPLETE, 0x0C)  # nothing pending: Command Disallowed
+    assert p.control("start hr")["advertising"] is True
+    c = h.connect(HR)
+    assert c.peer == HR and h.disconnect(c) == 0x16
 
 
 def test_pause_and_resume_keep_the_link(peer_factory):
@@ -1087,3 +1108,19 @@ def test_glucose_meter_answers_racp(peer_factory):
     assert [struct.unpack_from("<H", v, 1)[0] for c, v in out["silent_values"] if c == "2A18"] == [1]
     status = peer.control("status")["peripherals"]["glucose"]
     assert status["records"] == 6 and status["racp_stop_after"] == 1
+
+
+def test_glucose_meter_reset_starts_its_sequence_numbers_again(peer_factory):
+    """`reset-records`: the meter forgets its records and holds new ones from sequence number 1,
+    none at the time of the earlier record with its sequence number; `add-records` goes on after
+    them."""
+    peer = peer_factory("--peripheral", "glucose", "--glucose-records", "4")
+    before = [ble_peer.glucose_record("1:glucose", seq)["fields"] for seq in range(1, 5)]
+    reset = peer.control("reset-records glucose 2")
+    assert reset["ok"] and reset["records"] == 2
+    assert [f["sequence"] for f in reset["added"]] == [1, 2]
+    assert all(f["time"] > b["time"] for f, b in zip(reset["added"], before))
+    added = peer.control("add-records glucose 1")
+    assert added["records"] == 3 and [f["sequence"] for f in added["added"]] == [3]
+    assert added["added"][0]["time"] > before[2]["time"]
+    assert peer.control("status")["peripherals"]["glucose"]["records"] == 3

@@ -21,11 +21,26 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
         /// The shortest time a connect is given.
         public var minimumConnectTimeout: Duration = .seconds(20)
         public var log: (@Sendable (String) -> Void)?
+        /// Called (on the bus thread) when bluetoothd or the adapter goes away or comes back, or
+        /// the bus connection is lost: a line for a user or a log, and whether it is a loss
+        /// (`trouble`) or a recovery. The same lines also go to `log`.
+        public var onChange: (@Sendable (_ message: String, _ trouble: Bool) -> Void)?
+        /// `open` waits (until cancelled) while the system bus does not answer, bluetoothd is not
+        /// running, the adapter is missing or powered off, reporting what it waits for once
+        /// through `onChange`, instead of failing: a daemon started before D-Bus or bluetoothd,
+        /// or before its adapter was plugged in, or whose bus connection was lost, records as soon
+        /// as they are there.
+        public var waitUntilUsable = false
         public init(adapter: String? = nil) { self.adapter = adapter }
     }
 
+    /// How long a link's AcquireNotify sockets are read after the link ended, at most: bluetoothd
+    /// closes them when it notices (or exits), and what it wrote before is a reading.
+    static let notifySocketGrace: Duration = .seconds(2)
+
     public let configuration: Configuration
-    /// The adapter in use (`/org/bluez/hci0`).
+    /// The adapter chosen at start (`/org/bluez/hci0`); after a replug under another name the
+    /// bus thread's state follows the controller (``BlueZObjectTree/replacementAdapter(after:current:address:)``).
     public let adapterPath: String
     let bus: SDBus
     let state: State
@@ -41,20 +56,45 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
     }
 
     /// Connects to the system bus, loads bluetoothd's objects and picks the adapter. Fails when
-    /// bluetoothd is not running, the adapter does not exist or is powered off.
+    /// the bus does not answer, bluetoothd is not running, the adapter does not exist or is
+    /// powered off (or waits for them: `Configuration.waitUntilUsable`).
     public static func open(_ configuration: Configuration = Configuration()) async throws(BLERuntimeError) -> BlueZCentral {
-        let bus: SDBus
-        do { bus = try await SDBus.openSystem() } catch { throw .bluez("D-Bus: \(error)") }
-        let state = State(bus: bus, log: configuration.log ?? { _ in })
+        let bus = try await openBus(configuration)
+        let state = State(bus: bus, log: configuration.log ?? { _ in }, change: configuration.onChange ?? { _, _ in })
         bus.post { bus.owner = state }  // the signal handlers hold the state unowned: it lives as long as the loop
         let adapterPath: String
         do {
-            adapterPath = try await onBus(bus) { (reply: Reply<String>) in state.start(adapter: configuration.adapter, reply) }
+            adapterPath = try await onBus(bus) { (reply: Reply<String>) in
+                state.start(adapter: configuration.adapter, wait: configuration.waitUntilUsable, reply)
+            }
         } catch {
             bus.close()
             throw error
         }
         return BlueZCentral(configuration: configuration, bus: bus, state: state, adapterPath: adapterPath)
+    }
+
+    /// The system bus; while it does not answer, with `waitUntilUsable`, tried again every second
+    /// (said once through `onChange` and `log`), until cancelled.
+    private static func openBus(_ configuration: Configuration) async throws(BLERuntimeError) -> SDBus {
+        var waiting = false
+        while true {
+            do {
+                let bus = try await SDBus.openSystem()
+                if waiting { report(configuration, "the system bus answers", trouble: false) }
+                return bus
+            } catch {
+                guard configuration.waitUntilUsable else { throw .bluez("D-Bus: \(error)") }
+                if !waiting { report(configuration, "the system bus does not answer (\(error)); waiting", trouble: true) }
+                waiting = true
+            }
+            do { try await Task.sleep(for: .seconds(1)) } catch { throw .cancelled }
+        }
+    }
+
+    private static func report(_ configuration: Configuration, _ message: String, trouble: Bool) {
+        configuration.log?(message)
+        configuration.onChange?(message, trouble)
     }
 
     /// Stops scans, ends the links' subscriptions (bluetoothd disconnects devices nobody else
@@ -189,12 +229,25 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
     final class State: @unchecked Sendable {
         let bus: SDBus
         let log: @Sendable (String) -> Void
+        let change: @Sendable (String, Bool) -> Void
         var tree = BlueZObjectTree()
         var adapterPath = ""
+        /// The adapter's own address, to find it again under another name after a replug.
+        var adapterAddress: String?
+        /// The adapter in use was usable (bluetoothd there, the adapter present and powered) when
+        /// last seen: a loss or a recovery is reported once, on the change.
+        var adapterUsable = false
+        /// bluetoothd's objects are loaded (false from when it leaves the bus until a new one's
+        /// `GetManagedObjects` is answered).
+        var objectsLoaded = false
         /// The unique name of bluetoothd on the bus.
         var owner: String?
         /// Set when the bus connection is lost: why (every call then fails with `backendLost`).
         var lost: String?
+        /// A start waiting for bluetoothd or its adapter (`Configuration.waitUntilUsable`), and
+        /// what it last reported waiting for.
+        var pendingStart: (adapter: String?, reply: Reply<String>)?
+        var waitingFor: String?
         var nextID: UInt64 = 1
 
         struct Scan {
@@ -219,9 +272,27 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
         }
         var links: [String: Link] = [:]
 
-        init(bus: SDBus, log: @escaping @Sendable (String) -> Void) {
+        init(bus: SDBus, log: @escaping @Sendable (String) -> Void, change: @escaping @Sendable (String, Bool) -> Void = { _, _ in }) {
             self.bus = bus
             self.log = log
+            self.change = change
+        }
+
+        /// A loss (`trouble`) or a recovery, to `log` and `change`.
+        func report(_ message: String, trouble: Bool) {
+            log(message)
+            change(message, trouble)
+        }
+
+        /// ": N link(s) end" when there are links, else nothing.
+        static func ending(_ links: Int) -> String { links == 0 ? "" : ": \(links) link(s) end" }
+
+        /// Why the adapter in use cannot be used now (nil: it can): bluetoothd away, the adapter
+        /// gone or powered off.
+        func unusable() -> String? {
+            if owner == nil { return "bluetoothd is not running (it left the system bus; waiting for it to come back)" }
+            if !objectsLoaded { return "bluetoothd is starting (its objects are not loaded yet)" }
+            return tree.adapterUnusable(adapterPath)
         }
 
         func call(_ path: String, _ interface: String, _ member: String, _ args: [DBusValue] = [], timeout: Duration = .seconds(25),
@@ -231,7 +302,7 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
 
         // MARK: Start
 
-        func start(adapter name: String?, _ reply: Reply<String>) {
+        func start(adapter name: String?, wait: Bool = false, _ reply: Reply<String>) {
             bus.onConnectionLost = { [unowned self] error in busLost(error) }
             do {
                 try bus.addMatch("type='signal',interface='org.freedesktop.DBus.ObjectManager',path='/'") { [unowned self] s in
@@ -258,11 +329,15 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
                     guard s.args.count == 3 else { return }
                     let new = s.args[2].string ?? ""
                     if new.isEmpty {
-                        log("bluetoothd left the bus")
+                        report("bluetoothd left the bus\(Self.ending(links.count)); waiting for it to come back", trouble: true)
                         ownerGone()
                     } else {
                         owner = new
-                        loadObjects { _ in }
+                        report(pendingStart == nil ? "bluetoothd is back on the bus" : "bluetoothd is running", trouble: false)
+                        loadObjects { [unowned self] error in
+                            if let error { return log("BlueZ GetManagedObjects: \(error)") }
+                            resumeStart()
+                        }
                     }
                 }
             } catch {
@@ -272,24 +347,59 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
                      timeout: .seconds(10)) { [unowned self] result in
                 switch result {
                 case .failure(let error):
-                    reply.fail(.bluez("bluetoothd is not running (org.bluez has no owner on the system bus: \(error))"))
+                    guard wait else {
+                        return reply.fail(.bluez("bluetoothd is not running (org.bluez has no owner on the system bus: \(error))"))
+                    }
+                    waitToStart(adapter: name, reply, because: "bluetoothd is not running")
                 case .success(let args):
                     owner = args.first?.string
                     loadObjects { [unowned self] error in
                         if let error { return reply.fail(.bluez("BlueZ GetManagedObjects: \(error)")) }
-                        guard let adapter = tree.adapter(named: name) else {
-                            let known = tree.adapters.map(\.name)
-                            return reply.fail(.bluez(name.map { "BlueZ has no adapter \($0)" } ?? "BlueZ has no adapter"
-                                                       + (known.isEmpty ? "" : " (it has \(known.joined(separator: ", ")))")))
-                        }
-                        guard adapter.powered else {
-                            return reply.fail(.bluez("BlueZ adapter \(adapter.name) is powered off (bluetoothctl power on)"))
-                        }
-                        adapterPath = adapter.path
-                        reply.succeed(adapter.path)
+                        finishStart(adapter: name, wait: wait, reply)
                     }
                 }
             }
+        }
+
+        /// Picks the adapter for a start: the one named (or bluetoothd's first), present and
+        /// powered. Otherwise the start fails, or waits when it may.
+        func finishStart(adapter name: String?, wait: Bool, _ reply: Reply<String>) {
+            guard let adapter = tree.adapter(named: name) else {
+                let known = tree.adapters.map(\.name)
+                let why = name.map { "BlueZ has no adapter \($0)" } ?? "BlueZ has no adapter"
+                guard wait else { return reply.fail(.bluez(why + (known.isEmpty ? "" : " (it has \(known.joined(separator: ", ")))"))) }
+                return waitToStart(adapter: name, reply, because: why)
+            }
+            guard adapter.powered else {
+                guard wait else { return reply.fail(.bluez("BlueZ adapter \(adapter.name) is powered off (bluetoothctl power on)")) }
+                return waitToStart(adapter: name, reply, because: "BlueZ adapter \(adapter.name) is powered off (bluetoothctl power on)")
+            }
+            if waitingFor != nil { report("BlueZ adapter \(adapter.name) is usable (powered, bluetoothd running)", trouble: false) }
+            pendingStart = nil
+            waitingFor = nil
+            adapterPath = adapter.path
+            adapterAddress = adapter.address
+            adapterUsable = true
+            reply.succeed(adapter.path)
+        }
+
+        /// A start that may wait: kept until bluetoothd or the adapter changes (`resumeStart`);
+        /// what it waits for is reported once.
+        func waitToStart(adapter name: String?, _ reply: Reply<String>, because why: String) {
+            pendingStart = (name, reply)
+            if waitingFor != why { report("\(why); waiting", trouble: true) }
+            waitingFor = why
+        }
+
+        /// bluetoothd's objects or an adapter changed: a waiting start tries again (one given up,
+        /// cancelled, is dropped).
+        func resumeStart() {
+            guard let (name, reply) = pendingStart, objectsLoaded else { return }
+            guard !reply.isResolved else {
+                pendingStart = nil
+                return
+            }
+            finishStart(adapter: name, wait: true, reply)
         }
 
         func loadObjects(_ done: @escaping (DBusError?) -> Void) {
@@ -297,6 +407,7 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
                 switch result {
                 case .failure(let error): done(error)
                 case .success(let args):
+                    objectsLoaded = true
                     apply(tree.load(managedObjects: args.first ?? .dict([])))
                     done(nil)
                 }
@@ -308,16 +419,22 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
         /// removed controller), scans finish and discovery counts as stopped; connects and scans
         /// fail at once until it is back, and the device sessions retry with their backoff. Up:
         /// nothing to do; the next attempts succeed.
+        /// Reported once per change: bluetoothd leaving says so itself (its adapters go with it),
+        /// and an adapter a new bluetoothd publishes powered off, then powers, is one recovery.
         func adapterChanged(_ transition: BlueZObjectTree.AdapterTransition) {
             let name = String(adapterPath.split(separator: "/").last ?? "")
             switch transition {
             case .down:
-                log("BlueZ adapter \(name) went down (powered off or removed): \(links.count) link(s) end")
+                if adapterUsable, owner != nil {
+                    report("BlueZ adapter \(name) went down (powered off or removed)\(Self.ending(links.count))", trouble: true)
+                }
+                adapterUsable = false
                 for path in links.keys.sorted() { endLink(path) }
                 for id in scans.keys.sorted() { stopScan(id) }
                 discoveryRunning = false
             case .up:
-                log("BlueZ adapter \(name) is powered again")
+                if !adapterUsable { report("BlueZ adapter \(name) is usable again (powered, bluetoothd running)", trouble: false) }
+                adapterUsable = true
             }
         }
 
@@ -327,7 +444,11 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
         /// with a new connection).
         func busLost(_ error: DBusError) {
             lost = "the connection to the system bus was lost (\(error))"
-            log("D-Bus connection lost: \(error)")
+            report("D-Bus connection lost: \(error)", trouble: true)
+            if let (_, reply) = pendingStart {
+                pendingStart = nil
+                reply.fail(.backendLost(lost ?? ""))
+            }
             ownerGone()
             for path in links.keys.sorted() { endLink(path) }
         }
@@ -335,6 +456,7 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
         /// bluetoothd is gone: every object with it, so every link ends and scans finish.
         func ownerGone() {
             owner = nil
+            objectsLoaded = false
             apply(tree.clear())
             for (_, scan) in scans { scan.continuation.finish() }
             scans = [:]
@@ -361,6 +483,11 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
                 case .removed(let path, BlueZ.device):
                     endLink(path)
                 case .added(_, BlueZ.adapter), .removed(_, BlueZ.adapter), .changed(_, BlueZ.adapter, _):
+                    if !adapterPath.isEmpty, let next = tree.replacementAdapter(after: change, current: adapterPath, address: adapterAddress) {
+                        report("BlueZ adapter \(adapterPath.split(separator: "/").last ?? "") is back as \(next.name)", trouble: false)
+                        adapterPath = next.path
+                    }
+                    if pendingStart != nil { resumeStart() }
                     if let transition = tree.adapterTransition(change, adapterPath: adapterPath) { adapterChanged(transition) }
                     if case .changed(let path, _, let keys) = change, path == adapterPath, keys.contains("Discovering"),
                        tree.adapter(at: path)?.discovering == false {
@@ -400,7 +527,7 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
                 continuation.finish()
                 return reply.fail(.backendLost(lost))
             }
-            if let why = tree.adapterUnusable(adapterPath) {
+            if let why = unusable() {
                 continuation.finish()
                 return reply.fail(.bluez(why))
             }
@@ -463,7 +590,7 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
 
         func connect(_ peer: DeviceAddress, timeout: Duration, _ reply: Reply<String>) {
             if let lost { return reply.fail(.backendLost(lost)) }
-            if !adapterPath.isEmpty, let why = tree.adapterUnusable(adapterPath) { return reply.fail(.bluez(why)) }
+            if !adapterPath.isEmpty, let why = unusable() { return reply.fail(.bluez(why)) }
             if let device = tree.device(adapterPath: adapterPath, address: peer) {
                 return connectDevice(device.path, peer: peer, timeout: timeout, reply)
             }
@@ -522,13 +649,15 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
             }
         }
 
-        /// The link is down: its waiters are answered and its sockets closed.
+        /// The link is down: its waiters are answered. Its notification sockets are read on until
+        /// bluetoothd closes them, `notifySocketGrace` at most: what bluetoothd wrote before it
+        /// noticed (or before it or the bus went) is delivered, not dropped with the link.
         func endLink(_ path: String, _ id: UInt64? = nil) {
             guard let link = links[path], id == nil || link.id == id else { return }
             links[path] = nil
             for w in link.resolvedWaiters { w.fail(.disconnected(nil)) }
             for w in link.disconnectWaiters { w.succeed(()) }
-            for fd in link.sockets { bus.unwatch(fd) }
+            for fd in link.sockets { bus.unwatch(fd, within: BlueZCentral.notifySocketGrace) }
         }
 
         func whenResolved(_ path: String, _ reply: Reply<GATTDatabase>) {

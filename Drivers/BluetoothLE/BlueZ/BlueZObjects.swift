@@ -108,6 +108,8 @@ public struct BlueZObjectTree: Sendable {
         public var name: String
         public var powered: Bool
         public var discovering: Bool
+        /// The controller's own address (`Address`), which stays when its name changes.
+        public var address: String?
     }
 
     public struct Device: Equatable, Sendable {
@@ -154,7 +156,7 @@ public struct BlueZObjectTree: Sendable {
     public func adapter(at path: String) -> Adapter? {
         guard let p = objects[path]?[BlueZ.adapter] else { return nil }
         return Adapter(path: path, name: String(path.split(separator: "/").last ?? ""), powered: p["Powered"]?.bool ?? false,
-                       discovering: p["Discovering"]?.bool ?? false)
+                       discovering: p["Discovering"]?.bool ?? false, address: p["Address"]?.string?.uppercased())
     }
 
     /// The adapter named `name` (`hci1`), or the first one when nil.
@@ -264,6 +266,17 @@ public struct BlueZObjectTree: Sendable {
         default:
             return nil
         }
+    }
+
+    /// The adapter to use from now on instead of the one at `current`, after `change` (already
+    /// applied): a controller unplugged and plugged back often returns under another name (hci0
+    /// comes back as hci1). Only while the adapter at `current` is gone, only an adapter that was
+    /// just added, and only the same controller (its `address`): another controller plugged in
+    /// meanwhile is not taken over. Nil otherwise.
+    public func replacementAdapter(after change: Change, current: String, address: String?) -> Adapter? {
+        guard case .added(let path, BlueZ.adapter) = change, path != current, adapter(at: current) == nil,
+              let added = adapter(at: path), let address, added.address == address.uppercased() else { return nil }
+        return added
     }
 
     /// Why the adapter at `adapterPath` cannot be used now (absent or powered off), or nil.

@@ -23,7 +23,7 @@ final class SDBus: @unchecked Sendable {
     private let wakeWriteFD: Int32
     private let jobs = Mutex<[@Sendable () -> Void]>([])
     private var running = true
-    private var watches: [Int32: (Int16) -> Void] = [:]
+    private var watches: [Int32: Watch] = [:]
     private var matchBoxes: [Box] = []
     /// The handlers of exported objects, by their sd-bus slot.
     private var objectBoxes: [OpaquePointer: Box] = [:]
@@ -31,6 +31,12 @@ final class SDBus: @unchecked Sendable {
     var owner: AnyObject?
     /// Called on the bus thread when the connection to the bus is lost.
     var onConnectionLost: ((DBusError) -> Void)?
+
+    /// A watched descriptor: its handler, and when it is closed at the latest (`unwatch(_:within:)`).
+    private struct Watch {
+        var handler: (Int16) -> Void
+        var closeBy: ContinuousClock.Instant?
+    }
 
     final class Box {
         let handler: (OpaquePointer) -> Void
@@ -113,6 +119,10 @@ final class SDBus: @unchecked Sendable {
                     timeout = deadline <= nowUs ? 0 : Int32(min((deadline - nowUs + 999) / 1000, 60_000))
                 }
             }
+            if let closeBy = watches.values.compactMap(\.closeBy).min() {
+                let ms = max(0, Self.milliseconds(closeBy - .now))
+                timeout = timeout < 0 ? ms : min(timeout, ms)
+            }
             let first = fds.count
             let watched = Array(watches.keys)
             for fd in watched { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
@@ -120,10 +130,12 @@ final class SDBus: @unchecked Sendable {
             if n < 0 && errno != EINTR { break }
             if fds[0].revents != 0 { while Glibc.read(wakeFD, &buffer, buffer.count) > 0 {} }
             for (i, fd) in watched.enumerated() where fds[first + i].revents != 0 {
-                watches[fd]?(fds[first + i].revents)
+                watches[fd]?.handler(fds[first + i].revents)
             }
+            let now = ContinuousClock.now
+            for (fd, watch) in watches where watch.closeBy.map({ $0 <= now }) == true { unwatch(fd) }
         }
-        for fd in watches.keys { Glibc.close(fd) }
+        for fd in Array(watches.keys) { unwatch(fd) }
         watches = [:]
         if let bus { sd_bus_flush_close_unref(bus) }
         bus = nil
@@ -133,23 +145,39 @@ final class SDBus: @unchecked Sendable {
         owner = nil
     }
 
+    /// The bus is gone; watched descriptors are not the bus's: they stay until their owners
+    /// unwatch them (an AcquireNotify socket still holds what bluetoothd wrote before it left).
     private func connectionLost(_ error: DBusError) {
         if let bus { sd_bus_flush_close_unref(bus) }
         bus = nil
-        for fd in watches.keys { Glibc.close(fd) }
-        watches = [:]
         onConnectionLost?(error)
+    }
+
+    /// Whole milliseconds of `d`, rounded up, at most a minute (a poll timeout).
+    private static func milliseconds(_ d: Duration) -> Int32 {
+        let (seconds, attoseconds) = d.components
+        guard seconds < 60 else { return 60_000 }
+        return Int32(seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
     }
 
     // MARK: On the bus thread only
 
     /// Watches `fd` (readable, hang-up or error) until `unwatch`; the handler gets `revents`.
-    func watch(_ fd: Int32, _ handler: @escaping (Int16) -> Void) { watches[fd] = handler }
+    func watch(_ fd: Int32, _ handler: @escaping (Int16) -> Void) { watches[fd] = Watch(handler: handler) }
 
-    /// Stops watching `fd` and closes it.
+    /// Stops watching `fd` and closes it, after its handler read what it still holds (the
+    /// handler is called once more, with `POLLIN`).
     func unwatch(_ fd: Int32) {
-        guard watches.removeValue(forKey: fd) != nil else { return }
+        guard let watch = watches.removeValue(forKey: fd) else { return }
+        watch.handler(Int16(POLLIN))
         Glibc.close(fd)
+    }
+
+    /// Goes on watching `fd` until its handler unwatches it (its writer closed it, say) or
+    /// `grace` has passed, whichever is first; then as `unwatch`.
+    func unwatch(_ fd: Int32, within grace: Duration) {
+        guard let watch = watches[fd] else { return }
+        watches[fd]?.closeBy = min(watch.closeBy ?? .now + grace, .now + grace)
     }
 
     /// Calls a method without waiting: `reply` gets the reply's arguments or the error, on the

@@ -26,14 +26,29 @@ public struct BLERecorder: DeviceDriver {
         public var sessionizer = LiveSessionizer.Configuration()
         /// The longest a reading waits before it is handed to the sink.
         public var flushInterval: Duration = .milliseconds(250)
-        /// While devices are still to be found: scan this long, then pause this long.
+        /// While devices are still to be found: scan this long, then pause this long (shorter
+        /// pauses first after the start: 1 s, doubling up to `scanPause`, so that a device not
+        /// yet advertising when the recorder starts, say still held by a link that is going
+        /// away, is found within seconds, not after a whole pause).
         public var scanWindow: Duration = .seconds(5)
         public var scanPause: Duration = .seconds(15)
         public var backoff = Backoff.reconnect
+        /// At the start, wait (saying so once) instead of failing while the controller is not
+        /// there: through BlueZ, the system bus not answering, bluetoothd not running, the
+        /// adapter missing or powered off; with the own stack, no such adapter (`hciN`), nothing
+        /// listening (`tcp:`, `unix:`) or no such device file (`serial:`). The daemon's driver
+        /// does: started before them, or restarted after losing its controller, it records as
+        /// soon as they are there rather than after a growing restart delay.
+        public var waitForController = false
         /// Write a btsnoop capture of the controller link here.
         public var snoopPath: String?
-        /// Called (on the recorder's loop) for every event worth telling a user or a log.
+        /// Called for every event worth telling a user or a log: on the recorder's loop, but
+        /// `backend` changes on the backend's thread (so it must be thread-safe).
         public var onEvent: (@Sendable (BLERecorderEvent) -> Void)?
+        /// The backend's own diagnostics (a connection attempt given up and cancelled, a link
+        /// down with its reason, a D-Bus call that failed): lines for a debug log, called on the
+        /// backend's thread (so it must be thread-safe).
+        public var log: (@Sendable (String) -> Void)?
 
         public init(controller: BLEController, devices: [DeviceSelector] = [.auto]) {
             self.controller = controller
@@ -109,17 +124,23 @@ public struct BLERecorder: DeviceDriver {
         if let wheel = settings.wheelCircumference { c.sessionizer.wheelCircumference = wheel }
         if let flush = settings.flushInterval { c.flushInterval = flush }
         if let sport = settings.sport { c.sessionizer.defaultSport = sport }
+        c.waitForController = true
+        c.log = { line in context.logger.debug("\(DisplayText.safe(line, limit: 1000))") }
         c.onEvent = { event in
             switch event {
             case .connected(let address, _): context.report(.connected(device: address.text, name: nil))
             case .disconnected(let address, _): context.report(.disconnected(device: address.text))
             case .malformed(let address, _, let error): context.report(.problem(kind: "ble_malformed", message: "\(address.text): \(error)"))
-            case .stored:
-                context.logger.debug("\(event)")
+            case .stored(let batch):
+                context.logger.debug("stored \(batch.measurements) measurements, \(batch.samples) workout samples, \(batch.workoutsCompleted) workouts completed")
+                return
+            case .backend(let message, let trouble):
+                // bluetoothd or the adapter gone (a warning: every device's link ends with it), or back.
+                if trouble { context.logger.warning("\(message)") } else { context.logger.info("\(message)") }
                 return
             default: break
             }
-            context.logger.info("\(event)")
+            if let message = event.message { context.logger.info("\(DisplayText.safe(message, limit: 1000))") }
         }
         self.init(configuration: c)
     }
@@ -135,7 +156,8 @@ public struct BLERecorder: DeviceDriver {
         }
         var runtimeConfiguration = HostRuntime.Configuration()
         runtimeConfiguration.snoopPath = configuration.snoopPath
-        let runtime = try HostRuntime.open(controller, configuration: runtimeConfiguration)
+        runtimeConfiguration.log = configuration.log
+        let runtime = try await openHost(controller, runtimeConfiguration)
         do {
             configuration.onEvent?(.controllerReady(try await runtime.start()))
             try await record(with: runtime, into: sink)
@@ -146,6 +168,29 @@ public struct BLERecorder: DeviceDriver {
         await runtime.close()
     }
 
+    /// Opens the own stack's transport; with `waitForController`, while the controller is not
+    /// there (no such adapter or device file, nothing listening), tried again every second
+    /// (said once as a `backend` event, and its return), until cancelled.
+    private func openHost(_ address: TransportAddress, _ runtimeConfiguration: HostRuntime.Configuration) async throws -> HostRuntime {
+        var waiting = false
+        while true {
+            let opened: Result<HostRuntime, BLERuntimeError> = Result { () throws(BLERuntimeError) in
+                try HostRuntime.open(address, configuration: runtimeConfiguration)
+            }
+            switch opened {
+            case .success(let runtime):
+                if waiting { configuration.onEvent?(.backend(message: "controller \(address) is there", trouble: false)) }
+                return runtime
+            case .failure(let error):
+                guard configuration.waitForController, case .transport(let cause) = error,
+                      cause.kind == .notFound || cause.kind == .refused else { throw error }
+                if !waiting { configuration.onEvent?(.backend(message: "\(cause); waiting for the controller", trouble: true)) }
+                waiting = true
+            }
+            try await Task.sleep(for: .seconds(1))
+        }
+    }
+
     /// Through bluetoothd: opens the adapter over D-Bus (discovery filtered to the selectors'
     /// services when they allow), records until the task is cancelled and closes it.
     private func runBlueZ(adapter: String?, into sink: some RecordSink) async throws {
@@ -154,6 +199,10 @@ public struct BLERecorder: DeviceDriver {
         }
         var c = BlueZCentral.Configuration(adapter: adapter)
         c.discoveryServices = DeviceSelector.discoveryServices(configuration.devices)
+        c.waitUntilUsable = configuration.waitForController
+        c.log = configuration.log
+        let onEvent = configuration.onEvent
+        c.onChange = { message, trouble in onEvent?(.backend(message: message, trouble: trouble)) }
         let central = try await BlueZCentral.open(c)
         configuration.onEvent?(.adapterReady(central.adapterPath))
         do {
@@ -197,6 +246,9 @@ public enum BLERecorderEvent: Sendable {
     case controllerReady(ControllerInfo)
     /// The BlueZ adapter (its D-Bus path) is in use.
     case adapterReady(String)
+    /// The backend changed under the recording: bluetoothd or the adapter went away (`trouble`:
+    /// every link through it ends, the sessions retry) or came back.
+    case backend(message: String, trouble: Bool)
     /// A device matching a selector was found and its session started.
     case found(address: DeviceAddress, name: String?, selector: DeviceSelector)
     /// Connected, discovered and subscribed (`connection` counts from 1 per device).
@@ -205,6 +257,10 @@ public enum BLERecorderEvent: Sendable {
     case retrying(address: DeviceAddress, after: Duration, reason: String?)
     /// A value that did not decode: counted and skipped.
     case malformed(address: DeviceAddress, characteristic: BluetoothUUID, error: String)
+    /// A glucose meter was reset: the record with the last sequence number stored came again as
+    /// another one (`recordChanged`), or the meter holds neither it nor any after it. Its every
+    /// record is asked for, and its sequence numbers start over.
+    case glucoseMeterReset(address: DeviceAddress, lastSequence: UInt16, recordChanged: Bool)
     /// A batch reached the sink.
     case stored(BLERecorderBatch)
     /// The sink refused a batch; it is kept and offered again at the next flush.
@@ -212,6 +268,36 @@ public enum BLERecorderEvent: Sendable {
     case scanFailed(String)
     /// Recording ended; the totals.
     case finished(BLERecorderStatistics)
+}
+
+extension BLERecorderEvent {
+    /// The event as a line for a person: what `healthgate record` prints and the daemon's `ble`
+    /// driver logs (one wording for both). nil for ``stored(_:)`` (too frequent to print).
+    public var message: String? {
+        switch self {
+        case .controllerReady(let info): "controller \(info.address.text) ready"
+        case .adapterReady(let path): "BlueZ adapter \(path) ready"
+        case .backend(let message, _): message
+        case .found(let address, let name, let selector): "found \(name.map { "\($0) " } ?? "")\(address.text) (\(selector))"
+        case .connected(let address, let connection):
+            connection == 1 ? "\(address.text): connected, recording" : "\(address.text): reconnected (connection \(connection))"
+        case .disconnected(let address, let reason): "\(address.text): disconnected (\(reason))"
+        case .retrying(let address, let after, let reason):
+            reason.map { "\(address.text): \($0)" } ?? "\(address.text): reconnecting in \(String(format: "%.1f", after.inSeconds)) s"
+        case .malformed(let address, let characteristic, let error): "\(address.text): malformed \(characteristic) value skipped: \(error)"
+        case .glucoseMeterReset(let address, let last, let changed):
+            changed
+                ? "\(address.text): the meter's record \(last) is not the one stored (reset): asking for every record"
+                : "\(address.text): the meter holds no record from sequence number \(last) on (reset?): asking for every record"
+        case .stored: nil
+        case .sinkFailed(let why): "could not store a batch (will retry): \(why)"
+        case .scanFailed(let why): "scan failed: \(why)"
+        case .finished(let s):
+            "recording ended: \(s.values) values from \(s.devices.count) device(s), \(s.measurements) measurements and "
+                + "\(s.samples) workout samples stored in \(s.batches) batches, \(s.workoutsCompleted) workouts completed, "
+                + "\(s.malformed) malformed values skipped"
+        }
+    }
 }
 
 /// What one batch held.
@@ -245,6 +331,8 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
         case found(DiscoveredDevice, DeviceSelector)
         case value(GATTNotification)
         case session(DeviceAddress, DeviceSession.Event)
+        /// A glucose meter was reset (``GlucoseCatchUp``), its last stored sequence number this.
+        case glucoseReset(DeviceAddress, UInt16, recordChanged: Bool)
         case flush
         case stop
         /// The central is gone for good: stop as for `.stop`, then end with this error.
@@ -258,9 +346,15 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
     private let input: AsyncStream<Input>.Continuation
     /// Addresses the scanner should no longer report (read by the scanner task).
     private let claimed = Mutex<Set<UInt64>>([])
-    /// Per device (address value), the highest glucose sequence number received in this run:
-    /// the next connection asks the meter for the records after it.
-    private let glucoseSeen = Mutex<[UInt64: UInt16]>([:])
+    /// Per glucose meter (address value), where its records stored or on their way to the sink
+    /// end (with them, `LiveBatch.glucoseCursors`): read from the sink (the store's
+    /// `glucose_sync`) on the first connection of a run, moved by the glucose measurements
+    /// received, which also check the stored record (``GlucoseCursorTracker``). Each connection
+    /// asks the meter for the records from it on.
+    private let glucoseTrackers = Mutex<[UInt64: GlucoseCursorTracker]>([:])
+    /// Per glucose meter, where the check of its stored record goes: the request procedure of
+    /// its current connection (``GlucoseCatchUp/storedRecordChecked(same:)``).
+    private let glucoseChecks = Mutex<[UInt64: @Sendable (Bool) -> Void]>([:])
     private let wantsScan = Mutex(true)
 
     init(configuration: BLERecorder.Configuration, runtime: any BLECentral, sink: Sink) {
@@ -320,10 +414,12 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
                 c.requireAllSubscriptions = false
                 c.reads = [BluetoothUUID(GATTProfiles.GATTCharacteristic.batteryLevel)]
                 c.backoff = configuration.backoff
-                c.afterSubscribe = { [weak self] client, database, sink in
+                c.afterSubscribe = { [weak self] client, database, _ in
                     guard let self else { return }
-                    try await BLERecorder.requestGlucoseRecords(client, database, sink,
-                                                                after: glucoseSeen.withLock { $0[client.peer.value] })
+                    try await BLERecorder.requestGlucoseRecords(
+                        client, database, cursor: { await self.glucoseRequestCursor(client.peer) },
+                        checks: { handler in self.glucoseChecks.withLock { $0[client.peer.value] = handler } },
+                        meterReset: { self.input.yield(.glucoseReset(client.peer, $0, recordChanged: $1)) })
                 }
                 let session = DeviceSession(runtime: runtime, configuration: c)
                 sessions[device.address.value] = session
@@ -344,10 +440,21 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
                 do {
                     guard let uuid = n.characteristic.uint16,
                           let reading = try GATTProfileDecoder.decode(characteristic: uuid, n.value) else { continue }
-                    if case .glucose(let m) = reading {
-                        glucoseSeen.withLock { $0[n.peer.value] = max($0[n.peer.value] ?? 0, m.sequenceNumber) }
-                    }
                     pending += sessionizer.receive(LiveReading(device: device, receivedAt: n.receivedAt, reading: reading))
+                    if case .glucose(let m) = reading {
+                        // The stored cursor first (a value may come before the connection's
+                        // request procedure reads it), then the cursor stored with the record,
+                        // in the same transaction.
+                        await loadGlucoseTracker(n.peer)
+                        let (check, cursor) = glucoseTrackers.withLock { trackers in
+                            var tracker = trackers[n.peer.value] ?? GlucoseCursorTracker(stored: nil)
+                            let check = tracker.received(sequence: m.sequenceNumber, value: n.value)
+                            trackers[n.peer.value] = tracker
+                            return (check, tracker.cursor)
+                        }
+                        if let cursor { pending.glucoseCursors[device] = cursor }
+                        if check != .none { glucoseChecks.withLock { $0[n.peer.value] }?(check == .same) }
+                    }
                 } catch {
                     statistics.malformed += 1
                     statistics.devices[device, default: .init()].malformed += 1
@@ -372,6 +479,11 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
                 case .stopped:
                     break
                 }
+
+            case .glucoseReset(let address, let last, let changed):
+                // Its sequence numbers start over: the records it sends now set the cursor.
+                glucoseTrackers.withLock { $0[address.value]?.meterReset() }
+                emit(.glucoseMeterReset(address: address, lastSequence: last, recordChanged: changed))
 
             case .flush:
                 await flush(sessionizer.flush(now: Date()))
@@ -405,8 +517,27 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
         if let failure { throw failure }
     }
 
+    /// Loads a glucose meter's tracker, when this run has none yet, from the sink's cursor (kept
+    /// across runs in the store). A sink that cannot tell counts as none: every record is asked
+    /// for, and records sent again are stored once.
+    func loadGlucoseTracker(_ address: DeviceAddress) async {
+        guard glucoseTrackers.withLock({ $0[address.value] == nil }) else { return }
+        let stored = (try? await sink.glucoseCursor(device: address.text)) ?? nil
+        glucoseTrackers.withLock { trackers in
+            if trackers[address.value] == nil { trackers[address.value] = GlucoseCursorTracker(stored: stored) }
+        }
+    }
+
+    /// Where a glucose meter's stored records end, for a connection's request procedure
+    /// (``GlucoseCursorTracker/requesting()``). nil: none (ask for every record).
+    func glucoseRequestCursor(_ address: DeviceAddress) async -> GlucoseCursor? {
+        await loadGlucoseTracker(address)
+        return glucoseTrackers.withLock { $0[address.value]?.requesting() }
+    }
+
     /// Scans in windows while devices are still to be found, reporting each match once.
     private func scan() async {
+        var pause = min(configuration.scanPause, .seconds(1))
         while !Task.isCancelled {
             if wantsScan.withLock({ $0 }) {
                 do {
@@ -425,7 +556,8 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
                     configuration.onEvent?(.scanFailed("\(error)"))
                 }
             }
-            try? await Task.sleep(for: configuration.scanPause)
+            try? await Task.sleep(for: pause)
+            pause = min(pause * 2, configuration.scanPause)
         }
     }
 }
@@ -438,20 +570,82 @@ extension BLERecorder {
 }
 
 extension BLERecorder {
-    /// On each connection to a glucose meter (a device with a Record Access Control Point):
-    /// subscribes to the control point and asks for the stored records after `after` (all of
-    /// them the first time in a run). The records arrive as Glucose Measurement notifications
-    /// on the session's stream and are stored like live readings, with the same identities, so a
-    /// record sent again is not stored twice. (`healthgate ble download` keeps the last sequence
-    /// number in the database; the driver keeps it for the run.)
-    static func requestGlucoseRecords(_ client: any BLEConnection, _ database: GATTDatabase,
-                                      _ sink: AsyncStream<GATTNotification>.Continuation, after: UInt16?) async throws {
+    /// On each connection to a glucose meter (a device with a Record Access Control Point and
+    /// Glucose Measurement): asks for the stored records from the stored cursor on (all of them
+    /// when there is none), and tells a meter with nothing new from one that was reset as
+    /// ``GlucoseCatchUp`` decides, with the check of the stored record the recorder makes when it
+    /// comes again (handed to the procedure through `checks`); on a reset it calls `meterReset`
+    /// with the sequence number it forgets (and whether its record came back changed), before
+    /// asking for every record. The records arrive as
+    /// Glucose Measurement notifications on the session's stream and are stored like live
+    /// readings, with the same identities, so a record sent again is not stored twice. The
+    /// control point's responses come here; the rest of the procedure runs apart, so the
+    /// connection is ready at once.
+    static func requestGlucoseRecords(_ client: any BLEConnection, _ database: GATTDatabase, cursor: () async -> GlucoseCursor?,
+                                      checks: (@escaping @Sendable (Bool) -> Void) -> Void,
+                                      meterReset: @escaping @Sendable (_ lastSequence: UInt16, _ recordChanged: Bool) -> Void) async throws {
         let racp = BluetoothUUID(GATTProfiles.GATTCharacteristic.recordAccessControlPoint)
         guard !database.characteristics(racp).isEmpty,
               !database.characteristics(BluetoothUUID(GATTProfiles.GATTCharacteristic.glucoseMeasurement)).isEmpty else { return }
-        try await client.subscribe(racp, into: sink, timeout: .seconds(10))
-        let request = GlucoseRecordDownload(after: after).firstSequence.map(RecordAccessControlPoint.reportRecords(fromSequenceNumber:))
-            ?? RecordAccessControlPoint.reportAllRecords()
-        try await client.write(racp, request, timeout: .seconds(10))
+        let (responses, responsesIn) = AsyncStream.makeStream(of: GATTNotification.self, bufferingPolicy: .unbounded)
+        try await client.subscribe(racp, into: responsesIn, timeout: .seconds(10))
+        let (inputs, input) = AsyncStream.makeStream(of: GlucoseCatchUpInput.self, bufferingPolicy: .unbounded)
+        var catchUp = GlucoseCatchUp(after: await cursor())
+        // Before the request: the stored record it asks for again comes after it.
+        checks { same in input.yield(.check(same: same)) }
+        guard case .write(let first) = catchUp.start() else { return }
+        try await client.write(racp, first, timeout: .seconds(10))
+        guard catchUp.awaitsResponse else {
+            responsesIn.finish()
+            input.finish()
+            return
+        }
+        Task { [catchUp] in
+            var catchUp = catchUp
+            let forward = Task {
+                for await n in responses {
+                    if let response = try? RecordAccessControlPoint.decodeResponse(n.value) { input.yield(.response(response)) }
+                }
+                input.finish()
+            }
+            // The procedure ends when the link does, or after a generous bound (the answer to
+            // "records from N" follows the records it reports, and the check follows record N).
+            let watch = Task {
+                _ = try? await client.disconnected(timeout: .seconds(60))
+                responsesIn.finish()
+                input.finish()
+            }
+            defer {
+                watch.cancel()
+                forward.cancel()
+                responsesIn.finish()
+                input.finish()
+            }
+            for await event in inputs {
+                let step: GlucoseCatchUp.Step
+                switch event {
+                case .response(let response): step = catchUp.response(response)
+                case .check(let same): step = catchUp.storedRecordChecked(same: same)
+                }
+                let request: [UInt8]
+                switch step {
+                case .wait: continue
+                case .done: return
+                case .write(let bytes): request = bytes
+                case .meterReset(let bytes):
+                    if let forgotten = catchUp.after { meterReset(forgotten, catchUp.storedRecordChanged) }
+                    request = bytes
+                }
+                do { try await client.write(racp, request, timeout: .seconds(10)) } catch { return }
+                if !catchUp.awaitsResponse { return }
+            }
+        }
+    }
+
+    /// What the request procedure of one connection reacts to: the control point's responses
+    /// and the check of the stored record.
+    enum GlucoseCatchUpInput: Sendable {
+        case response(RecordAccessControlPoint.Response)
+        case check(same: Bool)
     }
 }

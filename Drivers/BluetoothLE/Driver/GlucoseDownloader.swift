@@ -16,14 +16,21 @@ public enum GlucoseDownloader {
         public var outcome: GlucoseRecordDownload.Outcome
         /// How many records the meter said it holds for the request (nil if it does not count).
         public var expected: Int?
+        /// The meter was reset: every record it holds was asked for
+        /// (``GlucoseRecordDownload/meterWasReset``).
+        public var meterWasReset: Bool
+        /// How the reset showed: the stored record came back changed (else the meter held neither
+        /// it nor any after it).
+        public var storedRecordDiffers: Bool
         /// The measurements to store: one per record with a concentration, the same identities
         /// as live glucose notifications (device, kind, time, sequence number).
         public var batch: LiveBatch
     }
 
-    /// Downloads the records after `lastSequence` (all of them when nil) over a connected and
-    /// discovered link. `progress` gets (whole records so far, the meter's count).
-    public static func download(_ connection: any BLEConnection, database: GATTDatabase, after lastSequence: UInt16?,
+    /// Downloads the records after `cursor` (all of them when nil; from its record on, checked,
+    /// when it holds the record) over a connected and discovered link. `progress` gets (whole
+    /// records so far, the meter's count).
+    public static func download(_ connection: any BLEConnection, database: GATTDatabase, after cursor: GlucoseCursor?,
                                 silence: Duration = .seconds(10), timeZone: TimeZone = .current,
                                 progress: @escaping @Sendable (Int, Int?) -> Void = { _, _ in }) async throws(BLERuntimeError) -> Result {
         let racp = BluetoothUUID(GATTCharacteristic.recordAccessControlPoint)
@@ -57,7 +64,7 @@ public enum GlucoseDownloader {
             continuation.finish()
         }
 
-        var download = GlucoseRecordDownload(after: lastSequence)
+        var download = GlucoseRecordDownload(after: cursor)
         var step = GlucoseRecordDownload.Step.write(download.start())
         var iterator = stream.makeAsyncIterator()
         var received = 0
@@ -83,7 +90,7 @@ public enum GlucoseDownloader {
                 if let response = try? RecordAccessControlPoint.decodeResponse(n.value) { step = download.controlPoint(response) }
                 if download.expected != nil, received == 0 { progress(0, download.expected) }
             case measurement:
-                if let m = try? GlucoseMeasurement.decode(n.value) { step = download.measurement(m) }
+                if let m = try? GlucoseMeasurement.decode(n.value) { step = download.measurement(m, value: n.value) }
             case context:
                 if let c = try? GlucoseMeasurementContext.decode(n.value) { step = download.context(c) }
             default:
@@ -102,6 +109,7 @@ public enum GlucoseDownloader {
         for r in records {
             batch += sessionizer.receive(LiveReading(device: connection.peer.text, receivedAt: now, reading: .glucose(r.measurement)))
         }
-        return Result(records: records, outcome: outcome, expected: download.expected, batch: batch)
+        return Result(records: records, outcome: outcome, expected: download.expected, meterWasReset: download.meterWasReset,
+                      storedRecordDiffers: download.storedRecordDiffers, batch: batch)
     }
 }

@@ -663,6 +663,12 @@ extension HostRuntime {
             }
             return
         }
+        if cc.status == .unknownConnectionIdentifier, !p.cancelled {
+            // The end of an attempt cancelled before this one, reported after the slot was freed
+            // for this one (a cancel's only report): not this attempt's end.
+            log("connect to \(p.peer.text): a late report of an earlier cancelled attempt; still connecting")
+            return
+        }
         releaseConnectSlot()
         guard cc.status.isSuccess else {
             p.done(.failure(p.cancelled ? .connectTimedOut(p.peer) : .connectionFailed(p.peer, cc.status)))
