@@ -169,23 +169,22 @@ public struct BLERecorder: DeviceDriver {
     }
 
     /// Opens the own stack's transport; with `waitForController`, while the controller is not
-    /// there (no such adapter or device file, nothing listening), tried again every second
-    /// (said once as a `backend` event, and its return), until cancelled.
+    /// there, refuses the connection or is busy, tried again every second until cancelled
+    /// (`ControllerWait` says when and what to log, as `backend` events).
     private func openHost(_ address: TransportAddress, _ runtimeConfiguration: HostRuntime.Configuration) async throws -> HostRuntime {
-        var waiting = false
+        var wait = ControllerWait(address: "\(address)")
         while true {
             let opened: Result<HostRuntime, BLERuntimeError> = Result { () throws(BLERuntimeError) in
                 try HostRuntime.open(address, configuration: runtimeConfiguration)
             }
             switch opened {
             case .success(let runtime):
-                if waiting { configuration.onEvent?(.backend(message: "controller \(address) is there", trouble: false)) }
+                if let message = wait.opened() { configuration.onEvent?(.backend(message: message, trouble: false)) }
                 return runtime
             case .failure(let error):
                 guard configuration.waitForController, case .transport(let cause) = error,
-                      cause.kind == .notFound || cause.kind == .refused else { throw error }
-                if !waiting { configuration.onEvent?(.backend(message: "\(cause); waiting for the controller", trouble: true)) }
-                waiting = true
+                      case .wait(let say) = wait.failed(cause) else { throw error }
+                if let say { configuration.onEvent?(.backend(message: say, trouble: true)) }
             }
             try await Task.sleep(for: .seconds(1))
         }
