@@ -70,14 +70,14 @@ struct ControllerOptions: ParsableArguments {
     /// whether `body` succeeded or threw.
     func withController<T>(_ body: (any BLECentral) async throws -> T) async throws -> T {
         let controller: BLEController
-        do { controller = try await address().resolve() } catch let error as BLERuntimeError { throw RuntimeFailure("\(hci): \(error)") }
+        do { controller = try await address().resolve() } catch let error as BLERuntimeError { throw RuntimeFailure.controller(hci, error) }
         if case .bluez(let adapter) = controller {
             if snoop != nil { throw RuntimeFailure("--snoop: \(hci) is BlueZ here; a capture needs the own host stack (with BlueZ use btmon)") }
             let central: BlueZCentral
             var configuration = BlueZCentral.Configuration(adapter: adapter)
             configuration.log = diagnostics
             do { central = try await BlueZCentral.open(configuration) } catch {
-                throw RuntimeFailure("\(hci): \(error)")
+                throw RuntimeFailure.controller(hci, error)
             }
             do {
                 let result = try await body(central)
@@ -110,9 +110,18 @@ struct ControllerOptions: ParsableArguments {
             runtime = try HostRuntime.open(address, configuration: configuration)
             _ = try await runtime.start()
         } catch {
-            throw RuntimeFailure("\(hci): \(error)")
+            throw RuntimeFailure.controller(hci, error)
         }
         return runtime
+    }
+}
+
+extension RuntimeFailure {
+    /// The controller `hci` could not be opened or used. Named once: a transport's error already
+    /// starts with the transport's name (`tcp:127.0.0.1:1: connect: ...`); other errors get `hci`.
+    static func controller(_ hci: String, _ error: any Error) -> RuntimeFailure {
+        if case .transport(let cause) = error as? BLERuntimeError { return RuntimeFailure(cause.description) }
+        return RuntimeFailure("\(hci): \(error)")
     }
 }
 

@@ -77,13 +77,13 @@ struct BLEPairCommand: AsyncParsableCommand {
 
     func run() async throws {
         let resolved: BLEController
-        do { resolved = try await controller().resolve() } catch let error as BLERuntimeError { throw RuntimeFailure("\(hci): \(error)") }
+        do { resolved = try await controller().resolve() } catch let error as BLERuntimeError { throw RuntimeFailure.controller(hci, error) }
         guard case .bluez(let adapter) = resolved else { throw RuntimeFailure(Self.needsBlueZ(hci)) }
         let central: BlueZCentral
         var configuration = BlueZCentral.Configuration(adapter: adapter)
         configuration.log = ControllerOptions.diagnostics(verbose)
         do { central = try await BlueZCentral.open(configuration) } catch {
-            throw RuntimeFailure("\(hci): \(error)")
+            throw RuntimeFailure.controller(hci, error)
         }
         do {
             let result = try await pair(central)

@@ -87,7 +87,7 @@ struct RecordCommand: AsyncParsableCommand {
         }
         let task = Task {
             do { try await recorder.run(into: sink) } catch {
-                throw RuntimeFailure("\(controller.hci): \(error)")
+                throw RuntimeFailure.controller(controller.hci, error)
             }
         }
         let stop = StopSignals { task.cancel() }

@@ -61,6 +61,20 @@ import TestSupport
                                        "forwarder.server", status: 78)
     }
 
+    /// A controller that cannot be opened is named once, with the cause: every command that
+    /// opens one says the same line (it used to say `tcp:127.0.0.1:1: tcp:127.0.0.1:1: connect: ...`).
+    @Test func aControllerThatCannotBeOpenedIsNamedOnce() async throws {
+        let scratch = try Scratch()
+        let line = "healthgate: \(Self.deadController): connect: Connection refused (ECONNREFUSED)\n"
+        for command in [["ble", "scan"], ["ble", "watch", "AA:BB:CC:DD:EE:FF"], ["ble", "download", "AA:BB:CC:DD:EE:FF", "--db", scratch.dbPath],
+                        ["record", "--db", scratch.dbPath]] {
+            let result = try await CLI.run(command + ["--hci", Self.deadController])
+            // `record` says what it records first; the failure is the last line.
+            #expect(result.status == 1 && (result.stderr.hasSuffix("\n" + line) || result.stderr == line),
+                    "\(command): \(result.status) \(result.stderr)")
+        }
+    }
+
     @Test func usageErrorsExitSixtyFourWithTheUsage() async throws {
         let scratch = try Scratch()
         try await expectUsageError(["workouts", "--since", "yesterday"], "--since 'yesterday' is not a date")
