@@ -40,12 +40,17 @@ public enum DriverEvent: Sendable, Equatable, CustomStringConvertible {
     /// Something that does not stop the driver went wrong (a malformed packet, a line that is
     /// not a record): counted by `kind` in the metrics.
     case problem(kind: String, message: String)
+    /// The driver cannot do its work for now and waits for something outside it (its
+    /// controller, bluetoothd, the system bus): `reason` says what; nil says it works again.
+    /// `healthgate status` and the systemd status line show it.
+    case waiting(reason: String?)
 
     public var description: String {
         switch self {
         case .connected(let device, let name): "connected \(device)" + (name.map { " (\($0))" } ?? "")
         case .disconnected(let device): "disconnected \(device)"
         case .problem(let kind, let message): "\(kind): \(message)"
+        case .waiting(let reason): reason.map { "waiting: \($0)" } ?? "working again"
         }
     }
 }

@@ -321,6 +321,8 @@ final class DriverEvents: Service, Sendable {
             metrics.devicesConnected(await state.device(device, of: driver, connected: false), driver: driver)
         case .problem(let kind, _):
             metrics.error(kind)
+        case .waiting(let reason):
+            await state.driver(driver, waiting: reason)
         }
     }
 }

@@ -8,7 +8,8 @@ public actor DaemonState {
     /// One driver instance as the supervisor last saw it.
     public struct DriverStatus: Codable, Sendable, Equatable {
         public enum State: String, Codable, Sendable {
-            case starting, running, restarting, stopped, failed
+            /// `waiting`: running, but waiting for something outside it (`detail` says what).
+            case starting, running, waiting, restarting, stopped, failed
         }
         public var name: String
         public var type: String
@@ -76,6 +77,18 @@ public actor DaemonState {
         }
     }
 
+    /// A running driver waits for something outside it (`reason`), or works again (nil). A
+    /// driver not running (restarting, stopped) keeps its state: its late reports change nothing.
+    public func driver(_ name: String, waiting reason: String?) {
+        guard let current = snapshot.drivers.first(where: { $0.name == name }),
+              current.state == .running || current.state == .waiting else { return }
+        if let reason {
+            driver(name, type: current.type, .waiting, detail: reason)
+        } else if current.state == .waiting {
+            driver(name, type: current.type, .running)
+        }
+    }
+
     /// A device of `driver` connected or disconnected; returns how many of its devices are
     /// connected now.
     @discardableResult
@@ -110,7 +123,8 @@ public actor DaemonState {
     /// The one-line summary for `systemctl status`.
     public func statusLine() -> String {
         let running = snapshot.drivers.filter { $0.state == .running }.count
-        var parts = ["\(running)/\(snapshot.drivers.count) drivers running"]
+        let waiting = snapshot.drivers.filter { $0.state == .waiting }.count
+        var parts = ["\(running)/\(snapshot.drivers.count) drivers running" + (waiting > 0 ? ", \(waiting) waiting" : "")]
         if let error = snapshot.lastSyncError { parts.append("sync failing: \(error)") }
         else if let at = snapshot.lastSyncAt { parts.append("last sync \(at)") }
         return parts.joined(separator: ", ")

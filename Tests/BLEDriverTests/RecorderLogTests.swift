@@ -29,17 +29,22 @@ struct RecorderLogTests {
         }
     }
 
-    /// bluetoothd or the adapter lost is a warning (every link through it ends); its return is info.
+    /// bluetoothd or the adapter lost is a warning (every link through it ends); its return is
+    /// info. Both reach the daemon's status: the driver waits, then works again.
     @Test func backendLossIsAWarningAndItsReturnInfo() throws {
         let lines = Lines()
+        let events = Mutex<[DriverEvent]>([])
         let settings = try ConfigDecoder.decode(BLERecorder.Settings.self, from: ["hci": .string("bluez")])
-        let recorder = BLERecorder(settings: settings, context: DriverContext(instance: "strap", logger: lines.logger))
+        let context = DriverContext(instance: "strap", logger: lines.logger) { event in events.withLock { $0.append(event) } }
+        let recorder = BLERecorder(settings: settings, context: context)
         let onEvent = try #require(recorder.configuration.onEvent)
         onEvent(.backend(message: "bluetoothd left the bus: 1 link(s) end; waiting for it to come back", trouble: true))
         onEvent(.backend(message: "bluetoothd is back on the bus", trouble: false))
         let kept = lines.kept.withLock { $0 }
         #expect(kept.map { $0.0 } == [.warning, .info])
         #expect(kept.map { $0.1 } == ["bluetoothd left the bus: 1 link(s) end; waiting for it to come back", "bluetoothd is back on the bus"])
+        #expect(events.withLock { $0 } == [.waiting(reason: "bluetoothd left the bus: 1 link(s) end; waiting for it to come back"),
+                                          .waiting(reason: nil)])
     }
 
     /// The other events in the words `healthgate record` prints, not Swift's description of the

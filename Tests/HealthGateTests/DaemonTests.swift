@@ -261,6 +261,8 @@ func unusedPort() throws -> Int {
     /// its H4 link closes): the driver ends with the transport's error and the supervisor
     /// restarts it (state `restarting`), the workout recorded so far is stored and completed.
     /// Before, the recorder waited for ever and the driver stayed `running` with nothing to do.
+    /// The restarted driver finds nothing listening and waits for the controller: `healthgate
+    /// status` shows it `waiting` with the reason, and so does the systemd status line.
     @Test func aLostControllerEndsTheDriverForTheSupervisorToRestart() async throws {
         let peer = try await BLEPeer.start(peripherals: ["hr"], rate: "10")
         let folder = try temporaryFolder("daemon-ble-lost")
@@ -274,12 +276,13 @@ func unusedPort() throws -> Int {
             type = "ble"
             hci = "tcp:\(host):\(port)"
             """.write(toFile: config, atomically: true, encoding: .utf8)
-        let daemon = try DaemonProcess(folder: folder, arguments: ["--config", config])
+        let daemon = try DaemonProcess(folder: folder, arguments: ["--config", config], environment: ["WATCHDOG_USEC": "400000"])
         #expect(await daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
-        func driverState() async throws -> String? {
+        func driver() async throws -> [String: Any]? {
             let view = try await CLI.json(["status", "--state-dir", folder, "--json"]) as? [String: Any]
-            return ((view?["daemon"] as? [String: Any])?["drivers"] as? [[String: Any]])?.first?["state"] as? String
+            return ((view?["daemon"] as? [String: Any])?["drivers"] as? [[String: Any]])?.first
         }
+        func driverState() async throws -> String? { try await driver()?["state"] as? String }
         try await eventually("the strap sends 20 readings", every: .milliseconds(200), detail: daemon.log) {
             peer.sentSamples("hr").count >= 20
         }
@@ -291,6 +294,17 @@ func unusedPort() throws -> Int {
             return state == "restarting"
         }, "the driver is \(state ?? "not listed"), not restarting: \(daemon.log)")
         #expect(daemon.log.contains("driver stopped; restarting"), "\(daemon.log)")
+        var waiting: [String: Any]?
+        #expect(try await cameTrue(every: .milliseconds(200)) {
+            waiting = try await driver()
+            return waiting?["state"] as? String == "waiting"
+        }, "the restarted driver is not waiting: \(waiting ?? [:]) \(daemon.log)")
+        #expect(waiting?["detail"] as? String == "tcp:\(host):\(port): connect: Connection refused (ECONNREFUSED); waiting for the controller",
+                "\(waiting ?? [:])")
+        #expect(await daemon.notify.waitFor("STATUS=0/1 drivers running, 1 waiting") != nil, "\(daemon.log)")
+        let text = try await CLI.run(["status", "--state-dir", folder])
+        #expect(text.stdout.contains("driver strap (ble): waiting since ") && text.stdout.contains("; waiting for the controller"),
+                "\(text.stdout)")
         daemon.signal(SIGTERM)
         #expect(await daemon.waitForExit() == 0, "\(daemon.log)")
         let recorded = try #require(try await CLI.json(["workouts", "--state-dir", folder, "--json"]) as? [[String: Any]])

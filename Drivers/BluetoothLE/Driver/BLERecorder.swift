@@ -135,8 +135,10 @@ public struct BLERecorder: DeviceDriver {
                 context.logger.debug("stored \(batch.measurements) measurements, \(batch.samples) workout samples, \(batch.workoutsCompleted) workouts completed")
                 return
             case .backend(let message, let trouble):
-                // bluetoothd or the adapter gone (a warning: every device's link ends with it), or back.
+                // bluetoothd, the bus or the controller gone (a warning: every device's link ends
+                // with it; the driver waits for it), or back.
                 if trouble { context.logger.warning("\(message)") } else { context.logger.info("\(message)") }
+                context.report(.waiting(reason: trouble ? DisplayText.safe(message, limit: 300) : nil))
                 return
             default: break
             }

@@ -171,6 +171,13 @@ def main() -> int:
             raise AssertionError(f"the wait is not logged at warning: {line}")
         result["unplugged"] = line[1]
         step(f"controller unplugged: journal (warning): {line[1][:150]}")
+        # systemd's view: the status line counts the driver as waiting.
+        status = wait_for(lambda: (t := show("StatusText")["StatusText"]).endswith("1 waiting") and t, 60,
+                          "StatusText to count the driver as waiting")
+        if not status.startswith("0/1 drivers running, 1 waiting"):
+            raise AssertionError(f"StatusText while the controller is away: {status}")
+        result["status_waiting"] = status
+        step(f"StatusText: '{status}'")
         peer = Peer(["hr"], rate=2)
         hci_again = f"hci{peer.info['h4']['index']}"
         # No waiting for the kernel to power the new adapter off, as in step 2: the waiting
@@ -193,7 +200,10 @@ def main() -> int:
         if restarts:
             raise AssertionError(f"the waiting driver stopped before the controller was back: {restarts}")
         result["replug_journal"] = [m for _, m in lines[began:] if "waiting for the controller" in m or "is there" in m]
-        step(f"controller back as {hci_again}: the same process records again ({back[0][:100]})")
+        status = wait_for(lambda: (t := show("StatusText")["StatusText"]).startswith("1/1 drivers running") and t, 60,
+                          "StatusText to count the driver as running again")
+        result["status_back"] = status
+        step(f"controller back as {hci_again}: the same process records again ({back[0][:100]}); StatusText '{status}'")
         run("systemctl", "stop", "healthgate", timeout=90)
 
         # 10. Clean up: the unit, the drop-in and the install go.
