@@ -156,15 +156,32 @@ struct BlueZAdapterAndAdvertisingTests {
         return (dir, "unix:path=\(dir.path)/bus")
     }
 
-    /// Starts `dbus-daemon --session` on a fresh socket (or at `place`); returns the process and
-    /// the address.
+    /// Starts `dbus-daemon --session` on a fresh socket (or at `place`) and returns the process and
+    /// the address once it accepts connections: it prints its address when it listens. The
+    /// socket's file alone is not enough: it appears at bind(), before listen(), and a connection
+    /// in between is refused (CI saw "system bus: Connection refused" that way).
     static func startDaemon(at place: (URL, String)? = nil) async throws -> (Process, String) {
-        let (dir, address) = try place ?? busAddress()
+        let (_, address) = try place ?? busAddress()
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        p.arguments = ["--session", "--nofork", "--nopidfile", "--address=\(address)"]
+        p.arguments = ["--session", "--nofork", "--nopidfile", "--address=\(address)", "--print-address=1"]
+        let printed = Pipe()
+        p.standardOutput = printed
         try p.run()
-        try await eventually("dbus-daemon's socket") { FileManager.default.fileExists(atPath: "\(dir.path)/bus") }
+        let line = try await onOwnThread { () -> String in
+            var bytes: [UInt8] = []
+            while !bytes.contains(UInt8(ascii: "\n")) {
+                let more = printed.fileHandleForReading.availableData
+                if more.isEmpty { break }
+                bytes += more
+            }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        guard line.hasPrefix(address) else {
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+            throw PeerError("dbus-daemon did not start on \(address): it printed '\(line)'")
+        }
         return (p, address)
     }
 
