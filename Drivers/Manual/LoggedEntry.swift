@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import HealthModel
 
 /// What a stored entry is, for people (`line`) and scripts (JSON): `healthgate log` prints it,

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import ManualDriver
 
 /// The status socket's protocol: one JSON line each way, then the daemon closes the connection.

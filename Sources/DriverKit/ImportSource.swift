@@ -1,6 +1,6 @@
 import Dispatch
 public import Foundation
-public import Synchronization
+import Synchronization
 
 /// One file handed to a ``FileImporter``: its path (for messages and provenance), its size, the
 /// first bytes (``probe``), and its contents, read in chunks (``chunks(of:)``) or mapped whole

@@ -1,5 +1,5 @@
 public import Foundation
-public import HealthModel
+import HealthModel
 public import HealthStore
 
 /// An achievement derived from the data (never stored): what was reached and the local day

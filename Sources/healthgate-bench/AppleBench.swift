@@ -201,7 +201,7 @@ func spawnMeasured(_ argv: [String], stdout: String, stderr: String) throws -> (
 func writePrefix(of path: String, megabytes: Int, to out: String) throws {
     guard let input = FileHandle(forReadingAtPath: path) else { throw POSIXError(.ENOENT) }
     defer { try? input.close() }
-    FileManager.default.createFile(atPath: out, contents: nil)
+    _ = FileManager.default.createFile(atPath: out, contents: nil)
     guard let output = FileHandle(forWritingAtPath: out) else { throw POSIXError(.EACCES) }
     defer { try? output.close() }
     let limit = megabytes * 1_000_000

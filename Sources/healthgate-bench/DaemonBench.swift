@@ -50,7 +50,7 @@ func daemonBenchmarks(seconds: Int = 60) async throws {
         environment["NOTIFY_SOCKET"] = notify.path
         process.environment = environment
         let logPath = folder + "/daemon-\(round).log"
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: logPath)
         let t0 = now()
         try process.run()

@@ -168,7 +168,7 @@ final class CommitLog: Sendable {
     private let handle: Mutex<FileHandle>
 
     init?(path: String) {
-        if !FileManager.default.fileExists(atPath: path) { FileManager.default.createFile(atPath: path, contents: nil) }
+        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
         guard let h = FileHandle(forWritingAtPath: path) else { return nil }
         h.seekToEndOfFile()
         handle = Mutex(h)

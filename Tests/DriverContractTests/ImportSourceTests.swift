@@ -36,7 +36,7 @@ import TestSupport
     @Test func anEmptyFileHasNoChunks() async throws {
         let folder = try temporaryFolder("import-source")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        FileManager.default.createFile(atPath: folder + "/empty.fit", contents: Data())
+        try #require(FileManager.default.createFile(atPath: folder + "/empty.fit", contents: Data()))
         let source = try await ImportSource.open(folder + "/empty.fit")
         #expect(source.size == 0 && source.probe.head.isEmpty)
         var count = 0
@@ -55,7 +55,7 @@ import TestSupport
         }
         // A file removed after it was opened: reading its chunks fails with its path.
         let path = folder + "/gone.tcx"
-        FileManager.default.createFile(atPath: path, contents: Data("<x/>".utf8))
+        try #require(FileManager.default.createFile(atPath: path, contents: Data("<x/>".utf8)))
         let source = try await ImportSource.open(path)
         try FileManager.default.removeItem(atPath: path)
         do {

@@ -105,7 +105,7 @@ import TestSupport
             try db.execute(sql: "CREATE TABLE Habits (id INTEGER PRIMARY KEY, name TEXT)")
             try db.execute(sql: "CREATE TABLE Repetitions (habit INTEGER, timestamp INTEGER)")
         }
-        try await queue.close()
+        try queue.close()
         try await expectRefused(path, "not a Gadgetbridge database: no DEVICE table (its tables: HABITS, REPETITIONS)")
     }
 
@@ -176,7 +176,7 @@ import TestSupport
         try FileManager.default.copyItem(atPath: fixture, toPath: path)
         let queue = try DatabaseQueue(path: path)
         _ = try await queue.writeWithoutTransaction { try String.fetchOne($0, sql: "PRAGMA journal_mode = WAL") }
-        try await queue.close()
+        try queue.close()
         #expect(try FileManager.default.contentsOfDirectory(atPath: exports) == ["Gadgetbridge"])
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
         #expect(before[18] == 2 && before[19] == 2)  // WAL mode in the header

@@ -66,7 +66,7 @@ import TestSupport
 
     /// A habit event as compared: everything but the id.
     static func fields(_ event: HabitEvent) -> String {
-        "\(event.habit) \(ISO8601.string(event.time)) \(event.value) \(event.category ?? "-") \(event.unit ?? "-") "
+        "\(event.habit) \(ISO8601.string(event.time)) \(event.value.map { "\($0)" } ?? "-") \(event.category ?? "-") \(event.unit ?? "-") "
             + "\(event.label ?? "-") \(event.note ?? "-") \(event.source.driver) v\(event.version)"
     }
 

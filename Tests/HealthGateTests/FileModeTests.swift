@@ -68,7 +68,7 @@ func mode(_ path: String) throws -> Int {
         environment["STATE_DIRECTORY"] = nil
         process.environment = environment
         let log = base + "/daemon.log"
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         process.standardOutput = process.standardError
         try process.run()

@@ -44,7 +44,7 @@ import TestSupport
         }
         for file in ["GARMIN/ACTIVITY/A1.FIT", "GARMIN/Monitor/m1.fit", "GARMIN/Sleep/s1.fit", "GARMIN/Apps/app.prg",
                      "GARMIN/Apps/x.fit", "Music/song.fit", "GARMIN/ACTIVITY/._A1.FIT"] {
-            fm.createFile(atPath: root + "/" + file, contents: Data())
+            try #require(fm.createFile(atPath: root + "/" + file, contents: Data()))
         }
         #expect(WatchVolume.fitFiles(at: root) == [root + "/GARMIN/ACTIVITY/A1.FIT", root + "/GARMIN/Monitor/m1.fit",
                                                     root + "/GARMIN/Sleep/s1.fit"])
