@@ -27,7 +27,7 @@ final class DaemonProcess {
         env["NOTIFY_SOCKET"] = notify.path
         env.merge(environment) { $1 }
         process.environment = env
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         process.standardError = log
         process.standardOutput = log
@@ -268,14 +268,7 @@ func unusedPort() throws -> Int {
         let folder = try temporaryFolder("daemon-ble-lost")
         defer { try? FileManager.default.removeItem(atPath: folder) }
         guard case .tcp(let host, let port) = peer.h4 else { throw PeerError("peer without TCP transport") }
-        let config = folder + "/healthgate.toml"
-        try """
-            [api]
-            socket = "\(folder)/healthgate.sock"
-            [drivers.strap]
-            type = "ble"
-            hci = "tcp:\(host):\(port)"
-            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let config = try writeBLEConfiguration(in: folder, driver: "strap", peer: peer)
         let daemon = try DaemonProcess(folder: folder, arguments: ["--config", config], environment: ["WATCHDOG_USEC": "400000"])
         #expect(await daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
         func driver() async throws -> [String: Any]? {
@@ -323,16 +316,7 @@ func unusedPort() throws -> Int {
         let meter = try #require(peer.peripherals["glucose"]).address
         let folder = try temporaryFolder("daemon-glucose")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        guard case .tcp(let host, let port) = peer.h4 else { throw PeerError("peer without TCP transport") }
-        let config = folder + "/healthgate.toml"
-        try """
-            [api]
-            socket = "\(folder)/healthgate.sock"
-            [drivers.meter]
-            type = "ble"
-            hci = "tcp:\(host):\(port)"
-            devices = ["\(meter.text)"]
-            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let config = try writeBLEConfiguration(in: folder, driver: "meter", peer: peer, devices: [meter.text])
         func glucose(_ store: HealthStore) async throws -> (rows: Int, last: UInt16?) {
             (try await store.measurements(kind: .glucose).count, try await store.glucoseCursor(device: meter.text)?.sequence)
         }
@@ -355,6 +339,22 @@ func unusedPort() throws -> Int {
         #expect(try await requests() == ["0101", "0103010300"])
         let sent = peer.sentLog().filter { $0["characteristic"] as? String == "2A18" }.compactMap { $0["seq"] as? Int }
         #expect(sent == [1, 2, 3, 3, 4, 5])
+    }
+
+    /// Writes `folder`/healthgate.toml: the status socket in `folder` and one `ble` driver named
+    /// `driver` on the peer's controller (over TCP), limited to `devices` when given; returns its path.
+    func writeBLEConfiguration(in folder: String, driver: String, peer: BLEPeer, devices: [String]? = nil) throws -> String {
+        guard case .tcp(let host, let port) = peer.h4 else { throw PeerError("peer without TCP transport") }
+        let config = folder + "/healthgate.toml"
+        try """
+            [api]
+            socket = "\(folder)/healthgate.sock"
+            [drivers.\(driver)]
+            type = "ble"
+            hci = "tcp:\(host):\(port)"
+            """.appending(devices.map { "\ndevices = [\($0.map { "\"\($0)\"" }.joined(separator: ", "))]" } ?? "")
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        return config
     }
 
     /// Two state folders logged in to one new account on `server` (through the CLI, as a user

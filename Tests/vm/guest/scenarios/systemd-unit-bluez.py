@@ -14,7 +14,6 @@ and checks that the policy is what lets the healthgate user in, and lets in no m
 """
 from __future__ import annotations
 
-import json
 import os
 import pwd
 import re
@@ -26,7 +25,7 @@ import time
 import dbus
 import dbus.bus
 
-from vmunit import daemon_lines, run, running_exposure, show
+from vmunit import daemon_lines, run, running_exposure, save_results, show
 from vmpeer import HR_ADDRESS, RESULTS, RR, SAMPLES, Peer, power_on, step, stored, timings, wait_for
 
 BIN = os.environ["HG_BIN"]
@@ -481,18 +480,7 @@ def main() -> int:
         step("make uninstall: the unit and the policy gone, healthgate denied again")
         return 0
     finally:
-        result["timings"] = timings
-        with open(os.path.join(RESULTS, "result.json"), "w") as f:
-            json.dump(result, f, indent=1)
-        subprocess.run(["systemctl", "stop", "healthgate"], check=False, capture_output=True, timeout=90)
-        with open(os.path.join(RESULTS, "unit-journal.log"), "w") as f:
-            subprocess.run(["journalctl", "-u", "healthgate", "-u", "bluetooth", "--no-pager", "-o", "short-monotonic"],
-                           stdout=f, stderr=subprocess.STDOUT, check=False)
-        if peer is not None:
-            peer.close()
-            subprocess.run(["cp", peer.sent_log, RESULTS], check=False)
-        for suffix in ("", "-wal", "-shm"):
-            subprocess.run(["cp", DB + suffix, RESULTS], check=False, stderr=subprocess.DEVNULL)
+        save_results(result, timings, peer, DB, units=("healthgate", "bluetooth"))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ warning that it waits for the controller (no driver restarts with a growing dela
 again once a new peer's controller is there."""
 from __future__ import annotations
 
-import json
 import os
 import pwd
 import re
@@ -21,7 +20,7 @@ import shutil
 import subprocess
 import sys
 
-from vmunit import daemon_lines, run, running_exposure, show
+from vmunit import daemon_lines, run, running_exposure, save_results, show
 from vmpeer import HR_ADDRESS, RESULTS, SAMPLES, Peer, check_heart_rates_stored, step, stored, timings, wait_for
 
 BIN = os.environ["HG_BIN"]
@@ -214,19 +213,8 @@ def main() -> int:
         step("disabled and uninstalled")
         return 0
     finally:
-        result["timings"] = timings
-        with open(os.path.join(RESULTS, "result.json"), "w") as f:
-            json.dump(result, f, indent=1)
-        subprocess.run(["systemctl", "stop", "healthgate"], check=False, capture_output=True, timeout=90)
-        with open(os.path.join(RESULTS, "unit-journal.log"), "w") as f:
-            subprocess.run(["journalctl", "-u", "healthgate", "--no-pager", "-o", "short-monotonic"],
-                           stdout=f, stderr=subprocess.STDOUT, check=False)
-        if peer is not None:
-            peer.close()
-            subprocess.run(["cp", peer.sent_log, RESULTS], check=False)
+        save_results(result, timings, peer, DB)
         subprocess.run(["systemctl", "unmask", "--runtime", "bluetooth.service"], check=False, capture_output=True)
-        for suffix in ("", "-wal", "-shm"):
-            subprocess.run(["cp", DB + suffix, RESULTS], check=False, stderr=subprocess.DEVNULL)
 
 
 if __name__ == "__main__":

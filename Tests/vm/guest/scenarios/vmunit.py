@@ -1,6 +1,6 @@
 """What the systemd-unit scenarios share (not a scenario): running commands with their output
-logged, the unit's properties, the daemon's journal lines, and `systemd-analyze security` on the
-running unit."""
+logged, the unit's properties, the daemon's journal lines, `systemd-analyze security` on the
+running unit, and what a scenario leaves in its results whether it passed or not."""
 from __future__ import annotations
 
 import json
@@ -54,3 +54,21 @@ def running_exposure(limit: float) -> float:
     if exposure > limit:
         raise AssertionError(f"exposure {exposure} > {limit}")
     return exposure
+
+
+def save_results(result: dict, timings: dict, peer, database: str, units: tuple[str, ...] = ("healthgate",)) -> None:
+    """What a systemd-unit scenario leaves in its results, passed or failed: result.json with the
+    step timings, the unit stopped (storing what it held), the journal of `units`, the peer's
+    sent log and the database with its WAL."""
+    result["timings"] = timings
+    with open(os.path.join(RESULTS, "result.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    subprocess.run(["systemctl", "stop", "healthgate"], check=False, capture_output=True, timeout=90)
+    with open(os.path.join(RESULTS, "unit-journal.log"), "w") as f:
+        subprocess.run(["journalctl", *(a for unit in units for a in ("-u", unit)), "--no-pager", "-o", "short-monotonic"],
+                       stdout=f, stderr=subprocess.STDOUT, check=False)
+    if peer is not None:
+        peer.close()
+        subprocess.run(["cp", peer.sent_log, RESULTS], check=False)
+    for suffix in ("", "-wal", "-shm"):
+        subprocess.run(["cp", database + suffix, RESULTS], check=False, stderr=subprocess.DEVNULL)
