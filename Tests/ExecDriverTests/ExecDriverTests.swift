@@ -196,9 +196,11 @@ final class Events: @unchecked Sendable {
 
     /// Cancelled while the program runs: it is stopped (SIGTERM) and what it printed is stored.
     @Test func cancellationStopsTheProgram() async throws {
+        // The pid file appears whole (renamed into place) once the record is in the pipe: the
+        // cancellation comes after the program printed it, however slow the machine.
         let (path, folder) = try script("""
-            echo $$ > "$(dirname "$0")/pid"
             echo '{"type":"habit","habit":"water","time":"2026-11-22T09:00:00Z"}'
+            echo $$ > "$(dirname "$0")/pid.new" && mv "$(dirname "$0")/pid.new" "$(dirname "$0")/pid"
             exec sleep 600
             """)
         defer { try? FileManager.default.removeItem(atPath: folder) }
