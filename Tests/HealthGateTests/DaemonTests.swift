@@ -51,27 +51,6 @@ final class DaemonProcess {
     deinit { end(process, signal: SIGKILL) }
 }
 
-/// A TCP port on 127.0.0.1 that nothing listens on now, below the kernel's ephemeral range
-/// (32768 and up), where the many client connections of concurrent tests take their ports: a
-/// random port there collided once, and the daemon's metrics endpoint could not bind.
-func unusedPort() throws -> Int {
-    for _ in 0..<100 {
-        let port = Int.random(in: 20_000...32_000)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { continue }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        if bound == 0 { return port }
-    }
-    throw PeerError("no unused port in 20000...32000")
-}
-
 @Suite(.serialized) struct DaemonTests {
     /// READY after start, the status socket answers, SIGHUP reloads (a bad file keeps the running
     /// configuration), SIGTERM stops it in order with STOPPING and exit status 0.

@@ -80,7 +80,9 @@ public final class ServerProcess: @unchecked Sendable {
     }
 
     /// Kills the server at once (SIGKILL: no clean shutdown) and starts it again on the same
-    /// port and database.
+    /// port and database. Start such a server on ``unusedPort()``: a port the kernel chose (port
+    /// 0) is in its ephemeral range, where a connection of another test can take it while the
+    /// server is down, and the restart then fails with "Address already in use" (seen in a full run).
     public func crashAndRestart() throws {
         end(process, signal: SIGKILL)
         try start(port: url.port ?? 0)
