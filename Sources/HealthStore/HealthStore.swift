@@ -41,8 +41,16 @@ public final class HealthStore: Sendable {
         writer = try await Self.offPool {
             // A new database (and any folder made for it) is its owner's alone: it holds their health.
             try PrivateFiles.createFile(path)
-            let pool = try DatabasePool(path: path, configuration: configuration)
-            try Self.migrate(pool)
+            // Opening turns a new database to WAL, which takes an exclusive lock: a process
+            // opening it at the same moment can be told SQLITE_BUSY without its busy timeout
+            // applying (seen in ConcurrentOpenTests), and tries again.
+            let pool = try Self.retryingOpeningRaces(when: { ($0 as? DatabaseError)?.resultCode == .SQLITE_BUSY }) {
+                try DatabasePool(path: path, configuration: configuration)
+            }
+            // Two processes opening a new database at once (the daemon and a command) can both
+            // decide a migration is due; the one that loses finds the tables made and fails, so it
+            // tries again, and then sees the migrations applied.
+            try Self.retryingOpeningRaces(when: { _ in true }) { try Schema.migrator.migrate(pool) }
             return pool
         }
         self.path = path
@@ -98,17 +106,17 @@ public final class HealthStore: Sendable {
         }
     }
 
-    /// Runs the migrations. Two processes opening a new database at once (the daemon and a
-    /// command) can both decide a migration is due; the one that loses finds the tables made and
-    /// fails, so it tries again, and then sees the migrations applied. Runs on the opening queue.
-    private static func migrate(_ pool: DatabasePool) throws {
+    /// Runs `work`, and again (up to 5 tries, 50 to 200 ms apart) while it fails with an error
+    /// `retrying` accepts: what another process opening the same new database at the same moment
+    /// causes. Runs on the opening queue.
+    private static func retryingOpeningRaces<T>(when retrying: (any Error) -> Bool, _ work: () throws -> T) throws -> T {
         var attempt = 0
         while true {
             do {
-                return try Schema.migrator.migrate(pool)
+                return try work()
             } catch {
                 attempt += 1
-                guard attempt < 5 else { throw error }
+                guard attempt < 5, retrying(error) else { throw error }
                 usleep(useconds_t(50_000 * attempt))
             }
         }

@@ -136,7 +136,7 @@ func piece(_ id: RecordID, first: Int, count: Int, final: Bool = false) -> Worko
     /// Processes opening a new database at the same moment (here: threads with their own pools)
     /// all end with it migrated once.
     @Test func databasesOpenedAtOnceAreMigratedOnce() async throws {
-        for _ in 0..<5 {
+        for _ in 0..<20 {
             let path = NSTemporaryDirectory() + "hg-open-\(UUID().uuidString).sqlite"
             defer { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) } }
             let migrations = try await withThrowingTaskGroup(of: [String].self) { group in
