@@ -141,10 +141,14 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         let hr = try #require(peer.peripherals["hr"]).address, csc = try #require(peer.peripherals["csc"]).address
         let r = try await Recording(peer, devices: [.auto, .service(BluetoothUUID(0x1816))])
 
-        // Live writes: while recording, both workouts are in the database and growing.
-        try await r.wait("samples of both devices stored") {
+        // Live writes: while recording, both workouts are in the database and growing. Both
+        // connected (set up: subscribed, battery read) too, so that stopping them ends two
+        // connections: on a loaded machine values flow before the set-up ends, and a link lost
+        // during it is a failed attempt, not a disconnection (a full run waited for one for 5 min).
+        try await r.wait("samples of both devices stored, both connected") {
             try r.count("SELECT count(*) FROM samples s JOIN workouts w ON w.id = s.workout_id WHERE w.source_device = ?", [hr.text]) >= 15
                 && r.count("SELECT count(*) FROM samples s JOIN workouts w ON w.id = s.workout_id WHERE w.source_device = ?", [csc.text]) >= 15
+                && r.connections(hr) >= 1 && r.connections(csc) >= 1
         }
         #expect(try r.count("SELECT count(*) FROM workouts WHERE in_progress = 1") == 2)
         #expect(try r.count("SELECT count(*) FROM outbox WHERE record_type = 'workout'") == 0)  // not complete yet
@@ -497,7 +501,9 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         // The meter is reset: 2 new records, sequence numbers 1 and 2 again.
         let (meter, second) = try await recorderAfterAReset(peer, records: 2)
         try await second.wait("the reset meter's 2 records") { try second.count(Self.glucoseCount, [meter.text]) >= 5 }
-        try await second.wait("the reset seen") { second.events.contains { if case .glucoseMeterReset = $0 { true } else { false } } }
+        try await second.wait("the reset seen, connected") {
+            second.events.contains { if case .glucoseMeterReset = $0 { true } else { false } } && second.connections(meter) >= 1
+        }
         #expect(try second.glucoseSync(meter) == 2)
         // Nothing new: the meter still holds record 2, so it was not reset again.
         try await peer.control("stop glucose")
