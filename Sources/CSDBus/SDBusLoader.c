@@ -12,6 +12,11 @@ static const char *load_error = "libsystemd.so.0 was not loaded yet";
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
 static int (*p_sd_bus_open_system)(sd_bus **ret);
+static int (*p_sd_bus_new)(sd_bus **ret);
+static int (*p_sd_bus_set_address)(sd_bus *bus, const char *address);
+static int (*p_sd_bus_set_bus_client)(sd_bus *bus, int b);
+static int (*p_sd_bus_start)(sd_bus *bus);
+static sd_bus * (*p_sd_bus_unref)(sd_bus *bus);
 static sd_bus * (*p_sd_bus_flush_close_unref)(sd_bus *bus);
 static int (*p_sd_bus_get_fd)(sd_bus *bus);
 static int (*p_sd_bus_get_events)(sd_bus *bus);
@@ -58,6 +63,11 @@ static void load(void) {
     }
     load_error = NULL;
     p_sd_bus_open_system = symbol("sd_bus_open_system");
+    p_sd_bus_new = symbol("sd_bus_new");
+    p_sd_bus_set_address = symbol("sd_bus_set_address");
+    p_sd_bus_set_bus_client = symbol("sd_bus_set_bus_client");
+    p_sd_bus_start = symbol("sd_bus_start");
+    p_sd_bus_unref = symbol("sd_bus_unref");
     p_sd_bus_flush_close_unref = symbol("sd_bus_flush_close_unref");
     p_sd_bus_get_fd = symbol("sd_bus_get_fd");
     p_sd_bus_get_events = symbol("sd_bus_get_events");
@@ -102,6 +112,20 @@ const char *hg_sd_bus_load_error(void) {
 
 int sd_bus_open_system(sd_bus **ret) {
     return loaded() ? p_sd_bus_open_system(ret) : -ENOSYS;
+}
+
+int hg_sd_bus_open_address(sd_bus **ret, const char *address) {
+    if (!loaded()) return -ENOSYS;
+    sd_bus *bus = NULL;
+    int r = p_sd_bus_new(&bus);
+    if (r < 0) return r;
+    if ((r = p_sd_bus_set_address(bus, address)) < 0 || (r = p_sd_bus_set_bus_client(bus, 1)) < 0
+        || (r = p_sd_bus_start(bus)) < 0) {
+        p_sd_bus_unref(bus);
+        return r;
+    }
+    *ret = bus;
+    return 0;
 }
 
 sd_bus * sd_bus_flush_close_unref(sd_bus *bus) {

@@ -185,11 +185,10 @@ struct BlueZAdapterAndAdvertisingTests {
         return (p, address)
     }
 
-    /// `SDBus.openSystem` reads `DBUS_SYSTEM_BUS_ADDRESS` when it opens the bus.
+    /// A client of the bus at `address` (given, not through the process's environment, which
+    /// every test and every child process of this test run shares).
     static func open(_ address: String) async throws -> SDBus {
-        setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1)
-        defer { unsetenv("DBUS_SYSTEM_BUS_ADDRESS") }
-        return try await SDBus.openSystem()
+        try await SDBus.open(address: address)
     }
 
     /// Asks the daemon for its id: true when the bus answers.
@@ -266,9 +265,8 @@ struct BlueZAdapterAndAdvertisingTests {
         var configuration = BlueZCentral.Configuration()
         configuration.log = { line in logged.withLock { $0.append(line) } }
         configuration.onChange = { line, trouble in changes.withLock { $0.append((trouble ? "loss: " : "recovery: ") + line) } }
-        setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1)
+        configuration.busAddress = address
         let central = try await BlueZCentral.open(configuration)
-        unsetenv("DBUS_SYSTEM_BUS_ADDRESS")
         #expect(central.adapterPath == "/org/bluez/hci0")
 
         bluetoothd.close()
@@ -318,10 +316,11 @@ struct BlueZAdapterAndAdvertisingTests {
     /// supervisor restarted it with a delay growing to 5 minutes.
     @Test func aWaitingOpenWaitsForTheSystemBus() async throws {
         let place = try Self.busAddress()
-        setenv("DBUS_SYSTEM_BUS_ADDRESS", place.1, 1)
-        let refused = await Task { () -> String? in
+        var configuration = BlueZCentral.Configuration()
+        configuration.busAddress = place.1
+        let refused = await Task { [configuration] () -> String? in
             do {
-                let central = try await BlueZCentral.open(BlueZCentral.Configuration())
+                let central = try await BlueZCentral.open(configuration)
                 await central.close()
                 return nil
             } catch {
@@ -330,7 +329,6 @@ struct BlueZAdapterAndAdvertisingTests {
         }.value
         #expect(refused?.contains("D-Bus") == true, "\(String(describing: refused))")
         let changes = Mutex<[String]>([])
-        var configuration = BlueZCentral.Configuration()
         configuration.waitUntilUsable = true
         configuration.onChange = { line, trouble in changes.withLock { $0.append((trouble ? "loss: " : "recovery: ") + line) } }
         let opening = Task { [configuration] in try await BlueZCentral.open(configuration) }
@@ -370,8 +368,7 @@ struct BlueZAdapterAndAdvertisingTests {
         func waitForChanges(_ count: Int) async throws {
             try await eventually("\(count) changes reported") { changes.withLock({ $0.count >= count }) }
         }
-        // (Each stand-in's start unsets the address when its own bus is open.)
-        setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1)
+        configuration.busAddress = address
         let opening = Task { [configuration] in try await BlueZCentral.open(configuration) }
         try await waitForChanges(1)
         var bluetoothd = try await StandInBluetoothd.start(address, objects: .dict([]))
@@ -394,10 +391,8 @@ struct BlueZAdapterAndAdvertisingTests {
 
         // Waiting for an adapter bluetoothd does not have, then cancelled.
         configuration.adapter = "hci7"
-        setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1)
         let cancelled = Task { [configuration] in try await BlueZCentral.open(configuration) }
         try await waitForChanges(7)
-        unsetenv("DBUS_SYSTEM_BUS_ADDRESS")
         #expect(changes.withLock { $0.last } == "loss: BlueZ has no adapter hci7; waiting")
         cancelled.cancel()
         do {
@@ -439,9 +434,8 @@ struct BlueZAdapterAndAdvertisingTests {
         let logged = Mutex<[String]>([])
         var configuration = BlueZCentral.Configuration()
         configuration.log = { line in logged.withLock { $0.append(line) } }
-        setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1)
+        configuration.busAddress = address
         let central = try await BlueZCentral.open(configuration)
-        unsetenv("DBUS_SYSTEM_BUS_ADDRESS")
 
         let peer = DeviceAddress(0xC0_4E_47_00_00_01, kind: .random)
         let link = try await central.connect(peer, timeout: .seconds(30))

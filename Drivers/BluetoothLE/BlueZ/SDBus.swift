@@ -43,17 +43,17 @@ final class SDBus: @unchecked Sendable {
         init(_ handler: @escaping (OpaquePointer) -> Void) { self.handler = handler }
     }
 
-    /// Opens the system bus (`DBUS_SYSTEM_BUS_ADDRESS` or the default socket) on a new thread and
-    /// returns once it is open.
-    static func openSystem() async throws(DBusError) -> SDBus {
+    /// Opens the system bus (`DBUS_SYSTEM_BUS_ADDRESS` or the default socket), or the bus at
+    /// `address` (a D-Bus address: `unix:path=...`), on a new thread and returns once it is open.
+    static func open(address: String? = nil) async throws(DBusError) -> SDBus {
         let result: Result<SDBus, DBusError> = await withCheckedContinuation { c in
             let thread = Thread {
                 var bus: OpaquePointer?
-                let r = sd_bus_open_system(&bus)
+                let r = address.map { hg_sd_bus_open_address(&bus, $0) } ?? sd_bus_open_system(&bus)
                 guard r >= 0, let bus else {
                     // libsystemd is loaded on first use (Sources/CSDBus): say so when it cannot be.
                     let reason = hg_sd_bus_load_error().map { String(cString: $0) } ?? String(cString: strerror(-r))
-                    c.resume(returning: .failure(DBusError(name: "system bus", message: reason)))
+                    c.resume(returning: .failure(DBusError(name: address.map { "bus \($0)" } ?? "system bus", message: reason)))
                     return
                 }
                 var pipeFDs: [Int32] = [-1, -1]

@@ -14,4 +14,9 @@
 /// NULL once libsystemd.so.0 is loaded (it is tried on the first call), else why it cannot be.
 const char *hg_sd_bus_load_error(void);
 
+/// Connects to the message bus at `address` (a D-Bus address, `unix:path=...`) as a client, as
+/// `sd_bus_open_system` does to the system bus: a bus other than the system's one (tests start
+/// their own dbus-daemon) without going through the process's environment.
+int hg_sd_bus_open_address(sd_bus **ret, const char *address);
+
 #endif
