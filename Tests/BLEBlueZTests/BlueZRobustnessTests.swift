@@ -168,18 +168,24 @@ struct BlueZAdapterAndAdvertisingTests {
         let printed = Pipe()
         p.standardOutput = printed
         try p.run()
+        // Its first line, read (on a thread of its own) until a newline, its exit, or the
+        // test's patience runs out.
         let line = try await onOwnThread { () -> String in
+            let fd = printed.fileHandleForReading.fileDescriptor
+            let deadline = Date().addingTimeInterval(Patience.seconds)
             var bytes: [UInt8] = []
-            while !bytes.contains(UInt8(ascii: "\n")) {
-                let more = printed.fileHandleForReading.availableData
-                if more.isEmpty { break }
-                bytes += more
+            var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            while !bytes.contains(UInt8(ascii: "\n")), Date() < deadline {
+                guard poll(&ready, 1, 100) > 0 else { continue }
+                var chunk = [UInt8](repeating: 0, count: 256)
+                let n = read(fd, &chunk, chunk.count)
+                if n <= 0 { break }
+                bytes += chunk.prefix(n)
             }
             return String(decoding: bytes, as: UTF8.self)
         }
         guard line.hasPrefix(address) else {
-            kill(p.processIdentifier, SIGKILL)
-            p.waitUntilExit()
+            end(p, signal: SIGKILL)
             throw PeerError("dbus-daemon did not start on \(address): it printed '\(line)'")
         }
         return (p, address)

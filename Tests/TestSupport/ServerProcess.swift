@@ -57,7 +57,8 @@ public final class ServerProcess: @unchecked Sendable {
         }
         let out = Pipe()
         process.standardOutput = out
-        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        // Kept across a restart (``crashAndRestart()``): the log holds both runs.
+        if !FileManager.default.fileExists(atPath: stderrPath) { _ = FileManager.default.createFile(atPath: stderrPath, contents: nil) }
         let err = FileHandle(forWritingAtPath: stderrPath)!
         err.seekToEndOfFile()
         process.standardError = err
