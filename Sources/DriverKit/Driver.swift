@@ -104,12 +104,12 @@ public protocol RecordSink: Sendable {
     /// workouts still in progress (see ``WorkoutProgress``). Live drivers emit often (every
     /// fraction of a second) so that readings are stored soon after they arrive.
     func emit(_ batch: LiveBatch) async throws
-    /// Where `device`'s glucose records stored through this sink end (`LiveBatch.glucoseCursors`,
-    /// kept across runs by a store); nil when none is known.
-    func glucoseCursor(device: String) async throws -> GlucoseCursor?
+    /// The stored checkpoint (JSON text) under `key`, written with an earlier batch or file
+    /// (``DriverCheckpoint``; drivers read theirs with ``checkpoint(_:device:)``); nil when none.
+    func checkpoint(_ key: CheckpointKey) async throws -> String?
 }
 
 extension RecordSink {
-    /// A sink that keeps no cursors knows none.
-    public func glucoseCursor(device: String) async throws -> GlucoseCursor? { nil }
+    /// A sink that keeps no checkpoints knows none.
+    public func checkpoint(_ key: CheckpointKey) async throws -> String? { nil }
 }

@@ -1,3 +1,4 @@
+public import HealthModel
 public import Logging
 
 /// What a driver gets from the runtime that runs it: its instance name, a logger, where to hand
@@ -59,14 +60,30 @@ public enum DriverEvent: Sendable, Equatable, CustomStringConvertible {
 public protocol FileSink: Sendable {
     /// Imports the complete file at `path` (one transaction; content the ledger knows is not
     /// imported again) and says what became of it. Never throws: every outcome is a report.
-    func importFile(_ path: String) async -> FileReport
+    ///
+    /// `checkpoints` (driver checkpoints as JSON text, ``DriverCheckpoint``) are stored in the
+    /// transaction that records the file in the import ledger, whether its content was new, known
+    /// already, or unreadable (the file is then reported as failed, and kept by the driver):
+    /// a driver that fetched the file from a device marks it fetched exactly when its records
+    /// are stored. Nothing is stored when the database could not be written.
+    func importFile(_ path: String, checkpoints: [CheckpointKey: String]) async -> FileReport
+}
+
+extension FileSink {
+    /// Imports the file at `path` with no checkpoint.
+    public func importFile(_ path: String) async -> FileReport { await importFile(path, checkpoints: [:]) }
+
+    /// Imports the file at `path` and stores `checkpoint` for `device` with it.
+    public func importFile<C: DriverCheckpoint>(_ path: String, checkpoint: C, device: String) async -> FileReport {
+        await importFile(path, checkpoints: [C.key(device: device): checkpoint.encodedText()])
+    }
 }
 
 /// A file sink for contexts without one: every file fails.
 public struct NoFileSink: FileSink {
     public init() {}
 
-    public func importFile(_ path: String) async -> FileReport {
+    public func importFile(_ path: String, checkpoints: [CheckpointKey: String]) async -> FileReport {
         FileReport(path: path, status: .failed, error: "\(path): nothing here imports files")
     }
 }

@@ -265,8 +265,8 @@ struct NotifyingSink: RecordSink {
         if count > 0 { onStored(count) }
     }
 
-    func glucoseCursor(device: String) async throws -> GlucoseCursor? {
-        try await base.glucoseCursor(device: device)
+    func checkpoint(_ key: CheckpointKey) async throws -> String? {
+        try await base.checkpoint(key)
     }
 }
 
@@ -276,8 +276,8 @@ struct ReportingFileSink: FileSink {
     let driver: String
     let report: @Sendable (FileReport, String) async -> Void
 
-    func importFile(_ path: String) async -> FileReport {
-        let outcome = await base.importFile(path)
+    func importFile(_ path: String, checkpoints: [CheckpointKey: String]) async -> FileReport {
+        let outcome = await base.importFile(path, checkpoints: checkpoints)
         await report(outcome, driver)
         return outcome
     }

@@ -13,4 +13,27 @@ public enum Hex {
         }
         return String(decoding: text, as: UTF8.self)
     }
+
+    /// The bytes `text` spells with two hex digits each (either case); nil for anything else.
+    public static func bytes(_ text: some StringProtocol) -> [UInt8]? {
+        let utf8 = Array(text.utf8)
+        guard utf8.count.isMultiple(of: 2) else { return nil }
+        func value(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(utf8.count / 2)
+        var i = 0
+        while i < utf8.count {
+            guard let high = value(utf8[i]), let low = value(utf8[i + 1]) else { return nil }
+            out.append(high << 4 | low)
+            i += 2
+        }
+        return out
+    }
 }

@@ -25,29 +25,23 @@ public struct WorkoutProgress: Hashable, Sendable {
     }
 }
 
-/// Where the stored records of a glucose meter end: the last sequence number stored, and that
-/// record as the meter sent it (its Glucose Measurement value). The meter sends the same bytes
-/// for the same record every time; a meter reset since has another record under that number
-/// (another time or value), which is how a reset meter that has since stored more records than
-/// the last number is told from the same meter.
-public struct GlucoseCursor: Hashable, Sendable {
-    public let sequence: UInt16
-    /// nil: not known (a cursor stored before HealthGate kept the record, or a value longer
-    /// than a GATT attribute's 512 bytes, which no meter sends).
-    public let record: [UInt8]?
+/// Whose memory a driver checkpoint is: one driver (its id, `ble`, `ant`) and one device (its
+/// address or serial, as in `source_device`). A driver keeps one checkpoint per device: what it
+/// must remember across runs about that device (a glucose meter's last record, the files already
+/// fetched from a watch). The value is the driver's own (DriverKit's `DriverCheckpoint`), stored
+/// as JSON text in the transaction that stores the records it covers (table `driver_checkpoints`).
+public struct CheckpointKey: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public var driver: String
+    public var device: String
 
-    public init(sequence: UInt16, record: [UInt8]?) {
-        self.sequence = sequence
-        self.record = record.flatMap { (1...512).contains($0.count) ? $0 : nil }
+    public init(driver: String, device: String) {
+        self.driver = driver
+        self.device = device
     }
 
-    /// Whether `value`, received as record `sequence`, is the stored record (true) or another
-    /// one under its number (false: the meter was reset); nil when it is not the stored record's
-    /// number, or the stored record is not known.
-    public func isStoredRecord(sequence: UInt16, value: [UInt8]) -> Bool? {
-        guard sequence == self.sequence, let record else { return nil }
-        return record == value
-    }
+    public static func < (a: CheckpointKey, b: CheckpointKey) -> Bool { (a.driver, a.device) < (b.driver, b.device) }
+
+    public var description: String { "\(driver) \(device)" }
 }
 
 /// What a live driver hands to its sink in one go: finished records (measurements, events) and
@@ -55,23 +49,23 @@ public struct GlucoseCursor: Hashable, Sendable {
 public struct LiveBatch: Hashable, Sendable {
     public var records: [HealthRecord]
     public var workouts: [WorkoutProgress]
-    /// Per glucose meter (its address), where its stored records end once this batch is
-    /// stored: stored with the records, in the same transaction (table `glucose_sync`), so the
-    /// next download asks the meter for the records from it on.
-    public var glucoseCursors: [String: GlucoseCursor]
+    /// Driver checkpoints (JSON text) that hold once this batch is stored: stored with the
+    /// records, in the same transaction (table `driver_checkpoints`), so that what a driver
+    /// remembers about a device never runs ahead of, or behind, the records it covers.
+    public var checkpoints: [CheckpointKey: String]
 
-    public init(records: [HealthRecord] = [], workouts: [WorkoutProgress] = [], glucoseCursors: [String: GlucoseCursor] = [:]) {
+    public init(records: [HealthRecord] = [], workouts: [WorkoutProgress] = [], checkpoints: [CheckpointKey: String] = [:]) {
         self.records = records
         self.workouts = workouts
-        self.glucoseCursors = glucoseCursors
+        self.checkpoints = checkpoints
     }
 
-    public var isEmpty: Bool { records.isEmpty && workouts.isEmpty && glucoseCursors.isEmpty }
+    public var isEmpty: Bool { records.isEmpty && workouts.isEmpty && checkpoints.isEmpty }
 
-    /// `b` after `a`: a meter's cursor in `b` replaces the one in `a`.
+    /// `b` after `a`: a device's checkpoint in `b` replaces the one in `a`.
     public static func + (a: LiveBatch, b: LiveBatch) -> LiveBatch {
         LiveBatch(records: a.records + b.records, workouts: a.workouts + b.workouts,
-                  glucoseCursors: a.glucoseCursors.merging(b.glucoseCursors) { _, later in later })
+                  checkpoints: a.checkpoints.merging(b.checkpoints) { _, later in later })
     }
 
     public static func += (a: inout LiveBatch, b: LiveBatch) { a = a + b }

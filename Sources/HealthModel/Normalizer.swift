@@ -69,7 +69,7 @@ public struct Normalizer: Sendable {
     /// piece gets an energy estimate when the device gave none.
     public func normalize(_ batch: LiveBatch, now: Date = Date()) -> (batch: LiveBatch, rejected: [ValidationError]) {
         let records = normalize(batch.records, now: now)
-        var out = LiveBatch(records: records.accepted, glucoseCursors: batch.glucoseCursors)
+        var out = LiveBatch(records: records.accepted, checkpoints: batch.checkpoints)
         var rejected = records.rejected
         for var piece in batch.workouts {
             piece.workout = Self.cleaned(piece.workout).workout

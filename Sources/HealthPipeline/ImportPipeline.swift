@@ -155,8 +155,8 @@ public struct ImportPipeline: FileSink {
 
     /// Imports a file a driver found (``FileSink``): one the user named, as far as an unknown
     /// type goes (a failure).
-    public func importFile(_ path: String) async -> FileReport {
-        await importFile(path, explicit: true)
+    public func importFile(_ path: String, checkpoints: [CheckpointKey: String]) async -> FileReport {
+        await importFile(path, explicit: true, checkpoints: checkpoints)
     }
 
     /// Imports one file. `explicit` says the user named it (so an unknown type is a failure
@@ -169,8 +169,24 @@ public struct ImportPipeline: FileSink {
     ///
     /// `within` is told, after each batch the importer hands over, the bytes of the file read so
     /// far (by the importer, after the hash) and the records handed over so far.
-    public func importFile(_ path: String, explicit: Bool,
+    ///
+    /// `checkpoints` are stored with the file's ledger entry, or on their own when the ledger
+    /// holds the content already (``FileSink/importFile(_:checkpoints:)``).
+    public func importFile(_ path: String, explicit: Bool, checkpoints: [CheckpointKey: String] = [:],
                            within: (@Sendable (_ bytesRead: Int, _ records: Int) -> Void)? = nil) async -> FileReport {
+        var report = await importFile(path, explicit: explicit, lastCommit: checkpoints, within: within)
+        // Content the ledger held already: its records are stored, so the checkpoints hold now.
+        if report.status == .alreadyImported, !checkpoints.isEmpty, !options.dryRun, let store {
+            do { try await store.write(checkpoints: checkpoints) } catch {
+                report.status = .failed
+                report.error = "\(path): database: \(Self.describe(error))"
+            }
+        }
+        return report
+    }
+
+    private func importFile(_ path: String, explicit: Bool, lastCommit checkpoints: [CheckpointKey: String],
+                            within: (@Sendable (_ bytesRead: Int, _ records: Int) -> Void)?) async -> FileReport {
         var source: ImportSource
         do {
             source = try await ImportSource.open(path)
@@ -305,6 +321,7 @@ public struct ImportPipeline: FileSink {
         last.records = report.status == .failed ? [] : await committer.takePending()
         last.status = ledgerStatus
         last.error = report.error
+        last.checkpoints = checkpoints
         do {
             switch try await store.commit(last) {
             case .alreadyImported:

@@ -35,9 +35,9 @@ public final class StoreSink: RecordSink {
         onCommit?(accepted, Date())
     }
 
-    /// The store's `glucose_sync` row for `device`, as `healthgate ble download` reads it.
-    public func glucoseCursor(device: String) async throws -> GlucoseCursor? {
-        try await store.glucoseCursor(device: device)
+    /// The store's checkpoint under `key` (`driver_checkpoints`).
+    public func checkpoint(_ key: CheckpointKey) async throws -> String? {
+        try await store.checkpoint(key)
     }
 
     /// Records the normalizer refused so far: how many, and the first reasons.

@@ -182,14 +182,14 @@ extension HealthStore {
 
     /// Writes what a live driver emitted in one transaction: finished records, workout pieces
     /// (summary updated, samples appended; queued for forwarding with the final piece), and the
-    /// glucose meters' last sequence numbers (`glucose_sync`).
+    /// driver checkpoints that cover them (`driver_checkpoints`).
     @discardableResult
     public func write(_ batch: LiveBatch) async throws -> WriteResult {
         try await writing { db in
             let writer = RecordWriter(db: db)
             let records = try writer.write(batch.records, importHash: nil)
             let workouts = try writer.write(batch.workouts)
-            try writer.writeGlucoseCursors(batch.glucoseCursors)
+            try writer.writeCheckpoints(batch.checkpoints)
             return WriteResult(inserted: records.inserted + workouts.inserted, updated: records.updated + workouts.updated,
                                unchanged: records.unchanged + workouts.unchanged)
         }

@@ -62,6 +62,9 @@ public struct FileImport: Sendable {
     /// With a part: the records the importer has handed over so far, all in this or earlier
     /// parts (0 when a resumed import may not skip them: one with a date range).
     public var handedOver: Int
+    /// Driver checkpoints stored with the file's ledger entry (DriverKit's `FileSink`): also when
+    /// the ledger already holds the content.
+    public var checkpoints: [CheckpointKey: String] = [:]
 
     public init(contentHash: String, path: String, sizeBytes: Int, driver: String, records: [HealthRecord],
                 status: ImportStatus, error: String? = nil, handedOver: Int = 0) {
@@ -109,7 +112,10 @@ extension HealthStore {
             if let row = try Row.fetchOne(db, sql: "SELECT * FROM imports WHERE content_hash = ?",
                                           arguments: [file.contentHash]) {
                 let entry = LedgerEntry(row: row)
-                if entry.isComplete { return .alreadyImported(entry) }
+                if entry.isComplete {
+                    try RecordWriter(db: db).writeCheckpoints(file.checkpoints)
+                    return .alreadyImported(entry)
+                }
             }
             // The ledger row first: records reference it.
             try db.execute(sql: """
@@ -121,6 +127,7 @@ extension HealthStore {
                                  file.error, ISO8601.string(Date()), file.handedOver])
             let writer = RecordWriter(db: db)
             let result = try writer.write(file.records, importHash: file.contentHash)
+            try writer.writeCheckpoints(file.checkpoints)
             try db.execute(sql: "UPDATE imports SET records = records + ? WHERE content_hash = ?",
                            arguments: [result.stored, file.contentHash])
             return .committed(result)

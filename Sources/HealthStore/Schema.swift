@@ -19,6 +19,7 @@ enum Schema {
         migrator.registerMigration("v10-habit-totals-index", migrate: coverHabitTotals)
         migrator.registerMigration("v11-i15-pair-glucose-sync", migrate: createGlucoseSync)
         migrator.registerMigration("v12-glucose-last-record", migrate: addGlucoseLastRecord)
+        migrator.registerMigration("v13-driver-checkpoints", migrate: createDriverCheckpoints)
         return migrator
     }
 
@@ -385,6 +386,29 @@ enum Schema {
         try db.execute(sql: """
             DROP INDEX habit_events_by_time;
             CREATE INDEX habit_events_by_habit_time ON habit_events(habit, time, deleted, label, value);
+            """)
+    }
+
+    /// What each driver remembers about each device across runs (DriverKit's `DriverCheckpoint`):
+    /// one JSON value per driver and device, written in the transaction that stores the records it
+    /// covers. Replaces `glucose_sync`, whose rows become the `ble` driver's checkpoints:
+    /// `{"record":"<hex>","sequence":N}` (no `record` for a row that had none).
+    private static func createDriverCheckpoints(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE driver_checkpoints (
+                driver TEXT NOT NULL,                   -- the driver's id: ble, ant ...
+                device TEXT NOT NULL,                   -- as in source_device
+                value TEXT NOT NULL CHECK (json_valid(value) AND length(value) <= 1048576),
+                updated_at TEXT NOT NULL,
+                PRIMARY KEY (driver, device)
+            ) STRICT, WITHOUT ROWID;
+            INSERT INTO driver_checkpoints (driver, device, value, updated_at)
+                SELECT 'ble', device,
+                       CASE WHEN last_record IS NULL THEN json_object('sequence', last_sequence)
+                            ELSE json_object('record', lower(hex(last_record)), 'sequence', last_sequence) END,
+                       updated_at
+                FROM glucose_sync;
+            DROP TABLE glucose_sync;
             """)
     }
 }

@@ -2,9 +2,11 @@ import ArgumentParser
 import BLEDriver
 import BLEHost
 import BLERuntime
+import DriverKit
 import Foundation
 import GATTProfiles
 import HealthModel
+import HealthPipeline
 import HealthStore
 
 struct BLEDownloadCommand: AsyncParsableCommand {
@@ -13,7 +15,7 @@ struct BLEDownloadCommand: AsyncParsableCommand {
         discussion: """
             DEVICE is an address (AA:BB:CC:DD:EE:FF) or a name as advertised. HealthGate asks the \
             meter's Record Access Control Point for its stored records: every record the first \
-            time, then those from the last one stored for the meter on (table glucose_sync; --all \
+            time, then those from the last one stored for the meter on (the ble driver's checkpoint for the meter; --all \
             asks for every record again). That record comes again and is compared with the one \
             stored: a meter that sends another record under its number, or holds neither it nor \
             any after it, was reset, and every record it holds is downloaded. Records are stored with the \
@@ -110,7 +112,7 @@ struct BLEDownloadCommand: AsyncParsableCommand {
             }
             address = match.address
         }
-        let cursor = all ? nil : try await store.glucoseCursor(device: address.text)
+        let cursor = all ? nil : try await StoreSink(store: store).checkpoint(GlucoseCursor.self, device: address.text)
         let from = GlucoseRecordDownload(after: cursor).firstSequence.map(Int.init)
         let connection: any BLEConnection
         let database: GATTDatabase
@@ -142,9 +144,9 @@ struct BLEDownloadCommand: AsyncParsableCommand {
         let last = result.records.max { $0.sequenceNumber < $1.sequenceNumber }
         let lastSequence = last?.sequenceNumber
         if let last {
-            let (batch, _) = Normalizer().normalize(result.batch)
-            let written = try await store.write(batch, glucoseDevice: address.text,
-                                                cursor: GlucoseCursor(sequence: last.sequenceNumber, record: last.value))
+            var (batch, _) = Normalizer().normalize(result.batch)
+            batch.setCheckpoint(GlucoseCursor(sequence: last.sequenceNumber, record: last.value), device: address.text)
+            let written = try await store.write(batch)
             stored = written.inserted
             already = written.unchanged + written.updated
         }

@@ -6,6 +6,8 @@ import Testing
 import BLEDriver
 import BLEHost
 import BLERuntime
+import DriverKit
+import HealthPipeline
 import TestSupport
 
 /// `GlucoseDownloader` against the peer's glucose meter over the own host stack (the meter here
@@ -54,7 +56,7 @@ import TestSupport
             #expect(values.count == 4 && zip(values, logged).allSatisfy { abs($0 - $1) < 1e-9 }, "\(values) vs \(logged)")
             let written = try await store.write(first.batch, glucoseDevice: address.text, cursor: try #require(cursor(first)))
             #expect(written.inserted == 4)
-            let stored4 = try #require(try await store.glucoseCursor(device: address.text))
+            let stored4 = try #require(try await StoreSink(store: store).checkpoint(GlucoseCursor.self, device: address.text))
             #expect(stored4.sequence == 4 && stored4.record == first.records.last?.value && stored4.record != nil)
 
             // Nothing after 4 yet: record 4 comes again, checked, and nothing else.
@@ -91,13 +93,13 @@ import TestSupport
             // The meter reset (2 new records, sequence numbers 1 and 2 again): it holds neither 6
             // nor anything after it, so every record it holds is downloaded and stored.
             _ = try await peer.control("reset-records glucose 2")
-            let stored6 = try #require(try await store.glucoseCursor(device: address.text))
+            let stored6 = try #require(try await StoreSink(store: store).checkpoint(GlucoseCursor.self, device: address.text))
             let reset = try await GlucoseDownloader.download(client, database: database, after: stored6, silence: .seconds(5),
                                                              timeZone: TimeZone(identifier: "UTC")!)
             #expect(reset.outcome == .complete && reset.meterWasReset && !reset.storedRecordDiffers)
             #expect(reset.records.map(\.sequenceNumber) == [1, 2])
             #expect(try await store.write(reset.batch, glucoseDevice: address.text, cursor: try #require(cursor(reset))).inserted == 2)
-            let stored2 = try #require(try await store.glucoseCursor(device: address.text))
+            let stored2 = try #require(try await StoreSink(store: store).checkpoint(GlucoseCursor.self, device: address.text))
             #expect(stored2.sequence == 2)
             // Then nothing new: it still holds 2, the same.
             let after = try await GlucoseDownloader.download(client, database: database, after: stored2, silence: .seconds(5))
@@ -119,11 +121,21 @@ import TestSupport
             let loggedAgain = lastSent.compactMap { ($0["fields"] as? [String: Any])?["mmol_l"] as? Double }
             let valuesAgain = refilled.batch.records.compactMap { r -> Double? in if case .measurement(let m) = r { m.value } else { nil } }
             #expect(valuesAgain.count == 5 && zip(valuesAgain, loggedAgain).allSatisfy { abs($0 - $1) < 1e-9 }, "\(valuesAgain) vs \(loggedAgain)")
-            #expect(try await store.glucoseCursor(device: address.text)?.sequence == 5)
+            #expect(try await StoreSink(store: store).checkpoint(GlucoseCursor.self, device: address.text)?.sequence == 5)
         } catch {
             await runtime.close()
             throw error
         }
         await runtime.close()
+    }
+}
+
+extension HealthStore {
+    /// Stores a download's records with the meter's checkpoint, as `healthgate ble download` does.
+    @discardableResult
+    fileprivate func write(_ batch: LiveBatch, glucoseDevice device: String, cursor: GlucoseCursor) async throws -> WriteResult {
+        var batch = batch
+        batch.setCheckpoint(cursor, device: device)
+        return try await write(batch)
     }
 }

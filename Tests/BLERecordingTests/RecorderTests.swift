@@ -119,9 +119,9 @@ final class Recording: Sendable {
         return try await store.workout(id: id)
     }
 
-    /// The last sequence number stored for a glucose meter (`glucose_sync`).
+    /// The last sequence number stored for a glucose meter (the `ble` driver's checkpoint).
     func glucoseSync(_ address: DeviceAddress) throws -> Int? {
-        try inspector.read { try Int.fetchOne($0, sql: "SELECT last_sequence FROM glucose_sync WHERE device = ?", arguments: [address.text]) }
+        try inspector.read { try Int.fetchOne($0, sql: "SELECT json_extract(value, '$.sequence') FROM driver_checkpoints WHERE driver = 'ble' AND device = ?", arguments: [address.text]) }
     }
 
     deinit { if previous == nil { try? FileManager.default.removeItem(at: directory) } }

@@ -285,8 +285,8 @@ final class DaemonProcess {
     }
 
     /// A glucose meter's records through the daemon's `ble` driver, across a restart: the first
-    /// daemon stores the meter's 3 records with its cursor (`glucose_sync`, the store code `ble
-    /// download` uses); the meter gains 2 records; a second daemon process on the same database
+    /// daemon stores the meter's 3 records with its cursor (the `ble` driver's checkpoint, as `ble
+    /// download` stores it); the meter gains 2 records; a second daemon process on the same database
     /// asks the meter only for the records from 3 on (3 to check it), and stores exactly the 2 new.
     /// Before, a restarted daemon asked for every record again.
     @Test func aRestartedDaemonAsksAGlucoseMeterOnlyForTheRecordsAfterThoseStored() async throws {
@@ -297,7 +297,10 @@ final class DaemonProcess {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let config = try writeBLEConfiguration(in: folder, driver: "meter", peer: peer, devices: [meter.text])
         func glucose(_ store: HealthStore) async throws -> (rows: Int, last: UInt16?) {
-            (try await store.measurements(kind: .glucose).count, try await store.glucoseCursor(device: meter.text)?.sequence)
+            // The ble driver's checkpoint for the meter: {"record": "hex", "sequence": N}.
+            let checkpoint = try await store.checkpoint(CheckpointKey(driver: "ble", device: meter.text))
+            let object = try checkpoint.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            return (try await store.measurements(kind: .glucose).count, (object??["sequence"] as? Int).flatMap(UInt16.init(exactly:)))
         }
         func requests() async throws -> [String]? {
             ((try await peer.control("status")["peripherals"] as? [String: Any])?["glucose"] as? [String: Any])?["racp_requests"] as? [String]

@@ -3,7 +3,7 @@ import DriverRegistry
 import Foundation
 import Testing
 import HealthModel
-import HealthStore
+@testable import HealthStore
 @testable import HealthPipeline
 
 /// The package root, found from this file's path.
@@ -198,5 +198,58 @@ func validFixtures() throws -> [String] {
         #expect(try await store.ledger().first?.status == .imported)
         #expect(try await store.ledger().first?.records == all.count)
         #expect(await ImportPipeline(store: store, importers: Registry.fileImporters()).importFile(fixtures + "/fit/garmin-fenix2-multisport.fit").status == .alreadyImported)
+    }
+}
+
+/// A file a driver fetched from a device, handed to the pipeline with the driver's checkpoint
+/// (DriverKit's `FileSink.importFile(_:checkpoints:)`): the checkpoint lands with the file's
+/// ledger entry, also when the content was imported before or is unreadable, and not at all
+/// when nothing could be stored.
+@Suite struct FileCheckpointTests {
+    struct Fetched: DriverCheckpoint {
+        static let driver = "test-watch"
+        var files: [String]
+    }
+
+    @Test func aFilesCheckpointIsStoredWithItsLedgerEntry() async throws {
+        let scratch = try Scratch()
+        let store = try await scratch.store()
+        let pipeline = ImportPipeline(store: store, importers: Registry.fileImporters())
+        let sink = StoreSink(store: store)
+        let fit = fixtures + "/fit/antfs-dump-63.fit"
+        let first = await pipeline.importFile(fit, checkpoint: Fetched(files: ["63"]), device: "3871234567")
+        #expect(first.status == .imported && first.records > 0)
+        #expect(try await sink.checkpoint(Fetched.self, device: "3871234567") == Fetched(files: ["63"]))
+        // The same content again (another copy of the file): already imported, checkpoint moved.
+        let copy = try scratch.file("copy.fit", Array(try Data(contentsOf: URL(fileURLWithPath: fit))))
+        let again = await pipeline.importFile(copy, checkpoint: Fetched(files: ["63", "64"]), device: "3871234567")
+        #expect(again.status == .alreadyImported)
+        #expect(try await sink.checkpoint(Fetched.self, device: "3871234567") == Fetched(files: ["63", "64"]))
+        // An unreadable file is recorded as failed, and fetched.
+        let broken = try scratch.file("broken.fit", [0x0E, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x2E, 0x46, 0x49, 0x54, 0x00, 0x00])
+        let failed = await pipeline.importFile(broken, checkpoint: Fetched(files: ["63", "64", "65"]), device: "3871234567")
+        #expect(failed.status == .failed)
+        #expect(try await sink.checkpoint(Fetched.self, device: "3871234567") == Fetched(files: ["63", "64", "65"]))
+        // Another device's checkpoint is its own; a checkpoint of another shape reads as none.
+        #expect(try await sink.checkpoint(Fetched.self, device: "other") == nil)
+        struct Other: DriverCheckpoint {
+            static let driver = "test-watch"
+            var count: Int
+        }
+        #expect(try await sink.checkpoint(Other.self, device: "3871234567") == nil)
+    }
+
+    @Test func nothingIsStoredWhenTheDatabaseRefusesTheFile() async throws {
+        let scratch = try Scratch()
+        let store = try await scratch.store()
+        // A trigger stands in for a full disk: the ledger cannot be written.
+        try await store.writing { db in
+            try db.execute(sql: "CREATE TRIGGER no_imports BEFORE INSERT ON imports BEGIN SELECT RAISE(FAIL, 'disk full'); END")
+        }
+        let pipeline = ImportPipeline(store: store, importers: Registry.fileImporters())
+        let report = await pipeline.importFile(fixtures + "/fit/antfs-dump-63.fit", checkpoint: Fetched(files: ["63"]), device: "w")
+        #expect(report.status == .failed)
+        #expect(try await StoreSink(store: store).checkpoint(Fetched.self, device: "w") == nil)
+        #expect(try await store.checkpoints(driver: "test-watch").isEmpty)
     }
 }

@@ -74,49 +74,61 @@ func piece(_ id: RecordID, first: Int, count: Int, final: Bool = false) -> Worko
         #expect(try await t.store.measurements().isEmpty)
     }
 
-    @Test func aGlucoseMetersCursorIsStoredWithItsRecordsOrNotAtAll() async throws {
+    @Test func aDriverCheckpointIsStoredWithItsRecordsOrNotAtAll() async throws {
         let t = try await TempStore()
         let meter = "C0:4E:47:00:00:0A"
+        let key = CheckpointKey(driver: "ble", device: meter)
         func reading(_ seq: Int) -> HealthRecord {
             .measurement(HealthModel.Measurement(id: RecordID.derive("measurement", "ble", meter, "glucose", "\(seq)"), kind: .glucose,
                                                  time: Date(timeIntervalSince1970: 1_763_800_000 + Double(seq) * 3600), value: 5.5,
                                                  source: Source(driver: "ble", device: meter)))
         }
-        func cursor(_ seq: UInt16) -> GlucoseCursor { GlucoseCursor(sequence: seq, record: [0x02, UInt8(seq), 0x00, 0xEA]) }
-        try await t.store.write(LiveBatch(records: [reading(1), reading(2)], glucoseCursors: [meter: cursor(2)]))
-        #expect(try await t.store.glucoseCursor(device: meter) == cursor(2))
-        // Batches in a row: the later cursor wins (a reset meter's sequence number may be lower).
-        let merged = LiveBatch(records: [reading(3)], glucoseCursors: [meter: cursor(3)]) + LiveBatch(glucoseCursors: [meter: cursor(1)])
-        #expect(merged.glucoseCursors == [meter: cursor(1)] && !LiveBatch(glucoseCursors: [meter: cursor(1)]).isEmpty)
+        func cursor(_ seq: Int) -> String { #"{"record":"02\#(String(format: "%02x", seq))00ea","sequence":\#(seq)}"# }
+        try await t.store.write(LiveBatch(records: [reading(1), reading(2)], checkpoints: [key: cursor(2)]))
+        #expect(try await t.store.checkpoint(key) == cursor(2))
+        // Batches in a row: the later checkpoint wins (a reset meter's sequence number may be lower).
+        let merged = LiveBatch(records: [reading(3)], checkpoints: [key: cursor(3)]) + LiveBatch(checkpoints: [key: cursor(1)])
+        #expect(merged.checkpoints == [key: cursor(1)] && !LiveBatch(checkpoints: [key: cursor(1)]).isEmpty)
         try await t.store.write(merged)
-        #expect(try await t.store.glucoseCursor(device: meter) == cursor(1))
-        // A batch that fails stores neither its records nor the cursor.
+        #expect(try await t.store.checkpoint(key) == cursor(1))
+        // A batch that fails stores neither its records nor the checkpoint.
         try await t.store.write(LiveBatch(workouts: [piece(id, first: 0, count: 3)]))
         await #expect(throws: (any Error).self) {
-            try await t.store.write(LiveBatch(records: [reading(4)], workouts: [piece(id, first: 2, count: 3)], glucoseCursors: [meter: cursor(4)]))
+            try await t.store.write(LiveBatch(records: [reading(4)], workouts: [piece(id, first: 2, count: 3)], checkpoints: [key: cursor(4)]))
         }
-        #expect(try await t.store.glucoseCursor(device: meter) == cursor(1))
+        #expect(try await t.store.checkpoint(key) == cursor(1))
         #expect(try await t.store.measurements().count == 3)
-        // A record no meter sends (longer than a GATT attribute) is not kept: the cursor without it.
-        let long = GlucoseCursor(sequence: 5, record: [UInt8](repeating: 1, count: 513))
-        #expect(long.record == nil)
-        try await t.store.write(LiveBatch(glucoseCursors: [meter: long]))
-        #expect(try await t.store.glucoseCursor(device: meter) == GlucoseCursor(sequence: 5, record: nil))
+        // One checkpoint per driver and device: another driver's for the same device is its own.
+        let other = CheckpointKey(driver: "ant", device: meter)
+        try await t.store.write(LiveBatch(checkpoints: [other: #"{"files":[]}"#]))
+        #expect(try await t.store.checkpoint(other) == #"{"files":[]}"#)
+        #expect(try await t.store.checkpoints(driver: "ble") == [meter: cursor(1)])
+        // The table takes JSON only.
+        await #expect(throws: (any Error).self) { try await t.store.write(LiveBatch(checkpoints: [other: "not json"])) }
+        #expect(try await t.store.checkpoint(other) == #"{"files":[]}"#)
     }
 
-    /// A cursor stored before `v12-glucose-last-record` (a sequence number only) is read with no
-    /// record; the column refuses what no meter sends.
-    @Test func aCursorFromBeforeTheRecordWasKeptHasNone() async throws {
-        let t = try await TempStore()
-        try await t.store.writing { db in
-            try db.execute(sql: "INSERT INTO glucose_sync (device, last_sequence, updated_at) VALUES ('C0:4E:47:00:00:0A', 7, 'x')")
+    /// `v13-driver-checkpoints` turns each `glucose_sync` row into the `ble` driver's checkpoint
+    /// for the meter, with its record as hex, and without one where the row had none.
+    @Test func glucoseCursorsBecomeTheBLEDriversCheckpoints() async throws {
+        let folder = NSTemporaryDirectory() + "healthgate-store-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let path = folder + "/healthgate.sqlite"
+        let old = try DatabaseQueue(path: path)
+        try Schema.migrator.migrate(old, upTo: "v12-glucose-last-record")
+        try await old.write { db in
+            try db.execute(sql: "INSERT INTO glucose_sync (device, last_sequence, last_record, updated_at) VALUES ('C0:4E:47:00:00:0A', 7, X'0207A0EA', 'x')")
+            try db.execute(sql: "INSERT INTO glucose_sync (device, last_sequence, updated_at) VALUES ('C0:4E:47:00:00:0B', 65535, 'y')")
         }
-        #expect(try await t.store.glucoseCursor(device: "C0:4E:47:00:00:0A") == GlucoseCursor(sequence: 7, record: nil))
-        await #expect(throws: (any Error).self) {
-            try await t.store.writing { db in
-                try db.execute(sql: "UPDATE glucose_sync SET last_record = ?", arguments: [Data(count: 513)])
-            }
-        }
+        try old.close()
+        let store = try await HealthStore(path: path)
+        #expect(try await store.checkpoints(driver: "ble") == [
+            "C0:4E:47:00:00:0A": #"{"record":"0207a0ea","sequence":7}"#,
+            "C0:4E:47:00:00:0B": #"{"sequence":65535}"#,
+        ])
+        let tables = try await store.reading { db in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'") }
+        #expect(tables.contains("driver_checkpoints") && !tables.contains("glucose_sync"))
     }
 
     @Test func workoutsLeftInProgressAreCompletedOnTheNextStart() async throws {
@@ -144,7 +156,7 @@ func piece(_ id: RecordID, first: Int, count: Int, final: Bool = false) -> Worko
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             #expect(migrations.count == 4 && Set(migrations.map { $0.joined(separator: ",") }).count == 1)
-            #expect(migrations.first?.last == "v12-glucose-last-record")
+            #expect(migrations.first?.last == "v13-driver-checkpoints")
         }
     }
 }

@@ -348,8 +348,8 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
     /// Addresses the scanner should no longer report (read by the scanner task).
     private let claimed = Mutex<Set<UInt64>>([])
     /// Per glucose meter (address value), where its records stored or on their way to the sink
-    /// end (with them, `LiveBatch.glucoseCursors`): read from the sink (the store's
-    /// `glucose_sync`) on the first connection of a run, moved by the glucose measurements
+    /// end (with them, the `ble` driver's checkpoint for the meter, ``GlucoseCursor``): read from
+    /// the sink (the store's `driver_checkpoints`) on the first connection of a run, moved by the glucose measurements
     /// received, which also check the stored record (``GlucoseCursorTracker``). Each connection
     /// asks the meter for the records from it on.
     private let glucoseTrackers = Mutex<[UInt64: GlucoseCursorTracker]>([:])
@@ -453,7 +453,7 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
                             trackers[n.peer.value] = tracker
                             return (check, tracker.cursor)
                         }
-                        if let cursor { pending.glucoseCursors[device] = cursor }
+                        if let cursor { pending.setCheckpoint(cursor, device: device) }
                         if check != .none { glucoseChecks.withLock { $0[n.peer.value] }?(check == .same) }
                     }
                 } catch {
@@ -523,7 +523,7 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
     /// for, and records sent again are stored once.
     func loadGlucoseTracker(_ address: DeviceAddress) async {
         guard glucoseTrackers.withLock({ $0[address.value] == nil }) else { return }
-        let stored = (try? await sink.glucoseCursor(device: address.text)) ?? nil
+        let stored = (try? await sink.checkpoint(GlucoseCursor.self, device: address.text)) ?? nil
         glucoseTrackers.withLock { trackers in
             if trackers[address.value] == nil { trackers[address.value] = GlucoseCursorTracker(stored: stored) }
         }

@@ -4,6 +4,7 @@ public import Foundation
 public import GATTProfiles
 public import HealthModel
 import Synchronization
+public import DriverKit
 
 /// Downloads a glucose meter's stored records through its Record Access Control Point: the I/O
 /// edge of `GlucoseRecordDownload` (which decides every step). Subscribes to Glucose Measurement,
@@ -112,4 +113,11 @@ public enum GlucoseDownloader {
         return Result(records: records, outcome: outcome, expected: download.expected, meterWasReset: download.meterWasReset,
                       storedRecordDiffers: download.storedRecordDiffers, batch: batch)
     }
+}
+
+/// The `ble` driver's checkpoint for a glucose meter: where its stored records end. The driver
+/// and `healthgate ble download` keep it across runs through their sink (or the store), stored
+/// with the records it covers.
+extension GlucoseCursor: DriverCheckpoint {
+    public static let driver = "ble"
 }

@@ -4,7 +4,7 @@ ble-glucose-racp) and holds 5 records; `healthgate daemon` runs a `ble` driver o
 backend for the meter's address.
 
 The daemon connects and stores every record (values and sequence numbers equal the peer's sent
-log; the meter's last sequence number in glucose_sync); it is stopped, the meter adds 2 records,
+log; the meter's last sequence number in its ble checkpoint); it is stopped, the meter adds 2 records,
 the daemon is started again: it asks the meter only for the records from the last one stored
 on (the meter's RACP requests; that one again, to check the meter was not reset), and exactly
 the 2 new rows are stored, none twice (every record was sent once, the last stored one twice).
@@ -29,7 +29,8 @@ DB = os.path.join(WORK, "daemon.sqlite")
 CONFIG = os.path.join(WORK, "healthgate.toml")
 ROWS = ("SELECT value, json_extract(extra, '$.sequence') FROM measurements "
         "WHERE kind = 'glucose' AND source_device = ? ORDER BY json_extract(extra, '$.sequence')")
-SYNC = "SELECT last_sequence FROM glucose_sync WHERE device = ?"
+SYNC = ("SELECT json_extract(value, '$.sequence') FROM driver_checkpoints "
+        "WHERE driver = 'ble' AND device = ?")
 
 CONFIG_TEXT = f"""# written by the ble-glucose-daemon VM scenario
 database = "{DB}"
@@ -124,7 +125,7 @@ def main() -> int:
         result["requests_first"] = racp_requests(peer)
         if result["requests_first"] != ["0101"]:
             raise AssertionError(f"first run: RACP requests {result['requests_first']}, not ['0101'] (every record)")
-        step(f"daemon stopped (exit 0): rows == sent log, glucose_sync {RECORDS}")
+        step(f"daemon stopped (exit 0): rows == sent log, checkpoint sequence {RECORDS}")
 
         added = peer.control("add-records glucose 2")
         result["added"] = added.get("added")
