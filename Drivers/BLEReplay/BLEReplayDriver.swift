@@ -16,7 +16,7 @@ public struct BLEReplayDriver: DeviceDriver {
     /// The `[drivers.NAME]` table: `capture` (required), `sport`, `gap_s`.
     public struct Settings: Decodable, Sendable {
         public var capture: String
-        public var sessionizer = LiveSessionizer.Configuration()
+        public var sessionizer = GATTSessionizer.Configuration()
 
         enum CodingKeys: String, CodingKey { case capture, sport, gap = "gap_s" }
 
@@ -76,7 +76,7 @@ public struct BLEReplayDriver: DeviceDriver {
             guard case .damaged(_, let partial) = error else { return (LiveBatch(), problems) }
             result = partial
         }
-        let (batch, malformed) = LiveSessionizer.records(from: result.values.compactMap(\.notification),
+        let (batch, malformed) = GATTSessionizer.records(from: result.values.compactMap(\.notification),
                                                          configuration: settings.sessionizer)
         if malformed > 0 { problems.append("\(settings.capture): \(malformed) malformed value(s) skipped") }
         return (batch, problems)

@@ -61,7 +61,7 @@ struct BLEReplayCommand: AsyncParsableCommand {
     /// Stores what a live recording would have stored from the capture's values (reads such as
     /// Battery Level included, as live).
     private func store(_ result: CaptureReplay.Result) async throws {
-        let (batch, malformed) = LiveSessionizer.records(from: result.values.compactMap(\.notification),
+        let (batch, malformed) = GATTSessionizer.records(from: result.values.compactMap(\.notification),
                                                          configuration: workouts.sessionizer)
         let (accepted, rejected) = Normalizer().normalize(batch)
         let written = try await database.open().write(accepted)

@@ -268,7 +268,7 @@ struct WorkoutOptions: ParsableArguments {
         }
     }
 
-    var sessionizer: LiveSessionizer.Configuration {
-        LiveSessionizer.Configuration(gap: gap.seconds, defaultSport: Sport.normalize(sport), wheelCircumference: wheel)
+    var sessionizer: GATTSessionizer.Configuration {
+        GATTSessionizer.Configuration(gap: gap.seconds, defaultSport: Sport.normalize(sport), wheelCircumference: wheel)
     }
 }

@@ -12,7 +12,7 @@ import Synchronization
 /// in short batches (at most `flushInterval` after a reading arrived).
 ///
 /// Every device has its own ``DeviceSession``; their values meet in one loop that owns the
-/// ``LiveSessionizer`` and the batch being built, so no state is shared between tasks.
+/// ``GATTSessionizer`` and the batch being built, so no state is shared between tasks.
 public struct BLERecorder: DeviceDriver {
     public static let id = "ble"
 
@@ -23,7 +23,7 @@ public struct BLERecorder: DeviceDriver {
         public var controller: BLEController
         /// The devices to record (default: any heart-rate sensor).
         public var devices: [DeviceSelector] = [.auto]
-        public var sessionizer = LiveSessionizer.Configuration()
+        public var sessionizer = GATTSessionizer.Configuration()
         /// The longest a reading waits before it is handed to the sink.
         public var flushInterval: Duration = .milliseconds(250)
         /// While devices are still to be found: scan this long, then pause this long (shorter
@@ -368,7 +368,7 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
     func requestStop() { input.yield(.stop) }
 
     func run() async throws {
-        var sessionizer = LiveSessionizer(configuration: configuration.sessionizer)
+        var sessionizer = GATTSessionizer(configuration: configuration.sessionizer)
         var sessions: [UInt64: DeviceSession] = [:]
         var matched: Set<DeviceSelector> = []
         var forwarders: [Task<Void, Never>] = []

@@ -104,7 +104,7 @@ public enum GlucoseDownloader {
         }
         guard case .finished(let outcome) = step else { preconditionFailure("the loop ends finished") }
         let records = download.records
-        var sessionizer = LiveSessionizer(configuration: LiveSessionizer.Configuration(timeZone: timeZone))
+        var sessionizer = GATTSessionizer(configuration: GATTSessionizer.Configuration(timeZone: timeZone))
         var batch = LiveBatch()
         let now = Date()
         for r in records {

@@ -3,7 +3,7 @@ import Foundation
 import GATTProfiles
 public import HealthModel
 
-extension LiveSessionizer {
+extension GATTSessionizer {
     /// What a recording would have stored from values received in the past (a btsnoop capture
     /// replayed): each value decoded and fed in order with the time it was received, every
     /// workout completed at the end. Malformed values are counted and skipped, as live.
@@ -11,7 +11,7 @@ extension LiveSessionizer {
     /// The records' identities derive from device and time, so replaying the same capture again
     /// gives the same records (the store keeps them once).
     public static func records(from values: [GATTNotification], configuration: Configuration) -> (batch: LiveBatch, malformed: Int) {
-        var sessionizer = LiveSessionizer(configuration: configuration)
+        var sessionizer = GATTSessionizer(configuration: configuration)
         var batch = LiveBatch()
         var malformed = 0
         for value in values {

@@ -19,13 +19,13 @@ func heartRate(_ bpm: UInt8, energyKJ: UInt16, rr1024: UInt16) -> [UInt8] {
 }
 
 let t0 = 1_700_000_000.0
-let utc = LiveSessionizer.Configuration(gap: 60, timeZone: TimeZone(identifier: "UTC")!)
+let utc = GATTSessionizer.Configuration(gap: 60, timeZone: TimeZone(identifier: "UTC")!)
 
 /// A sessionizer whose output is put back together into whole records, as a store would hold them.
 struct Assembled {
-    var sessionizer: LiveSessionizer
+    var sessionizer: GATTSessionizer
     var assembler = WorkoutAssembler()
-    init(_ configuration: LiveSessionizer.Configuration) { sessionizer = LiveSessionizer(configuration: configuration) }
+    init(_ configuration: GATTSessionizer.Configuration) { sessionizer = GATTSessionizer(configuration: configuration) }
 
     mutating func receive(_ r: LiveReading) -> [HealthRecord] { assembler.add(sessionizer.receive(r)) }
     mutating func tick(now: Date) -> [HealthRecord] { assembler.add(sessionizer.flush(now: now)) }
@@ -138,7 +138,7 @@ struct Assembled {
     }
 
     @Test func flushHandsOutOnlyNewSamplesWithTheirOffsets() throws {
-        var s = LiveSessionizer(configuration: utc)
+        var s = GATTSessionizer(configuration: utc)
         func hr(_ i: Int) throws -> LiveReading {
             try reading(GATTCharacteristic.heartRateMeasurement, heartRate(UInt8(100 + i), energyKJ: UInt16(i), rr1024: 1024), at: t0 + Double(i))
         }
@@ -178,7 +178,7 @@ struct Assembled {
     }
 
     @Test func anUnchangedBatteryLevelIsRecordedOncePerInterval() throws {
-        var s = Assembled(LiveSessionizer.Configuration(gap: 60, timeZone: TimeZone(identifier: "UTC")!, batteryInterval: 600))
+        var s = Assembled(GATTSessionizer.Configuration(gap: 60, timeZone: TimeZone(identifier: "UTC")!, batteryInterval: 600))
         let levels: [(UInt8, Double)] = [(80, 0), (80, 60), (79, 120), (79, 500), (79, 800)]
         let recorded = try levels.flatMap { level, at in s.receive(try reading(GATTCharacteristic.batteryLevel, [level], at: t0 + at)) }
         let values = recorded.compactMap { r -> Double? in if case .measurement(let m) = r { m.value } else { nil } }
