@@ -17,6 +17,7 @@ import PackageDescription
 /// with "no product named 'fuzz-applehealth'"). `make fuzz-build` checks it against the folders.
 let targets = [
     "fuzz-acl",
+    "fuzz-antfs",
     "fuzz-applehealth",
     "fuzz-att",
     "fuzz-btsnoop",

@@ -332,6 +332,76 @@ def socket_seeds() -> None:
         write("fuzz-socket", bytes([i * 7 % 64]) + request)
 
 
+def crc16_arc(data: bytes, crc: int = 0) -> int:
+    """CRC-16/ARC (reflected polynomial 0xA001), continuing from `crc`: ANT-FS's block CRC."""
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+    return crc
+
+
+def antfs_seeds() -> None:
+    """ANT-FS inputs as fuzz-antfs reads them: a mode byte (0 beacon, 1 response burst, 2
+    directory, 3 host session), then the bytes. Beacons from the notes' captures (the antpm
+    usbmon capture, antfs-cli #140); responses, a directory and sessions built by the layouts the
+    tests use (Tests/ANTProtocolTests/ANTFS*Tests.swift)."""
+    def le16(v: int) -> bytes:
+        return struct.pack("<H", v)
+
+    def le32(v: int) -> bytes:
+        return struct.pack("<I", v)
+
+    def pad(b: bytes) -> bytes:
+        return b + bytes(-len(b) % 8)
+
+    def beacon(state: int, descriptor: bytes) -> bytes:
+        return bytes([0x43, 0x2C, state, 0x03]) + descriptor
+
+    for b in ["43 2c 00 03 fa 03 01 00", "43 3c 01 03 39 05 00 00", "43 2c 02 03 39 05 00 00", "43 2c 03 03 39 05 00 00"]:
+        write("fuzz-antfs", b"\x00" + bytes.fromhex(b))
+
+    host = le32(1337)
+    name = b"Forerunner 610"
+    write("fuzz-antfs", b"\x01" + beacon(1, host) + pad(bytes([0x44, 0x84, 0, len(name)]) + le32(3_812_345_678) + name))
+    write("fuzz-antfs", b"\x01" + beacon(1, host) + pad(bytes([0x44, 0x84, 1, 8]) + le32(42) + bytes(range(1, 9))))
+    data = bytes((i * 7 + 11) & 0xFF for i in range(0x200))
+    block = bytes([0x44, 0x89, 0, 0]) + le32(0x200) + le32(0xA00) + le32(0x253D) + pad(data) + bytes(6) + le16(crc16_arc(data, 0x4321))
+    write("fuzz-antfs", b"\x01" + beacon(2, host) + block)
+    last = data[:0x13D]
+    block = bytes([0x44, 0x89, 0, 0]) + le32(0x13D) + le32(0x2400) + le32(0x253D) + pad(last) + bytes(6) + le16(crc16_arc(last, 7))
+    write("fuzz-antfs", b"\x01" + beacon(2, host) + block)
+    write("fuzz-antfs", b"\x01" + beacon(2, host) + bytes([0x44, 0x89, 1, 0]) + le32(0) * 3)
+    write("fuzz-antfs", b"\x01" + beacon(2, host) + bytes([0x44, 0x8B, 0, 0, 0, 0, 0, 0]))
+
+    def entry(index: int, data_type: int, sub: int, number: int, type_flags: int, flags: int, size: int, date: int) -> bytes:
+        return le16(index) + bytes([data_type, sub]) + le16(number) + bytes([type_flags, flags]) + le32(size) + le32(date)
+    activity = 1_332_954_752 - 631_065_600  # 2012-03-28T17:12:32Z, openant's activity #33
+    directory = (bytes([0x01, 16, 2, 0, 0, 0, 0, 0]) + le32(0x01020304) + le32(0x2A000000)
+                 + entry(1, 0x01, 12, 0, 0, 0x50, 0x19E000, 0)
+                 + entry(2, 0x80, 2, 1, 0, 0xC0, 680, activity - 86_400)
+                 + entry(7, 0x80, 4, 33, 0, 0xB0, 2336, activity)
+                 + entry(0x0102, 0x80, 32, 0x0304, 0, 0x80, 0, 0x0FFFFFFF))
+    write("fuzz-antfs", b"\x02" + directory)
+
+    # Host sessions: one choice byte per input (0 raw beacon, 1 beacon, 2 burst, 3 download block,
+    # 4 transfer completed, 5 transfer failed, 6 tick, 7 passkey, 8 pairing allowed or selection,
+    # 9 a cooperating watch's answer to the last command).
+    link = bytes([1, 0, 0])
+    transport = bytes([1, 2, 0])
+    answer = bytes([4, 9])
+    blocks = answer * 2 + answer * 3 + answer * 4  # files 1-3: 70, 140 and 210 bytes in 64-byte blocks
+    pairing = (link + answer + answer + bytes([7, 0]) + answer + transport + answer
+               + bytes([8, 1, 3, 1, 2, 3]) + blocks + bytes([4]))
+    write("fuzz-antfs", bytes([3, 1]) + pairing)
+    passkey = (link + answer + answer + bytes([7, 1, 8]) + bytes(range(1, 9)) + answer + transport + answer
+               + bytes([8, 1, 2, 3, 1]) + answer * 4 + answer * 2 + bytes([4]))
+    write("fuzz-antfs", bytes([3, 0]) + passkey)
+    faults = (link + bytes([5, 5]) + answer + bytes([6, 200, 6, 200]) + answer + bytes([7, 0, 5]) + answer
+              + transport + bytes([3, 20, 0, 0, 0, 20, 0]) + bytes(range(20)) + bytes([1, 0]) + answer + bytes([8, 1, 1, 2]) + answer * 2)
+    write("fuzz-antfs", bytes([3, 1]) + faults)
+
+
 def main() -> None:
     if CORPUS.exists():
         shutil.rmtree(CORPUS)
@@ -345,6 +415,7 @@ def main() -> None:
     csv_seeds()
     gadgetbridge_seeds()
     socket_seeds()
+    antfs_seeds()
     json_dictionary(sync_seeds())
     total = 0
     for folder in sorted(CORPUS.iterdir()):
