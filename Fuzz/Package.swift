@@ -21,6 +21,7 @@ let targets = [
     "fuzz-applehealth",
     "fuzz-att",
     "fuzz-btsnoop",
+    "fuzz-capture",
     "fuzz-csv",
     "fuzz-exec",
     "fuzz-fit",

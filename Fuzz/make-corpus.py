@@ -202,6 +202,13 @@ def ble_seeds() -> None:
         for _ in range(20):
             offset += 24 + struct.unpack_from(">I", data, offset + 4)[0]
         write("fuzz-btsnoop", data[:offset])
+    # The same session as pcap and pcapng (link type 201), whole and cut after 20 records.
+    for path in sorted((FIXTURES / "ble").glob("*.pcap")):
+        write("fuzz-btsnoop", path.read_bytes())
+        write("fuzz-btsnoop", pcap_prefix(path.read_bytes(), 20))
+    for path in sorted((FIXTURES / "ble").glob("*.pcapng")):
+        write("fuzz-btsnoop", path.read_bytes())
+        write("fuzz-btsnoop", pcapng_prefix(path.read_bytes(), 3 + 20))
 
     packets = btsnoop_records(captures[0])
     for start in range(0, len(packets), 24):
@@ -221,6 +228,109 @@ def ble_seeds() -> None:
                     write("fuzz-att", frame[4:])
     for start in range(0, len(acl), 8):
         write("fuzz-acl", b"".join(acl[start:start + 8]))
+
+
+# MARK: - Packet captures (pcap, pcapng, usbmon)
+
+def pcap_prefix(data: bytes, records: int) -> bytes:
+    """A little-endian pcap file's header and first `records` records."""
+    offset = 24
+    for _ in range(records):
+        offset += 16 + struct.unpack_from("<I", data, offset + 8)[0]
+    return data[:offset]
+
+
+def pcapng_prefix(data: bytes, blocks: int) -> bytes:
+    """A little-endian pcapng file's first `blocks` blocks."""
+    offset = 0
+    for _ in range(blocks):
+        offset += struct.unpack_from("<I", data, offset + 4)[0]
+    return data[:offset]
+
+
+def pcap_file(order: str, nanoseconds: bool, link_type: int, snaplen: int, packets: list) -> bytes:
+    """Classic pcap in byte order `order` ("<" or ">"): packets of (seconds, fraction, data)."""
+    out = struct.pack(order + "IHHiIII", 0xA1B23C4D if nanoseconds else 0xA1B2C3D4, 2, 4, 0, 0, snaplen, link_type)
+    for seconds, fraction, data in packets:
+        out += struct.pack(order + "IIII", seconds, fraction, len(data), len(data)) + data
+    return out
+
+
+def pcapng_block(order: str, kind: int, body: bytes) -> bytes:
+    body += bytes(-len(body) % 4)
+    return struct.pack(order + "II", kind, 12 + len(body)) + body + struct.pack(order + "I", 12 + len(body))
+
+
+def pcapng_option(order: str, code: int, value: bytes) -> bytes:
+    return struct.pack(order + "HH", code, len(value)) + value + bytes(-len(value) % 4)
+
+
+def pcapng_mixed() -> bytes:
+    """Two sections (little-, then big-endian), three interfaces (link types 201, 220 with
+    if_tsresol 10^-9, 189 with 2^-10), Enhanced, Simple and obsolete Packet Blocks, and blocks a
+    reader skips (Interface Statistics, a custom block): PcapngTests' mixed file."""
+    out = b""
+    for order, interfaces, packets in [
+        ("<", [(201, 0, b""), (220, 4096, bytes([9]))],
+         [(6, struct.pack("<IIIII", 0, 1_700_000_000_123_456 >> 32, 1_700_000_000_123_456 & 0xFFFFFFFF, 8, 8)
+           + bytes([0, 0, 0, 1, 0x04, 0x0E, 0x01, 0x02])),
+          (5, bytes(12)),
+          (6, struct.pack("<IIIII", 1, 1_700_000_001_000_000_123 >> 32, 1_700_000_001_000_000_123 & 0xFFFFFFFF, 70, 70)
+           + bytes(range(70))),
+          (3, struct.pack("<I", 8) + bytes([0, 0, 0, 0, 0x01, 0x03, 0x0C, 0x00]))]),
+        (">", [(189, 0, bytes([0x80 | 10]))],
+         [(2, struct.pack(">HHIIII", 0, 0, (1_700_000_002 << 10 | 512) >> 32, (1_700_000_002 << 10 | 512) & 0xFFFFFFFF, 2, 2)
+           + bytes([0xAB, 0xCD])),
+          (0x0BAD, bytes([1, 2, 3, 4, 5])),
+          (6, struct.pack(">IIIII", 0, (1_700_000_003 << 10) >> 32, (1_700_000_003 << 10) & 0xFFFFFFFF, 0, 0))]),
+    ]:
+        shb = struct.pack(order + "IHHq", 0x1A2B3C4D, 1, 0, -1) + pcapng_option(order, 4, b"HealthGate tests") + pcapng_option(order, 0, b"")
+        out += pcapng_block(order, 0x0A0D0D0A, shb)
+        for link_type, snaplen, resolution in interfaces:
+            options = (pcapng_option(order, 9, resolution) + pcapng_option(order, 0, b"")) if resolution else b""
+            out += pcapng_block(order, 1, struct.pack(order + "HHI", link_type, 0, snaplen) + options)
+        for kind, body in packets:
+            out += pcapng_block(order, kind, body)
+    return out
+
+
+def usbmon(event: str, transfer: int, endpoint: int, status: int, length: int, data: bytes, setup: bytes, usec: int,
+           mmapped: bool) -> bytes:
+    """A usbmon header (48 or 64 bytes, little-endian, the kernel's binary layout) and its data."""
+    header = struct.pack("<QBBBBHbbqiiII8s", 0xFFFF888100001000 + transfer, ord(event), transfer, endpoint, 5, 1,
+                         0 if setup else ord("-"), 0 if data else ord("<" if endpoint & 0x80 else ">"),
+                         1_700_000_000, usec, status, length, len(data), setup or bytes(8))
+    return header + (struct.pack("<iiII", 0, 0, 0, 0) if mmapped else b"") + data
+
+
+def usbmon_session(mmapped: bool) -> list:
+    """An ANT stick's start as USBMonTests builds it: a control read of the device descriptor,
+    the reset out, the startup message in, an interrupt error."""
+    descriptor = bytes.fromhex("1201000200000020cf0f0810000101020301")
+    events = [("S", 2, 0x80, -115, 18, b"", bytes([0x80, 0x06, 0x00, 0x01, 0x00, 0x00, 0x12, 0x00])),
+              ("C", 2, 0x80, 0, 18, descriptor, b""),
+              ("S", 3, 0x01, -115, 5, bytes.fromhex("a4014a00ef"), b""),
+              ("C", 3, 0x01, 0, 5, b"", b""),
+              ("S", 3, 0x81, -115, 64, b"", b""),
+              ("C", 3, 0x81, 0, 5, bytes.fromhex("a4016f20ea"), b""),
+              ("E", 1, 0x83, -32, 8, b"", b"")]
+    return [usbmon(e, t, ep, st, n, d, su, i * 100, mmapped) for i, (e, t, ep, st, n, d, su) in enumerate(events)]
+
+
+def capture_seeds() -> None:
+    """fuzz-capture: the captures the PacketCapture tests build (pcap in both byte orders and
+    resolutions, the mixed pcapng, usbmon sessions of link types 220 and 189) and the BLE
+    fixture as pcap and pcapng."""
+    packets = [(1_700_000_000, 123_456, bytes([0, 0, 0, 1, 0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00])),
+               (1_700_000_001, 999_999, b""), (4_000_000_000, 1, bytes(range(200)))]
+    for order, nanoseconds in [("<", False), (">", True)]:
+        write("fuzz-capture", pcap_file(order, nanoseconds, 201, 65535, packets))
+    write("fuzz-capture", pcapng_mixed())
+    write("fuzz-capture", pcap_file("<", False, 220, 262144, [(1_700_000_000, i * 100, r) for i, r in enumerate(usbmon_session(True))]))
+    # Snapshot length 56: the readers keep 56 bytes of the longer records.
+    write("fuzz-capture", pcap_file("<", False, 189, 56, [(1_700_000_000, i * 100, r) for i, r in enumerate(usbmon_session(False))]))
+    for path in sorted((FIXTURES / "ble").glob("*.pcap")) + sorted((FIXTURES / "ble").glob("*.pcapng")):
+        write("fuzz-capture", path.read_bytes())
 
 
 # MARK: - Sync protocol JSON
@@ -412,6 +522,7 @@ def main() -> None:
     exec_seeds()
     gatt_seeds()
     ble_seeds()
+    capture_seeds()
     csv_seeds()
     gadgetbridge_seeds()
     socket_seeds()

@@ -5,7 +5,8 @@ import Foundation
 import HealthModel
 
 /// The `ble_replay` driver: stores the readings of a recorded Bluetooth LE capture (btsnoop, as
-/// `healthgate record --snoop` or a phone writes it) as a live recording would have stored them:
+/// `healthgate record --snoop` or a phone writes it, or pcap or pcapng of link type 201, as
+/// Wireshark writes it) as a live recording would have stored them:
 /// measurements, and one workout per device stream. The capture goes through the same host
 /// stack, decoders and sessionizer as a live session. Replaying a capture again stores nothing
 /// new (record identities); a damaged capture stores what precedes the damage and reports it.
@@ -73,7 +74,7 @@ public struct BLEReplayDriver: DeviceDriver {
             result = try CaptureReplay.replay(file: settings.capture)
         } catch {
             problems.append("\(settings.capture): \(error)")
-            guard case .damaged(_, let partial) = error else { return (LiveBatch(), problems) }
+            guard let partial = error.partial else { return (LiveBatch(), problems) }
             result = partial
         }
         let (batch, malformed) = GATTSessionizer.records(from: result.values.compactMap(\.notification),

@@ -8,10 +8,13 @@ import HealthModel
 
 struct BLEReplayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "replay", abstract: "Print the readings in a btsnoop capture, as `ble watch` printed them live.",
+        commandName: "replay",
+        abstract: "Print the readings in a Bluetooth capture (btsnoop, pcap or pcapng), as `ble watch` printed them live.",
         discussion: """
             FILE is a btsnoop capture, datalink H4 (1002) or H1 (1001): one written with --snoop, \
-            or an HCI snoop log from a phone or adapter. It goes through the same host stack and \
+            or an HCI snoop log from a phone or adapter; or a pcap or pcapng capture of link type \
+            201 (Bluetooth H4 with direction, as Wireshark writes it; records of other \
+            link types are skipped and counted). It goes through the same host stack and \
             decoders as a live session, and each notification or indication is printed like \
             `ble watch` prints it, with the time it was captured (--json: one object per line). \
             A summary goes to standard error: links, values per device and characteristic, values \
@@ -33,7 +36,7 @@ struct BLEReplayCommand: AsyncParsableCommand {
 
     @OptionGroup(title: "With --record") var workouts: WorkoutOptions
 
-    @Argument(help: "The btsnoop capture.")
+    @Argument(help: "The capture: btsnoop, pcap or pcapng.")
     var file: String
 
     func run() async throws {
@@ -42,7 +45,7 @@ struct BLEReplayCommand: AsyncParsableCommand {
         do {
             result = try CaptureReplay.replay(file: file)
         } catch {
-            guard case .damaged(_, let partial) = error else { throw RuntimeFailure("\(error)") }
+            guard let partial = error.partial else { throw RuntimeFailure("\(error)") }
             result = partial
             damage = error
         }
@@ -51,7 +54,7 @@ struct BLEReplayCommand: AsyncParsableCommand {
         }
         if record { try await store(result) }
         // Damage in the file header leaves nothing to summarize.
-        if damage.map({ ($0.offset ?? 0) >= 16 }) ?? true { Output.stderr(Self.summary(result, file: file)) }
+        if result.format != nil { Output.stderr(Self.summary(result, file: file)) }
         if let damage {
             Output.stderr("healthgate: \(file): \(damage)\n")
             throw ExitCode(1)
@@ -82,7 +85,8 @@ struct BLEReplayCommand: AsyncParsableCommand {
     /// What the capture held: links, values per device and characteristic, what was not understood.
     static func summary(_ result: CaptureReplay.Result, file: String) -> String {
         let s = result.statistics
-        var out = "\((file as NSString).lastPathComponent): \(Output.count(s.records, "record")) (btsnoop \(result.datalink == .h4 ? "H4" : "H1"))"
+        let format = result.format?.description ?? "unknown format"
+        var out = "\((file as NSString).lastPathComponent): \(Output.count(s.records, "record")) (\(format))"
         if let first = result.firstRecordAt, let last = result.lastRecordAt {
             out += ", \(ISO8601.string(first)) to \(ISO8601.string(last))"
         }
@@ -116,7 +120,9 @@ struct BLEReplayCommand: AsyncParsableCommand {
         if s.truncatedRecords > 0 { out += "\(Output.count(s.truncatedRecords, "record")) cut short by the capture writer (skipped)\n" }
         if s.droppedByWriter > 0 { out += "the capture writer reports \(Output.count(Int(s.droppedByWriter), "dropped packet"))\n" }
         for problem in result.problems { out += "  \(problem)\n" }
-        if s.decodeErrors > result.problems.count { out += "  ... and \(s.decodeErrors - result.problems.count) more\n" }
+        // The problems are decode problems, and one line about skipped records when there were any.
+        let decodeProblems = result.problems.count - (s.skippedRecords > 0 ? 1 : 0)
+        if s.decodeErrors > decodeProblems { out += "  ... and \(s.decodeErrors - decodeProblems) more\n" }
         return out
     }
 

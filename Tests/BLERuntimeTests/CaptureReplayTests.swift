@@ -11,6 +11,9 @@ enum ReplayFixture {
     static let hostCapture = folder.appendingPathComponent("hr-csc-watch.btsnoop").path
     static let peerCapture = folder.appendingPathComponent("hr-csc-watch.peer.btsnoop").path
     static let sentLog = folder.appendingPathComponent("hr-csc-watch.sent.jsonl").path
+    /// The host capture as pcap and pcapng (link type 201), written by tools/btsnoop-to-pcap.py.
+    static let pcapCapture = folder.appendingPathComponent("hr-csc-watch.pcap").path
+    static let pcapngCapture = folder.appendingPathComponent("hr-csc-watch.pcapng").path
 
     static func bytes(_ path: String = hostCapture) throws -> [UInt8] {
         Array(try Data(contentsOf: URL(fileURLWithPath: path)))
@@ -114,7 +117,7 @@ let cscPeer = DeviceAddress(0xC0_4E_47_00_00_02, kind: .random)
         #expect(result.statistics.decodeErrors == 0 && result.problems.isEmpty)
         #expect(result.statistics.valuesOnUnknownHandles == 0 && result.statistics.valuesWithoutPeer == 0)
         #expect(result.statistics.truncatedRecords == 0)
-        #expect(result.datalink == .h4)
+        #expect(result.format == .btsnoop(.h4))
 
         for (id, characteristic) in [("hr", 0x2A37), ("csc", 0x2A5B)] as [(String, UInt16)] {
             let entries = sent.filter { $0["peripheral"] as? String == id }
@@ -192,7 +195,7 @@ let cscPeer = DeviceAddress(0xC0_4E_47_00_00_02, kind: .random)
         let h4 = try ReplayFixture.bytes()
         let h4Result = try CaptureReplay.replay(h4)
         let h1Result = try CaptureReplay.replay(try h1Capture(h4))
-        #expect(h1Result.datalink == .h1)
+        #expect(h1Result.format == .btsnoop(.h1))
         #expect(h1Result.values == h4Result.values)
         #expect(h1Result.connections == h4Result.connections)
         #expect(h1Result.statistics == h4Result.statistics)
@@ -532,6 +535,263 @@ let cscPeer = DeviceAddress(0xC0_4E_47_00_00_02, kind: .random)
         let s = r.statistics
         #expect(r.values.count == s.notifications + s.indications + s.reads, "round \(round)")
         #expect(r.problems.count == min(s.decodeErrors, CaptureReplay.maxProblems), "round \(round)")
+        #expect(r.values.map(\.record) == r.values.map(\.record).sorted(), "round \(round)")
+        #expect(r.values.allSatisfy { $0.connection < r.connections.count }, "round \(round)")
+    }
+}
+
+/// pcap and pcapng files of link type 201 built here, independently of PacketCapture (which reads
+/// them in the replay): little-endian, microsecond timestamps.
+enum PcapBytes {
+    static func le32(_ value: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * UInt32($0))) } }
+    static func be32(_ value: UInt32) -> [UInt8] { le32(value).reversed() }
+
+    /// A btsnoop record as a link type 201 packet: the direction, then the H4 packet.
+    static func withDirection(_ record: BTSnoop.Record, direction: UInt32? = nil) -> [UInt8] {
+        be32(direction ?? (record.received ? 1 : 0)) + record.data
+    }
+
+    /// Classic pcap: the records (a truncated btsnoop record stays truncated) under `linkType`.
+    static func pcap(_ records: [BTSnoop.Record], linkType: UInt32 = 201) -> [UInt8] {
+        var out = le32(0xA1B2_C3D4) + [2, 0, 4, 0] + le32(0) + le32(0) + le32(65_540) + le32(linkType)
+        for r in records {
+            let data = withDirection(r)
+            let micros = r.unixMicroseconds
+            out += le32(UInt32(micros / 1_000_000)) + le32(UInt32(micros % 1_000_000))
+            out += le32(UInt32(data.count)) + le32(r.originalLength + 4) + data
+        }
+        return out
+    }
+
+    static func block(_ type: UInt32, _ body: [UInt8]) -> [UInt8] {
+        let padded = body + [UInt8](repeating: 0, count: (4 - body.count % 4) % 4)
+        return le32(type) + le32(UInt32(12 + padded.count)) + padded + le32(UInt32(12 + padded.count))
+    }
+
+    /// pcapng with one interface per link type (microseconds), then the packets in order.
+    static func pcapng(interfaces: [UInt32], _ packets: [(interface: UInt32, data: [UInt8], micros: Int64)]) -> [UInt8] {
+        var out = block(0x0A0D_0D0A, le32(0x1A2B_3C4D) + [1, 0, 0, 0] + [UInt8](repeating: 0xFF, count: 8))
+        for linkType in interfaces { out += block(1, le32(linkType) + le32(0)) }
+        for p in packets {
+            let units = UInt64(p.micros)
+            out += block(6, le32(p.interface) + le32(UInt32(units >> 32)) + le32(UInt32(units & 0xFFFF_FFFF))
+                         + le32(UInt32(p.data.count)) + le32(UInt32(p.data.count)) + p.data)
+        }
+        return out
+    }
+
+    /// Records as packets of interface 0 for `pcapng`.
+    static func packets(_ records: [BTSnoop.Record]) -> [(interface: UInt32, data: [UInt8], micros: Int64)] {
+        records.map { (0, withDirection($0), $0.unixMicroseconds) }
+    }
+
+    /// Where each block of a little-endian pcapng file starts.
+    static func blockOffsets(_ bytes: [UInt8]) -> [Int] {
+        var offsets: [Int] = [], at = 0
+        while at + 8 <= bytes.count {
+            offsets.append(at)
+            at += bytes[(at + 4)..<(at + 8)].reversed().reduce(0) { $0 << 8 | Int($1) }
+        }
+        return offsets
+    }
+}
+
+@Suite struct CaptureReplayPcapTests {
+    @Test("the fixture as pcap and pcapng gives exactly the btsnoop's values, links and statistics")
+    func fixtureInEveryFormat() throws {
+        let btsnoop = try CaptureReplay.replay(file: ReplayFixture.hostCapture)
+        let pcap = try CaptureReplay.replay(file: ReplayFixture.pcapCapture)
+        let pcapng = try CaptureReplay.replay(file: ReplayFixture.pcapngCapture)
+        #expect(btsnoop.format == .btsnoop(.h4) && pcap.format == .pcap && pcapng.format == .pcapng)
+        #expect(btsnoop.notifications.count == 24)
+        for (name, other) in [("pcap", pcap), ("pcapng", pcapng)] {
+            #expect(other.values == btsnoop.values, "\(name)")
+            #expect(other.notifications == btsnoop.notifications, "\(name)")
+            #expect(other.connections == btsnoop.connections, "\(name)")
+            #expect(other.firstRecordAt == btsnoop.firstRecordAt && other.lastRecordAt == btsnoop.lastRecordAt, "\(name)")
+            var statistics = other.statistics
+            statistics.skippedRecords = 0
+            #expect(statistics == btsnoop.statistics, "\(name)")
+        }
+        #expect(pcap.statistics.skippedRecords == 0 && pcap.problems.isEmpty)
+        // The pcapng's USB packet comes after the Bluetooth records, before the statistics block.
+        #expect(pcapng.statistics.skippedRecords == 1)
+        let usbBlock = try #require(PcapBytes.blockOffsets(try ReplayFixture.bytes(ReplayFixture.pcapngCapture)).dropLast().last)
+        #expect(pcapng.problems.map(\.description) == [
+            "record 152 (byte \(usbBlock)): link type 220 (USB Linux, 64-byte header) is not Bluetooth H4 with direction (201); "
+                + "1 record of other link types skipped",
+        ])
+    }
+
+    @Test("H4 records in a pcap replay exactly as in btsnoop, writer-truncated ones included")
+    func syntheticSessionInBothFormats() throws {
+        var c = CaptureBuilder()
+        c.connected(handle: 0x40, peer: hrPeer)
+        c.heartRateDiscovery(handle: 0x40)
+        c.att(.handleValueNotification(handle: 3, value: Array(0..<60)), handle: 0x40, fromPeer: true, fragment: 27)
+        c.att(.handleValueIndication(handle: 3, value: [0x00, 71]), handle: 0x40, fromPeer: true)
+        c.att(.handleValueConfirmation, handle: 0x40, fromPeer: false)
+        c.att(.handleValueNotification(handle: 3, value: [0x00, 99]), handle: 0x40, fromPeer: false)
+        c.att(.handleValueNotification(handle: 3, value: [0x00, 72]), handle: 0x40, fromPeer: true)
+        var cut = c.records[c.records.count - 1]
+        cut.originalLength = UInt32(cut.data.count)
+        cut.data = Array(cut.data.prefix(6))
+        c.records[c.records.count - 1] = cut
+        c.disconnected(handle: 0x40, reason: 0x13)
+        let btsnoop = try CaptureReplay.replay(c.bytes())
+        let pcap = try CaptureReplay.replay(PcapBytes.pcap(c.records))
+        #expect(pcap.format == .pcap)
+        #expect(pcap.values == btsnoop.values && pcap.connections == btsnoop.connections && pcap.statistics == btsnoop.statistics)
+        #expect(pcap.values.map(\.value) == [Array(0..<60), [0x00, 71]])
+        #expect(pcap.statistics.truncatedRecords == 1)
+    }
+
+    @Test("records of other link types in a pcapng are skipped and counted, with one problem line; indexes count them")
+    func otherLinkTypesAreSkipped() throws {
+        var c = CaptureBuilder()
+        c.connected(handle: 0x40, peer: hrPeer)
+        c.heartRateDiscovery(handle: 0x40)
+        c.att(.handleValueNotification(handle: 3, value: [0x00, 70]), handle: 0x40, fromPeer: true)
+        let usb: [UInt8] = Array(repeating: 0, count: 64)
+        var packets = PcapBytes.packets(c.records)
+        packets.insert((1, usb, c.records[2].unixMicroseconds), at: 2)
+        packets.insert((2, [1, 2, 3], c.records[3].unixMicroseconds), at: 4)
+        let bytes = PcapBytes.pcapng(interfaces: [201, 220, 189], packets)
+        let result = try CaptureReplay.replay(bytes)
+        let reference = try CaptureReplay.replay(c.bytes())
+        #expect(result.statistics.skippedRecords == 2)
+        #expect(result.statistics.records == c.records.count)
+        #expect(result.statistics.decodeErrors == 0)
+        let blocks = PcapBytes.blockOffsets(bytes)
+        #expect(result.problems == [CaptureReplay.Problem(
+            record: 2, offset: blocks[1 + 3 + 2],  // after the section header and the three interfaces
+            reason: "link type 220 (USB Linux, 64-byte header) is not Bluetooth H4 with direction (201); "
+                + "2 records of other link types skipped")])
+        // The same values, at the records' indexes in the file (the skipped ones counted).
+        #expect(result.values.map(\.value) == reference.values.map(\.value))
+        #expect(result.values.map(\.record) == reference.values.map { $0.record + 2 })
+        #expect(result.connections == reference.connections)
+    }
+
+    @Test("a pcap of another link type replays nothing, without an error")
+    func wholeFileOfAnotherLinkType() throws {
+        var c = CaptureBuilder()
+        c.connected(handle: 0x40, peer: hrPeer)
+        c.att(.handleValueNotification(handle: 3, value: [0x00, 70]), handle: 0x40, fromPeer: true)
+        let result = try CaptureReplay.replay(PcapBytes.pcap(c.records, linkType: 187))
+        #expect(result.format == .pcap && result.values.isEmpty && result.connections.isEmpty)
+        #expect(result.statistics.records == 0 && result.statistics.skippedRecords == 2)
+        #expect(result.problems.map(\.description) == ["record 0 (byte 24): link type 187 is not Bluetooth H4 with direction (201); "
+                                                           + "2 records of other link types skipped"])
+        #expect(result.firstRecordAt == nil)
+    }
+
+    @Test("direction bit 0 tells received from sent; records shorter than the direction are counted")
+    func directionsAndShortRecords() throws {
+        var c = CaptureBuilder()
+        c.connected(handle: 0x40, peer: hrPeer)
+        c.heartRateDiscovery(handle: 0x40)
+        c.att(.handleValueNotification(handle: 3, value: [0x00, 70]), handle: 0x40, fromPeer: true)
+        c.att(.handleValueNotification(handle: 3, value: [0x00, 71]), handle: 0x40, fromPeer: true)
+        let n = c.records.count
+        var packets = PcapBytes.packets(c.records)
+        // 0xFFFFFFFF has bit 0 set: received; 2 has it clear: sent by the host, so no value received.
+        packets[n - 2].data = PcapBytes.withDirection(c.records[n - 2], direction: 0xFFFF_FFFF)
+        packets[n - 1].data = PcapBytes.withDirection(c.records[n - 1], direction: 2)
+        packets.append((0, [0, 0], c.records[n - 1].unixMicroseconds + 1))
+        let result = try CaptureReplay.replay(PcapBytes.pcapng(interfaces: [201], packets))
+        #expect(result.values.map(\.value) == [[0x00, 70]])
+        #expect(result.statistics.records == n + 1 && result.statistics.decodeErrors == 1)
+        #expect(result.problems.map(\.reason) == ["record of 2 bytes, shorter than its 4-byte direction"])
+        #expect(result.problems.first?.record == n)
+    }
+
+    @Test("a damaged pcap or pcapng keeps what came before and names the byte")
+    func damage() throws {
+        let full = try CaptureReplay.replay(file: ReplayFixture.pcapCapture)
+        let pcap = try ReplayFixture.bytes(ReplayFixture.pcapCapture)
+        // The last record's data starts after its 16-byte header; cutting 2 bytes cuts the data.
+        var last = 24
+        while true {
+            let captured = pcap[(last + 8)..<(last + 12)].reversed().reduce(0) { $0 << 8 | Int($1) }
+            if last + 16 + captured >= pcap.count { break }
+            last += 16 + captured
+        }
+        do {
+            _ = try CaptureReplay.replay(Array(pcap.dropLast(2)))
+            Issue.record("no error")
+        } catch {
+            #expect(error.offset == last + 16)
+            #expect(error.description.hasPrefix("damaged pcap capture at byte \(last + 16): packet data truncated"), "\(error)")
+            let partial = try #require(error.partial)
+            #expect(partial.format == .pcap && partial.statistics.records == full.statistics.records - 1)
+            #expect(partial.notifications == full.notifications)
+        }
+
+        let pcapng = try ReplayFixture.bytes(ReplayFixture.pcapngCapture)
+        let blocks = PcapBytes.blockOffsets(pcapng)
+        var mismatch = pcapng
+        let middle = blocks[80]
+        mismatch[blocks[81] - 4] ^= 0x10
+        do {
+            _ = try CaptureReplay.replay(mismatch)
+            Issue.record("no error")
+        } catch {
+            guard case .damagedCapture(let e, let partial) = error else { Issue.record("\(error)"); return }
+            #expect(e.offset == blocks[81] - 4)
+            #expect(e.reason == .blockLengthMismatch(leading: blocks[81] - middle, trailing: (blocks[81] - middle) ^ 0x10))
+            // Blocks 0 to 2 are the section header and two interfaces: block 80 is record 77.
+            #expect(partial.statistics.records == 77 && partial.format == .pcapng)
+            #expect(partial.values == full.values.filter { $0.record < 77 })
+        }
+
+        var version = pcap
+        version[4] = 3
+        do {
+            _ = try CaptureReplay.replay(version)
+            Issue.record("no error")
+        } catch {
+            #expect(error.offset == 4 && error.partial?.format == nil)
+            #expect(error.description == "damaged pcap capture at byte 4: unsupported version 3.4")
+        }
+    }
+
+    /// Mutated copies of both fixtures: a typed error or counted problems, never a crash or a hang.
+    @Test("mutated pcap and pcapng copies never crash")
+    func mutatedCopiesNeverCrash() throws {
+        let seeds = [try ReplayFixture.bytes(ReplayFixture.pcapCapture), try ReplayFixture.bytes(ReplayFixture.pcapngCapture)]
+        var random = SeededGenerator(seed: 0x9CA9_0001)
+        var damaged = 0
+        for round in 0..<2000 {
+            var m = seeds[round % 2]
+            switch Int.random(in: 0..<4, using: &random) {
+            case 0:
+                for _ in 0..<Int.random(in: 1...8, using: &random) {
+                    m[Int.random(in: 0..<m.count, using: &random)] = UInt8.random(in: 0...255, using: &random)
+                }
+            case 1:
+                m = Array(m.prefix(Int.random(in: 0..<m.count, using: &random)))
+            case 2:
+                m.insert(contentsOf: random.bytes(Int.random(in: 1...40, using: &random)), at: Int.random(in: 24..<m.count, using: &random))
+            default:
+                let at = Int.random(in: 24..<m.count, using: &random)
+                m.removeSubrange(at..<min(m.count, at + Int.random(in: 1...40, using: &random)))
+            }
+            do {
+                check(try CaptureReplay.replay(m), round)
+            } catch {
+                damaged += 1
+                #expect((error.offset ?? 0) <= m.count, "round \(round)")
+                if let partial = error.partial { check(partial, round) }
+            }
+        }
+        #expect(damaged > 200, "damaged \(damaged)")
+    }
+
+    private func check(_ r: CaptureReplay.Result, _ round: Int) {
+        let s = r.statistics
+        #expect(r.values.count == s.notifications + s.indications + s.reads, "round \(round)")
+        #expect(r.problems.count == min(s.decodeErrors, CaptureReplay.maxProblems) + (s.skippedRecords > 0 ? 1 : 0), "round \(round)")
         #expect(r.values.map(\.record) == r.values.map(\.record).sorted(), "round \(round)")
         #expect(r.values.allSatisfy { $0.connection < r.connections.count }, "round \(round)")
     }

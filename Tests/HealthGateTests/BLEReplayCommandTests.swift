@@ -122,6 +122,82 @@ import TestSupport
         #expect(missing.stderr.contains("cannot read \(scratch.folder)/missing.btsnoop"))
     }
 
+    /// The same session as pcap and pcapng (link type 201, written by
+    /// Fixtures/ble/tools/btsnoop-to-pcap.py) prints exactly what the btsnoop prints: the same
+    /// lines, and the same summary but for the first line's file name and format and, for the
+    /// pcapng, the line naming its one USB packet as skipped.
+    @Test func pcapAndPcapngPrintWhatTheBtsnoopPrints() async throws {
+        let json = try await CLI.run(["ble", "replay", capture, "--json"])
+        let text = try await CLI.run(["ble", "replay", capture])
+        #expect(json.status == 0 && text.status == 0, "\(json.stderr)")
+        var summary = json.stderr.split(separator: "\n").map(String.init)
+        let first = summary.removeFirst()
+        #expect(first.hasPrefix("hr-csc-watch.btsnoop: 152 records (btsnoop H4), "))
+        for format in ["pcap", "pcapng"] {
+            let file = fixtures + "/ble/hr-csc-watch.\(format)"
+            let formatJSON = try await CLI.run(["ble", "replay", file, "--json"])
+            let formatText = try await CLI.run(["ble", "replay", file])
+            #expect(formatJSON.status == 0 && formatText.status == 0, "\(format): \(formatJSON.stderr)")
+            #expect(formatJSON.stdout == json.stdout, "\(format)")
+            #expect(formatText.stdout == text.stdout, "\(format)")
+            #expect(jsonLines(formatJSON.stdout).count == 24)
+            var lines = formatJSON.stderr.split(separator: "\n").map(String.init)
+            let head = lines.removeFirst()
+            // The same record count and time range.
+            #expect(head == first.replacingOccurrences(of: "hr-csc-watch.btsnoop: 152 records (btsnoop H4)",
+                                                       with: "hr-csc-watch.\(format): 152 records (\(format))"), "\(head)")
+            if format == "pcapng" {
+                let skipped = lines.firstIndex { $0.contains("is not Bluetooth H4") }
+                let line = try #require(skipped.map { lines.remove(at: $0) }, "\(formatJSON.stderr)")
+                #expect(line.hasPrefix("  record 152 (byte "))
+                #expect(line.hasSuffix("): link type 220 (USB Linux, 64-byte header) is not Bluetooth H4 with direction (201); "
+                                       + "1 record of other link types skipped"), "\(line)")
+            }
+            #expect(lines == summary, "\(format)")
+        }
+    }
+
+    /// A pcap stores what the btsnoop of the same session stores: after one, the other adds nothing.
+    @Test func pcapngRecordsTheSameAsTheBtsnoop() async throws {
+        let db = FileManager.default.temporaryDirectory.appendingPathComponent("hg-replay-\(UUID().uuidString).sqlite").path
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: db + suffix) } }
+        let pcapng = fixtures + "/ble/hr-csc-watch.pcapng"
+        let first = try await CLI.run(["ble", "replay", pcapng, "--record", "--db", db, "--sport", "running"])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stderr.contains("3 new record(s) (2 workout(s), 1 measurement(s)"), "\(first.stderr)")
+        let again = try await CLI.run(["ble", "replay", capture, "--record", "--db", db])
+        #expect(again.stderr.contains("0 new record(s)") && again.stderr.contains("3 already stored"), "\(again.stderr)")
+    }
+
+    @Test func damagedPcapNamesTheFileAndTheOffset() async throws {
+        let scratch = try Scratch()
+        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: fixtures + "/ble/hr-csc-watch.pcap")))
+        // Where the last record's data starts (little-endian captured lengths): the cut falls inside it.
+        var last = 24
+        while true {
+            let captured = bytes[(last + 8)..<(last + 12)].reversed().reduce(0) { $0 << 8 | Int($1) }
+            if last + 16 + captured >= bytes.count { break }
+            last += 16 + captured
+        }
+        let truncated = try scratch.file("truncated.pcap", Array(bytes.dropLast(3)))
+        let cut = try await CLI.run(["ble", "replay", truncated, "--json"])
+        #expect(cut.status == 1)
+        #expect(cut.stderr.contains("healthgate: \(truncated): damaged pcap capture at byte \(last + 16): packet data truncated"),
+                "\(cut.stderr)")
+        #expect(cut.stderr.contains("truncated.pcap: 151 records (pcap)"), "\(cut.stderr)")
+        #expect(jsonLines(cut.stdout).count == 24)
+
+        var version = bytes
+        version[4] = 3
+        let header = try scratch.file("version.pcap", version)
+        let bad = try await CLI.run(["ble", "replay", header])
+        #expect(bad.status == 1)
+        #expect(bad.stderr.contains("healthgate: \(header): damaged pcap capture at byte 4: unsupported version 3.4"), "\(bad.stderr)")
+        // Damage in the header leaves no summary.
+        #expect(!bad.stderr.contains("records ("), "\(bad.stderr)")
+        #expect(bad.stdout.isEmpty)
+    }
+
     /// `ble watch --snoop` records a capture that replays to the lines watch printed.
     @Test func watchSnoopCaptureReplaysToTheSameLines() async throws {
         let peer = try await BLEPeer.start(peripherals: ["hr"], rate: "10")

@@ -1,10 +1,19 @@
 public import Foundation
 public import BLEHost
+public import PacketCapture
 
-/// Replays a btsnoop capture of a host-controller link (datalink H4 1002 or H1 1001) through the
-/// same pure layers the runtime uses: HCI events, ACL reassembly per connection handle, L2CAP and
-/// ATT. The result is every GATT value the host received (notifications, indications and reads of
-/// known characteristics) with the capture's timestamps, per-connection facts, and statistics.
+/// Replays a capture of a host-controller link through the same pure layers the runtime uses:
+/// HCI events, ACL reassembly per connection handle, L2CAP and ATT. The result is every GATT
+/// value the host received (notifications, indications and reads of known characteristics) with
+/// the capture's timestamps, per-connection facts, and statistics.
+///
+/// The capture is a btsnoop file (datalink H4 1002 or H1 1001), or a pcap or pcapng file (told
+/// apart by their magic numbers) whose Bluetooth records have link type 201, Bluetooth HCI H4
+/// with a 4-byte big-endian direction (0 sent by the host, 1 received; what Wireshark writes for
+/// a Bluetooth HCI interface). Those records go through the same path as btsnoop H4 records, so a
+/// capture gives the same values in any of the formats. Records of other link types (a pcapng
+/// file can hold several interfaces) are counted as skipped (`Statistics.skippedRecords`) and
+/// named by one line in `problems`; they are never fatal.
 ///
 /// Per connection the replay learns what a GATT client learns from the discovery exchanges in the
 /// capture: services (Read By Group Type, Find By Type Value), characteristic declarations (Read By
@@ -12,9 +21,9 @@ public import BLEHost
 /// Complete (0x01) or LE Enhanced Connection Complete (0x0A).
 ///
 /// Damage is handled at two levels:
-/// - the file's structure (header, record framing, absurd lengths) stops the replay with
-///   `CaptureReplayError.damaged`, which names the byte offset and keeps what the records before
-///   the damage gave;
+/// - the file's structure (header, record framing or blocks, absurd lengths) stops the replay
+///   with `CaptureReplayError.damaged` (btsnoop) or `.damagedCapture` (pcap, pcapng), which name
+///   the byte offset and keep what the records before the damage gave;
 /// - a packet that does not decode inside a well-formed file is counted (`decodeErrors`),
 ///   described (the first `maxProblems`, in `problems`) and skipped.
 ///
@@ -24,6 +33,24 @@ public import BLEHost
 ///
 /// Pure: `replay(_:)` works on bytes; only `replay(file:)` reads a file.
 public struct CaptureReplay: Sendable {
+    /// The kind of file replayed.
+    public enum Format: Equatable, Sendable, CustomStringConvertible {
+        case btsnoop(BTSnoop.Datalink)
+        /// Classic pcap; its records are replayed when the file's link type is 201.
+        case pcap
+        /// pcapng; the records of its link type 201 interfaces are replayed.
+        case pcapng
+
+        /// "btsnoop H4", "btsnoop H1", "pcap" or "pcapng".
+        public var description: String {
+            switch self {
+            case .btsnoop(let datalink): datalink == .h4 ? "btsnoop H4" : "btsnoop H1"
+            case .pcap: "pcap"
+            case .pcapng: "pcapng"
+            }
+        }
+    }
+
     /// How a value reached the host.
     public enum ValueKind: String, Equatable, Sendable {
         case notification, indication, read
@@ -42,7 +69,7 @@ public struct CaptureReplay: Sendable {
         public var value: [UInt8]
         /// The capture timestamp of the record that completed the value.
         public var receivedAt: Date
-        /// Index of that record (0 = the first record of the file).
+        /// Index of that record (0 = the first record of the file, skipped records included).
         public var record: Int
 
         /// The value as the runtime hands it to subscribers; nil without a peer or characteristic.
@@ -140,6 +167,7 @@ public struct CaptureReplay: Sendable {
 
     /// Counts over the whole replay.
     public struct Statistics: Equatable, Sendable {
+        /// Records replayed (skipped records not included).
         public var records = 0
         /// HCI packets taken from the records (commands, events, ACL and others).
         public var packets = 0
@@ -161,11 +189,14 @@ public struct CaptureReplay: Sendable {
         public var valuesWithoutPeer = 0
         /// Packets that did not decode at some layer (skipped).
         public var decodeErrors = 0
+        /// pcap and pcapng records of link types other than 201 (Bluetooth H4 with direction):
+        /// not replayed.
+        public var skippedRecords = 0
     }
 
-    /// A packet that did not decode: where, and why.
+    /// A packet that did not decode, or the first record skipped for its link type: where, and why.
     public struct Problem: Equatable, Sendable, CustomStringConvertible {
-        /// Index of the record (0 = the first record).
+        /// Index of the record (0 = the first record of the file).
         public var record: Int
         /// Byte offset of the record in the file.
         public var offset: Int
@@ -174,13 +205,15 @@ public struct CaptureReplay: Sendable {
     }
 
     public struct Result: Equatable, Sendable {
-        public var datalink: BTSnoop.Datalink
+        /// What kind of file it was; nil when its header could not be read.
+        public var format: Format?
         /// Every value received, in capture order.
         public var values: [Value] = []
         /// Every link, in the order they appeared.
         public var connections: [Connection] = []
         public var statistics = Statistics()
-        /// The first `maxProblems` decode problems.
+        /// The first `maxProblems` decode problems, in record order, and one line at the first
+        /// record skipped for its link type when any was (saying how many were).
         public var problems: [Problem] = []
         public var firstRecordAt: Date?
         public var lastRecordAt: Date?
@@ -197,15 +230,17 @@ public struct CaptureReplay: Sendable {
 
     // MARK: - Entry points
 
-    /// Replays a whole capture held in memory.
+    /// Replays a whole capture held in memory: pcap and pcapng by their magic numbers, anything
+    /// else as btsnoop.
     public static func replay(_ bytes: [UInt8]) throws(CaptureReplayError) -> Result {
+        if CaptureReader.isCapture(bytes) { return try replayPacketCapture(bytes) }
         let reader: BTSnoop.Reader
         do {
             reader = try BTSnoop.Reader(bytes)
         } catch {
-            throw .damaged(error, partial: Result(datalink: .h4))
+            throw .damaged(error, partial: Result(format: nil))
         }
-        var replay = CaptureReplay(datalink: reader.datalink)
+        var replay = CaptureReplay(format: .btsnoop(reader.datalink), datalink: reader.datalink)
         var records = reader
         var offset = 16
         var index = 0
@@ -219,6 +254,30 @@ public struct CaptureReplay: Sendable {
             }
             replay.receive(record, index: index, offset: offset)
             offset += 24 + record.data.count
+            index += 1
+        }
+        return replay.finish()
+    }
+
+    /// Replays a pcap or pcapng file: link type 201 records as H4 packets, the others skipped.
+    private static func replayPacketCapture(_ bytes: [UInt8]) throws(CaptureReplayError) -> Result {
+        var reader: CaptureReader
+        do {
+            reader = try CaptureReader(bytes)
+        } catch {
+            throw .damagedCapture(error, partial: Result(format: nil))
+        }
+        var replay = CaptureReplay(format: reader.format == .pcap ? .pcap : .pcapng, datalink: .h4)
+        var index = 0
+        while true {
+            let record: CaptureRecord
+            do {
+                guard let next = try reader.next() else { break }
+                record = next
+            } catch {
+                throw .damagedCapture(error, partial: replay.finish())
+            }
+            replay.receive(record, index: index, offset: reader.recordOffset)
             index += 1
         }
         return replay.finish()
@@ -267,6 +326,10 @@ public struct CaptureReplay: Sendable {
     }
 
     private var result: Result
+    /// How records carry packets: H4 (pcap and pcapng too) or H1.
+    private let datalink: BTSnoop.Datalink
+    /// Where the problem line about skipped records is in `result.problems`.
+    private var skipProblem: Int?
     private var links: [UInt16: Link] = [:]
     private var fromController = ACLReassembler()
     private var toController = ACLReassembler()
@@ -275,14 +338,19 @@ public struct CaptureReplay: Sendable {
     private var recordIndex = 0
     private var recordOffset = 0
 
-    init(datalink: BTSnoop.Datalink) {
-        result = Result(datalink: datalink)
+    init(format: Format, datalink: BTSnoop.Datalink) {
+        result = Result(format: format)
+        self.datalink = datalink
     }
 
     /// Ends open reads and returns the result with values in capture order.
     mutating func finish() -> Result {
         for handle in links.keys.sorted() { finishLongRead(handle: handle) }
         var out = result
+        if let line = skipProblem {
+            let skipped = result.statistics.skippedRecords
+            out.problems[line].reason += "; \(skipped) record\(skipped == 1 ? "" : "s") of other link types skipped"
+        }
         out.values = result.values.enumerated()
             .sorted { ($0.element.record, $0.offset) < ($1.element.record, $1.offset) }
             .map(\.element)
@@ -292,20 +360,15 @@ public struct CaptureReplay: Sendable {
     // MARK: - Records and HCI
 
     mutating func receive(_ record: BTSnoop.Record, index: Int, offset: Int) {
-        recordIndex = index
-        recordOffset = offset
-        now = Date(timeIntervalSince1970: Double(record.unixMicroseconds) / 1e6)
-        result.statistics.records += 1
+        begin(index: index, offset: offset, unixMicroseconds: record.unixMicroseconds)
         result.statistics.droppedByWriter = max(result.statistics.droppedByWriter, record.cumulativeDrops)
-        if result.firstRecordAt == nil { result.firstRecordAt = now }
-        result.lastRecordAt = now
         guard !record.isTruncated else {
             result.statistics.truncatedRecords += 1
             return
         }
         let packet: H4Packet
         do {
-            packet = try record.packet(datalink: result.datalink)
+            packet = try record.packet(datalink: datalink)
         } catch {
             return problem("\(error)")
         }
@@ -325,9 +388,51 @@ public struct CaptureReplay: Sendable {
         }
     }
 
+    /// A pcap or pcapng record: link type 201 is a 4-byte big-endian direction (bit 0 set when
+    /// the controller sent the packet) and an H4 packet, replayed as the btsnoop H4 record it
+    /// would be; other link types are skipped.
+    mutating func receive(_ record: CaptureRecord, index: Int, offset: Int) {
+        guard record.link == .bluetoothHCIH4WithPHDR else {
+            result.statistics.skippedRecords += 1
+            if skipProblem == nil {
+                skipProblem = result.problems.count
+                result.problems.append(Problem(record: index, offset: offset,
+                                               reason: "link type \(record.link) is not Bluetooth H4 with direction (201)"))
+            }
+            return
+        }
+        let (micro, remainder) = record.timestampNanoseconds.quotientAndRemainder(dividingBy: 1000)
+        let unixMicroseconds = remainder < 0 ? micro - 1 : micro
+        guard record.data.count >= 4 else {
+            begin(index: index, offset: offset, unixMicroseconds: unixMicroseconds)
+            if record.isTruncated {
+                result.statistics.truncatedRecords += 1
+                return
+            }
+            return problem("record of \(record.data.count) bytes, shorter than its 4-byte direction")
+        }
+        let direction = record.data.prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        let packet = Array(record.data.dropFirst(4))
+        receive(BTSnoop.Record(received: direction & 1 != 0, isCommandOrEvent: packet.first == 0x01 || packet.first == 0x04,
+                               timestamp: unixMicroseconds + BTSnoop.unixEpochOffset, data: packet,
+                               originalLength: record.originalLength - min(record.originalLength, 4)),
+                index: index, offset: offset)
+    }
+
+    /// Where and when the record being replayed is.
+    private mutating func begin(index: Int, offset: Int, unixMicroseconds: Int64) {
+        recordIndex = index
+        recordOffset = offset
+        now = Date(timeIntervalSince1970: Double(unixMicroseconds) / 1e6)
+        result.statistics.records += 1
+        if result.firstRecordAt == nil { result.firstRecordAt = now }
+        result.lastRecordAt = now
+    }
+
     private mutating func problem(_ reason: String) {
         result.statistics.decodeErrors += 1
-        if result.problems.count < Self.maxProblems {
+        // The line about skipped records does not count against the limit.
+        if result.problems.count - (skipProblem == nil ? 0 : 1) < Self.maxProblems {
             result.problems.append(Problem(record: recordIndex, offset: recordOffset, reason: reason))
         }
     }
@@ -560,13 +665,28 @@ public enum CaptureReplayError: Error, Equatable, Sendable, CustomStringConverti
     /// The file could not be read.
     case unreadable(path: String, reason: String)
     /// The btsnoop structure is damaged at `error.offset` (a byte offset in the file); `partial`
-    /// holds what the records before the damage gave (nothing when the header is damaged).
+    /// holds what the records before the damage gave (nothing, and no `format`, when the header
+    /// is damaged).
     case damaged(BLEDecodeError, partial: CaptureReplay.Result)
+    /// The pcap or pcapng structure is damaged at `error.offset`; `partial` as for `damaged`.
+    case damagedCapture(CaptureError, partial: CaptureReplay.Result)
 
     /// The byte offset of the damage.
     public var offset: Int? {
-        if case .damaged(let e, _) = self { return e.offset }
-        return nil
+        switch self {
+        case .damaged(let e, _): e.offset
+        case .damagedCapture(let e, _): e.offset
+        case .unreadable: nil
+        }
+    }
+
+    /// What the records before the damage gave; nil when the file could not be read. Its
+    /// `format` is nil when the damage is in the file's header.
+    public var partial: CaptureReplay.Result? {
+        switch self {
+        case .damaged(_, let partial), .damagedCapture(_, let partial): partial
+        case .unreadable: nil
+        }
     }
 
     public var description: String {
@@ -578,7 +698,7 @@ public enum CaptureReplayError: Error, Equatable, Sendable, CustomStringConverti
             case .truncated("identification pattern", _, 0):
                 return "empty file, not a btsnoop capture"
             case .invalidValue("identification pattern", _), .truncated("identification pattern", _, _):
-                return "not a btsnoop capture: no \"btsnoop\\0\" identification pattern at byte 0"
+                return "not a btsnoop capture (nor pcap or pcapng): no \"btsnoop\\0\" identification pattern or pcap magic number at byte 0"
             case .invalidValue("datalink type", let value):
                 return "byte \(e.offset): unsupported btsnoop datalink type \(value) (HealthGate reads 1001 H1 and 1002 H4)"
             default:
@@ -587,6 +707,8 @@ public enum CaptureReplayError: Error, Equatable, Sendable, CustomStringConverti
                 let what = text.range(of: ": ").map { String(text[$0.upperBound...]) } ?? text
                 return "damaged btsnoop capture at byte \(e.offset): \(what)"
             }
+        case .damagedCapture(let e, _):
+            return "damaged \(e.format.rawValue) capture at byte \(e.offset): \(e.reason)"
         }
     }
 }
