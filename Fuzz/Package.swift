@@ -17,7 +17,9 @@ import PackageDescription
 /// with "no product named 'fuzz-applehealth'"). `make fuzz-build` checks it against the folders.
 let targets = [
     "fuzz-acl",
+    "fuzz-antframe",
     "fuzz-antfs",
+    "fuzz-antplus",
     "fuzz-applehealth",
     "fuzz-att",
     "fuzz-btsnoop",

@@ -442,6 +442,80 @@ def socket_seeds() -> None:
         write("fuzz-socket", bytes([i * 7 % 64]) + request)
 
 
+# MARK: - ANT (stick framing, ANT+ pages)
+
+def ant_frame(message_id: int, payload: bytes) -> bytes:
+    """An ANT frame: A4, length, ID, payload, XOR of every byte before it."""
+    frame = bytes([0xA4, len(payload), message_id]) + payload
+    checksum = 0
+    for byte in frame:
+        checksum ^= byte
+    return frame + bytes([checksum])
+
+
+def ant_seeds() -> None:
+    """fuzz-antframe: a chunk-size byte, then a stick's byte stream made of the frames the tests
+    use (Tests/ANTProtocolTests/ANTFrameTests.swift, ANTReplyTests.swift: the notes' reset and
+    startup, openant's `A4 03 40 00 46 00 A1`, both sticks' capabilities, extended data, a burst),
+    with padding, garbage, a bad checksum and an oversized length.
+    fuzz-antplus: a device-type byte (an index into ANTPlusDeviceType.supported: 0 power, 1 FE,
+    2 weight, 3 heart rate, 4 speed and cadence, 5 cadence, 6 speed, 7 stride), then records of a
+    time step (1/8 s units) and an 8-byte page, as ANTPlusSensorDecoderTests builds them."""
+    hr = bytes([0x84, 0x00, 0x2E, 0x56, 0x59, 0x58, 0x2E, 0x6E])
+    setup = (ant_frame(0x4A, b"\x00") + b"\x00\x00" + ant_frame(0x6F, b"\x20") + ant_frame(0x40, bytes([0, 0x46, 0]))
+             + ant_frame(0x54, bytes([8, 3, 0, 0xBA, 0x36, 0])) + ant_frame(0x54, bytes([8, 8, 0, 186, 54, 0, 223]))
+             + ant_frame(0x3E, b"AP2USB1.05\x00") + ant_frame(0x61, bytes([0x78, 0x56, 0x34, 0x12])))
+    write("fuzz-antframe", b"\x04" + setup + bytes(64 - len(setup) % 64))
+    extended = bytes([0xE0, 0x39, 0x30, 0x78, 0x01, 0x20, 0xC4, 0xB0, 0x34, 0x12])
+    data = (ant_frame(0x4E, b"\x00" + hr) + ant_frame(0x4E, b"\x00" + hr + extended)
+            + ant_frame(0x5D, bytes([0x02, 0x02, 0x01, 0x0B, 0x05]) + hr) + ant_frame(0x40, bytes([0, 1, 7]))
+            + ant_frame(0x51, bytes([1, 0x39, 0x30, 0x78, 0x01])) + ant_frame(0x52, bytes([0, 3])) + ant_frame(0xAE, b"\x02"))
+    write("fuzz-antframe", b"\x3f" + data)
+    burst = bytes(range(1, 21))
+    packets = [bytes([0x01]) + burst[0:8], bytes([0x21]) + burst[8:16], bytes([0xC1]) + burst[16:20] + bytes(4)]
+    write("fuzz-antframe", b"\x07" + b"".join(ant_frame(0x50, p) for p in packets))
+    bad = bytearray(ant_frame(0x40, bytes([0, 0x46, 0])))
+    bad[-1] ^= 1
+    write("fuzz-antframe", b"\x00" + b"\x13\x00\x55" + bytes(bad) + b"\xa4\xff" + ant_frame(0x6F, b"\x20") + b"\xa4\x03\x40")
+
+    def le16(v: int) -> bytes:
+        return struct.pack("<H", v & 0xFFFF)
+
+    def records(pages: list, step: int = 2) -> bytes:
+        return b"".join(bytes([step]) + page for page in pages)
+    beats = [bytes([0x00, 0xFF, 0xFF, 0xFF]) + le16(0x5859 + 800 * i) + bytes([0x2F + i, 75]) for i in range(8)]
+    write("fuzz-antplus", b"\x03" + records([hr, bytes([0x04, 0x00, 0x59, 0x58, 0x59, 0x58, 0x2E, 0x6E])] + beats
+                                           + [bytes([0x07, 85, 0x80, 0x32, 0, 0, 0x37, 75]), bytes([0x03, 5, 26, 7, 0, 0, 0x37, 75])]))
+    wheel = [bytes([0x80 if i % 4 == 0 else 0, 0xFF, 0xFF, 0xFF]) + le16(65_000 + 600 * i) + le16(65_530 + 3 * i) for i in range(12)]
+    write("fuzz-antplus", b"\x06" + records(wheel + [bytes([0x05, 0x01, 0xFF, 0xFF, 0, 0, 0, 0])] * 3, step=4))
+    write("fuzz-antplus", b"\x05" + records([bytes([0x00, 0xFF, 0xFF, 0xFF]) + le16(1024 * i) + le16(i) for i in range(8)], step=8))
+    write("fuzz-antplus", b"\x04" + records([le16(65_000 + 700 * i) + le16(250 + i) + le16(64_000 + 500 * i) + le16(65_534 + 2 * i)
+                                             for i in range(10)]))
+    standard = [bytes([0x10, (250 + 2 * i) & 0xFF, 0xB2, 90]) + le16(65_000 + 500 * i) + le16(250) for i in range(6)]
+    crank = [bytes([0x12, (254 + i) & 0xFF, (254 + i) & 0xFF, 0xFF]) + le16(64_000 + 2458 * i) + le16(65_000 + 1280 * i)
+             for i in range(6)]
+    common = [bytes([0x50, 0xFF, 0xFF, 2, 0x20, 0, 0x10, 0]), bytes([0x51, 0xFF, 0xFF, 0x21, 0x78, 0x56, 0x34, 0x12]),
+              bytes([0x52, 0xFF, 0x12, 0x0A, 0, 0, 0x80, 0x93])]
+    write("fuzz-antplus", b"\x00" + records(standard + crank + common))
+    wheel = [bytes([0x11, (250 + 4 * i) & 0xFF, (250 + 4 * i) & 0xFF, 85]) + le16(65_000 + 2048 * i) + le16(100 + 1280 * i)
+             for i in range(6)]
+    others = [bytes([0x13, 1, 0xC8, 0xB4, 0x40, 0xFE, 0xFF, 0xFF]), bytes([0x20, 9, 1, 0x2C, 0x12, 0x34, 0xAB, 0xCD])]
+    write("fuzz-antplus", b"\x00" + records(wheel + others))
+    general = [bytes([0x10, 25, (252 + 4 * i) & 0xFF, (250 + 3 * i) & 0xFF]) + le16(5000) + bytes([150, 0x34]) for i in range(6)]
+    trainer = [bytes([0x19, (250 + i) & 0xFF, 90]) + le16(65_000 + 200 * i) + bytes([0xFA, 0x00, 0x30]) for i in range(6)]
+    metabolic = [bytes([0x12, 0xFF, 0x52, 0x03, 0x64, 0x19, (250 + 3 * i) & 0xFF, 0x31]) for i in range(4)]
+    write("fuzz-antplus", b"\x01" + records(general + trainer + metabolic + [bytes([0x11, 0xFF, 0xFF, 150, 0x06, 0xFF, 80, 0x30]),
+                                                                          bytes([0x16, 0xFF, 0xFF, 17, 28, 0x96, 0x00, 0x30])]))
+    weight = ([bytes([0x01, 5, 0, 0, 0xFF, 0xFF, 0xFE, 0xFF])] * 2 + [bytes([0x01, 5, 0, 0, 0xFF, 0xFF, 0x6C, 0x1D])] * 3
+              + [bytes([0x02, 5, 0, 0xFF, 0xB3, 0x15, 0xDA, 0x07]), bytes([0x03, 5, 0, 0xFF, 0x10, 0x27, 0x58, 0x1B]),
+                 bytes([0x04, 5, 0, 0xFF, 0xFF, 0xB8, 0x0B, 32]), bytes([0x3A, 5, 0, 1, 0xFF, 0xA8, 180, 0x83])])
+    write("fuzz-antplus", b"\x02" + records(weight))
+    stride = ([bytes([0x01, 100, (12 + i) & 0xFF, (250 + 3 * i) & 0xFF, 0x43, 128, (250 + 2 * i) & 0xFF, 8]) for i in range(6)]
+              + [bytes([0x02, 0xFF, 0xFF, 85, 0x82, 64, 0xFF, 0x11]), bytes([0x03, 0xFF, 0xFF, 85, 0x82, 64, 200, 0x11]),
+                 bytes([0x10, 0x10, 0x27, 0, 0, 1, 0, 0]), bytes([0x16, 0x3F, 0, 0, 0, 0, 0, 0])])
+    write("fuzz-antplus", b"\x07" + records(stride))
+
+
 def crc16_arc(data: bytes, crc: int = 0) -> int:
     """CRC-16/ARC (reflected polynomial 0xA001), continuing from `crc`: ANT-FS's block CRC."""
     for byte in data:
@@ -526,6 +600,7 @@ def main() -> None:
     csv_seeds()
     gadgetbridge_seeds()
     socket_seeds()
+    ant_seeds()
     antfs_seeds()
     json_dictionary(sync_seeds())
     total = 0
