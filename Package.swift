@@ -21,6 +21,7 @@ let package = Package(
             "ZipStream", "AppleHealthDriver",
             "CSVStream", "DaemonProtocol",
             "GadgetbridgeDriver",
+            "ANTProtocol", "ANTPlusProfiles", "ANTFS", "PacketCapture",
         ]),
     ],
     dependencies: [
@@ -57,7 +58,7 @@ let package = Package(
             "BLEReplayDriver", "ManualDriver",
             "AppleHealthDriver",
             "LoopHabitsDriver", "HabitBullDriver", "CSVDriver",
-            "GadgetbridgeDriver",
+            "GadgetbridgeDriver", "ANTDriver",
         ], path: "Sources/DriverRegistry"),
         // A small streaming XML reader without DTD or entity expansion (TCX, GPX, Apple Health).
         .target(name: "XMLStream", path: "Sources/XMLStream"),
@@ -113,12 +114,36 @@ let package = Package(
                 resources: [.embedInCode("sample.toml")]),
         // Bluetooth LE I/O edge: transports, the host runtime (one actor owning the protocol
         // state), scanner, GATT client and reconnecting device sessions.
-        .target(name: "BLERuntime", dependencies: ["BLEHost", "Timing"], path: "Drivers/BluetoothLE/Runtime"),
+        .target(name: "BLERuntime", dependencies: ["BLEHost", "Timing", "PacketCapture"], path: "Drivers/BluetoothLE/Runtime"),
         // Bluetooth LE through BlueZ: bluetoothd over D-Bus (sd-bus from the system's libsystemd),
         // the second backend of the recorder; a pure model of bluetoothd's object tree.
         // sd-bus's header (libsystemd-dev); libsystemd.so.0 itself is loaded on first use (include/CSDBus.h).
         .target(name: "CSDBus", path: "Sources/CSDBus"),
+        // libusb-1.0's header (libusb-1.0-0-dev); libusb-1.0.so.0 itself is loaded on first use
+        // (include/CLibUSB.h): the ANT sticks and the watches' hotplug events.
+        .target(name: "CLibUSB", path: "Sources/CLibUSB"),
+        // USB through libusb: devices, bulk endpoints with a reader thread, hotplug events.
+        .target(name: "USBKit", dependencies: ["CLibUSB"], path: "Sources/USBKit"),
         .target(name: "BLEBlueZ", dependencies: ["BLEHost", "BLERuntime", "Timing", "CSDBus"], path: "Drivers/BluetoothLE/BlueZ"),
+
+        // ANT+ and ANT-FS (USB sticks): pure layers, each without I/O and without Foundation.
+        // The stick's serial protocol: framing (`A4 len id payload xor`), the incremental frame
+        // decoder, the messages and replies, burst reassembly and channel parameters.
+        .target(name: "ANTProtocol", path: "Drivers/ANT/Protocol"),
+        // ANT+ device profiles: every page of heart rate, speed, cadence, speed and cadence,
+        // power, stride speed and distance, fitness equipment, weight scale, and the common pages;
+        // the rollover-safe calculators (RR, wheel and crank, torque to power).
+        .target(name: "ANTPlusProfiles", path: "Drivers/ANT/Profiles"),
+        // ANT-FS: beacon, commands and responses, the directory, CRC-16 of the blocks.
+        .target(name: "ANTFS", path: "Drivers/ANT/FS"),
+        // The ANT driver: sticks through libusb (the controller, a pure state machine, and its I/O
+        // edge), ANT+ readings into the one live sessionizer, the `ant` device driver.
+        .target(name: "ANTDriver", dependencies: ["ANTProtocol", "ANTPlusProfiles", "ANTFS", "USBKit", "HealthModel", "DriverKit",
+                                                  "Timing", .product(name: "Logging", package: "swift-log")],
+                path: "Drivers/ANT", exclude: ["README.md", "Protocol", "Profiles", "FS", "Commands", "tools"], resources: [.embedInCode("sample.toml")]),
+        // Packet capture files (pcap and pcapng): records with their link type and time, for
+        // usbmon captures of ANT sticks and Bluetooth H4 captures.
+        .target(name: "PacketCapture", path: "Sources/PacketCapture"),
 
         // The sync protocol's message types, shared by the forwarder and the reference server.
         .target(name: "SyncProtocol", dependencies: ["HealthModel"], path: "Sources/SyncProtocol"),
@@ -180,9 +205,17 @@ let package = Package(
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ], path: "Sources/HealthGateDaemon"),
+        // What every command shares: JSON and table output, --json, durations on the command line.
+        // The executable and the driver families' command targets use it.
+        .target(name: "CommandSupport", dependencies: ["HealthModel", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                path: "Sources/CommandSupport"),
+        // The ANT family's commands (`healthgate ant ...`), mounted by the executable.
+        .target(name: "ANTCommands", dependencies: ["ANTDriver", "ANTProtocol", "ANTPlusProfiles", "USBKit", "CommandSupport", "HealthModel",
+                                                    .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                path: "Drivers/ANT/Commands"),
         .executableTarget(name: "healthgate", dependencies: [
             "HealthPipeline", "HealthReports", "HealthGateDaemon", "HealthModel", "HealthStore", "HealthSync", "SyncProtocol", "DriverKit",
-            "DriverRegistry", "LinuxAdapters", "ManualDriver",
+            "DriverRegistry", "LinuxAdapters", "ManualDriver", "CommandSupport", "ANTCommands", "ANTDriver",
             "FITDriver", "BLEHost", "BLERuntime", "GATTProfiles", "BLEDriver", "BLEBlueZ",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
@@ -201,6 +234,8 @@ let package = Package(
 
         // Helpers shared by the test targets (seeded generator for fuzz loops, the BLE peer harness).
         .target(name: "TestSupport", dependencies: ["BLEHost"], path: "Tests/TestSupport"),
+        .testTarget(name: "ANTProtocolTests", dependencies: ["TestSupport", "ANTProtocol", "ANTPlusProfiles", "ANTFS"]),
+        .testTarget(name: "PacketCaptureTests", dependencies: ["TestSupport", "PacketCapture"]),
         .testTarget(name: "HealthModelTests", dependencies: ["HealthModel", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "TimingTests", dependencies: ["Timing"]),
         .testTarget(name: "FITDriverTests", dependencies: ["TestSupport", "FITDriver", "HealthModel", "DriverKit"]),

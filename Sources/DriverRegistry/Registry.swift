@@ -1,3 +1,4 @@
+import ANTDriver
 import AppleHealthDriver
 import BLEDriver
 import BLEReplayDriver
@@ -26,6 +27,7 @@ public enum Registry {
         ExecDriver.descriptor,
         BLERecorder.descriptor,
         BLEReplayDriver.descriptor,
+        ANTRecorder.descriptor,
         ManualDriver.descriptor,
         AppleHealthImporter.descriptor,
         LoopImporter.descriptor,

@@ -3,6 +3,7 @@ import BLEBlueZ
 import BLEDriver
 import BLEHost
 import BLERuntime
+import CommandSupport
 import Foundation
 import GATTProfiles
 import HealthModel
@@ -24,9 +25,17 @@ struct BLECommand: AsyncParsableCommand {
 
 /// `--hci` and `--snoop`, shared by the BLE commands that talk to a controller.
 struct ControllerOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The controller: bluez[:hciN] (through bluetoothd), auto, hci0, tcp:HOST:PORT, unix:PATH or serial:/dev/ttyACM0[:baud].",
+    @Option(name: .customLong("hci"), help: ArgumentHelp("The controller (required; `record --ant` records ANT+ alone without it): bluez[:hciN] (through bluetoothd), auto, hci0, tcp:HOST:PORT, unix:PATH or serial:/dev/ttyACM0[:baud].",
                                valueName: "ADDR"))
-    var hci: String
+    var hciOption: String?
+
+    /// The controller named by --hci (a usage error without one).
+    var hci: String {
+        get throws {
+            guard let hciOption else { throw ValidationError("--hci is required: bluez[:hciN], auto, hci0, tcp:HOST:PORT, unix:PATH or serial:DEV") }
+            return hciOption
+        }
+    }
 
     @Option(help: ArgumentHelp(
         "Write a btsnoop capture (H4) of everything exchanged with the controller to FILE (replaced if it exists); `healthgate ble replay FILE` decodes it.",
@@ -57,12 +66,14 @@ struct ControllerOptions: ParsableArguments {
     }
 
     func validate() throws {
+        guard hciOption != nil else { return }
         if case .bluez = try address(), snoop != nil {
             throw ValidationError("--snoop records the own host stack's controller link; with --hci bluez use btmon")
         }
     }
 
     func address() throws -> BLEController {
+        let hci = try hci
         do { return try BLEController(parsing: hci) } catch { throw ValidationError("--hci: \(error)") }
     }
 
@@ -70,6 +81,7 @@ struct ControllerOptions: ParsableArguments {
     /// whether `body` succeeded or threw.
     func withController<T>(_ body: (any BLECentral) async throws -> T) async throws -> T {
         let controller: BLEController
+        let hci = try hci
         do { controller = try await address().resolve() } catch let error as BLERuntimeError { throw RuntimeFailure.controller(hci, error) }
         if case .bluez(let adapter) = controller {
             if snoop != nil { throw RuntimeFailure("--snoop: \(hci) is BlueZ here; a capture needs the own host stack (with BlueZ use btmon)") }
@@ -110,7 +122,7 @@ struct ControllerOptions: ParsableArguments {
             runtime = try HostRuntime.open(address, configuration: configuration)
             _ = try await runtime.start()
         } catch {
-            throw RuntimeFailure.controller(hci, error)
+            throw RuntimeFailure.controller(hciOption ?? "", error)
         }
         return runtime
     }

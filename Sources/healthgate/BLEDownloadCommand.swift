@@ -2,6 +2,7 @@ import ArgumentParser
 import BLEDriver
 import BLEHost
 import BLERuntime
+import CommandSupport
 import DriverKit
 import Foundation
 import GATTProfiles

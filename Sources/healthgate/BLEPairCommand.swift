@@ -2,6 +2,7 @@ import ArgumentParser
 import BLEBlueZ
 import BLEHost
 import BLERuntime
+import CommandSupport
 import Foundation
 
 struct BLEPairCommand: AsyncParsableCommand {

@@ -1,38 +1,14 @@
+import CommandSupport
 import Foundation
 import HealthModel
 import HealthStore
 
 /// Terminal output helpers: JSON, tables, durations, and the progress bar.
 enum Output {
-    static func printJSON(_ value: some Encodable) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .custom { date, encoder in
-            var c = encoder.singleValueContainer()
-            try c.encode(ISO8601.string(date))
-        }
-        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
-        let data = try encoder.encode(value)
-        // Linux's encoder prints an empty array over three lines. Only a short text can be one
-        // (a long one is not scanned: `stats --json` prints hundreds of kilobytes).
-        let isEmptyArray = data.count < 16 && data.filter { ![0x20, 0x0A, 0x0D, 0x09].contains($0) } == Data("[]".utf8)
-        print(isEmptyArray ? "[]" : String(decoding: data, as: UTF8.self))
-    }
+    static func printJSON(_ value: some Encodable) throws { try CommandOutput.printJSON(value) }
 
     /// Prints rows as left-aligned columns under a header.
-    static func printTable(_ header: [String], _ rows: [[String]]) {
-        // Cells hold text from files and devices (names, notes): shown, not obeyed.
-        let rows = rows.map { $0.map { DisplayText.safe($0, limit: 200) } }
-        var widths = header.map(\.count)
-        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
-        func line(_ cells: [String]) -> String {
-            cells.enumerated().map { i, cell in
-                i == cells.count - 1 ? cell : cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
-            }.joined(separator: "  ")
-        }
-        print(line(header))
-        for row in rows { print(line(row)) }
-    }
+    static func printTable(_ header: [String], _ rows: [[String]]) { CommandOutput.printTable(header, rows) }
 
     /// `1:02:03` or `12:34`.
     static func duration(_ seconds: Double?) -> String {
@@ -67,11 +43,9 @@ enum Output {
         String(iso.prefix(16)).replacingOccurrences(of: "T", with: " ")
     }
 
-    static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
+    static var stderrIsTerminal: Bool { CommandOutput.stderrIsTerminal }
 
-    static func stderr(_ text: String) {
-        FileHandle.standardError.write(Data(text.utf8))
-    }
+    static func stderr(_ text: String) { CommandOutput.stderr(text) }
 }
 
 /// A ``ProgressBar`` updated from the pipeline's tasks: between files and within one (records).

@@ -1,7 +1,10 @@
+import ANTCommands
+import ANTDriver
 import ArgumentParser
 import BLEDriver
 import BLEHost
 import BLERuntime
+import CommandSupport
 import Dispatch
 import Foundation
 import HealthModel
@@ -11,7 +14,7 @@ import Synchronization
 
 struct RecordCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "record", abstract: "Record live Bluetooth LE devices into the database.",
+        commandName: "record", abstract: "Record live Bluetooth LE devices and ANT+ sensors into the database.",
         discussion: """
             Finds the devices given by --device, connects, subscribes to every standard \
             measurement they offer and stores what they send: readings of scales, cuffs, \
@@ -25,6 +28,10 @@ struct RecordCommand: AsyncParsableCommand {
             (AA:BB:CC:DD:EE:FF), `service:UUID` (e.g. service:1816 for speed and cadence \
             sensors) or an advertised name (`*` and `?` are wildcards: "Polar H10*"). Repeat \
             --device for several devices.
+
+            --ant records ANT+ sensors through every ANT USB stick too (alone, without --hci): \
+            --ant-sensor names them as `ant watch --sensor` does, and the ANT+ network key comes \
+            from --ant-network-key or HEALTHGATE_ANT_NETWORK_KEY.
             """)
 
     @OptionGroup var controller: ControllerOptions
@@ -39,6 +46,8 @@ struct RecordCommand: AsyncParsableCommand {
     var time: DurationArgument?
 
     @OptionGroup var workouts: WorkoutOptions
+
+    @OptionGroup(title: "ANT+") var ant: ANTRecordOptions
 
     @Option(name: .customLong("commit-log"), help: ArgumentHelp(
         "Append one JSON line per stored batch to FILE: the commit time and the workout samples per device (for latency measurements).",
@@ -61,13 +70,19 @@ struct RecordCommand: AsyncParsableCommand {
         if !interrupted.isEmpty, !output.json {
             Output.stderr("completed \(interrupted.count) workout(s) left in progress by an earlier recording\n")
         }
-        var configuration = BLERecorder.Configuration(controller: try controller.address(),
-                                                      devices: try devices.isEmpty ? [.auto] : devices.map(selector))
-        configuration.sessionizer = workouts.sessionizer
-        configuration.snoopPath = try controller.snoopPath()
-        configuration.log = controller.diagnostics
+        // Bluetooth LE with --hci, ANT+ with --ant: both into one database, in one run.
+        var configuration: BLERecorder.Configuration?
         let log = RecordingLog(quiet: output.json)
-        configuration.onEvent = { log.event($0) }
+        if controller.hciOption != nil || !ant.enabled {
+            var c = BLERecorder.Configuration(controller: try controller.address(), devices: try devices.isEmpty ? [.auto] : devices.map(selector))
+            c.sessionizer = workouts.sessionizer
+            c.snoopPath = try controller.snoopPath()
+            c.log = controller.diagnostics
+            c.onEvent = { log.event($0) }
+            configuration = c
+        }
+        let antConfiguration = try ant.configuration(gap: workouts.gap.seconds, sport: Sport.normalize(workouts.sport), wheel: workouts.wheel,
+                                                     quiet: output.json)
 
         let stored = StoredIDs()
         var commits: CommitLog?
@@ -79,15 +94,34 @@ struct RecordCommand: AsyncParsableCommand {
             stored.add(batch)
             commits?.append(batch, committedAt: committedAt)
         }
-        let recorder = BLERecorder(configuration: configuration)
         let started = Date()
         if !output.json {
-            Output.stderr("recording \(configuration.devices.map(\.description).joined(separator: ", ")) into \(database.db); "
+            let what = (configuration.map { $0.devices.map(\.description) } ?? []) + (antConfiguration == nil ? [] : ["ANT+ " + ant.summary])
+            Output.stderr("recording \(what.joined(separator: ", ")) into \(database.db); "
                           + (time.map { "stopping after \($0)" } ?? "Ctrl-C to stop") + "\n")
         }
-        let task = Task {
-            do { try await recorder.run(into: sink) } catch {
-                throw RuntimeFailure.controller(controller.hci, error)
+        let hci = controller.hciOption ?? ""
+        let task = Task { [configuration] in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                if let configuration {
+                    group.addTask {
+                        do { try await BLERecorder(configuration: configuration).run(into: sink) } catch {
+                            throw RuntimeFailure.controller(hci, error)
+                        }
+                    }
+                }
+                if let antConfiguration {
+                    group.addTask {
+                        do { try await ANTRecorder(configuration: antConfiguration).run(into: sink) } catch {
+                            throw RuntimeFailure("ant: \(error)")
+                        }
+                    }
+                }
+                // The first to fail ends the recording (the others store what they hold).
+                do { try await group.waitForAll() } catch {
+                    group.cancelAll()
+                    throw error
+                }
             }
         }
         let stop = StopSignals { task.cancel() }

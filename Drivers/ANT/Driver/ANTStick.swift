@@ -1,0 +1,197 @@
+public import ANTProtocol
+public import Foundation
+public import USBKit
+
+/// The USB ids of the ANT sticks HealthGate drives over libusb.
+public enum ANTStickModel {
+    public static let vendorID: UInt16 = 0x0FCF
+    /// Dynastream ANT USBStick2 (0fcf:1008) and ANT USB-m (0fcf:1009). The older USB1 stick
+    /// (0fcf:1004) is a serial bridge (CP210x) and is not driven through libusb.
+    public static let productIDs: Set<UInt16> = [0x1008, 0x1009]
+
+    public static func matches(_ vendor: UInt16, _ product: UInt16) -> Bool { vendor == vendorID && productIDs.contains(product) }
+
+    /// `ANT USBStick2`, `ANT USB-m`.
+    public static func name(_ product: UInt16) -> String {
+        switch product {
+        case 0x1008: "ANT USBStick2"
+        case 0x1009: "ANT USB-m"
+        default: "ANT stick"
+        }
+    }
+}
+
+/// One ANT stick at work: the I/O edge of ``ANTStickController``. Opens the stick through
+/// libusb, reads its byte stream with a frame decoder, feeds the controller every message and a
+/// tick every 100 ms, writes what the controller sends, and hands out what happens. A stick that
+/// stops answering is reset on the bus and opened again (twice in a row at most); a stick that is
+/// unplugged ends the run.
+public struct ANTStick: Sendable {
+    public enum Event: Sendable {
+        case opened(USBDeviceInfo, detachedDriver: String?)
+        case identified(ANTStickController.StickInfo)
+        case running(channels: [UInt8: ANTStickController.ChannelPlan], extendedMessages: Bool)
+        /// A data message and when its bytes arrived.
+        case data(ANTReply, receivedAt: Date)
+        case channelEvent(channel: UInt8, code: ANTResponseCode)
+        case problem(String)
+        /// Bytes the frame decoder could not use (a bad checksum ...): counted.
+        case dropped(ANTFrameDrop)
+        /// The stick stopped answering: it is reset and opened again.
+        case resetting(String)
+    }
+
+    /// Why a stick's run ended.
+    public struct Failure: Error, Sendable, CustomStringConvertible {
+        public var description: String
+        /// True when the stick is gone (unplugged): a driver waits for it to come back.
+        public var isGone: Bool
+    }
+
+    public let context: USBContext
+    public let configuration: ANTStickController.Configuration
+    /// Bus resets in a row after which an unresponsive stick fails the run.
+    public var maximumResets = 2
+
+    public init(context: USBContext, configuration: ANTStickController.Configuration) {
+        self.context = context
+        self.configuration = configuration
+    }
+
+    private enum Input: Sendable {
+        case usb(USBBulkDevice.Input, Date)
+        case tick
+    }
+
+    /// Runs the stick at `info` until cancelled (returns) or it fails or goes (throws ``Failure``).
+    public func run(_ info: USBDeviceInfo, onEvent: @Sendable (Event) async -> Void) async throws(Failure) {
+        var info = info
+        var resets = 0
+        while !Task.isCancelled {
+            let reason: String
+            do {
+                reason = try await session(info, onEvent: onEvent)
+            } catch let error as Failure {
+                throw error
+            } catch {
+                return  // cancelled
+            }
+            if Task.isCancelled { return }
+            resets += 1
+            guard resets <= maximumResets else {
+                throw Failure(description: "\(info): \(reason), and again after \(maximumResets) resets", isGone: false)
+            }
+            await onEvent(.resetting(reason))
+            // The stick re-enumerates after a bus reset, perhaps under another address: find it
+            // again by its port.
+            info = await refind(info) ?? info
+        }
+    }
+
+    /// One open of the stick: returns why it must be reset (unresponsive), throws when it fails.
+    private func session(_ info: USBDeviceInfo, onEvent: @Sendable (Event) async -> Void) async throws -> String {
+        let (inputs, input) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
+        let device: USBBulkDevice
+        do {
+            device = try await Self.offPool { () throws(USBError) in
+                try USBBulkDevice(context: context, info: info) { usb in input.yield(.usb(usb, Date())) }
+            }
+        } catch {
+            throw Failure(description: "\(info): \(error)", isGone: error.isGone)
+        }
+        await onEvent(.opened(info, detachedDriver: device.detachedDriver))
+        let ticker = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(100))
+                input.yield(.tick)
+            }
+        }
+        defer { ticker.cancel() }
+        var controller = ANTStickController(configuration: configuration)
+        var decoder = ANTFrameDecoder()
+        let start = ContinuousClock.now
+        func now() -> Double {
+            let elapsed = ContinuousClock.now - start
+            return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        }
+        /// Carries out the controller's actions; non-nil when the session must end.
+        func perform(_ actions: [ANTStickController.Action], time: Date) async -> Result<String, Failure>? {
+            for action in actions {
+                switch action {
+                case .send(let message):
+                    do { try await device.write(message.encoded) } catch {
+                        // A write that times out: the stick needs a reset.
+                        return error.isGone ? .failure(Failure(description: "\(info): \(error)", isGone: true)) : .success("\(error)")
+                    }
+                case .identified(let stick): await onEvent(.identified(stick))
+                case .running(let channels, let extended): await onEvent(.running(channels: channels, extendedMessages: extended))
+                case .data(let reply): await onEvent(.data(reply, receivedAt: time))
+                case .channelEvent(let channel, let code): await onEvent(.channelEvent(channel: channel, code: code))
+                case .problem(let message): await onEvent(.problem(message))
+                case .unresponsive(let reason): return .success(reason)
+                case .failed(let reason): return .failure(Failure(description: "\(info): \(reason)", isGone: false))
+                }
+            }
+            return nil
+        }
+
+        var outcome = await perform(controller.start(now: now()), time: Date())
+        if outcome == nil {
+            loop: for await item in inputs {
+                if Task.isCancelled { break }
+                switch item {
+                case .tick:
+                    outcome = await perform(controller.tick(now: now()), time: Date())
+                case .usb(.bytes(let bytes), let time):
+                    for output in decoder.feed(bytes) {
+                        switch output {
+                        case .message(let message):
+                            do {
+                                let reply = try ANTReply(message)
+                                outcome = await perform(controller.received(reply, now: now()), time: time)
+                            } catch {
+                                await onEvent(.problem("\(error)"))
+                            }
+                        case .dropped(let drop):
+                            await onEvent(.dropped(drop))
+                        }
+                        if outcome != nil { break }
+                    }
+                case .usb(.stallCleared, _):
+                    await onEvent(.problem("the stick's IN endpoint stalled; its halt was cleared"))
+                case .usb(.failed(let error), _):
+                    outcome = error.isGone
+                        ? .failure(Failure(description: "\(info): \(error)", isGone: true)) : .success("\(error)")
+                }
+                if outcome != nil { break loop }
+            }
+        }
+        input.finish()
+        if let outcome, case .success = outcome { try? await device.resetDevice() }
+        await device.shutdown()
+        switch outcome {
+        case .failure(let failure): throw failure
+        case .success(let reason): return reason
+        case nil: throw CancellationError()
+        }
+    }
+
+    /// The stick that is now in `info`'s port (it may have a new address after a reset).
+    private func refind(_ info: USBDeviceInfo) async -> USBDeviceInfo? {
+        for _ in 0..<20 {
+            if let found = try? context.devices(matching: ANTStickModel.matches).first(where: { $0.sysfsName == info.sysfsName }) {
+                return found
+            }
+            try? await Task.sleep(for: .milliseconds(250))
+        }
+        return nil
+    }
+
+    /// Runs blocking libusb work on a thread of its own, never on Swift's cooperative pool.
+    static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws(USBError) -> T) async throws(USBError) -> T {
+        let result: Result<T, USBError> = await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: Result { () throws(USBError) in try work() }) }
+        }
+        return try result.get()
+    }
+}

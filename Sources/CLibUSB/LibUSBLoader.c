@@ -1,0 +1,146 @@
+// Forwards the libusb calls of the USB drivers to libusb-1.0.so.0, loaded on first use (see
+// include/CLibUSB.h for why it is not linked).
+#include "CLibUSB.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stddef.h>
+
+static void *library;
+static const char *load_error = "libusb-1.0.so.0 was not loaded yet";
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+
+#define FUNCTION(ret, name, args) static ret (*p_##name) args;
+#define FUNCTIONS(X) \
+    X(int, libusb_init, (libusb_context **)) \
+    X(void, libusb_exit, (libusb_context *)) \
+    X(const char *, libusb_error_name, (int)) \
+    X(const char *, libusb_strerror, (int)) \
+    X(int, libusb_has_capability, (uint32_t)) \
+    X(ssize_t, libusb_get_device_list, (libusb_context *, libusb_device ***)) \
+    X(void, libusb_free_device_list, (libusb_device **, int)) \
+    X(libusb_device *, libusb_ref_device, (libusb_device *)) \
+    X(void, libusb_unref_device, (libusb_device *)) \
+    X(int, libusb_get_device_descriptor, (libusb_device *, struct libusb_device_descriptor *)) \
+    X(uint8_t, libusb_get_bus_number, (libusb_device *)) \
+    X(uint8_t, libusb_get_device_address, (libusb_device *)) \
+    X(int, libusb_get_port_numbers, (libusb_device *, uint8_t *, int)) \
+    X(int, libusb_open, (libusb_device *, libusb_device_handle **)) \
+    X(void, libusb_close, (libusb_device_handle *)) \
+    X(int, libusb_get_string_descriptor_ascii, (libusb_device_handle *, uint8_t, unsigned char *, int)) \
+    X(int, libusb_kernel_driver_active, (libusb_device_handle *, int)) \
+    X(int, libusb_detach_kernel_driver, (libusb_device_handle *, int)) \
+    X(int, libusb_attach_kernel_driver, (libusb_device_handle *, int)) \
+    X(int, libusb_get_configuration, (libusb_device_handle *, int *)) \
+    X(int, libusb_set_configuration, (libusb_device_handle *, int)) \
+    X(int, libusb_claim_interface, (libusb_device_handle *, int)) \
+    X(int, libusb_release_interface, (libusb_device_handle *, int)) \
+    X(int, libusb_reset_device, (libusb_device_handle *)) \
+    X(int, libusb_clear_halt, (libusb_device_handle *, unsigned char)) \
+    X(int, libusb_bulk_transfer, (libusb_device_handle *, unsigned char, unsigned char *, int, int *, unsigned int)) \
+    X(int, libusb_handle_events_timeout_completed, (libusb_context *, struct timeval *, int *)) \
+    X(int, libusb_hotplug_register_callback, (libusb_context *, int, int, int, int, int, libusb_hotplug_callback_fn, void *, \
+                                              libusb_hotplug_callback_handle *)) \
+    X(void, libusb_hotplug_deregister_callback, (libusb_context *, libusb_hotplug_callback_handle)) \
+    X(void, libusb_interrupt_event_handler, (libusb_context *))
+FUNCTIONS(FUNCTION)
+
+static void load(void) {
+    library = dlopen("libusb-1.0.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (library == NULL) {
+        load_error = "cannot load libusb-1.0.so.0 (the system's USB library); install libusb-1.0-0";
+        return;
+    }
+    load_error = NULL;
+#define LOOKUP(ret, name, args) \
+    p_##name = (ret (*) args)dlsym(library, #name); \
+    if (p_##name == NULL) load_error = "libusb-1.0.so.0 lacks a function HealthGate calls (" #name "); libusb 1.0.22 or later is needed";
+    FUNCTIONS(LOOKUP)
+}
+
+static int loaded(void) {
+    pthread_once(&load_once, load);
+    return load_error == NULL;
+}
+
+const char *hg_usb_load_error(void) {
+    pthread_once(&load_once, load);
+    return load_error;
+}
+
+#define NOT_LOADED LIBUSB_ERROR_NOT_SUPPORTED
+
+int hg_usb_init(libusb_context **ctx) { return loaded() ? p_libusb_init(ctx) : NOT_LOADED; }
+void hg_usb_exit(libusb_context *ctx) { if (loaded()) p_libusb_exit(ctx); }
+const char *hg_usb_error_name(int code) { return loaded() ? p_libusb_error_name(code) : "LIBUSB_NOT_LOADED"; }
+const char *hg_usb_strerror(int code) { return loaded() ? p_libusb_strerror(code) : load_error; }
+int hg_usb_has_capability(uint32_t capability) { return loaded() ? p_libusb_has_capability(capability) : 0; }
+
+ssize_t hg_usb_get_device_list(libusb_context *ctx, libusb_device ***list) {
+    return loaded() ? p_libusb_get_device_list(ctx, list) : NOT_LOADED;
+}
+void hg_usb_free_device_list(libusb_device **list, int unref_devices) {
+    if (loaded()) p_libusb_free_device_list(list, unref_devices);
+}
+libusb_device *hg_usb_ref_device(libusb_device *dev) { return loaded() ? p_libusb_ref_device(dev) : NULL; }
+void hg_usb_unref_device(libusb_device *dev) { if (loaded()) p_libusb_unref_device(dev); }
+int hg_usb_get_device_descriptor(libusb_device *dev, struct libusb_device_descriptor *desc) {
+    return loaded() ? p_libusb_get_device_descriptor(dev, desc) : NOT_LOADED;
+}
+uint8_t hg_usb_get_bus_number(libusb_device *dev) { return loaded() ? p_libusb_get_bus_number(dev) : 0; }
+uint8_t hg_usb_get_device_address(libusb_device *dev) { return loaded() ? p_libusb_get_device_address(dev) : 0; }
+int hg_usb_get_port_numbers(libusb_device *dev, uint8_t *port_numbers, int port_numbers_len) {
+    return loaded() ? p_libusb_get_port_numbers(dev, port_numbers, port_numbers_len) : NOT_LOADED;
+}
+
+int hg_usb_open(libusb_device *dev, libusb_device_handle **handle) {
+    return loaded() ? p_libusb_open(dev, handle) : NOT_LOADED;
+}
+void hg_usb_close(libusb_device_handle *handle) { if (loaded()) p_libusb_close(handle); }
+int hg_usb_get_string_descriptor_ascii(libusb_device_handle *handle, uint8_t index, unsigned char *data, int length) {
+    return loaded() ? p_libusb_get_string_descriptor_ascii(handle, index, data, length) : NOT_LOADED;
+}
+int hg_usb_kernel_driver_active(libusb_device_handle *handle, int interface_number) {
+    return loaded() ? p_libusb_kernel_driver_active(handle, interface_number) : NOT_LOADED;
+}
+int hg_usb_detach_kernel_driver(libusb_device_handle *handle, int interface_number) {
+    return loaded() ? p_libusb_detach_kernel_driver(handle, interface_number) : NOT_LOADED;
+}
+int hg_usb_attach_kernel_driver(libusb_device_handle *handle, int interface_number) {
+    return loaded() ? p_libusb_attach_kernel_driver(handle, interface_number) : NOT_LOADED;
+}
+int hg_usb_get_configuration(libusb_device_handle *handle, int *config) {
+    return loaded() ? p_libusb_get_configuration(handle, config) : NOT_LOADED;
+}
+int hg_usb_set_configuration(libusb_device_handle *handle, int configuration) {
+    return loaded() ? p_libusb_set_configuration(handle, configuration) : NOT_LOADED;
+}
+int hg_usb_claim_interface(libusb_device_handle *handle, int interface_number) {
+    return loaded() ? p_libusb_claim_interface(handle, interface_number) : NOT_LOADED;
+}
+int hg_usb_release_interface(libusb_device_handle *handle, int interface_number) {
+    return loaded() ? p_libusb_release_interface(handle, interface_number) : NOT_LOADED;
+}
+int hg_usb_reset_device(libusb_device_handle *handle) { return loaded() ? p_libusb_reset_device(handle) : NOT_LOADED; }
+int hg_usb_clear_halt(libusb_device_handle *handle, unsigned char endpoint) {
+    return loaded() ? p_libusb_clear_halt(handle, endpoint) : NOT_LOADED;
+}
+int hg_usb_bulk_transfer(libusb_device_handle *handle, unsigned char endpoint, unsigned char *data, int length,
+                         int *transferred, unsigned int timeout) {
+    return loaded() ? p_libusb_bulk_transfer(handle, endpoint, data, length, transferred, timeout) : NOT_LOADED;
+}
+
+int hg_usb_handle_events_timeout_completed(libusb_context *ctx, struct timeval *tv, int *completed) {
+    return loaded() ? p_libusb_handle_events_timeout_completed(ctx, tv, completed) : NOT_LOADED;
+}
+int hg_usb_hotplug_register_callback(libusb_context *ctx, int events, int flags, int vendor_id, int product_id,
+                                     int dev_class, libusb_hotplug_callback_fn cb_fn, void *user_data,
+                                     libusb_hotplug_callback_handle *callback_handle) {
+    return loaded() ? p_libusb_hotplug_register_callback(ctx, events, flags, vendor_id, product_id, dev_class, cb_fn,
+                                                         user_data, callback_handle)
+                    : NOT_LOADED;
+}
+void hg_usb_hotplug_deregister_callback(libusb_context *ctx, libusb_hotplug_callback_handle callback_handle) {
+    if (loaded()) p_libusb_hotplug_deregister_callback(ctx, callback_handle);
+}
+void hg_usb_interrupt_event_handler(libusb_context *ctx) { if (loaded()) p_libusb_interrupt_event_handler(ctx); }
