@@ -42,8 +42,11 @@ echo "vm image: building in $work (recipe $recipe_hash)"
 # The guest: stock Debian kernel, systemd (for the systemd-mode tests), dbus + bluez (the real
 # bluetoothd), python3-dbus/python3-gi (the D-Bus clients of the scenarios), libsqlite3 (the
 # host-built healthgate links it), and a venv with the pinned bumble (the test peer on /dev/vhci).
+# python3-usb (pyusb on the guest's libusb-1.0) and usbutils (lsusb): the ANT stick emulator's
+# independent host client and its checks (Tests/peers/ant_stick.py, scenario ant-stick-selftest).
 packages=linux-image-amd64,systemd-sysv,udev,dbus,bluez,kmod,procps,python3,python3-venv
 packages+=,python3-dbus,python3-gi,libsqlite3-0,sqlite3,make,ca-certificates
+packages+=,python3-usb,libusb-1.0-0,usbutils
 
 # pip inside the chroot verifies PyPI's certificate against the host's CA bundle (copied in for
 # that one call); no network is needed when the guest runs.
@@ -65,7 +68,9 @@ as_root mmdebstrap --mode=root --variant=minbase --include="$packages" \
   bookworm "$rootfs" http://deb.debian.org/debian
 
 # Trim what the guest never uses: docs, locales, and the kernel modules outside Bluetooth, 9p,
-# virtio, USB (dummy_hcd/gadgets for later tests), crypto and the ext4 it boots from.
+# virtio, USB, crypto and the ext4 it boots from. drivers/usb stays whole: the emulated ANT stick
+# needs dummy_hcd, libcomposite and usb_f_fs (FunctionFS), and configfs (kept below, in case the
+# kernel builds it as a module) to set up its gadget.
 as_root rm -rf "$rootfs"/usr/share/{doc,man,info,locale,lintian} "$rootfs"/var/cache/apt/* "$rootfs"/var/lib/apt/lists/*
 mods=$(echo "$rootfs"/lib/modules/*/kernel)
 as_root rm -rf "$mods"/{sound,drivers/gpu,drivers/media,drivers/net,drivers/infiniband,drivers/staging,drivers/scsi} \
@@ -75,7 +80,7 @@ for d in "$mods"/net/*; do
   case "${d##*/}" in bluetooth|9p|rfkill) ;; *) as_root rm -rf "$d" ;; esac
 done
 for d in "$mods"/fs/*; do
-  case "${d##*/}" in 9p|ext4|jbd2|mbcache.ko|netfs|fscache|nls) ;; *) as_root rm -rf "$d" ;; esac
+  case "${d##*/}" in 9p|ext4|jbd2|mbcache.ko|netfs|fscache|nls|configfs) ;; *) as_root rm -rf "$d" ;; esac
 done
 as_root chroot "$rootfs" depmod -a "$(ls "$rootfs"/lib/modules)"
 
