@@ -235,6 +235,11 @@ let package = Package(
         // Helpers shared by the test targets (seeded generator for fuzz loops, the BLE peer harness).
         .target(name: "TestSupport", dependencies: ["BLEHost"], path: "Tests/TestSupport"),
         .testTarget(name: "ANTProtocolTests", dependencies: ["TestSupport", "ANTProtocol", "ANTPlusProfiles", "ANTFS"]),
+        // The ANT driver: the stick controller and value mapping (pure), and the healthgate binary's
+        // libusb path against usbmon captures replayed by umockdev.
+        .testTarget(name: "ANTDriverTests", dependencies: [
+            "TestSupport", "ANTDriver", "ANTProtocol", "ANTPlusProfiles", "HealthModel", .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
         .testTarget(name: "PacketCaptureTests", dependencies: ["TestSupport", "PacketCapture"]),
         .testTarget(name: "HealthModelTests", dependencies: ["HealthModel", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "TimingTests", dependencies: ["Timing"]),

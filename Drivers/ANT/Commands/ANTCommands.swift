@@ -137,7 +137,8 @@ struct ANTListCommand: AsyncParsableCommand {
     static func identify(_ info: USBDeviceInfo, context: USBContext) async throws -> ANTStickController.StickInfo {
         var configuration = ANTStickController.Configuration()
         configuration.resets = 3
-        let stick = ANTStick(context: context, configuration: configuration)
+        var stick = ANTStick(context: context, configuration: configuration)
+        stick.maximumResets = 0  // a listing says what is wrong rather than mending it
         let found = Mutex<ANTStickController.StickInfo?>(nil)
         let task = Task {
             try await stick.run(info) { event in

@@ -79,7 +79,8 @@ public struct ANTStick: Sendable {
             if Task.isCancelled { return }
             resets += 1
             guard resets <= maximumResets else {
-                throw Failure(description: "\(info): \(reason), and again after \(maximumResets) resets", isGone: false)
+                let again = maximumResets == 0 ? "" : ", and again after \(maximumResets) bus reset(s)"
+                throw Failure(description: "\(info): \(reason)\(again)", isGone: false)
             }
             await onEvent(.resetting(reason))
             // The stick re-enumerates after a bus reset, perhaps under another address: find it

@@ -118,10 +118,12 @@ def identify(c: Capture):
 TEST_KEY = bytes(range(1, 9))
 
 
-def heart_rate(c: Capture, device_number: int, beats: list):
+def heart_rate(c: Capture, device_number: int, beats: list, garble: bool = False):
     """The ANT+ configuration of one heart-rate channel, then one broadcast per entry of `beats`
     ((bpm, beat count, beat time in 1/1024 s)), with the flagged extended data a stick adds after
-    `6E 00 C0`: channel id and RSSI. Returns the expected readings."""
+    `6E 00 C0`: channel id and RSSI. Returns the expected readings. With `garble`, the sixth
+    broadcast arrives with a wrong checksum (dropped: no reading), noise precedes the tenth, and
+    the fifteenth is split over two transfers."""
     c.host_sends(frame(0x46, bytes([0x00]) + TEST_KEY))
     c.stick_sends(response(0, 0x46))
     c.host_sends(frame(0x6E, bytes([0x00, 0xC0])))
@@ -145,6 +147,20 @@ def heart_rate(c: Capture, device_number: int, beats: list):
         rr = []
         if previous and (count - previous[0]) % 256 == 1:
             rr = [((beat_time - previous[1]) % 65536) / 1024]
+        if garble and i == 5:
+            message = message[:-1] + bytes([message[-1] ^ 0xFF])
+            c.stick_sends(pending + message)
+            pending = b""
+            continue  # lost: the next beat's RR spans two counts, so none either
+        if garble and i == 9:
+            message = bytes([0x00, 0x13, 0x37]) + message
+        if garble and i == 14:
+            c.stick_sends(pending + message[:7])
+            c.stick_sends(message[7:])
+            pending = b""
+            expected.append({"bpm": bpm, "rr_s": rr})
+            previous = (count, beat_time)
+            continue
         expected.append({"bpm": bpm, "rr_s": rr})
         previous = (count, beat_time)
         # Two frames share one transfer now and then, as a real stick sends them.
@@ -229,6 +245,20 @@ def main() -> int:
     expected = heart_rate(c, device_number=12345, beats=beats)
     files["heart-rate.pcap"] = c.pcap()
     files["heart-rate.expected.json"] = (json.dumps({"sensor": "ant:120:12345", "readings": expected}, indent=1) + "\n").encode()
+
+    c = Capture()
+    identify(c)
+    expected = heart_rate(c, device_number=12345, beats=beats, garble=True)
+    files["heart-rate-garbled.pcap"] = c.pcap()
+    files["heart-rate-garbled.expected.json"] = (json.dumps({"sensor": "ant:120:12345", "readings": expected}, indent=1)
+                                                 + "\n").encode()
+
+    # A stick that answers none of three resets.
+    c = Capture()
+    c.submit_in()
+    for _ in range(3):
+        c.host_sends(frame(0x4A, b"\0"))
+    files["silent.pcap"] = c.pcap()
 
     check = "--check" in sys.argv[1:]
     OUT.mkdir(parents=True, exist_ok=True)
