@@ -37,14 +37,19 @@ SCENARIOS = {
     "ble-bench": ("init", 1500, True),
     "systemd-unit-bluez": ("systemd", 420, True),
     "systemd-unit-ownstack": ("systemd", 240, True),
+    "ant-stick-selftest": ("init", 300, False),
 }
 # Run only when named with --scenario (`make bench-ble`), never by default.
 ON_REQUEST = {"ble-bench"}
-# What `make install` reads, the fixtures systemd-unit-bluez drops into its watch folders, and
-# the export writer of ble-bench's CPU calibration: copied to the share's repo/ (small; the guest
-# runs `make install` there).
+# What `make install` reads, the fixtures systemd-unit-bluez drops into its watch folders, the
+# export writer of ble-bench's CPU calibration, and the FIT files the emulated ANT-FS watch serves
+# (ant-stick-selftest): copied to the share's repo/ (small; the guest runs `make install` there).
 REPO_FILES = ["Makefile", "README.md", "systemd", "Fixtures/fit/garmin-fenix5-run.fit",
-              "Fixtures/gpx/apple-health-workout-route.gpx", "Drivers/AppleHealth/tools/make-export.py"]
+              "Fixtures/gpx/apple-health-workout-route.gpx", "Drivers/AppleHealth/tools/make-export.py",
+              "Fixtures/fit/antfs-dump-63.fit", "Fixtures/fit/fitsdk-Activity.fit",
+              "Fixtures/fit/fitsdk-WeightScaleMultiUser.fit", "Fixtures/fit/fitsdk-Settings.fit"]
+# The test peers copied to the share's peers/: the BLE peer and the emulated ANT stick.
+PEER_FILES = ["ble_peer.py", "ant_stick.py", "antstick"]
 # QEMU's exit status when the guest wrote RC to isa-debug-exit: (RC << 1) | 1.
 GUEST_DONE = {1: "all scenarios ran, all passed", 3: "all scenarios ran, some failed",
               203: "the guest's scenario runner did not start or did not report"}
@@ -78,7 +83,12 @@ def qemu_command(cache: str, share: str, mode: str, console: str, memory_mb: int
 def prepare_share(share: str, names: list[str], binary: str | None) -> None:
     shutil.copytree(os.path.join(HERE, "guest"), os.path.join(share, "guest"))
     os.makedirs(os.path.join(share, "peers"))
-    shutil.copy(os.path.join(REPO, "Tests", "peers", "ble_peer.py"), os.path.join(share, "peers"))
+    for name in PEER_FILES:
+        src, dest = os.path.join(REPO, "Tests", "peers", name), os.path.join(share, "peers", name)
+        if os.path.isdir(src):
+            shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(src, dest)
     for rel in REPO_FILES:
         src, dest = os.path.join(REPO, rel), os.path.join(share, "repo", rel)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
