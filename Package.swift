@@ -138,7 +138,7 @@ let package = Package(
         .target(name: "ANTFS", path: "Drivers/ANT/FS"),
         // The ANT driver: sticks through libusb (the controller, a pure state machine, and its I/O
         // edge), ANT+ readings into the one live sessionizer, the `ant` device driver.
-        .target(name: "ANTDriver", dependencies: ["ANTProtocol", "ANTPlusProfiles", "ANTFS", "USBKit", "HealthModel", "DriverKit",
+        .target(name: "ANTDriver", dependencies: ["ANTProtocol", "ANTPlusProfiles", "ANTFS", "USBKit", "PacketCapture", "HealthModel", "DriverKit",
                                                   "Timing", .product(name: "Logging", package: "swift-log")],
                 path: "Drivers/ANT", exclude: ["README.md", "Protocol", "Profiles", "FS", "Commands", "tools"], resources: [.embedInCode("sample.toml")]),
         // Packet capture files (pcap and pcapng): records with their link type and time, for
@@ -211,6 +211,7 @@ let package = Package(
                 path: "Sources/CommandSupport"),
         // The ANT family's commands (`healthgate ant ...`), mounted by the executable.
         .target(name: "ANTCommands", dependencies: ["ANTDriver", "ANTProtocol", "ANTPlusProfiles", "USBKit", "CommandSupport", "HealthModel",
+                                                    "HealthPipeline", "HealthStore", "DriverKit",
                                                     .product(name: "ArgumentParser", package: "swift-argument-parser")],
                 path: "Drivers/ANT/Commands"),
         .executableTarget(name: "healthgate", dependencies: [

@@ -5,6 +5,8 @@ public import ArgumentParser
 import CommandSupport
 import DriverKit
 import Foundation
+import HealthPipeline
+import HealthStore
 public import HealthModel
 import Synchronization
 import USBKit
@@ -20,7 +22,7 @@ public struct ANTRootCommand: AsyncParsableCommand {
             the environment variable HEALTHGATE_ANT_NETWORK_KEY (16 hex digits; ANT+ adopters \
             get it from thisisant.com; HealthGate does not ship it).
             """,
-        subcommands: [ANTListCommand.self, ANTScanCommand.self, ANTWatchCommand.self])
+        subcommands: [ANTListCommand.self, ANTScanCommand.self, ANTWatchCommand.self, ANTReplayCommand.self])
 
     public init() {}
 }
@@ -420,6 +422,71 @@ enum CommandSupportNumber {
         while text.contains("."), text.hasSuffix("0") { text.removeLast() }
         if text.hasSuffix(".") { text.removeLast() }
         return text
+    }
+}
+
+// MARK: - replay
+
+struct ANTReplayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replay", abstract: "Print (or store) the ANT+ readings in a usbmon capture of an ANT stick.",
+        discussion: """
+            FILE is a Linux usbmon capture (pcap or pcapng, link type 220 or 189: Wireshark, \
+            tcpdump -i usbmonN) of a session with an ANT USB stick, by HealthGate or any other \
+            program. What the stick sent is decoded as a live session would have, and each \
+            reading printed like `ant watch` prints it, with the time it was captured (--json: \
+            one object per line). A summary goes to standard error. --record stores what a live \
+            recording would have stored, with the capture's times: replaying it again stores \
+            nothing new.
+            """)
+
+    @OptionGroup var output: OutputOptions
+    @Flag(help: "Store the readings in the database (--db).")
+    var record = false
+    @Option(name: .customLong("db"), help: ArgumentHelp("The SQLite database for --record (default ./healthgate.sqlite).", valueName: "PATH"))
+    var db = "./healthgate.sqlite"
+    @Option(help: ArgumentHelp("Silence that ends a workout; \(DurationArgument.forms).", valueName: "DURATION"))
+    var gap = DurationArgument(seconds: 120)
+    @Option(name: .customLong("wheel-circumference"), help: "Metres per wheel revolution (0.5 to 4).")
+    var wheel = 2.096
+    @Argument(help: "The usbmon capture: pcap or pcapng.")
+    var file: String
+
+    func run() async throws {
+        guard let data = FileManager.default.contents(atPath: file) else { throw CommandFailure("\(file): cannot be read") }
+        var configuration = ANTCaptureReplay.Configuration()
+        configuration.sessions.gap = gap.seconds
+        configuration.wheelCircumference = wheel
+        let result: ANTCaptureReplay.Result
+        do { result = try ANTCaptureReplay.replay(Array(data), configuration: configuration) } catch {
+            throw CommandFailure("\(file): \(error)")
+        }
+        for reading in result.readings {
+            for value in reading.readings {
+                let line = WatchLine(time: reading.time, sensor: reading.sensor, reading: value, rssi: reading.rssi)
+                if output.json { try CommandOutput.printJSONLine(line) } else { print(line.text) }
+            }
+        }
+        let s = result.statistics
+        var summary = "\((file as NSString).lastPathComponent): \(s.records) record(s)"
+        if let first = result.first, let last = result.last { summary += ", \(ISO8601.string(first)) to \(ISO8601.string(last))" }
+        summary += "\n\(s.sticks.count) stick(s) \(s.sticks.joined(separator: ", ")): \(s.messages) message(s) in \(s.bytesFromSticks) bytes, "
+            + "\(result.readings.count) reading(s) from \(Set(result.readings.map(\.sensor)).count) sensor(s); "
+            + "\(s.droppedFrames) frame(s) dropped, \(s.malformedPages) malformed page(s), \(s.skipped) record(s) skipped\n"
+        for problem in result.problems { summary += "  \(DisplayText.safe(problem, limit: 300))\n" }
+        CommandOutput.stderr(summary)
+        if record {
+            // Through the live drivers' sink: normalized, and stored once by id.
+            let store: HealthStore
+            do { store = try await HealthStore(path: db) } catch { throw CommandFailure("\(db): \(error)") }
+            let sink = StoreSink(store: store)
+            try await sink.emit(result.batch)
+            let workouts = result.batch.workouts.filter(\.isFinal).count
+            CommandOutput.stderr("stored into \(db): \(workouts) workout(s), \(result.batch.records.count) measurement(s) "
+                                 + "(those stored before are kept once)"
+                                 + (sink.rejected.count > 0 ? ", \(sink.rejected.count) rejected" : "") + "\n")
+        }
+        if let damage = result.damage { throw CommandFailure("\(file): \(damage)") }
     }
 }
 
