@@ -25,6 +25,9 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
     X(uint8_t, libusb_get_bus_number, (libusb_device *)) \
     X(uint8_t, libusb_get_device_address, (libusb_device *)) \
     X(int, libusb_get_port_numbers, (libusb_device *, uint8_t *, int)) \
+    X(int, libusb_get_active_config_descriptor, (libusb_device *, struct libusb_config_descriptor **)) \
+    X(void, libusb_free_config_descriptor, (struct libusb_config_descriptor *)) \
+    X(libusb_device *, libusb_get_device, (libusb_device_handle *)) \
     X(int, libusb_open, (libusb_device *, libusb_device_handle **)) \
     X(void, libusb_close, (libusb_device_handle *)) \
     X(int, libusb_get_string_descriptor_ascii, (libusb_device_handle *, uint8_t, unsigned char *, int)) \
@@ -91,6 +94,44 @@ uint8_t hg_usb_get_bus_number(libusb_device *dev) { return loaded() ? p_libusb_g
 uint8_t hg_usb_get_device_address(libusb_device *dev) { return loaded() ? p_libusb_get_device_address(dev) : 0; }
 int hg_usb_get_port_numbers(libusb_device *dev, uint8_t *port_numbers, int port_numbers_len) {
     return loaded() ? p_libusb_get_port_numbers(dev, port_numbers, port_numbers_len) : NOT_LOADED;
+}
+
+int hg_usb_get_active_config_descriptor(libusb_device *dev, struct libusb_config_descriptor **config) {
+    return loaded() ? p_libusb_get_active_config_descriptor(dev, config) : NOT_LOADED;
+}
+void hg_usb_free_config_descriptor(struct libusb_config_descriptor *config) {
+    if (loaded()) p_libusb_free_config_descriptor(config);
+}
+libusb_device *hg_usb_get_device(libusb_device_handle *handle) { return loaded() ? p_libusb_get_device(handle) : NULL; }
+
+int hg_usb_bulk_endpoints(libusb_device_handle *handle, int interface_number, unsigned char *in_endpoint,
+                          unsigned char *out_endpoint, int *in_packet_size) {
+    if (!loaded()) return NOT_LOADED;
+    struct libusb_config_descriptor *config = NULL;
+    int r = p_libusb_get_active_config_descriptor(p_libusb_get_device(handle), &config);
+    if (r < 0) return r;
+    r = LIBUSB_ERROR_NOT_FOUND;
+    *in_endpoint = 0;
+    *out_endpoint = 0;
+    for (int i = 0; i < config->bNumInterfaces; i++) {
+        const struct libusb_interface *interface = &config->interface[i];
+        if (interface->num_altsetting < 1) continue;
+        const struct libusb_interface_descriptor *setting = &interface->altsetting[0];
+        if (setting->bInterfaceNumber != interface_number) continue;
+        for (int e = 0; e < setting->bNumEndpoints; e++) {
+            const struct libusb_endpoint_descriptor *endpoint = &setting->endpoint[e];
+            if ((endpoint->bmAttributes & 0x03) != LIBUSB_TRANSFER_TYPE_BULK) continue;
+            if ((endpoint->bEndpointAddress & 0x80) && *in_endpoint == 0) {
+                *in_endpoint = endpoint->bEndpointAddress;
+                *in_packet_size = endpoint->wMaxPacketSize & 0x7FF;
+            } else if (!(endpoint->bEndpointAddress & 0x80) && *out_endpoint == 0) {
+                *out_endpoint = endpoint->bEndpointAddress;
+            }
+        }
+        if (*in_endpoint != 0 && *out_endpoint != 0) r = 0;
+    }
+    p_libusb_free_config_descriptor(config);
+    return r;
 }
 
 int hg_usb_open(libusb_device *dev, libusb_device_handle **handle) {

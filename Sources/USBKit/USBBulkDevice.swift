@@ -14,11 +14,14 @@ import Synchronization
 public final class USBBulkDevice: Sendable {
     public struct Configuration: Sendable {
         public var interface: Int32 = 0
-        public var outEndpoint: UInt8 = 0x01
-        public var inEndpoint: UInt8 = 0x81
-        /// Bytes asked for by each IN transfer: the endpoint's packet size (a short read ends a
-        /// transfer; some devices dislike reads of another size).
-        public var inLength: Int = 64
+        /// The bulk endpoints; nil: the interface's first bulk OUT and IN endpoints, read from the
+        /// device's configuration descriptor (an ANT stick has 0x01 and 0x81; an emulated one
+        /// on a gadget controller may have others).
+        public var outEndpoint: UInt8?
+        public var inEndpoint: UInt8?
+        /// Bytes asked for by each IN transfer; nil: the IN endpoint's packet size (a short read
+        /// ends a transfer; some devices dislike reads of another size).
+        public var inLength: Int?
         /// How long one IN transfer waits before the reader checks whether it should stop.
         public var readTimeoutMs: UInt32 = 250
         /// How long one OUT transfer may take.
@@ -38,6 +41,10 @@ public final class USBBulkDevice: Sendable {
 
     public let info: USBDeviceInfo
     public let configuration: Configuration
+    /// The endpoints in use, and the length of each IN transfer.
+    public let outEndpoint: UInt8
+    public let inEndpoint: UInt8
+    public let inLength: Int
     /// The kernel driver that was bound to the interface and was detached, if any.
     public let detachedDriver: String?
     private let context: USBContext
@@ -56,6 +63,7 @@ public final class USBBulkDevice: Sendable {
         self.configuration = configuration
         let handle = try context.open(info)
         var detached: String?
+        var endpoints: (out: UInt8, in: UInt8, length: Int) = (0, 0, 0)
         do {
             let interface = configuration.interface
             if hg_usb_kernel_driver_active(handle, interface) == 1 {
@@ -68,10 +76,17 @@ public final class USBBulkDevice: Sendable {
                 try USBError.check("set configuration 1", hg_usb_set_configuration(handle, 1))
             }
             try USBError.check("claim interface \(interface)", hg_usb_claim_interface(handle, interface))
+            var found: (out: UInt8, in: UInt8, size: Int32) = (0, 0, 0)
+            if configuration.outEndpoint == nil || configuration.inEndpoint == nil || configuration.inLength == nil {
+                try USBError.check("find the bulk endpoints of interface \(interface)",
+                                   hg_usb_bulk_endpoints(handle, interface, &found.in, &found.out, &found.size))
+            }
+            endpoints = (configuration.outEndpoint ?? found.out, configuration.inEndpoint ?? found.in,
+                         configuration.inLength ?? max(8, Int(found.size)))
             // A halt left by an earlier program: cleared (a device that cannot is told by its
             // first transfer, so a failure here is not one).
-            _ = hg_usb_clear_halt(handle, configuration.outEndpoint)
-            _ = hg_usb_clear_halt(handle, configuration.inEndpoint)
+            _ = hg_usb_clear_halt(handle, endpoints.out)
+            _ = hg_usb_clear_halt(handle, endpoints.in)
         } catch {
             if detached != nil { _ = hg_usb_attach_kernel_driver(handle, configuration.interface) }
             hg_usb_close(handle)
@@ -79,6 +94,7 @@ public final class USBBulkDevice: Sendable {
         }
         self.handle = handle
         detachedDriver = detached
+        (outEndpoint, inEndpoint, inLength) = endpoints
         let thread = Thread { [self] in read(onInput) }
         thread.name = "healthgate-usb-\(info.sysfsName)"
         thread.start()
@@ -101,8 +117,8 @@ public final class USBBulkDevice: Sendable {
         guard !closed.withLock({ $0 }) else { throw USBError("write", code: LIBUSB_ERROR_NO_DEVICE.rawValue) }
         var data = bytes
         var sent: Int32 = 0
-        let step = "write \(bytes.count) bytes to endpoint 0x\(String(configuration.outEndpoint, radix: 16))"
-        try USBError.check(step, hg_usb_bulk_transfer(handle, configuration.outEndpoint, &data, Int32(data.count), &sent,
+        let step = "write \(bytes.count) bytes to endpoint 0x\(String(outEndpoint, radix: 16))"
+        try USBError.check(step, hg_usb_bulk_transfer(handle, outEndpoint, &data, Int32(data.count), &sent,
                                                       configuration.writeTimeoutMs))
         if Int(sent) != bytes.count { throw USBError(step + " (\(sent) sent)", code: LIBUSB_ERROR_IO.rawValue) }
     }
@@ -110,18 +126,18 @@ public final class USBBulkDevice: Sendable {
     /// The reader: one IN transfer pending at all times until stopped or failed.
     private func read(_ onInput: @Sendable (Input) -> Void) {
         defer { readerDone.signal() }
-        var buffer = [UInt8](repeating: 0, count: configuration.inLength)
-        let step = "read endpoint 0x\(String(configuration.inEndpoint, radix: 16))"
+        var buffer = [UInt8](repeating: 0, count: inLength)
+        let step = "read endpoint 0x\(String(inEndpoint, radix: 16))"
         while !stopping.load(ordering: .acquiring) {
             var received: Int32 = 0
-            let rc = hg_usb_bulk_transfer(handle, configuration.inEndpoint, &buffer, Int32(buffer.count), &received,
+            let rc = hg_usb_bulk_transfer(handle, inEndpoint, &buffer, Int32(buffer.count), &received,
                                           configuration.readTimeoutMs)
             if received > 0 { onInput(.bytes(Array(buffer.prefix(Int(received))))) }
             switch rc {
             case 0, LIBUSB_ERROR_TIMEOUT.rawValue, LIBUSB_ERROR_INTERRUPTED.rawValue:
                 continue
             case LIBUSB_ERROR_PIPE.rawValue:
-                if hg_usb_clear_halt(handle, configuration.inEndpoint) == 0 {
+                if hg_usb_clear_halt(handle, inEndpoint) == 0 {
                     onInput(.stallCleared)
                     continue
                 }

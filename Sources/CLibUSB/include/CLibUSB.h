@@ -30,6 +30,15 @@ uint8_t hg_usb_get_bus_number(libusb_device *dev);
 uint8_t hg_usb_get_device_address(libusb_device *dev);
 int hg_usb_get_port_numbers(libusb_device *dev, uint8_t *port_numbers, int port_numbers_len);
 
+int hg_usb_get_active_config_descriptor(libusb_device *dev, struct libusb_config_descriptor **config);
+void hg_usb_free_config_descriptor(struct libusb_config_descriptor *config);
+libusb_device *hg_usb_get_device(libusb_device_handle *handle);
+/// The bulk endpoints of `interface_number` (alternate setting 0) in the active configuration:
+/// the first bulk IN and the first bulk OUT endpoint, and the IN endpoint's packet size. 0 when
+/// found, a libusb error otherwise (LIBUSB_ERROR_NOT_FOUND: no such interface or endpoints).
+int hg_usb_bulk_endpoints(libusb_device_handle *handle, int interface_number, unsigned char *in_endpoint,
+                          unsigned char *out_endpoint, int *in_packet_size);
+
 int hg_usb_open(libusb_device *dev, libusb_device_handle **handle);
 void hg_usb_close(libusb_device_handle *handle);
 int hg_usb_get_string_descriptor_ascii(libusb_device_handle *handle, uint8_t index, unsigned char *data, int length);
