@@ -139,6 +139,7 @@ let package = Package(
         // The ANT driver: sticks through libusb (the controller, a pure state machine, and its I/O
         // edge), ANT+ readings into the one live sessionizer, the `ant` device driver.
         .target(name: "ANTDriver", dependencies: ["ANTProtocol", "ANTPlusProfiles", "ANTFS", "USBKit", "PacketCapture", "HealthModel", "DriverKit",
+                                                  "LinuxAdapters",
                                                   "Timing", .product(name: "Logging", package: "swift-log")],
                 path: "Drivers/ANT", exclude: ["README.md", "Protocol", "Profiles", "FS", "Commands", "tools"], resources: [.embedInCode("sample.toml")]),
         // Packet capture files (pcap and pcapng): records with their link type and time, for
@@ -211,7 +212,7 @@ let package = Package(
                 path: "Sources/CommandSupport"),
         // The ANT family's commands (`healthgate ant ...`), mounted by the executable.
         .target(name: "ANTCommands", dependencies: ["ANTDriver", "ANTProtocol", "ANTPlusProfiles", "USBKit", "CommandSupport", "HealthModel",
-                                                    "HealthPipeline", "HealthStore", "DriverKit",
+                                                    "HealthPipeline", "HealthStore", "DriverKit", "DriverRegistry",
                                                     .product(name: "ArgumentParser", package: "swift-argument-parser")],
                 path: "Drivers/ANT/Commands"),
         .executableTarget(name: "healthgate", dependencies: [
@@ -239,7 +240,8 @@ let package = Package(
         // The ANT driver: the stick controller and value mapping (pure), and the healthgate binary's
         // libusb path against usbmon captures replayed by umockdev.
         .testTarget(name: "ANTDriverTests", dependencies: [
-            "TestSupport", "ANTDriver", "ANTProtocol", "ANTPlusProfiles", "HealthModel", .product(name: "GRDB", package: "GRDB.swift"),
+            "TestSupport", "ANTDriver", "ANTProtocol", "ANTPlusProfiles", "ANTFS", "USBKit", "HealthModel",
+            .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "PacketCaptureTests", dependencies: ["TestSupport", "PacketCapture"]),
         .testTarget(name: "HealthModelTests", dependencies: ["HealthModel", .product(name: "Crypto", package: "swift-crypto")]),

@@ -1,5 +1,5 @@
 public import ArgumentParser
-import Foundation
+public import Foundation
 import HealthModel
 
 /// `--json`, for every command that prints a table or a list.
@@ -51,4 +51,19 @@ public struct DurationArgument: ExpressibleByArgument, Sendable, CustomStringCon
     }
 
     public var defaultValueDescription: String { description }
+}
+
+/// Dates on the command line.
+public enum CommandDates {
+    /// `text` as ISO 8601; a date or time without `Z` or an offset is a wall-clock time in
+    /// `timeZone` (the machine's, as the day and week buckets of `stats` are).
+    public static func localDate(_ text: String, timeZone: TimeZone = .current) -> Date? {
+        guard let asUTC = ISO8601.parse(text) else { return nil }
+        let time = text.dropFirst(10)
+        let hasZone = time.hasSuffix("Z") || time.hasSuffix("z") || time.contains("+") || time.contains("-")
+        guard !hasZone else { return asUTC }
+        // The offset in force at that wall-clock time (checked once more across a DST change).
+        let guess = asUTC.addingTimeInterval(-Double(timeZone.secondsFromGMT(for: asUTC)))
+        return asUTC.addingTimeInterval(-Double(timeZone.secondsFromGMT(for: guess)))
+    }
 }

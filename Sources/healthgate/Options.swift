@@ -1,4 +1,5 @@
 import ArgumentParser
+import CommandSupport
 import Foundation
 import HealthModel
 import HealthStore
@@ -63,18 +64,7 @@ struct RangeOptions: ParsableArguments {
         return DateRange(since: since, until: until)
     }
 
-    /// `text` as ISO 8601; a date or time without `Z` or an offset is a wall-clock time in
-    /// `timeZone` (the machine's, as the day and week buckets of `stats` are).
-    static func localDate(_ text: String, timeZone: TimeZone) -> Date? {
-        guard let asUTC = ISO8601.parse(text) else { return nil }
-        let time = text.dropFirst(10)
-        let hasZone = time.hasSuffix("Z") || time.hasSuffix("z") || time.contains("+") || time.contains("-")
-        guard !hasZone else { return asUTC }
-        // The offset in force at that wall-clock time (checked once more across a DST change).
-        let guess = asUTC.addingTimeInterval(-Double(timeZone.secondsFromGMT(for: asUTC)))
-        return asUTC.addingTimeInterval(-Double(timeZone.secondsFromGMT(for: guess)))
-    }
+    /// `text` as ISO 8601, a time without a zone in `timeZone` (``CommandDates/localDate(_:timeZone:)``).
+    static func localDate(_ text: String, timeZone: TimeZone) -> Date? { CommandDates.localDate(text, timeZone: timeZone) }
 }
-
-/// `--json`.
 

@@ -3,6 +3,7 @@ import ANTPlusProfiles
 import ANTProtocol
 public import ArgumentParser
 import CommandSupport
+import DriverRegistry
 import DriverKit
 import Foundation
 import HealthPipeline
@@ -22,7 +23,7 @@ public struct ANTRootCommand: AsyncParsableCommand {
             the environment variable HEALTHGATE_ANT_NETWORK_KEY (16 hex digits; ANT+ adopters \
             get it from thisisant.com; HealthGate does not ship it).
             """,
-        subcommands: [ANTListCommand.self, ANTScanCommand.self, ANTWatchCommand.self, ANTReplayCommand.self])
+        subcommands: [ANTListCommand.self, ANTScanCommand.self, ANTWatchCommand.self, ANTReplayCommand.self, ANTDownloadCommand.self])
 
     public init() {}
 }
@@ -487,6 +488,90 @@ struct ANTReplayCommand: AsyncParsableCommand {
                                  + (sink.rejected.count > 0 ? ", \(sink.rejected.count) rejected" : "") + "\n")
         }
         if let damage = result.damage { throw CommandFailure("\(file): \(damage)") }
+    }
+}
+
+// MARK: - download
+
+struct ANTDownloadCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "download", abstract: "Download a watch's new FIT files over ANT-FS and import them.",
+        discussion: """
+            For the watches that hand over their backlog through an ANT stick: Forerunner 310XT, \
+            610, 910XT, FR60, FR70, Swim, vívoactive HR (the FR405/410 speak Garmin's older \
+            protocol inside ANT-FS and are not supported). Put the watch in pairing or sync mode \
+            near the stick. The first time, --pair asks the watch to pair: accept on the watch; \
+            the passkey it gives is kept for the watch's serial (FILES/SERIAL/passkey, 0600). Every \
+            FIT file not fetched before (--since: only those dated from DATE on) is downloaded \
+            block by block with its CRC checked, kept under FILES/SERIAL/ and imported; the watch \
+            is never written to. The ANT-FS network key comes from --antfs-key or \
+            HEALTHGATE_ANTFS_NETWORK_KEY.
+            """)
+
+    @Option(name: .customLong("antfs-key"), help: ArgumentHelp("The ANT-FS network key, 16 hex digits (default: $HEALTHGATE_ANTFS_NETWORK_KEY).",
+                                                               valueName: "KEY"))
+    var networkKey: String?
+    @Flag(help: "Pair with a watch that has no stored passkey (accept on the watch).")
+    var pair = false
+    @Option(help: ArgumentHelp("Only files dated from this date or time on (local unless it says Z).", valueName: "DATE"))
+    var since: String?
+    @Option(name: .customLong("db"), help: ArgumentHelp("The SQLite database (default ./healthgate.sqlite).", valueName: "PATH"))
+    var db = "./healthgate.sqlite"
+    @Option(name: .customLong("files"), help: ArgumentHelp("Where passkeys and downloaded files are kept (default: antfs/ next to the database).",
+                                                           valueName: "DIR"))
+    var folder: String?
+    @Option(name: .customLong("stick"), help: ArgumentHelp("Use this stick: its USB port (1-2) or bus:address (001:005).", valueName: "STICK"))
+    var stick: String?
+    @Option(name: .customLong("timeout"), help: ArgumentHelp("Give up after this long: \(DurationArgument.forms).", valueName: "DURATION"))
+    var timeout = DurationArgument(seconds: 600)
+    @OptionGroup var output: OutputOptions
+
+    func validate() throws {
+        if let since, CommandDates.localDate(since) == nil {
+            throw ValidationError("--since '\(since)' is not a date (use YYYY-MM-DD or YYYY-MM-DDTHH:MM)")
+        }
+        try timeout.requireLongerThanZero("--timeout")
+    }
+
+    func run() async throws {
+        guard let text = networkKey ?? ProcessInfo.processInfo.environment["HEALTHGATE_ANTFS_NETWORK_KEY"] else {
+            throw ValidationError("give the ANT-FS network key: --antfs-key KEY or HEALTHGATE_ANTFS_NETWORK_KEY (16 hex digits)")
+        }
+        guard let key = ANTPlus.parseNetworkKey(text) else { throw ValidationError("the ANT-FS key must be 16 hex digits") }
+        let folder = self.folder ?? ((db as NSString).deletingLastPathComponent.isEmpty ? "." : (db as NSString).deletingLastPathComponent) + "/antfs"
+        let store: HealthStore
+        do { store = try await HealthStore(path: db) } catch { throw CommandFailure("\(db): \(error)") }
+        var configuration = ANTFSDownloader.Configuration(networkKey: key, hostSerial: try ANTFSDownloader.hostSerial(folder: folder), folder: folder)
+        configuration.allowPairing = pair
+        configuration.since = since.flatMap { CommandDates.localDate($0) }
+        configuration.sticks = stick.map { [$0] }
+        configuration.timeout = timeout.duration
+        let quiet = output.json
+        configuration.onEvent = { event in
+            let line: String? = switch event {
+            case .stickOpened(let info): "opened \(ANTStickModel.name(info.productID)) \(info)"
+            case .searching: "looking for a watch (put it in sync or pairing mode near the stick)"
+            case .identified(let serial, let name): "found \(name.isEmpty ? "a watch" : name) (serial \(serial))"
+            case .acceptOnWatch: "accept the pairing request on the watch"
+            case .paired(let serial): "paired with \(serial); its passkey is kept"
+            case .directory(let total, let selected): "\(total) file(s) on the watch, \(selected.count) to fetch"
+            case .progress(let index, let received, let total): "file \(index): \(received)/\(total) bytes"
+            case .saved(let path, _): "saved \(path)"
+            case .imported(let report): "\(report.path): \(report.status.rawValue)" + (report.records > 0 ? ", \(report.records) record(s)" : "")
+            case .fileFailed(let entry, let reason): "\(entry.suggestedFileName): \(reason)"
+            }
+            if !quiet, let line { CommandOutput.stderr(DisplayText.safe(line, limit: 500) + "\n") }
+        }
+        let pipeline = ImportPipeline(store: store, importers: Registry.fileImporters())
+        let summary: ANTFSDownloader.Summary
+        do { summary = try await ANTFSDownloader(configuration: configuration).run(sink: StoreSink(store: store), files: pipeline) } catch {
+            throw CommandFailure("\(error)")
+        }
+        if output.json { return try CommandOutput.printJSON(summary) }
+        print("\(summary.watchName ?? "watch") \(summary.watchSerial.map(String.init) ?? ""): \(summary.filesOnWatch) file(s), "
+              + "\(summary.fetched.count) fetched, \(summary.imported.filter { $0.status == .imported }.count) imported"
+              + (summary.failed.isEmpty ? "" : ", \(summary.failed.count) failed: " + summary.failed.joined(separator: "; ")))
+        if !summary.failed.isEmpty { throw ExitCode(1) }
     }
 }
 

@@ -117,13 +117,18 @@ public struct ANTRecorder: Sendable {
                     if waitingSaid { report(.waitingForStick(false)) }
                     waitingSaid = false
                 case .hotplug(.left(let info)):
-                    running.removeValue(forKey: info)?.cancel()
-                    for lost in loop.stickGone(info) { report(.sensorLost(lost)) }
-                    report(.stickEnded(info, reason: "unplugged"))
+                    // Its run ends by itself once its transfers fail (what it read before is
+                    // still handed over); cancelled if that has not happened in 5 s.
+                    if let task = running[info] {
+                        Task {
+                            try? await Task.sleep(for: .seconds(5))
+                            task.cancel()
+                        }
+                    }
                 case .stickEnded(let info, let failure):
                     guard running.removeValue(forKey: info) != nil else { continue }
                     for lost in loop.stickGone(info) { report(.sensorLost(lost)) }
-                    report(.stickEnded(info, reason: failure?.description))
+                    report(.stickEnded(info, reason: failure.map { $0.isGone ? "unplugged" : $0.description }))
                 case .stick(let info, let event):
                     for out in loop.handle(event, from: info) { report(out) }
                 case .flush:
@@ -155,8 +160,11 @@ public struct ANTRecorder: Sendable {
         var sessions: LiveSessionizer
         var values = ANTLiveValues()
         var decoders: [ANTSensorID: ANTPlusSensorDecoder] = [:]
-        /// The stick each sensor is recorded through (the first that heard it).
-        var boundTo: [ANTSensorID: USBDeviceInfo] = [:]
+        /// The stick each sensor is recorded through (the first that heard it), and when it last
+        /// delivered it: another stick takes the sensor over once that one has been silent about
+        /// it for ``takeOver`` seconds (the same stick plugged back has another address).
+        var boundTo: [ANTSensorID: (stick: USBDeviceInfo, last: Date)] = [:]
+        static let takeOver: TimeInterval = 2
         /// Each stick's channels, to name a sensor when a message carries no channel id.
         var channels: [USBDeviceInfo: [UInt8: ANTStickController.ChannelPlan]] = [:]
         /// Sensors heard on each stick's channel (to tell which was lost when it goes to search).
@@ -176,7 +184,7 @@ public struct ANTRecorder: Sendable {
 
         /// The sensors recorded through `info`, which is gone: free to be heard by another stick.
         mutating func stickGone(_ info: USBDeviceInfo) -> [ANTSensorID] {
-            let lost = boundTo.filter { $0.value == info }.map(\.key).sorted()
+            let lost = boundTo.filter { $0.value.stick == info }.map(\.key).sorted()
             for sensor in lost { boundTo[sensor] = nil }
             channels[info] = nil
             onChannel[info] = nil
@@ -197,7 +205,7 @@ public struct ANTRecorder: Sendable {
             case .dropped(let drop): return [.problem(kind: "ant_frame_dropped", message: "\(stick): \(drop)")]
             case .channelEvent(let channel, let code):
                 guard code == .rxFailGoToSearch || code == .channelClosed || code == .rxSearchTimeout,
-                      let sensor = onChannel[stick]?.removeValue(forKey: channel), boundTo[sensor] == stick else { return [] }
+                      let sensor = onChannel[stick]?.removeValue(forKey: channel), boundTo[sensor]?.stick == stick else { return [] }
                 boundTo[sensor] = nil
                 return [.sensorLost(sensor)]
             case .data(let reply, let time):
@@ -222,12 +230,11 @@ public struct ANTRecorder: Sendable {
                 return []
             }
             var events: [Event] = []
-            if let bound = boundTo[sensor] {
-                guard bound == stick else { return [] }  // heard by another stick too: recorded there
-            } else {
-                boundTo[sensor] = stick
-                events.append(.sensorFound(sensor, stick: stick))
+            if let bound = boundTo[sensor], bound.stick != stick, time.timeIntervalSince(bound.last) < Self.takeOver {
+                return []  // heard by another stick too: recorded there
             }
+            if boundTo[sensor]?.stick != stick { events.append(.sensorFound(sensor, stick: stick)) }
+            boundTo[sensor] = (stick, time)
             onChannel[stick, default: [:]][message.channel] = sensor
             var decoder = decoders[sensor]
                 ?? ANTPlusSensorDecoder(deviceType: sensor.deviceType, wheelCircumference: configuration.wheelCircumference)

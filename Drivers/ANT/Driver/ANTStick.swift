@@ -58,19 +58,31 @@ public struct ANTStick: Sendable {
         self.configuration = configuration
     }
 
+    /// What a caller asks of a running stick (ANT-FS sends data and retunes its channel).
+    public enum Command: Sendable {
+        /// Channel configuration commands, each checked against its response.
+        case configure([ANTMessage])
+        /// Messages written as they are (acknowledged data, burst packets): their outcome comes
+        /// back as channel events (transfer completed or failed).
+        case send([ANTMessage])
+    }
+
     private enum Input: Sendable {
         case usb(USBBulkDevice.Input, Date)
         case tick
+        case command(Command)
     }
 
     /// Runs the stick at `info` until cancelled (returns) or it fails or goes (throws ``Failure``).
-    public func run(_ info: USBDeviceInfo, onEvent: @Sendable (Event) async -> Void) async throws(Failure) {
+    /// `commands` (optional) are carried out while the stick runs.
+    public func run(_ info: USBDeviceInfo, commands: AsyncStream<Command>? = nil,
+                    onEvent: @Sendable (Event) async -> Void) async throws(Failure) {
         var info = info
         var resets = 0
         while !Task.isCancelled {
             let reason: String
             do {
-                reason = try await session(info, onEvent: onEvent)
+                reason = try await session(info, commands: commands, onEvent: onEvent)
             } catch let error as Failure {
                 throw error
             } catch {
@@ -90,7 +102,9 @@ public struct ANTStick: Sendable {
     }
 
     /// One open of the stick: returns why it must be reset (unresponsive), throws when it fails.
-    private func session(_ info: USBDeviceInfo, onEvent: @Sendable (Event) async -> Void) async throws -> String {
+    private func session(_ info: USBDeviceInfo, commands: AsyncStream<Command>?, onEvent: @Sendable (Event) async -> Void)
+        async throws -> String
+    {
         let (inputs, input) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
         let device: USBBulkDevice
         do {
@@ -107,7 +121,15 @@ public struct ANTStick: Sendable {
                 input.yield(.tick)
             }
         }
-        defer { ticker.cancel() }
+        let forwarder = commands.map { commands in
+            Task {
+                for await command in commands { input.yield(.command(command)) }
+            }
+        }
+        defer {
+            ticker.cancel()
+            forwarder?.cancel()
+        }
         var controller = ANTStickController(configuration: configuration)
         var decoder = ANTFrameDecoder()
         let start = ContinuousClock.now
@@ -158,6 +180,10 @@ public struct ANTStick: Sendable {
                         }
                         if outcome != nil { break }
                     }
+                case .command(.configure(let messages)):
+                    outcome = await perform(controller.configure(messages, now: now()), time: Date())
+                case .command(.send(let messages)):
+                    outcome = await perform(messages.map { .send($0) }, time: Date())
                 case .usb(.stallCleared, _):
                     await onEvent(.problem("the stick's IN endpoint stalled; its halt was cleared"))
                 case .usb(.failed(let error), _):

@@ -45,6 +45,9 @@ public struct ANTStickController: Sendable {
         public var channels: [ChannelPlan] = []
         /// Instead of channels: the receive scan mode on channel 0 (every sensor in range).
         public var scanMode = false
+        /// Instead of channels: channel 0 searching for ANT-FS watches (device type 1, 8 Hz, RF
+        /// 50 MHz above 2400, no search timeout); the network key is then the ANT-FS key.
+        public var antFSSearch = false
         /// Resets sent before the stick counts as unresponsive, and how long each waits.
         public var resets = 3
         public var startupTimeout = 1.0
@@ -187,6 +190,18 @@ public struct ANTStickController: Sendable {
         return []
     }
 
+    /// Sends channel configuration commands (each checked against its `40` response, in order,
+    /// after what is queued): ANT-FS retunes its channel this way.
+    public mutating func configure(_ messages: [ANTMessage], now: Double) -> [Action] {
+        var actions: [Action] = []
+        for message in messages {
+            let command = Command(message: message, expect: .response(channel: message.payload.first ?? 0, id: message.id),
+                                  what: "\(message)")
+            actions += send(command, now: now)
+        }
+        return actions
+    }
+
     // MARK: - Commands
 
     private func answers(_ reply: ANTReply, _ expect: Expect) -> Bool {
@@ -282,7 +297,21 @@ public struct ANTStickController: Sendable {
             commands.append(Command(message: ANTCommand.libConfig(ANTCommand.LibConfigFlag.channelID | ANTCommand.LibConfigFlag.rssi),
                                     expect: .response(channel: 0, id: ANTMessageID.libConfig), optional: true, what: "extended messages"))
         }
-        if configuration.scanMode {
+        if configuration.antFSSearch {
+            let search: [(ANTMessage, UInt8, String)] = [
+                (ANTCommand.assignChannel(0, type: .receive, network: 0), ANTMessageID.assignChannel, "assign channel 0"),
+                (ANTCommand.setChannelID(0, ANTChannelID(deviceNumber: 0, deviceType: 1, transmissionType: 0)), ANTMessageID.channelID,
+                 "channel 0 id"),
+                (ANTCommand.setChannelPeriod(0, period: 4096), ANTMessageID.channelPeriod, "channel 0 period"),
+                (ANTCommand.setSearchTimeout(0, 255), ANTMessageID.searchTimeout, "channel 0 search timeout"),
+                (ANTCommand.setRFFrequency(0, 50), ANTMessageID.radioFrequency, "channel 0 frequency"),
+                (ANTCommand.setSearchWaveform(0, 0x0035), ANTMessageID.searchWaveform, "channel 0 search waveform"),
+                (ANTCommand.openChannel(0), ANTMessageID.openChannel, "open channel 0"),
+            ]
+            commands += search.map { message, id, what in
+                Command(message: message, expect: .response(channel: 0, id: id), optional: id == ANTMessageID.searchWaveform, what: what)
+            }
+        } else if configuration.scanMode {
             commands += [
                 Command(message: ANTCommand.assignChannel(0, type: .receive, network: 0),
                         expect: .response(channel: 0, id: ANTMessageID.assignChannel), what: "assign channel 0"),
