@@ -28,13 +28,7 @@ public struct BLEReplayDriver: DeviceDriver {
             if let gap = try c.decodeIfPresent(duration: .gap, unit: .seconds, in: .seconds(1)...(.seconds(86_400))) {
                 sessionizer.gap = gap.inSeconds
             }
-            if let text = try c.decodeIfPresent(String.self, forKey: .sport) {
-                let sport = Sport.normalize(text)
-                guard sport != .other || text.lowercased() == "other" else {
-                    throw c.configError(.sport, "'\(text)' is not a sport HealthGate knows")
-                }
-                sessionizer.defaultSport = sport
-            }
+            if let sport = try c.decodeIfPresent(sport: .sport) { sessionizer.defaultSport = sport }
         }
     }
 

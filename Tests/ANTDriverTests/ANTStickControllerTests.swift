@@ -171,6 +171,22 @@ import Testing
         #expect(c.tick(now: 25.4) == [.unresponsive("silent for 10 s and no answer to a status request")])
     }
 
+    @Test("data of an open channel is handed out while the other channels are still configured")
+    func dataWhileConfiguring() {
+        let plans = [Controller.ChannelPlan(.heartRate), Controller.ChannelPlan(.bikePower)]
+        var c = Controller(configuration: .init(networkKey: Self.key, channels: plans))
+        var actions = identify(&c)
+        let broadcast = ANTReply.broadcast(ANTDataMessage(channel: 0, data: [0, 0xFF, 0xFF, 0xFF, 0, 4, 1, 60]))
+        // Before channel 0 is open: not ours.
+        #expect(c.received(broadcast, now: 0) == [])
+        while let message = sent(actions).last, message != ANTCommand.openChannel(0) {
+            actions = c.received(response(to: message), now: 0)
+        }
+        _ = c.received(response(to: ANTCommand.openChannel(0)), now: 0)
+        #expect(c.phase == .configuring)
+        #expect(c.received(broadcast, now: 0.1) == [.data(broadcast)])
+    }
+
     @Test("scan mode: channel 0 in the receive scan mode, every sensor's data handed out")
     func scanMode() {
         var c = Controller(configuration: .init(networkKey: Self.key, scanMode: true))

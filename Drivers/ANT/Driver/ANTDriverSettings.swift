@@ -57,12 +57,7 @@ extension ANTRecorder: DeviceDriver {
 
         public init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
-            func strings(_ key: CodingKeys) throws -> [String]? {
-                guard c.contains(key) else { return nil }
-                if let list = try? c.decode([String].self, forKey: key) { return list }
-                return [try c.decode(String.self, forKey: key)]
-            }
-            if let sticks = try strings(.sticks) {
+            if let sticks = try c.decodeIfPresent(strings: .sticks) {
                 let named = sticks.map { $0.trimmingCharacters(in: .whitespaces) }
                 self.sticks = named.contains("auto") ? nil : named
                 guard !named.isEmpty else { throw c.configError(.sticks, "must name at least one stick (or \"auto\")") }
@@ -73,19 +68,13 @@ extension ANTRecorder: DeviceDriver {
                 throw c.configError(.networkKey, "must be 8 bytes as 16 hex digits (\"B9A5...\"), optionally separated")
             }
             networkKey = bytes
-            do { sensors = try ANTSensorSelector.plans(try strings(.sensors) ?? ["auto"]) } catch let error as ConfigError {
+            do { sensors = try ANTSensorSelector.plans(try c.decodeIfPresent(strings: .sensors) ?? ["auto"]) } catch let error as ConfigError {
                 throw c.configError(.sensors, error.reason)
             }
             gap = try c.decodeIfPresent(duration: .gap, unit: .seconds, in: .seconds(1)...(.seconds(86_400)))
             wheelCircumference = try c.decodeIfPresent(Double.self, forKey: .wheelCircumference, in: 0.5...4)
             flushInterval = try c.decodeIfPresent(duration: .flushInterval, unit: .milliseconds, in: .milliseconds(10)...(.seconds(10)))
-            if let text = try c.decodeIfPresent(String.self, forKey: .sport) {
-                let known = Sport.normalize(text)
-                guard known != .other || text.lowercased() == "other" else {
-                    throw c.configError(.sport, "'\(text)' is not a sport HealthGate knows")
-                }
-                sport = known
-            }
+            sport = try c.decodeIfPresent(sport: .sport)
         }
     }
 

@@ -139,6 +139,7 @@ public struct ANTFSDownloader: Sendable {
         var summary = Summary()
         var fetched = ANTFSFetched()
         var running = false
+        var linked = false
         let start = ContinuousClock.now
         func now() -> Double {
             let elapsed = ContinuousClock.now - start
@@ -191,6 +192,7 @@ public struct ANTFSDownloader: Sendable {
                     case .sendBurst(let bytes):
                         command.yield(.send(ANTCommand.burst(channel: 0, bytes)))
                     case .retune(let frequency, let periodCode):
+                        linked = true
                         var messages = [ANTCommand.setRFFrequency(0, frequency)]
                         if let period = ANTFSBeacon.channelPeriod(periodCode: periodCode) {
                             messages.append(ANTCommand.setChannelPeriod(0, period: period))
@@ -240,6 +242,12 @@ public struct ANTFSDownloader: Sendable {
                     case .finished:
                         return summary
                     case .failed(let error):
+                        // A watch linked to this host stays with it until told otherwise (about a
+                        // minute): say goodbye, so that the next session finds it in link state.
+                        if linked {
+                            command.yield(.send([ANTCommand.acknowledged(channel: 0, ANTFSCommand.disconnect(type: 0).bytes)]))
+                            try? await Task.sleep(for: .milliseconds(500))
+                        }
                         throw Failure(description: "\(error)")
                     }
                 }

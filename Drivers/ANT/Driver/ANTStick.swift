@@ -194,7 +194,19 @@ public struct ANTStick: Sendable {
             }
         }
         input.finish()
-        if let outcome, case .success = outcome { try? await device.resetDevice() }
+        if let outcome, case .success(let reason) = outcome {
+            // An I/O error is often the first sign of a stick being unplugged: one that is gone
+            // half a second later is not reset (a reset of a device on its way out can hang).
+            try? await Task.sleep(for: .milliseconds(500))
+            let present = (try? await Self.offPool { () throws(USBError) in
+                try context.devices(matching: ANTStickModel.matches).contains { $0.bus == info.bus && $0.address == info.address }
+            }) ?? false
+            guard present else {
+                await device.shutdown()
+                throw Failure(description: "\(info): \(reason)", isGone: true)
+            }
+            try? await device.resetDevice()
+        }
         await device.shutdown()
         switch outcome {
         case .failure(let failure): throw failure

@@ -159,11 +159,12 @@ public struct ANTStickController: Sendable {
         if let (command, _, _) = inFlight, answers(reply, command.expect) {
             inFlight = nil
             actions += completed(command, reply, now: now)
-        } else if phase == .running {
+        } else if phase == .running || (phase == .configuring && !opened.isEmpty) {
+            // Data flows as soon as a channel is open, while the others are still configured.
             actions += running(reply, now: now)
         }
-        // Anything else before running (a late answer, data of a channel a previous program left
-        // open) is not for us.
+        // Anything else before a channel of ours is open (a late answer, data of a channel a
+        // previous program left open) is not for us.
         return actions + sendNext(now: now)
     }
 

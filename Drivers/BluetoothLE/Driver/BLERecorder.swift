@@ -89,12 +89,7 @@ public struct BLERecorder: DeviceDriver {
             let c = try decoder.container(keyedBy: CodingKeys.self)
             let hci = try c.decode(String.self, forKey: .hci, required: "the controller: auto, bluez[:hciN], hci0, tcp:HOST:PORT, unix:PATH or serial:DEVICE")
             do { controller = try BLEController(parsing: hci) } catch { throw c.configError(.hci, "\(error)") }
-            if c.contains(.devices) {
-                // A list of selectors, or one.
-                let texts: [String]
-                if let list = try? c.decode([String].self, forKey: .devices) { texts = list } else {
-                    texts = [try c.decode(String.self, forKey: .devices)]
-                }
+            if let texts = try c.decodeIfPresent(strings: .devices) {
                 devices = []
                 for text in texts {
                     do { devices.append(try DeviceSelector(parsing: text.trimmingCharacters(in: .whitespaces))) } catch {
@@ -106,13 +101,7 @@ public struct BLERecorder: DeviceDriver {
             gap = try c.decodeIfPresent(duration: .gap, unit: .seconds, in: .seconds(1)...(.seconds(86_400)))
             wheelCircumference = try c.decodeIfPresent(Double.self, forKey: .wheelCircumference, in: 0.5...4)
             flushInterval = try c.decodeIfPresent(duration: .flushInterval, unit: .milliseconds, in: .milliseconds(10)...(.seconds(10)))
-            if let text = try c.decodeIfPresent(String.self, forKey: .sport) {
-                let known = Sport.normalize(text)
-                guard known != .other || text.lowercased() == "other" else {
-                    throw c.configError(.sport, "'\(text)' is not a sport HealthGate knows")
-                }
-                sport = known
-            }
+            sport = try c.decodeIfPresent(sport: .sport)
         }
     }
 

@@ -1,4 +1,4 @@
-import HealthModel
+public import HealthModel
 
 /// A setting that takes one of a few words (`after_import = "move"`): an enum whose raw values
 /// are the words. A word not in the list is an error that lists them.
@@ -32,6 +32,22 @@ extension KeyedDecodingContainer {
     /// The error for `key`, at its full key path.
     public func configError(_ key: Key, _ reason: String) -> ConfigError {
         ConfigError(keyPath: ConfigDecoder.keyPath(codingPath + [key]), reason: reason)
+    }
+
+    /// A sport HealthGate knows (`Sport.normalize`: `"cycling"`, `"run"`, `"indoor_cycling"`), or
+    /// nil when absent; any other word is an error.
+    public func decodeIfPresent(sport key: Key) throws -> Sport? {
+        guard let text = try decodeIfPresent(String.self, forKey: key) else { return nil }
+        let sport = Sport.normalize(text)
+        guard sport != .other || text.lowercased() == "other" else { throw configError(key, "'\(text)' is not a sport HealthGate knows") }
+        return sport
+    }
+
+    /// A list of strings, or one string as a list of one; nil when absent.
+    public func decodeIfPresent(strings key: Key) throws -> [String]? {
+        guard contains(key) else { return nil }
+        if let list = try? decode([String].self, forKey: key) { return list }
+        return [try decode(String.self, forKey: key)]
     }
 
     /// A required value; its absence is an error that says what it is for (`is required (the
