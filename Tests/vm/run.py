@@ -38,6 +38,8 @@ SCENARIOS = {
     "systemd-unit-bluez": ("systemd", 420, True),
     "systemd-unit-ownstack": ("systemd", 240, True),
     "ant-stick-selftest": ("init", 300, False),
+    "ant-record": ("init", 300, True),
+    "ant-download": ("init", 420, True),
 }
 # Run only when named with --scenario (`make bench-ble`), never by default.
 ON_REQUEST = {"ble-bench"}
