@@ -40,9 +40,10 @@ SCENARIOS = {
     "ant-stick-selftest": ("init", 300, False),
     "ant-record": ("init", 300, True),
     "ant-download": ("init", 420, True),
+    "ant-bench": ("init", 900, True),
 }
 # Run only when named with --scenario (`make bench-ble`), never by default.
-ON_REQUEST = {"ble-bench"}
+ON_REQUEST = {"ble-bench", "ant-bench"}
 # What `make install` reads, the fixtures systemd-unit-bluez drops into its watch folders, the
 # export writer of ble-bench's CPU calibration, and the FIT files the emulated ANT-FS watch serves
 # (ant-stick-selftest): copied to the share's repo/ (small; the guest runs `make install` there).
