@@ -171,8 +171,12 @@ import TestSupport
 
     /// A fresh connection from `source` answered 200, trying for up to 20 s (a closed
     /// connection's place is freed when the server has seen the close).
+    /// Whether the server answers a health check from `source`, tried every half second within
+    /// the tests' patience (a server resting after failed accepts, on a loaded machine, may take
+    /// longer than any fixed count of tries).
     static func answeredOK(port: Int, from source: String) -> Bool {
-        for _ in 0..<40 {
+        let deadline = Date().addingTimeInterval(Patience.seconds)
+        while Date() < deadline {
             if let connection = try? RawConnection(port: port, from: source),
                connection.request("GET /v1/health HTTP/1.1\r\nHost: test\r\n\r\n").status == 200 {
                 return true
