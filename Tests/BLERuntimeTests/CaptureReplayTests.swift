@@ -763,20 +763,7 @@ enum PcapBytes {
         var random = SeededGenerator(seed: 0x9CA9_0001)
         var damaged = 0
         for round in 0..<2000 {
-            var m = seeds[round % 2]
-            switch Int.random(in: 0..<4, using: &random) {
-            case 0:
-                for _ in 0..<Int.random(in: 1...8, using: &random) {
-                    m[Int.random(in: 0..<m.count, using: &random)] = UInt8.random(in: 0...255, using: &random)
-                }
-            case 1:
-                m = Array(m.prefix(Int.random(in: 0..<m.count, using: &random)))
-            case 2:
-                m.insert(contentsOf: random.bytes(Int.random(in: 1...40, using: &random)), at: Int.random(in: 24..<m.count, using: &random))
-            default:
-                let at = Int.random(in: 24..<m.count, using: &random)
-                m.removeSubrange(at..<min(m.count, at + Int.random(in: 1...40, using: &random)))
-            }
+            let m = random.mutated(seeds[round % 2], from: 24)
             do {
                 check(try CaptureReplay.replay(m), round)
             } catch {

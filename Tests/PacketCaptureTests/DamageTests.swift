@@ -116,20 +116,7 @@ import TestSupport
         var random = SeededGenerator(seed: 0xCA97_0002)
         var failed = 0
         for round in 0..<4000 {
-            var m = seeds[round % seeds.count]
-            switch Int.random(in: 0..<4, using: &random) {
-            case 0:
-                for _ in 0..<Int.random(in: 1...8, using: &random) {
-                    m[Int.random(in: 0..<m.count, using: &random)] = UInt8.random(in: 0...255, using: &random)
-                }
-            case 1:
-                m = Array(m.prefix(Int.random(in: 0..<m.count, using: &random)))
-            case 2:
-                m.insert(contentsOf: random.bytes(Int.random(in: 1...40, using: &random)), at: Int.random(in: 0..<m.count, using: &random))
-            default:
-                let at = Int.random(in: 0..<m.count, using: &random)
-                m.removeSubrange(at..<min(m.count, at + Int.random(in: 1...40, using: &random)))
-            }
+            let m = random.mutated(seeds[round % seeds.count], from: 0)
             if readUntilDamage(m).error != nil { failed += 1 }
             _ = drain(m, round)
         }
