@@ -54,7 +54,10 @@ public final class SystemdNotifier: Sendable {
         text.map { ["STATUS=" + $0.replacingOccurrences(of: "\n", with: " ")] } ?? []
     }
 
-    /// Sends one datagram; failures are ignored (the protocol is advisory).
+    /// Sends one datagram; failures are ignored (the protocol is advisory). Never waits: a
+    /// receiver whose queue is full (a socket nobody reads; the kernel queues ten datagrams) makes
+    /// the message dropped, not the caller blocked: a blocked watchdog ping held a daemon's
+    /// shutdown for ever (its task could not be cancelled out of `sendto`).
     func send(_ lines: [String]) {
         guard let socketPath, !lines.isEmpty else { return }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -74,7 +77,7 @@ public final class SystemdNotifier: Sendable {
         _ = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sockaddrPointer in
                 message.withUnsafeBytes { bytes in
-                    sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL), sockaddrPointer, length)
+                    sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT), sockaddrPointer, length)
                 }
             }
         }

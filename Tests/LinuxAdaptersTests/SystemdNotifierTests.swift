@@ -27,4 +27,18 @@ import TestSupport
         let other = SystemdNotifier(environment: ["NOTIFY_SOCKET": "/x", "WATCHDOG_USEC": "1000", "WATCHDOG_PID": "1"])
         #expect(other.watchdogInterval == nil)
     }
+
+    /// A notify socket nobody reads fills after ten datagrams (the kernel's queue): the daemon's
+    /// watchdog pings must then be dropped, not block the task that sends them (a full-suite run
+    /// had a daemon ignore SIGTERM for 5 minutes that way: its watchdog task sat in `sendto`).
+    @Test func aReceiverThatDoesNotReadNeverBlocksTheSender() async throws {
+        let socket = try NotifySocket()
+        let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "20000000"])
+        let sent = try await onOwnThread { () -> Int in
+            for _ in 0..<200 { notifier.watchdog() }
+            return 200
+        }
+        #expect(sent == 200)
+        #expect(await socket.receive() == ["WATCHDOG=1"])
+    }
 }
