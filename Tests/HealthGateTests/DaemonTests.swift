@@ -260,11 +260,13 @@ final class DaemonProcess {
         }
         #expect(try await driverState() == "running")
         peer.stop()
-        var state: String?
+        // Restarting lasts the backoff's first delay (1 s): a loaded machine's status polls may
+        // miss it, so the restart is read from the count the status keeps (and the log).
+        var restarted: [String: Any]?
         #expect(try await cameTrue(every: .milliseconds(200)) {
-            state = try await driverState()
-            return state == "restarting"
-        }, "the driver is \(state ?? "not listed"), not restarting: \(daemon.log)")
+            restarted = try await driver()
+            return restarted?["state"] as? String == "restarting" || (restarted?["restarts"] as? Int ?? 0) >= 1
+        }, "the driver was not restarted: \(restarted ?? [:]) \(daemon.log)")
         #expect(daemon.log.contains("driver stopped; restarting"), "\(daemon.log)")
         var waiting: [String: Any]?
         #expect(try await cameTrue(every: .milliseconds(200)) {
