@@ -64,7 +64,8 @@ import TestSupport
 
         // Once a connection closes, its place is free again.
         held[(refused + 1) % 3].close()
-        #expect(try await onOwnThread { Self.answeredOK(port: port, from: "127.0.0.1") })
+        let answered1 = try await onOwnThread { Self.answeredOK(port: port, from: "127.0.0.1") }
+        #expect(answered1 == nil, "the last try got \(answered1 ?? ""); \(Self.describe(server))")
     }
 
     /// At the open-file limit the server used to accept nothing more (accept failed with EMFILE),
@@ -95,7 +96,8 @@ import TestSupport
         #expect(server.log.contains("the most allowed (--max-connections)"))
 
         for connection in held { connection.close() }
-        #expect(try await onOwnThread { Self.answeredOK(port: port, from: "127.0.0.12") })
+        let answered12 = try await onOwnThread { Self.answeredOK(port: port, from: "127.0.0.12") }
+        #expect(answered12 == nil, "the last try got \(answered12 ?? ""); \(Self.describe(server))")
     }
 
     /// Descriptors can also run out under the caps (taken by something else; here the limit is
@@ -124,7 +126,8 @@ import TestSupport
         #expect(server.log.contains("cannot accept connections: Too many open files"))
 
         for connection in held { connection.close() }
-        #expect(try await onOwnThread { Self.answeredOK(port: port, from: "127.0.0.5") })
+        let answered5 = try await onOwnThread { Self.answeredOK(port: port, from: "127.0.0.5") }
+        #expect(answered5 == nil, "the last try got \(answered5 ?? ""); \(Self.describe(server))")
     }
 
     /// The daemon syncs every 60 s by default. With the server's idle timeout at 60 s too, a
@@ -169,21 +172,31 @@ import TestSupport
         #expect(tooMany.stderr.contains("--max-connections 1000 does not fit under the open-file limit (256): at most 166"))
     }
 
-    /// A fresh connection from `source` answered 200, trying for up to 20 s (a closed
-    /// connection's place is freed when the server has seen the close).
-    /// Whether the server answers a health check from `source`, tried every half second within
-    /// the tests' patience (a server resting after failed accepts, on a loaded machine, may take
-    /// longer than any fixed count of tries).
-    static func answeredOK(port: Int, from source: String) -> Bool {
+    /// Whether the server answers a health check from `source` with 200, tried every half second
+    /// within the tests' patience (a server resting after failed accepts, on a loaded machine, may
+    /// take longer than any fixed count of tries); `nil` if it did, else what the last try got.
+    static func answeredOK(port: Int, from source: String) -> String? {
         let deadline = Date().addingTimeInterval(Patience.seconds)
+        var last = "no try"
         while Date() < deadline {
-            if let connection = try? RawConnection(port: port, from: source),
-               connection.request("GET /v1/health HTTP/1.1\r\nHost: test\r\n\r\n").status == 200 {
-                return true
+            do {
+                let answer = try RawConnection(port: port, from: source).request("GET /v1/health HTTP/1.1\r\nHost: test\r\n\r\n")
+                if answer.status == 200 { return nil }
+                last = "\(answer)"
+            } catch {
+                last = "\(error)"
             }
             Thread.sleep(forTimeInterval: 0.5)
         }
-        return false
+        return last
+    }
+
+    /// For a failure message: the server's state, open descriptors and log end.
+    static func describe(_ server: ServerProcess) -> String {
+        let pid = server.process.processIdentifier
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count).map(String.init) ?? "?"
+        let state = server.process.isRunning ? "running, \(fds) descriptors open" : "ended (\(server.process.terminationStatus))"
+        return "the server is \(state); its log ends: \(server.log.suffix(3000))"
     }
 }
 
