@@ -31,6 +31,12 @@ public enum CommandOutput {
         FileHandle.standardOutput.write(data + Data("\n".utf8))
     }
 
+    /// `text` as one line on standard output, written at once: a stream of readings reaches a
+    /// pipe (`| tee`, `| grep`) as it comes, where `print` would hold it in a buffer.
+    public static func printLine(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
     /// Prints rows as left-aligned columns under a header.
     public static func printTable(_ header: [String], _ rows: [[String]]) {
         // Cells hold text from files and devices (names, notes): shown, not obeyed.

@@ -339,12 +339,12 @@ struct BLEWatchCommand: AsyncParsableCommand {
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            print(String(decoding: try encoder.encode(line), as: UTF8.self))
+            CommandOutput.printLine(String(decoding: try encoder.encode(line), as: UTF8.self))
         } else {
             let values = line.values.sorted { $0.key < $1.key }.map { key, value in
                 "\(key)=\(value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : Output.number(value, decimals: 3))"
             }
-            print(DisplayText.safe("\(line.time)  \(line.name)  \(line.error ?? values.joined(separator: " "))", limit: 1000))
+            CommandOutput.printLine(DisplayText.safe("\(line.time)  \(line.name)  \(line.error ?? values.joined(separator: " "))", limit: 1000))
         }
     }
 

@@ -299,7 +299,7 @@ struct ANTWatchCommand: AsyncParsableCommand {
             case .readings(let sensor, let readings, let time, let rssi):
                 for reading in readings {
                     let line = WatchLine(time: time, sensor: sensor, reading: reading, rssi: rssi)
-                    if json { try? CommandOutput.printJSONLine(line) } else { print(line.text) }
+                    if json { try? CommandOutput.printJSONLine(line) } else { CommandOutput.printLine(line.text) }
                     let total = printed.withLock { n in
                         n += 1
                         return n
@@ -465,7 +465,7 @@ struct ANTReplayCommand: AsyncParsableCommand {
         for reading in result.readings {
             for value in reading.readings {
                 let line = WatchLine(time: reading.time, sensor: reading.sensor, reading: value, rssi: reading.rssi)
-                if output.json { try CommandOutput.printJSONLine(line) } else { print(line.text) }
+                if output.json { try CommandOutput.printJSONLine(line) } else { CommandOutput.printLine(line.text) }
             }
         }
         let s = result.statistics
