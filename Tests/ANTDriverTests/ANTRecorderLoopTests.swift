@@ -97,3 +97,11 @@ import USBKit
         #expect(try ANTFSDownloader.hostSerial(folder: folder) == serial && serial >= 0x1000_0000)
     }
 }
+
+@Suite struct ANTStickRetryTests {
+    @Test("a stick that failed while plugged in rests 30 s, then twice as long each time in a row, at most 10 minutes")
+    func retryDelays() {
+        #expect((1...7).map { ANTRecorder.retryDelay(failures: $0) } == [30, 60, 120, 240, 480, 600, 600].map { Duration.seconds($0) })
+        #expect(ANTRecorder.retryDelay(failures: 1000) == .seconds(600))
+    }
+}

@@ -80,6 +80,26 @@ import TestSupport
         }
     }
 
+    @Test("ant watch: a stick that stops answering is reset on the bus twice, then rested and tried again; what it said before is all out")
+    func stopsAnswering() async throws {
+        let expected = try Self.expected("stops-answering.expected.json")
+        let result = try await Self.run("stops-answering.pcap", ["ant", "watch", "--network-key", Self.key, "--sensor", "heart_rate", "--json",
+                                                                 "--for", "20s"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").compactMap { line in
+            try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        }
+        #expect(lines.map { ($0["values"] as? [String: Double])?["bpm"].map(Int.init) } == expected.readings.map(\.bpm), "\(result.stdout)")
+        // Silent after its eighth message: asked for a channel's status, which it does not take
+        // (the replay is over), reset on the bus and opened again, twice; then rested.
+        let stderr = result.stderr.split(separator: "\n").filter { !$0.contains("Replay may be stuck") }.joined(separator: "\n")
+        #expect(stderr.components(separatedBy: "; resetting the stick").count - 1 == 2, "\(stderr)")
+        #expect(stderr.contains("lost heart rate ant:120:12345"), "\(stderr)")
+        #expect(stderr.contains("at 1-2 (bus 001 device 005): write 5 bytes to endpoint 0x1: LIBUSB_ERROR_TIMEOUT (Operation timed out), "
+                                + "and again after 2 bus reset(s); trying it again in 30 s"), "\(stderr)")
+        #expect(stderr.contains("no ANT stick in use; waiting for one"), "\(stderr)")
+    }
+
     @Test("record --ant: the database holds exactly the heart rates and RR intervals the strap sent")
     func record() async throws {
         let folder = try temporaryFolder("ant-record")

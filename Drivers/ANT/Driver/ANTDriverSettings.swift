@@ -124,7 +124,7 @@ extension ANTRecorder.Event {
     /// The event as a log line (nil for readings and stored batches, which are counted).
     public var message: String? {
         switch self {
-        case .waitingForStick(let waiting): waiting ? "no ANT stick plugged in; waiting for one" : nil
+        case .waitingForStick(let waiting): waiting ? "no ANT stick in use; waiting for one" : nil
         case .stickOpened(let info, let detached):
             "opened \(ANTStickModel.name(info.productID)) \(info)" + (detached.map { " (detached the kernel driver \($0))" } ?? "")
         case .stickIdentified(let info, let stick):

@@ -64,7 +64,16 @@ public struct ANTRecorder: Sendable {
         case hotplug(USBHotplug.Event)
         case stick(USBDeviceInfo, ANTStick.Event)
         case stickEnded(USBDeviceInfo, ANTStick.Failure?)
+        /// A stick that failed while plugged in, due to be tried again.
+        case retry(USBDeviceInfo)
         case flush
+    }
+
+    /// How long a stick that failed while plugged in (it stopped answering through its bus resets)
+    /// rests before it is tried again: 30 s after its first failure in a row, doubling, at most
+    /// 10 minutes. A stick plugged in again is tried at once.
+    static func retryDelay(failures: Int) -> Duration {
+        .seconds(min(30 << min(max(failures - 1, 0), 5), 600))
     }
 
     /// Whether `info` is one of the configured sticks.
@@ -93,6 +102,8 @@ public struct ANTRecorder: Sendable {
                 }
             }
             var running: [USBDeviceInfo: Task<Void, Never>] = [:]
+            // Failures in a row of the sticks plugged in, by USB port.
+            var failures: [String: Int] = [:]
             // Said once no stick has come for a second (the sticks present arrive at once).
             let started = ContinuousClock.now
             var waitingSaid = false
@@ -103,7 +114,12 @@ public struct ANTRecorder: Sendable {
             for await item in inputs {
                 if Task.isCancelled { break }
                 switch item {
-                case .hotplug(.arrived(let info)):
+                case .hotplug(.arrived(let info)), .retry(let info):
+                    if case .hotplug = item {
+                        failures[info.sysfsName] = nil
+                    } else if failures[info.sysfsName] == nil {
+                        continue  // unplugged (or plugged in again) since it failed
+                    }
                     guard wanted(info), running[info] == nil else { continue }
                     let stick = ANTStick(context: context, configuration: configuration.stick)
                     running[info] = Task {
@@ -119,6 +135,7 @@ public struct ANTRecorder: Sendable {
                 case .hotplug(.left(let info)):
                     // Its run ends by itself once its transfers fail (what it read before is
                     // still handed over); cancelled if that has not happened in 5 s.
+                    failures[info.sysfsName] = nil
                     if let task = running[info] {
                         Task {
                             try? await Task.sleep(for: .seconds(5))
@@ -128,7 +145,18 @@ public struct ANTRecorder: Sendable {
                 case .stickEnded(let info, let failure):
                     guard running.removeValue(forKey: info) != nil else { continue }
                     for lost in loop.stickGone(info) { report(.sensorLost(lost)) }
-                    report(.stickEnded(info, reason: failure.map { $0.isGone ? "unplugged" : $0.description }))
+                    guard let failure, !failure.isGone else {
+                        report(.stickEnded(info, reason: failure.map { _ in "unplugged" }))
+                        continue
+                    }
+                    let count = failures[info.sysfsName, default: 0] + 1
+                    failures[info.sysfsName] = count
+                    let delay = Self.retryDelay(failures: count)
+                    report(.stickEnded(info, reason: "\(failure.description); trying it again in \(delay.components.seconds) s"))
+                    Task {
+                        try? await Task.sleep(for: delay)
+                        input.yield(.retry(info))
+                    }
                 case .stick(let info, let event):
                     for out in loop.handle(event, from: info) { report(out) }
                 case .flush:

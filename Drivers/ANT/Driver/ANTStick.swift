@@ -24,8 +24,8 @@ public enum ANTStickModel {
 /// One ANT stick at work: the I/O edge of ``ANTStickController``. Opens the stick through
 /// libusb, reads its byte stream with a frame decoder, feeds the controller every message and a
 /// tick every 100 ms, writes what the controller sends, and hands out what happens. A stick that
-/// stops answering is reset on the bus and opened again (twice in a row at most); a stick that is
-/// unplugged ends the run.
+/// stops answering is reset on the bus and opened again (twice in a row at most; one that ran in
+/// between starts the count again); a stick that is unplugged ends the run.
 public struct ANTStick: Sendable {
     public enum Event: Sendable {
         case opened(USBDeviceInfo, detachedDriver: String?)
@@ -81,15 +81,18 @@ public struct ANTStick: Sendable {
         var resets = 0
         while !Task.isCancelled {
             let reason: String
+            let ran: Bool
             do {
-                reason = try await session(info, commands: commands, onEvent: onEvent)
+                (reason, ran) = try await session(info, commands: commands, onEvent: onEvent)
             } catch let error as Failure {
                 throw error
             } catch {
                 return  // cancelled
             }
             if Task.isCancelled { return }
-            resets += 1
+            // Resets in a row: a stick that ran (its channels open) before it stopped answering
+            // starts the count again, so that one hanging now and then in a long run is always reset.
+            resets = ran ? 1 : resets + 1
             guard resets <= maximumResets else {
                 let again = maximumResets == 0 ? "" : ", and again after \(maximumResets) bus reset(s)"
                 throw Failure(description: "\(info): \(reason)\(again)", isGone: false)
@@ -101,10 +104,12 @@ public struct ANTStick: Sendable {
         }
     }
 
-    /// One open of the stick: returns why it must be reset (unresponsive), throws when it fails.
+    /// One open of the stick: returns why it must be reset (unresponsive) and whether it ran
+    /// (its channels were opened) before; throws when it fails.
     private func session(_ info: USBDeviceInfo, commands: AsyncStream<Command>?, onEvent: @Sendable (Event) async -> Void)
-        async throws -> String
+        async throws -> (reason: String, ran: Bool)
     {
+        var ran = false
         let (inputs, input) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
         let device: USBBulkDevice
         do {
@@ -147,7 +152,9 @@ public struct ANTStick: Sendable {
                         return error.isGone ? .failure(Failure(description: "\(info): \(error)", isGone: true)) : .success("\(error)")
                     }
                 case .identified(let stick): await onEvent(.identified(stick))
-                case .running(let channels, let extended): await onEvent(.running(channels: channels, extendedMessages: extended))
+                case .running(let channels, let extended):
+                    ran = true
+                    await onEvent(.running(channels: channels, extendedMessages: extended))
                 case .data(let reply): await onEvent(.data(reply, receivedAt: time))
                 case .channelEvent(let channel, let code): await onEvent(.channelEvent(channel: channel, code: code))
                 case .problem(let message): await onEvent(.problem(message))
@@ -210,7 +217,7 @@ public struct ANTStick: Sendable {
         await device.shutdown()
         switch outcome {
         case .failure(let failure): throw failure
-        case .success(let reason): return reason
+        case .success(let reason): return (reason, ran)
         case nil: throw CancellationError()
         }
     }

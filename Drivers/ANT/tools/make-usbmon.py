@@ -253,6 +253,15 @@ def main() -> int:
     files["heart-rate-garbled.expected.json"] = (json.dumps({"sensor": "ant:120:12345", "readings": expected}, indent=1)
                                                  + "\n").encode()
 
+    # A stick that stops answering: eight heart-rate messages, then nothing (a write after the
+    # end of a replay times out, as to a stick that no longer takes anything).
+    c = Capture()
+    identify(c)
+    expected = heart_rate(c, device_number=12345, beats=beats[:8])
+    files["stops-answering.pcap"] = c.pcap()
+    files["stops-answering.expected.json"] = (json.dumps({"sensor": "ant:120:12345", "readings": expected}, indent=1)
+                                              + "\n").encode()
+
     # A stick that answers none of three resets.
     c = Capture()
     c.submit_in()
