@@ -303,7 +303,7 @@ class Stick:
         if kind == "usb":
             from antstick.functionfs import Gadget, UsbEdge
             gadget = Gadget(name=args.gadget_name, product=args.product, serial=str(args.serial), udc=where)
-            self.edge = UsbEdge(gadget, self.on_out, self.on_plug)
+            self.edge = UsbEdge(gadget, self.on_out, self.on_plug, self.on_bus_reset)
         else:
             self.edge = StreamEdge(kind, where, self.on_out, self.on_plug)
         self.engine = threading.Thread(target=self._engine, name="engine", daemon=True)
@@ -322,6 +322,11 @@ class Stick:
         --startup-on-plug, goes out with the engine's next frames)."""
         with self.lock:
             self.edge_send_later = self.model.power_cycle(time.monotonic())
+
+    def on_bus_reset(self) -> None:
+        """The host reset the stick on the USB bus (a hung stick starts again)."""
+        with self.lock:
+            self.edge_send_later = self.model.bus_reset(time.monotonic())
 
     def start(self) -> dict:
         self.edge.start()

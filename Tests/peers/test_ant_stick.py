@@ -696,6 +696,27 @@ def test_fault_no_startup_ignores_the_next_resets():
     assert h.model.stats["resets_ignored"] == 2
 
 
+def test_fault_hang_until_a_bus_reset():
+    h = Host()
+    h.start()
+    h.send(0x4D, 0, 0x54)
+    assert [r[0] for r in h.replies()] == [0x54]
+    h.model.set_fault("hang", 1)
+    h.send(0x4D, 0, 0x54)  # a hung stick answers nothing, not even a reset
+    h.send(0x4A, 0)
+    h.run(2)
+    assert h.replies() == []
+    assert h.model.armed_faults()["hang"] == 1
+    h.model.bus_reset(h.t)  # the host resets the port: the stick starts again, knowing nothing
+    assert h.model.armed_faults()["hang"] == 0
+    assert h.model.stats["power_cycles"] == 1 and h.model.stats["bus_resets"] == 1
+    h.send(0x4A, 0)
+    h.run(1)
+    assert h.replies() == [(0x6F, b"\x20")]
+    h.model.bus_reset(h.t)  # a working stick carries on after a bus reset
+    assert h.model.stats["power_cycles"] == 1 and h.model.stats["bus_resets"] == 2
+
+
 def test_fault_rx_fail_burst_and_bad_crc_during_a_download():
     h = FsHost([watch(passkey=bytes(range(8)))])
     h.connect()
@@ -713,7 +734,7 @@ def test_fault_rx_fail_burst_and_bad_crc_during_a_download():
     assert data == fit
     assert blocks[0]["crc_ok"] is False and blocks[1]["crc_ok"] is True
     assert blocks[0]["offset"] == blocks[1]["offset"] == 0
-    assert h.model.armed_faults() == {"no-startup": 0, "tx-fail": 0, "rx-fail-burst": 0, "bad-crc": 0}
+    assert h.model.armed_faults() == {"no-startup": 0, "tx-fail": 0, "rx-fail-burst": 0, "bad-crc": 0, "hang": 0}
     assert any(r.get("event") == "download" and r.get("crc_wrong") for r in h.log)
 
 

@@ -40,6 +40,8 @@ SCENARIOS = {
     "ant-stick-selftest": ("init", 300, False),
     "ant-record": ("init", 300, True),
     "ant-download": ("init", 420, True),
+    "ant-faults": ("init", 420, True),
+    "systemd-unit-ant": ("systemd", 420, True),
     "ant-bench": ("init", 900, True),
 }
 # Run only when named with --scenario (`make bench-ble`), never by default.

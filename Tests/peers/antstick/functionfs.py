@@ -199,17 +199,19 @@ class UsbEdge:
 
     MAX_QUEUED = 512  # IN frames held while the host does not read; older ones are dropped
 
-    def __init__(self, gadget: Gadget, on_out, on_plug=None) -> None:
+    def __init__(self, gadget: Gadget, on_out, on_plug=None, on_bus_reset=None) -> None:
         self.gadget = gadget
         self.on_out = on_out
         self.on_plug = on_plug  # called after replug (the stick powers up fresh)
+        self.on_bus_reset = on_bus_reset  # called when the host reset the device on the bus
         self.cv = threading.Condition()
         self.in_frames: list[bytes] = []
         self.stop_flag = False
         self.stall_pending = False
         self.plugged = False
         self.enabled = False
-        self.stats = {"out_transfers": 0, "out_bytes": 0, "in_transfers": 0, "in_bytes": 0, "in_dropped": 0,
+        self.disabled_while_plugged = False
+        self.stats = {"bus_resets": 0, "out_transfers": 0, "out_bytes": 0, "in_transfers": 0, "in_bytes": 0, "in_dropped": 0,
                       "stalls": 0, "events": {}, "setups_stalled": 0, "io_errors": 0, "unplugs": 0, "replugs": 0}
         self.threads: list[threading.Thread] = []
         self.fd_in = self.fd_out = None
@@ -301,8 +303,16 @@ class UsbEdge:
                 self.stats["events"][name] = self.stats["events"].get(name, 0) + 1
                 log.info("ep0 event %s", name)
                 if name == "ENABLE":
-                    self.enabled = True
+                    # Enabled again after a DISABLE while plugged in: the host reset the port
+                    # (USBDEVFS_RESET) and configured the device again.
+                    reset = self.disabled_while_plugged
+                    self.enabled, self.disabled_while_plugged = True, False
+                    if reset:
+                        self.stats["bus_resets"] += 1
+                        if self.on_bus_reset:
+                            self.on_bus_reset()
                 elif name in ("DISABLE", "UNBIND"):
+                    self.disabled_while_plugged = self.enabled and self.plugged and name == "DISABLE"
                     self.enabled = False
                 elif name == "SETUP":
                     self._stall_setup(setup)

@@ -31,7 +31,7 @@ from .sensors import Master, Transmission
 VERSION_STRING = b"AP2USB1.05\x00"
 CAPABILITIES = {0x1008: bytes([8, 3, 0, 0xBA, 0x36, 0x00]), 0x1009: bytes([8, 8, 0, 0xBA, 0x36, 0x00, 0xDF])}
 RSSI_THRESHOLD = -100
-FAULTS = ("no-startup", "tx-fail", "rx-fail-burst", "bad-crc")
+FAULTS = ("no-startup", "tx-fail", "rx-fail-burst", "bad-crc", "hang")
 
 
 @dataclass
@@ -144,7 +144,7 @@ class StickModel:
         self.parser = P.FrameParser()
         self.faults = {name: 0 for name in FAULTS}
         self.stats = {"resets": 0, "resets_ignored": 0, "startups": 0, "frames_in": 0, "frames_out": 0,
-                      "bad_checksums": 0, "power_cycles": 0}
+                      "bad_checksums": 0, "power_cycles": 0, "bus_resets": 0, "frames_lost_hung": 0}
         self.slot_counts: dict[str, int] = {}
         self._clear_state()
         for m in masters or []:
@@ -170,6 +170,9 @@ class StickModel:
 
     def _take(self) -> list[bytes]:
         out, self.out = self.out, []
+        if self.faults["hang"]:
+            self.stats["frames_lost_hung"] += len(out)
+            return []  # a hung stick says nothing
         self.stats["frames_out"] += len(out)
         return out
 
@@ -214,10 +217,21 @@ class StickModel:
             self.emit(P.frame(P.STARTUP, [P.STARTUP_POWER_ON]))
         return self._take()
 
+    def bus_reset(self, now: float) -> list[bytes]:
+        """The host reset the stick on the USB bus: a hung stick starts again (as after a power
+        cycle); a working one carries on."""
+        self.stats["bus_resets"] += 1
+        if not self.faults["hang"]:
+            return self.tick(now)
+        self.faults["hang"] = 0
+        return self.power_cycle(now)
+
     def set_fault(self, name: str, count: int = 1) -> dict:
         """Arms a fault for the next ``count`` occasions (0 disarms it): ``no-startup`` resets
         ignored, ``tx-fail`` host acks or bursts failed (event 6), ``rx-fail-burst`` bursts from a
-        master broken off halfway (event 4), ``bad-crc`` download blocks with a wrong CRC."""
+        master broken off halfway (event 4), ``bad-crc`` download blocks with a wrong CRC, ``hang`` the
+        stick stops (sends nothing, hears nothing) until the host resets it on the USB bus or it is
+        plugged in again."""
         if name not in self.faults:
             raise ValueError(f"unknown model fault {name!r} (one of {', '.join(FAULTS)})")
         if name == "bad-crc":
@@ -264,6 +278,8 @@ class StickModel:
                 self.emit(P.frame(P.SERIAL_ERROR, bytes([P.SERIAL_ERROR_BAD_CHECKSUM]) + item.raw[:16]))
                 continue
             self.stats["frames_in"] += 1
+            if self.faults["hang"]:
+                continue  # nor does it hear the host
             if now < self.resetting_until:
                 continue  # busy resetting: a real stick drops these too
             self.handle(item.msg_id, item.payload, now)

@@ -8,7 +8,9 @@ fixtures (Tests/peers/ant_stick.py).
    files folder are byte-identical to the fixtures, and each is imported (the import ledger).
 3. Again: authenticated with the stored passkey, nothing to fetch, nothing imported.
 4. The watch gains a file: only that one is fetched; the next block's CRC is made wrong once
-   (fault bad-crc): the host asks again and the file is still byte-identical.
+   (fault bad-crc), a host command fails on the air once (tx-fail, event 6) and a reply burst of
+   the watch breaks off halfway once (rx-fail-burst, event 4): the host asks or sends again and
+   the file is still byte-identical.
 """
 from __future__ import annotations
 
@@ -81,6 +83,10 @@ def main() -> int:
 
         stick.control(f"add-file {os.path.join(FIT, NEW)}")
         stick.control("fault bad-crc 1")
+        # And a command of the host's that fails on the air (event 6) and a reply burst of the
+        # watch that breaks off halfway (event 4): each is sent or asked for again.
+        stick.control("fault tx-fail 1")
+        stick.control("fault rx-fail-burst 1")
         code, summary, err = download(key, db)
         result["new_file"] = summary or err
         if code != 0 or summary is None or len(summary["fetched"]) != 1:
@@ -92,7 +98,11 @@ def main() -> int:
         result["crc_wrong_blocks"] = sum(1 for e in events if e.get("crc_wrong"))
         if result["crc_wrong_blocks"] < 1:
             raise AssertionError("the bad-crc fault was not used")
-        step("only the new file, through a bad CRC")
+        armed = stick.control("status")["stick"]["faults"]
+        result["faults_left"] = armed
+        if armed["tx-fail"] or armed["rx-fail-burst"]:
+            raise AssertionError(f"the tx-fail and rx-fail-burst faults were not all used: {armed}")
+        step("only the new file, through a bad CRC, a failed transfer and a broken burst")
         return 0
     finally:
         stick.close()

@@ -29,25 +29,12 @@ import subprocess
 import sys
 import time
 
-from vmant import RESULTS, WORK, Stick, load_dummy_hcd, random_key, start_udevd, step, stop, timings, wait_for, wait_for_device
+from vmant import (HEART_RATES, RESULTS, WORK, Stick, check_heart_rates_stored, kernel_driver, load_dummy_hcd, random_key,
+                   start_udevd, step, stop, timings, wait_for, wait_for_device)
 from vmpeer import stored
 
 BIN = os.environ["HG_BIN"]
 HRM = 120_001  # the strap's 20-bit device number (the emulator's default for the first strap)
-
-
-def kernel_driver() -> str | None:
-    """The driver bound to the stick's interface 0, if any."""
-    base = "/sys/bus/usb/devices"
-    for name in os.listdir(base):
-        if name.endswith(":1.0") and os.path.exists(f"{base}/{name}/driver"):
-            try:
-                with open(f"{base}/{name.split(':')[0]}/idVendor") as v:
-                    if v.read().strip() == "0fcf":
-                        return os.path.basename(os.readlink(f"{base}/{name}/driver"))
-            except OSError:
-                continue
-    return None
 
 
 def main() -> int:
@@ -76,7 +63,7 @@ def main() -> int:
 
         recorder = subprocess.Popen([BIN, "record", "--ant", "--ant-network-key", key.hex(), "--db", db, "--gap", "10m"],
                                     stdout=subprocess.PIPE, stderr=log, text=True)
-        hr_rows = "SELECT s.heart_rate FROM samples s JOIN workouts w ON w.id = s.workout_id WHERE w.source_device = ? ORDER BY s.seq"
+        hr_rows = HEART_RATES
         device = f"ant:120:{HRM}"
         wait_for(lambda: len(stored(db, hr_rows, (device,))) >= 12, 120, "12 heart-rate samples stored")
         step("recording")
@@ -116,34 +103,7 @@ def main() -> int:
         recorder = None
         step("recording stopped")
 
-        heard = [m for m in stick.sent() if m.get("device") == "hrm" and m.get("rx")]
-        sent_bpm = [m["fields"]["bpm"] for m in heard]
-        # The RR intervals a host can know, by the ANT+ rule: a page whose beat count is the last
-        # page's is a repeat; a new beat gives beat time - previous beat time when the page says
-        # the previous beat time (page 4), else beat time - the last page's beat time when the
-        # count rose by exactly one.
-        sent_rr, last = [], None
-        for m in heard:
-            f = m["fields"]
-            if last is not None and f["beat_count"] == last["beat_count"]:
-                last = f
-                continue
-            ticks = None
-            if f["page_no"] == 4:
-                ticks = (f["beat_time"] - f["prev_beat_time"]) % 65536
-            elif last is not None and (f["beat_count"] - last["beat_count"]) % 256 == 1:
-                ticks = (f["beat_time"] - last["beat_time"]) % 65536
-            if ticks is not None and 0.2 <= ticks / 1024 <= 3.0:
-                sent_rr.append(round(ticks / 1024, 9))
-            last = f
-        stored_bpm = [r[0] for r in stored(db, hr_rows, (device,))]
-        stored_rr = [round(r[0], 9) for r in stored(db, "SELECT r.rr_s FROM rr_intervals r JOIN workouts w ON w.id = r.workout_id "
-                                                            "WHERE w.source_device = ? ORDER BY r.seq", (device,))]
-        result["hr"] = {"sent": len(sent_bpm), "stored": len(stored_bpm), "rr_sent": len(sent_rr), "rr_stored": len(stored_rr)}
-        if stored_bpm != sent_bpm:
-            raise AssertionError(f"heart rates differ: sent {sent_bpm} stored {stored_bpm}")
-        if stored_rr != sent_rr:
-            raise AssertionError(f"RR intervals differ: sent {sent_rr} stored {stored_rr}")
+        check_heart_rates_stored(stick, db, device, result)
         workouts = stored(db, "SELECT source_device, sport, count(*) FROM workouts GROUP BY source_device, sport")
         result["workouts"] = workouts
         devices = {w[0] for w in workouts}

@@ -185,3 +185,58 @@ class Stick:
         if os.path.exists(self.sent_log):
             shutil.copy(self.sent_log, RESULTS)
         return self.proc.returncode
+
+
+HEART_RATES = ("SELECT s.heart_rate FROM samples s JOIN workouts w ON w.id = s.workout_id "
+               "WHERE w.source_device = ? ORDER BY s.seq")
+RR_INTERVALS = ("SELECT r.rr_s FROM rr_intervals r JOIN workouts w ON w.id = r.workout_id "
+                "WHERE w.source_device = ? ORDER BY r.seq")
+
+
+def heard_heart_rates(stick: Stick, sensor: str = "hrm") -> tuple[list[int], list[float]]:
+    """The heart rates of the strap's messages the stick heard (the sent log's ``rx``), in order,
+    and the RR intervals (s) a host can know from them by the ANT+ rule: a page whose beat count
+    is the last page's is a repeat; a new beat gives beat time - previous beat time when the page
+    says the previous beat time (page 4), else beat time - the last page's beat time when the
+    count rose by exactly one; intervals outside 0.2-3 s are not stored."""
+    heard = [m for m in stick.sent() if m.get("device") == sensor and m.get("rx")]
+    rr, last = [], None
+    for m in heard:
+        f = m["fields"]
+        if last is not None and f["beat_count"] == last["beat_count"]:
+            last = f
+            continue
+        ticks = None
+        if f["page_no"] == 4:
+            ticks = (f["beat_time"] - f["prev_beat_time"]) % 65536
+        elif last is not None and (f["beat_count"] - last["beat_count"]) % 256 == 1:
+            ticks = (f["beat_time"] - last["beat_time"]) % 65536
+        if ticks is not None and 0.2 <= ticks / 1024 <= 3.0:
+            rr.append(round(ticks / 1024, 9))
+        last = f
+    return [m["fields"]["bpm"] for m in heard], rr
+
+
+def check_heart_rates_stored(stick: Stick, db: str, device: str, result: dict) -> tuple[list[int], list[float]]:
+    """The stored heart rates and RR intervals of `device` equal, value for value and in order,
+    what the stick heard of the strap (``heard_heart_rates``); returns them."""
+    from vmpeer import stored
+    sent_bpm, sent_rr = heard_heart_rates(stick)
+    stored_bpm = [r[0] for r in stored(db, HEART_RATES, (device,))]
+    stored_rr = [round(r[0], 9) for r in stored(db, RR_INTERVALS, (device,))]
+    result["hr"] = {"sent": len(sent_bpm), "stored": len(stored_bpm), "rr_sent": len(sent_rr), "rr_stored": len(stored_rr)}
+    if stored_bpm != sent_bpm:
+        raise AssertionError(f"heart rates differ: heard {sent_bpm} stored {stored_bpm}")
+    if stored_rr != sent_rr:
+        raise AssertionError(f"RR intervals differ: heard {sent_rr} stored {stored_rr}")
+    return sent_bpm, sent_rr
+
+
+def kernel_driver() -> str | None:
+    """The kernel driver bound to the stick's interface 0 (``usb_serial_simple``), if any."""
+    for path in usb_devices():
+        name = os.path.basename(path)
+        link = f"{path}/{name}:1.0/driver"
+        if os.path.exists(link):
+            return os.path.basename(os.readlink(link))
+    return None
