@@ -65,6 +65,20 @@ import USBKit
         #expect(bad.contains { if case .problem(let kind, _) = $0 { kind == "ant_malformed" } else { false } })
     }
 
+    @Test("a channel for a 20-bit device number takes that sensor, not another with the same low 16 bits")
+    func twentyBitNumbers() {
+        var l = loop()
+        let wanted: UInt32 = 0x1_0000 + 12345  // 77881: top nibble 1
+        _ = l.handle(.running(channels: [0: .init(.heartRate, deviceNumber: wanted)], extendedMessages: true), from: Self.stickA)
+        // The stick searches for device number 12345 with any transmission type: a strap whose
+        // number is 12345 (top nibble 0) may answer, and is not this channel's.
+        let other = l.handle(heartRate(count: 1, time: 512, bpm: 90, from: Self.strap), from: Self.stickA)
+        #expect(other.isEmpty)
+        let mine = ANTChannelID(deviceNumber: 12345, deviceType: 120, transmissionType: 0x11)
+        let out = l.handle(heartRate(count: 2, time: 1024, bpm: 91, from: mine), from: Self.stickA)
+        #expect(out.contains { if case .sensorFound(let id, _) = $0 { id.description == "ant:120:77881" } else { false } })
+    }
+
     @Test("ANT-FS: only readable FIT files not fetched before, from --since on")
     func selection() {
         func entry(_ index: UInt16, date: UInt32, flags: ANTFSFileFlags = [.read], type: UInt8 = ANTFSFileEntry.fitDataType) -> ANTFSFileEntry {

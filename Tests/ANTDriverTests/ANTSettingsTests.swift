@@ -24,7 +24,10 @@ import Testing
         let s = try decode(["network_key": key, "sensors": .array([.string("heart_rate"), .string("power:1048575"), .string("heart_rate")]),
                             "sticks": .string("1-2"), "sport": .string("run"), "gap_s": .integer(30)])
         #expect(s.sensors.count == 2)
-        #expect(s.sensors[1].deviceNumber == 0xFFFF && s.sensors[1].transmissionType == 0xF0)
+        #expect(s.sensors[1].deviceNumber == 0xF_FFFF && s.sensors[1].description == "power:1048575")
+        // The stick searches with the low 16 bits and any transmission type (a non-zero one must
+        // match whole, the sensor's own low nibble included).
+        #expect(s.sensors[1].channelID == ANTChannelID(deviceNumber: 0xFFFF, deviceType: 11, transmissionType: 0))
         #expect(s.sticks == ["1-2"] && s.sport == .running && s.gap == .seconds(30))
     }
 

@@ -99,7 +99,7 @@ import Testing
 
     @Test("with a key: network key, extended messages, then each channel's commands, each answered")
     func configuresChannels() {
-        let plans = [Controller.ChannelPlan(.heartRate), Controller.ChannelPlan(.bikePower, deviceNumber: 12345, transmissionType: 0x10)]
+        let plans = [Controller.ChannelPlan(.heartRate), Controller.ChannelPlan(.bikePower, deviceNumber: 0x1_0000 + 12345)]
         var c = Controller(configuration: .init(networkKey: Self.key, channels: plans))
         let (messages, actions) = configure(&c, first: identify(&c))
         var expected = [ANTCommand.setNetworkKey(network: 0, key: Self.key), ANTCommand.libConfig(0xC0)]
@@ -107,8 +107,8 @@ import Testing
             let ch = UInt8(channel)
             expected += [
                 ANTCommand.assignChannel(ch, type: .receive, network: 0),
-                ANTCommand.setChannelID(ch, ANTChannelID(deviceNumber: plan.deviceNumber, deviceType: plan.parameters.deviceType,
-                                                         transmissionType: plan.transmissionType)),
+                ANTCommand.setChannelID(ch, ANTChannelID(deviceNumber: channel == 0 ? 0 : 12345, deviceType: plan.parameters.deviceType,
+                                                         transmissionType: 0)),
                 ANTCommand.setChannelPeriod(ch, period: plan.parameters.period),
                 ANTCommand.setSearchTimeout(ch, 10), ANTCommand.setLowPrioritySearchTimeout(ch, 255),
                 ANTCommand.setRFFrequency(ch, 57), ANTCommand.openChannel(ch),

@@ -123,7 +123,7 @@ public enum ANTCaptureReplay {
                     guard let id = ANTChannelID(bytes: message.payload, at: 1),
                           let parameters = ANTPlusChannelParameters.forDeviceType(id.deviceType) else { continue }
                     plans[stick, default: [:]][message.payload[0]] = ANTStickController.ChannelPlan(
-                        parameters, deviceNumber: id.deviceNumber, transmissionType: id.transmissionType)
+                        parameters, deviceNumber: id.extendedDeviceNumber)
                     _ = loop.handle(.running(channels: plans[stick] ?? [:], extendedMessages: false), from: stick)
                 }
             } else {

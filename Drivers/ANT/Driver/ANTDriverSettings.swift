@@ -27,9 +27,7 @@ public enum ANTSensorSelector {
                 }
                 number = n
             }
-            // A 20-bit number: the top 4 bits travel in the transmission type's upper nibble.
-            let plan = ANTStickController.ChannelPlan(parameters, deviceNumber: UInt16(number & 0xFFFF),
-                                                      transmissionType: UInt8((number >> 16) << 4))
+            let plan = ANTStickController.ChannelPlan(parameters, deviceNumber: number)
             if !plans.contains(plan) { plans.append(plan) }
         }
         guard !plans.isEmpty else { throw ConfigError(keyPath: "sensors", reason: "must name at least one sensor (or \"auto\")") }

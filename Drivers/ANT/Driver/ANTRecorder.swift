@@ -248,12 +248,15 @@ public struct ANTRecorder: Sendable {
 
         private mutating func data(_ message: ANTDataMessage, at time: Date, from stick: USBDeviceInfo) -> [Event] {
             let sensor: ANTSensorID
+            let plan = channels[stick]?[message.channel]
             if let id = message.channelID {
+                // Another sensor with the same low 16 bits of its device number: not this channel's.
+                if let plan, !plan.matches(id) { return [] }
                 sensor = ANTSensorID(id)
-            } else if let plan = channels[stick]?[message.channel] {
+            } else if let plan {
                 // No extended data: the channel's planned sensor (device number 0 when paired by
                 // wildcard: one sensor of that kind per stick).
-                sensor = ANTSensorID(deviceType: plan.parameters.deviceType, deviceNumber: UInt32(plan.deviceNumber))
+                sensor = ANTSensorID(deviceType: plan.parameters.deviceType, deviceNumber: plan.deviceNumber)
             } else {
                 return []
             }

@@ -21,16 +21,29 @@ public import ANTProtocol
 /// search timed out) is opened again; after `silence` without any message from the stick it is
 /// asked for a channel's status, and a stick that does not answer is unresponsive.
 public struct ANTStickController: Sendable {
-    /// One receive channel to open: a sensor kind and, unless 0, the sensor's device number.
+    /// One receive channel to open: a sensor kind and, unless 0, the sensor's 20-bit ANT+
+    /// device number.
     public struct ChannelPlan: Hashable, Sendable, CustomStringConvertible {
         public var parameters: ANTPlusChannelParameters
-        public var deviceNumber: UInt16
-        public var transmissionType: UInt8
+        public var deviceNumber: UInt32
 
-        public init(_ parameters: ANTPlusChannelParameters, deviceNumber: UInt16 = 0, transmissionType: UInt8 = 0) {
+        public init(_ parameters: ANTPlusChannelParameters, deviceNumber: UInt32 = 0) {
             self.parameters = parameters
-            self.deviceNumber = deviceNumber
-            self.transmissionType = transmissionType
+            self.deviceNumber = deviceNumber & 0xF_FFFF
+        }
+
+        /// The channel id the stick searches with: the low 16 bits of the device number and a
+        /// wildcard transmission type. A number's top 4 bits travel in the transmission type's
+        /// high nibble, but a stick matches a non-zero transmission type whole, low nibble (the
+        /// sensor's own, 1 or 5) included, so it is left open here and the extended data a
+        /// found sensor sends is checked instead (``matches(_:)``).
+        public var channelID: ANTChannelID {
+            ANTChannelID(deviceNumber: UInt16(truncatingIfNeeded: deviceNumber), deviceType: parameters.deviceType, transmissionType: 0)
+        }
+
+        /// Whether the sensor a message came from (its extended data) is one this channel wants.
+        public func matches(_ id: ANTChannelID) -> Bool {
+            deviceNumber == 0 || id.extendedDeviceNumber == deviceNumber
         }
 
         public var description: String {
@@ -340,7 +353,7 @@ public struct ANTStickController: Sendable {
 
     private func channelCommands(_ channel: UInt8, _ plan: ChannelPlan) -> [Command] {
         let p = plan.parameters
-        let id = ANTChannelID(deviceNumber: plan.deviceNumber, deviceType: p.deviceType, transmissionType: plan.transmissionType)
+        let id = plan.channelID
         let name = "channel \(channel) (\(plan))"
         return [
             Command(message: ANTCommand.assignChannel(channel, type: .receive, network: 0),
