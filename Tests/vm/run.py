@@ -48,11 +48,13 @@ SCENARIOS = {
 ON_REQUEST = {"ble-bench", "ant-bench"}
 # What `make install` reads, the fixtures systemd-unit-bluez drops into its watch folders, the
 # export writer of ble-bench's CPU calibration, and the FIT files the emulated ANT-FS watch serves
-# (ant-stick-selftest): copied to the share's repo/ (small; the guest runs `make install` there).
+# (ant-stick-selftest, ant-download; ant-bench's download adds two larger ones): copied to the
+# share's repo/ (small; the guest runs `make install` there).
 REPO_FILES = ["Makefile", "README.md", "systemd", "Fixtures/fit/garmin-fenix5-run.fit",
               "Fixtures/gpx/apple-health-workout-route.gpx", "Drivers/AppleHealth/tools/make-export.py",
               "Fixtures/fit/antfs-dump-63.fit", "Fixtures/fit/fitsdk-Activity.fit",
-              "Fixtures/fit/fitsdk-WeightScaleMultiUser.fit", "Fixtures/fit/fitsdk-Settings.fit"]
+              "Fixtures/fit/fitsdk-WeightScaleMultiUser.fit", "Fixtures/fit/fitsdk-Settings.fit",
+              "Fixtures/fit/garmin-fr735xt-poolswim-hr-chained.fit", "Fixtures/fit/garmin-edge800-indoor-trainer-power.fit"]
 # The test peers copied to the share's peers/: the BLE peer and the emulated ANT stick.
 PEER_FILES = ["ble_peer.py", "ant_stick.py", "antstick"]
 # QEMU's exit status when the guest wrote RC to isa-debug-exit: (RC << 1) | 1.

@@ -569,7 +569,10 @@ struct ANTDownloadCommand: AsyncParsableCommand {
         }
         if output.json { return try CommandOutput.printJSON(summary) }
         print("\(summary.watchName ?? "watch") \(summary.watchSerial.map(String.init) ?? ""): \(summary.filesOnWatch) file(s), "
-              + "\(summary.fetched.count) fetched, \(summary.imported.filter { $0.status == .imported }.count) imported"
+              + "\(summary.fetched.count) fetched"
+              + (summary.bytes > 0 ? String(format: " (%d bytes in %.1f s, %.1f kB/s)", summary.bytes, summary.downloadSeconds,
+                                            Double(summary.bytes) / max(summary.downloadSeconds, 0.001) / 1000) : "")
+              + ", \(summary.imported.filter { $0.status == .imported }.count) imported"
               + (summary.failed.isEmpty ? "" : ", \(summary.failed.count) failed: " + summary.failed.joined(separator: "; ")))
         if !summary.failed.isEmpty { throw ExitCode(1) }
     }

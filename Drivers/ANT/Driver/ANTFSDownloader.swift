@@ -74,9 +74,15 @@ public struct ANTFSDownloader: Sendable {
         public var fetched: [String] = []
         public var imported: [FileReport] = []
         public var failed: [String] = []
+        /// Bytes of the files downloaded, the time spent downloading them (from the directory to
+        /// the last file, less the imports) and the time their imports took, in seconds.
+        public var bytes = 0
+        public var downloadSeconds = 0.0
+        public var importSeconds = 0.0
 
         enum CodingKeys: String, CodingKey {
-            case watchSerial = "watch_serial", watchName = "watch_name", filesOnWatch = "files_on_watch", fetched, imported, failed
+            case watchSerial = "watch_serial", watchName = "watch_name", filesOnWatch = "files_on_watch", fetched, imported, failed,
+                 bytes, downloadSeconds = "download_s", importSeconds = "import_s"
         }
     }
 
@@ -137,6 +143,7 @@ public struct ANTFSDownloader: Sendable {
                                                                     allowsPairing: configuration.allowPairing))
         var assembler = ANTBurstAssembler(limit: ANTFSDirectory.maxSize + 64)
         var summary = Summary()
+        var transferStarted: ContinuousClock.Instant?
         var fetched = ANTFSFetched()
         var running = false
         var linked = false
@@ -216,18 +223,22 @@ public struct ANTFSDownloader: Sendable {
                     case .directory(let entries):
                         let selected = select(entries, fetched: fetched)
                         summary.filesOnWatch = entries.count
+                        transferStarted = ContinuousClock.now
                         report(.directory(total: entries.count, selected: selected))
                         queue += host.handle(.select(selected.map(\.index)))
                     case .downloadProgress(let index, let received, let total):
                         report(.progress(index: index, received: received, total: total))
                     case .fileDownloaded(let entry, let bytes):
                         let serial = summary.watchSerial ?? 0
+                        summary.bytes += bytes.count
                         do {
                             let path = try save(bytes, entry: entry, serial: serial)
                             report(.saved(path: path, entry: entry))
                             var next = fetched
                             next.files = Array(Set(next.files + [entry.fetchKey])).sorted()
+                            let importStarted = ContinuousClock.now
                             let outcome = await files.importFile(path, checkpoint: next, device: ANTFSFetched.device(serial: serial))
+                            summary.importSeconds += Self.seconds(ContinuousClock.now - importStarted)
                             if outcome.status != .failed || outcome.error?.contains("database") != true { fetched = next }
                             summary.fetched.append(entry.suggestedFileName)
                             summary.imported.append(outcome)
@@ -240,6 +251,9 @@ public struct ANTFSDownloader: Sendable {
                         summary.failed.append("\(entry.suggestedFileName): \(error)")
                         report(.fileFailed(entry, "\(error)"))
                     case .finished:
+                        if let transferStarted {
+                            summary.downloadSeconds = max(0, Self.seconds(ContinuousClock.now - transferStarted) - summary.importSeconds)
+                        }
                         return summary
                     case .failed(let error):
                         // A watch linked to this host stays with it until told otherwise (about a
@@ -254,6 +268,10 @@ public struct ANTFSDownloader: Sendable {
             }
         }
         throw CancellationError()
+    }
+
+    static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 
     /// The entries to fetch: readable FIT files not fetched before, dated from `since` on (a file

@@ -3,7 +3,8 @@ periods (two heart-rate straps, two power meters, two speed and cadence sensors,
 trainer: about 4 messages a second each) on the emulated ANT USB2 stick (dummy_hcd, FunctionFS),
 recorded by `healthgate record --ant` for WINDOW_S seconds; next to it, in the same boot, the same
 number of Bluetooth LE heart-rate sensors at 4 Hz through HealthGate's own host stack (the BLE
-benchmark's path: ble-bench.py's run_backend).
+benchmark's path: ble-bench.py's run_backend). Then ANT-FS (run_antfs): a download's throughput
+next to the protocol's limit at the emulator's burst rate, and its imports next to a plain import.
 
 What is measured for ANT:
 - message to committed row, for the straps (each message the stick heard is one stored sample,
@@ -115,6 +116,54 @@ def run_ant(bench, window_s: float) -> dict:
             subprocess.run(["cp", path, RESULTS], check=False, stderr=subprocess.DEVNULL)
 
 
+ANTFS_FILES = ["garmin-fr735xt-poolswim-hr-chained.fit", "garmin-edge800-indoor-trainer-power.fit", "garmin-fenix5-run.fit"]
+
+
+def run_antfs() -> dict:
+    """ANT-FS: `ant download --pair` of ANTFS_FILES from the emulated watch (pairing, directory,
+    blocks with CRC, each file imported), next to the protocol's own limit at the emulator's burst
+    rate (8 bytes per burst packet, one packet per `burst_gap_s`), and the imports the download
+    did next to a plain `healthgate import` of the same files into a fresh database."""
+    sys.path.insert(0, os.path.join(SHARE, "peers"))
+    from antstick.model import StickConfig
+    gap_s = StickConfig().burst_gap_s
+    key = random_key()
+    load_dummy_hcd()
+    stick = Stick(["--watch-pairing", "accept", "--watch-pair-delay", "1"], name="benchfs", watch_files=ANTFS_FILES,
+                  ant_fs_key=key)
+    try:
+        wait_for_device()
+        db = os.path.join(WORK, "bench-antfs.sqlite")
+        t0 = time.time()
+        out = subprocess.run([BIN, "ant", "download", "--pair", "--antfs-key", key.hex(), "--db", db, "--json", "--timeout", "10m"],
+                             capture_output=True, text=True, timeout=900)
+        wall = time.time() - t0
+        with open(os.path.join(RESULTS, "antfs-download.log"), "w") as f:
+            f.write(out.stderr)
+        if out.returncode != 0:
+            raise AssertionError(f"ant download: {out.returncode} {out.stderr[-2000:]}")
+        summary = json.loads(out.stdout)
+        sizes = sum(os.path.getsize(os.path.join(SHARE, "repo", "Fixtures", "fit", n)) for n in ANTFS_FILES)
+        if len(summary["fetched"]) != len(ANTFS_FILES) or summary["failed"] or summary["bytes"] != sizes:
+            raise AssertionError(f"every file downloaded whole expected: {summary}")
+        plain_db = os.path.join(WORK, "bench-plain.sqlite")
+        paths = [os.path.join(SHARE, "repo", "Fixtures", "fit", n) for n in ANTFS_FILES]
+        t1 = time.time()
+        plain = subprocess.run([BIN, "import", *paths, "--db", plain_db, "--json"], capture_output=True, text=True, timeout=600)
+        plain_s = time.time() - t1
+        if plain.returncode != 0:
+            raise AssertionError(f"healthgate import: {plain.returncode} {plain.stderr[-2000:]}")
+        row = {"files": len(ANTFS_FILES), "bytes": summary["bytes"], "wall_s": round(wall, 1),
+               "download_s": round(summary["download_s"], 1),
+               "throughput_Bps": round(summary["bytes"] / max(summary["download_s"], 0.001)),
+               "protocol_limit_Bps": round(8 / gap_s), "import_s": round(summary["import_s"], 3),
+               "plain_import_s": round(plain_s, 3)}
+        step(f"ant-fs: {row}")
+        return row
+    finally:
+        stick.close()
+
+
 def run_ble(bench, devices: int, window_s: float) -> dict:
     """The same number of BLE heart-rate sensors at 4 Hz through the own host stack (no
     bluetoothd), as ble-bench's own-stack row."""
@@ -147,7 +196,14 @@ def main() -> int:
         rows.append(run_ant(bench, WINDOW_S))
         rows.append(run_ble(bench, len(SENSORS), WINDOW_S))
         result["rows"] = rows
+        fs = run_antfs()
+        result["antfs"] = fs
         text = bench.table(rows) + "\n\nCPU per 1,000 messages: " + ", ".join(f"{r['backend']} {r['cpu_ms_per_1000']} ms" for r in rows)
+        text += (f"\n\nANT-FS download of {fs['files']} FIT files, {fs['bytes']} bytes: {fs['download_s']} s, "
+                 f"{fs['throughput_Bps']} B/s (the protocol's limit at the emulator's burst rate: {fs['protocol_limit_Bps']} B/s; "
+                 f"{fs['wall_s']} s in all, pairing included)\n"
+                 f"their imports during the download {fs['import_s']} s; a plain `healthgate import` of the same files "
+                 f"{fs['plain_import_s']} s (process start included)")
         print(text, flush=True)
         with open(os.path.join(RESULTS, "bench.txt"), "w") as f:
             f.write(text + "\n")
