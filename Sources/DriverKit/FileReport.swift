@@ -32,6 +32,10 @@ public struct FileReport: Sendable, Encodable, Equatable {
     public var rejectedCount: Int = 0
     /// Why the file failed or is partial.
     public var error: String?
+    /// The file's records (or what the ledger keeps of it) could not be stored, or its import was
+    /// interrupted: importing it again is needed, and nothing marks it done (a driver's checkpoint
+    /// went with it). An unreadable file is not this: it is in the ledger as unreadable.
+    public var notStored = false
     /// A dry run: the first records as they would be stored (normalized and validated). Not part
     /// of the report's JSON: the CLI spells records with the sync protocol's coding.
     public var preview: [HealthRecord] = []

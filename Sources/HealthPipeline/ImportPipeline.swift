@@ -179,6 +179,7 @@ public struct ImportPipeline: FileSink {
         if report.status == .alreadyImported, !checkpoints.isEmpty, !options.dryRun, let store {
             do { try await store.write(checkpoints: checkpoints) } catch {
                 report.status = .failed
+                report.notStored = true
                 report.error = "\(path): database: \(Self.describe(error))"
             }
         }
@@ -217,7 +218,9 @@ public struct ImportPipeline: FileSink {
                 if entry.status == .inProgress { resumeAfter = entry.handedOver }
             }
         } catch {
-            return FileReport(path: path, status: .failed, driver: driverID, error: "database: \(Self.describe(error))")
+            var report = FileReport(path: path, status: .failed, driver: driverID, error: "database: \(Self.describe(error))")
+            report.notStored = true
+            return report
         }
 
         // Decode: records emitted before a DecodeError make the file partial.
@@ -225,7 +228,9 @@ public struct ImportPipeline: FileSink {
                                 status: .imported)
         let weight: BodyWeight
         do { weight = try await bodyWeight() } catch {
-            return FileReport(path: path, status: .failed, driver: driverID, error: "database: \(Self.describe(error))")
+            var report = FileReport(path: path, status: .failed, driver: driverID, error: "database: \(Self.describe(error))")
+            report.notStored = true
+            return report
         }
         let normalizer = Normalizer(energy: EnergyEstimator(bodyWeightKg: weight.kg),
                                     since: options.range.since, until: options.range.until)
@@ -289,6 +294,7 @@ public struct ImportPipeline: FileSink {
             // A part failed to commit (disk full ...), or the import was told to stop between two
             // parts: the parts before stay, and the ledger says where the next import resumes.
             report.status = .failed
+            report.notStored = true
             report.records = stored.stored
             report.error = parts == 0 ? storeError + "; nothing stored for this file"
                 : storeError + "; \(stored.stored) record(s) stored before it stay, importing the file again resumes after them"
@@ -334,6 +340,7 @@ public struct ImportPipeline: FileSink {
             }
         } catch {
             report.status = .failed
+            report.notStored = true
             report.records = stored.stored
             report.error = "\(path): database: \(Self.describe(error)); "
                 + (parts == 0 ? "nothing stored for this file"

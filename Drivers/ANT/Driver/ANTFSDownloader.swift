@@ -239,7 +239,7 @@ public struct ANTFSDownloader: Sendable {
                             let importStarted = ContinuousClock.now
                             let outcome = await files.importFile(path, checkpoint: next, device: ANTFSFetched.device(serial: serial))
                             summary.importSeconds += Self.seconds(ContinuousClock.now - importStarted)
-                            if outcome.status != .failed || outcome.error?.contains("database") != true { fetched = next }
+                            if !outcome.notStored { fetched = next }
                             summary.fetched.append(entry.suggestedFileName)
                             summary.imported.append(outcome)
                             report(.imported(outcome))
