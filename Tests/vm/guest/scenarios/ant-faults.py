@@ -22,8 +22,8 @@ import subprocess
 import sys
 import time
 
-from vmant import (HEART_RATES, RESULTS, WORK, Stick, check_heart_rates_stored, kernel_driver, load_dummy_hcd, random_key,
-                   start_udevd, step, stop, timings, wait_for, wait_for_device)
+from vmant import (HEART_RATES, RESULTS, WORK, Stick, check_heart_rates_stored, finish, kernel_driver, load_dummy_hcd,
+                   random_key, start_udevd, step, wait_for, wait_for_device)
 from vmpeer import stored
 
 BIN = os.environ["HG_BIN"]
@@ -112,16 +112,7 @@ def main() -> int:
         step("recording stopped: one workout per sensor")
         return 0
     finally:
-        if recorder is not None:
-            recorder.kill()
-        if os.path.exists(db):
-            subprocess.run(["sqlite3", db, f".backup {os.path.join(RESULTS, 'ant-faults.sqlite')}"], timeout=30)
-        stick.close()
-        stop(udevd)
-        result["timings"] = timings
-        with open(os.path.join(RESULTS, "result.json"), "w") as f:
-            json.dump(result, f, indent=1, default=str)
-
+        finish(result, recorder=recorder, db=db, stick=stick, udevd=udevd)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -240,3 +240,18 @@ def kernel_driver() -> str | None:
         if os.path.exists(link):
             return os.path.basename(os.readlink(link))
     return None
+
+
+def finish(result: dict, *, recorder: subprocess.Popen | None, db: str, stick: Stick, udevd: subprocess.Popen | None) -> None:
+    """What an ANT scenario leaves behind, passed or failed: the recorder killed if it still
+    runs, a copy of its database and the stick's sent log in the results, the stick and udevd
+    stopped, result.json with the step timings."""
+    if recorder is not None and recorder.poll() is None:
+        recorder.kill()
+    if os.path.exists(db):
+        run(["sqlite3", db, f".backup {os.path.join(RESULTS, os.path.basename(db))}"])
+    stick.close()
+    stop(udevd)
+    result["timings"] = timings
+    with open(os.path.join(RESULTS, "result.json"), "w") as f:
+        json.dump(result, f, indent=1, default=str)
