@@ -133,7 +133,7 @@ let package = Package(
         // ANT+ device profiles: every page of heart rate, speed, cadence, speed and cadence,
         // power, stride speed and distance, fitness equipment, weight scale, and the common pages;
         // the rollover-safe calculators (RR, wheel and crank, torque to power).
-        .target(name: "ANTPlusProfiles", path: "Drivers/ANT/Profiles"),
+        .target(name: "ANTPlusProfiles", dependencies: ["HealthModel"], path: "Drivers/ANT/Profiles"),
         // ANT-FS: beacon, commands and responses, the directory, CRC-16 of the blocks.
         .target(name: "ANTFS", path: "Drivers/ANT/FS"),
         // The ANT driver: sticks through libusb (the controller, a pure state machine, and its I/O
@@ -236,7 +236,7 @@ let package = Package(
 
         // Helpers shared by the test targets (seeded generator for fuzz loops, the BLE peer harness).
         .target(name: "TestSupport", dependencies: ["BLEHost"], path: "Tests/TestSupport"),
-        .testTarget(name: "ANTProtocolTests", dependencies: ["TestSupport", "ANTProtocol", "ANTPlusProfiles", "ANTFS"]),
+        .testTarget(name: "ANTProtocolTests", dependencies: ["TestSupport", "ANTProtocol", "ANTPlusProfiles", "ANTFS", "HealthModel"]),
         // The ANT driver: the stick controller and value mapping (pure), and the healthgate binary's
         // libusb path against usbmon captures replayed by umockdev.
         .testTarget(name: "ANTDriverTests", dependencies: [

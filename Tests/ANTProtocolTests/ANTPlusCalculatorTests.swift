@@ -1,4 +1,5 @@
 import ANTPlusProfiles
+import HealthModel
 import Testing
 
 /// The stateful calculators: RR intervals, wheel and crank rates, power from torque, stride and
@@ -57,7 +58,16 @@ import Testing
 
     // MARK: - Wheel and crank
 
-    func wheel() -> ANTRevolutionCalculator { ANTRevolutionCalculator(maximumRevolutionsPerSecond: 40 / 2.096) }
+    /// The tracker as the ANT+ speed decoders use it (16-bit counters, 1/1024 s), giving its rate.
+    struct Wheel {
+        var tracker = RevolutionRateTracker(counterBits: 16, maximumRevolutionsPerSecond: 40 / 2.096)
+        var totalRevolutions: UInt64 { tracker.totalRevolutions }
+        mutating func update(count: Int, eventTime: UInt16, at time: Double, stopped: Bool = false) -> Double? {
+            tracker.update(count: UInt64(count), eventTime: eventTime, receivedAt: time, stopped: stopped).revolutionsPerSecond
+        }
+    }
+
+    func wheel() -> Wheel { Wheel() }
 
     @Test("the first reading is a baseline; then revolutions per second over the event time")
     func revolutionRate() {

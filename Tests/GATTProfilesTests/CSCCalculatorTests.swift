@@ -1,6 +1,7 @@
 import TestSupport
 import Testing
 @testable import GATTProfiles
+import HealthModel
 
 @Suite struct CSCCalculatorTests {
     func wheel(_ revs: UInt32, _ time: UInt16) -> CSCMeasurement {

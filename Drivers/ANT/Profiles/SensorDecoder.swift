@@ -1,3 +1,5 @@
+public import HealthModel
+
 /// A data page decoded by the profile of its device type.
 public enum ANTPlusPage: Hashable, Sendable {
     case heartRate(ANTHeartRatePage)
@@ -77,9 +79,9 @@ public enum ANTPlusReading: Hashable, Sendable {
 public struct ANTPlusSensorDecoder: Sendable {
     private enum Profile: Sendable {
         case heartRate(ANTHeartRateCalculator)
-        case speed(ANTRevolutionCalculator)
-        case cadence(ANTRevolutionCalculator)
-        case speedCadence(speed: ANTRevolutionCalculator, cadence: ANTRevolutionCalculator)
+        case speed(RevolutionRateTracker)
+        case cadence(RevolutionRateTracker)
+        case speedCadence(speed: RevolutionRateTracker, cadence: RevolutionRateTracker)
         case power(ANTPowerCalculator)
         case stride(ANTStrideCalculator)
         case fitnessEquipment(ANTFitnessEquipmentCalculator)
@@ -109,8 +111,8 @@ public struct ANTPlusSensorDecoder: Sendable {
         let circumference = wheelCircumference > 0 && wheelCircumference < 10 ? wheelCircumference : 2.096
         self.wheelCircumference = circumference
         // The fastest plausible wheel: 40 m/s (144 km/h); crank: 300 rpm.
-        let wheel = ANTRevolutionCalculator(maximumRevolutionsPerSecond: 40 / circumference)
-        let crank = ANTRevolutionCalculator(maximumRevolutionsPerSecond: 5)
+        let wheel = RevolutionRateTracker(counterBits: 16, maximumRevolutionsPerSecond: 40 / circumference)
+        let crank = RevolutionRateTracker(counterBits: 16, maximumRevolutionsPerSecond: 5)
         switch type {
         case ANTPlusDeviceType.heartRate: profile = .heartRate(ANTHeartRateCalculator())
         case ANTPlusDeviceType.bikeSpeed: profile = .speed(wheel)
@@ -136,19 +138,21 @@ public struct ANTPlusSensorDecoder: Sendable {
             if paged(p.toggle) { readings += deviceReadings(heartRate: p.content) }
         case (.speed(var calculator), .speedOrCadence(let p)):
             let stopped = p.content == .motion(stopped: true)
-            let rate = calculator.update(count: Int(p.revolutionCount), eventTime: p.eventTime, at: time, stopped: stopped)
+            let rate = calculator.update(count: UInt64(p.revolutionCount), eventTime: p.eventTime, receivedAt: time, stopped: stopped)
+                .revolutionsPerSecond
             profile = .speed(calculator)
             if let rate { readings.append(speed(rate, calculator)) }
             if paged(p.toggle) { readings += deviceReadings(bike: p.content) }
         case (.cadence(var calculator), .speedOrCadence(let p)):
             let stopped = p.content == .motion(stopped: true)
-            let rate = calculator.update(count: Int(p.revolutionCount), eventTime: p.eventTime, at: time, stopped: stopped)
+            let rate = calculator.update(count: UInt64(p.revolutionCount), eventTime: p.eventTime, receivedAt: time, stopped: stopped)
+                .revolutionsPerSecond
             profile = .cadence(calculator)
             if let rate { readings.append(.cadence(revolutionsPerMinute: rate * 60)) }
             if paged(p.toggle) { readings += deviceReadings(bike: p.content) }
         case (.speedCadence(var wheel, var crank), .speedCadence(let p)):
-            let cadence = crank.update(count: Int(p.cadenceRevolutions), eventTime: p.cadenceEventTime, at: time)
-            let speed = wheel.update(count: Int(p.wheelRevolutions), eventTime: p.speedEventTime, at: time)
+            let cadence = crank.update(count: UInt64(p.cadenceRevolutions), eventTime: p.cadenceEventTime, receivedAt: time).revolutionsPerSecond
+            let speed = wheel.update(count: UInt64(p.wheelRevolutions), eventTime: p.speedEventTime, receivedAt: time).revolutionsPerSecond
             profile = .speedCadence(speed: wheel, cadence: crank)
             if let speed { readings.append(self.speed(speed, wheel)) }
             if let cadence { readings.append(.cadence(revolutionsPerMinute: cadence * 60)) }
@@ -193,7 +197,7 @@ public struct ANTPlusSensorDecoder: Sendable {
         return pagedSensor
     }
 
-    private func speed(_ revolutionsPerSecond: Double, _ wheel: ANTRevolutionCalculator) -> ANTPlusReading {
+    private func speed(_ revolutionsPerSecond: Double, _ wheel: RevolutionRateTracker) -> ANTPlusReading {
         .speed(metersPerSecond: revolutionsPerSecond * wheelCircumference,
                distanceMeters: Double(wheel.totalRevolutions) * wheelCircumference)
     }

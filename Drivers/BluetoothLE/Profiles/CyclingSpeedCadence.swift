@@ -1,3 +1,5 @@
+public import HealthModel
+
 /// Cumulative wheel revolution data: the revolution counter and the time of the last revolution.
 public struct WheelRevolutionData: Hashable, Sendable {
     public var cumulativeRevolutions: UInt32
@@ -51,109 +53,6 @@ public struct CSCMeasurement: Hashable, Sendable {
                                         lastEventTime: try c.uint16("last crank event time"))
         }
         return CSCMeasurement(flags: flags, wheel: wheel, crank: crank, ignoredTrailingBytes: c.remaining)
-    }
-}
-
-/// Turns successive readings of one cumulative revolution counter and its event-time field into a
-/// revolution rate. Pure: the caller passes the time each notification arrived (any monotonic
-/// clock, in seconds).
-///
-/// Rules:
-/// - The first reading (and the first after `reset()`) only sets the baseline: no rate.
-/// - Counter and event time are modular (`counterModulus`, 65536 event-time units): a counter or
-///   time that wraps around yields the right difference.
-/// - A repeated reading (no new revolution) keeps the last rate until `stopTimeout` seconds have
-///   passed since the last new revolution (or the baseline) arrived, then reports 0: the wheel or
-///   crank stopped. Sensors repeat their last event while coasting, so 0 is not reported at once.
-/// - If more than one event-time period (64 s at 1/1024 s, 32 s at 1/2048 s) passes between new
-///   revolutions, the time difference is ambiguous: the reading becomes a new baseline.
-/// - A counter that moved while the event time did not, or a difference that implies more than
-///   `maximumRevolutionsPerSecond` (a counter reset by a battery change or a Set Cumulative Value
-///   command looks like a huge forward step modulo the counter size), is a reset: new baseline.
-public struct RevolutionRateTracker: Hashable, Sendable {
-    public enum Event: Hashable, Sendable {
-        case baseline
-        case newRevolutions(UInt32)
-        case noNewRevolution
-        /// The counter jumped implausibly, or the event-time difference was ambiguous.
-        case counterReset
-    }
-
-    public struct Update: Hashable, Sendable {
-        /// Revolutions per second, nil when there is no rate yet.
-        public var revolutionsPerSecond: Double?
-        public var event: Event
-    }
-
-    public let counterModulus: UInt64
-    public let eventTimeUnitsPerSecond: Double
-    public var stopTimeout: Double
-    public var maximumRevolutionsPerSecond: Double
-
-    private var last: (count: UInt64, eventTime: UInt16)?
-    private var lastNewRevolutionAt: Double = 0
-    private var lastRate: Double?
-    /// Revolutions accepted since the last `reset()` (resets of the counter do not count).
-    public private(set) var totalRevolutions: UInt64 = 0
-
-    public init(counterBits: Int, eventTimeUnitsPerSecond: Double, stopTimeout: Double,
-                maximumRevolutionsPerSecond: Double) {
-        counterModulus = UInt64(1) << UInt64(counterBits)
-        self.eventTimeUnitsPerSecond = eventTimeUnitsPerSecond
-        self.stopTimeout = stopTimeout
-        self.maximumRevolutionsPerSecond = maximumRevolutionsPerSecond
-    }
-
-    public mutating func reset() {
-        last = nil
-        lastRate = nil
-        totalRevolutions = 0
-    }
-
-    public mutating func update(count: UInt64, eventTime: UInt16, receivedAt now: Double) -> Update {
-        let count = count % counterModulus
-        guard let previous = last else {
-            baseline(count, eventTime, now)
-            return Update(revolutionsPerSecond: nil, event: .baseline)
-        }
-        let revolutions = (count &+ counterModulus &- previous.count) % counterModulus
-        let ticks = eventTime &- previous.eventTime
-        if revolutions == 0 {
-            if now - lastNewRevolutionAt >= stopTimeout { lastRate = 0 }
-            return Update(revolutionsPerSecond: lastRate, event: .noNewRevolution)
-        }
-        let period = 65536 / eventTimeUnitsPerSecond
-        let seconds = Double(ticks) / eventTimeUnitsPerSecond
-        let rate = ticks == 0 ? Double.infinity : Double(revolutions) / seconds
-        if now - lastNewRevolutionAt >= period || rate > maximumRevolutionsPerSecond {
-            baseline(count, eventTime, now)
-            lastRate = nil
-            return Update(revolutionsPerSecond: nil, event: .counterReset)
-        }
-        last = (count, eventTime)
-        lastNewRevolutionAt = now
-        lastRate = rate
-        totalRevolutions += revolutions
-        return Update(revolutionsPerSecond: rate, event: .newRevolutions(UInt32(truncatingIfNeeded: revolutions)))
-    }
-
-    private mutating func baseline(_ count: UInt64, _ eventTime: UInt16, _ now: Double) {
-        last = (count, eventTime)
-        lastNewRevolutionAt = now
-    }
-
-    public static func == (a: Self, b: Self) -> Bool {
-        a.counterModulus == b.counterModulus && a.eventTimeUnitsPerSecond == b.eventTimeUnitsPerSecond
-            && a.stopTimeout == b.stopTimeout && a.maximumRevolutionsPerSecond == b.maximumRevolutionsPerSecond
-            && a.last?.count == b.last?.count && a.last?.eventTime == b.last?.eventTime
-            && a.lastNewRevolutionAt == b.lastNewRevolutionAt && a.lastRate == b.lastRate
-            && a.totalRevolutions == b.totalRevolutions
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(last?.count)
-        hasher.combine(last?.eventTime)
-        hasher.combine(totalRevolutions)
     }
 }
 
