@@ -90,6 +90,10 @@ public final class USBBulkDevice: Sendable {
         } catch {
             if detached != nil { _ = hg_usb_attach_kernel_driver(handle, configuration.interface) }
             hg_usb_close(handle)
+            var error = error
+            if error.isBusy {
+                error.heldBy = DeviceNodeHolders.holders(of: DeviceNodeHolders.node(bus: info.bus, address: info.address)).map(\.description)
+            }
             throw error
         }
         self.handle = handle

@@ -7,6 +7,10 @@ public struct USBError: Error, Hashable, Sendable, CustomStringConvertible {
     /// libusb's error code (negative), or 0 for a failure of HealthGate's own (a device gone).
     public var code: Int32
 
+    /// For a device another program holds: the processes seen holding its node
+    /// (``DeviceNodeHolders``), `python3 (pid 412)`.
+    public var heldBy: [String] = []
+
     public init(_ step: String, code: Int32) {
         self.step = step
         self.code = code
@@ -31,7 +35,9 @@ public struct USBError: Error, Hashable, Sendable, CustomStringConvertible {
         case LIBUSB_ERROR_ACCESS.rawValue:
             "permission denied: install HealthGate's udev rule (make install; udevadm control --reload; plug the stick in again) or run as a user of the group the rule names"
         case LIBUSB_ERROR_BUSY.rawValue:
-            "another program holds it (Garmin Express or ANT Agent, another HealthGate, openant, GoldenCheetah): stop that program"
+            heldBy.isEmpty
+                ? "another program holds it (Garmin Express or ANT Agent, another HealthGate, openant, GoldenCheetah): stop that program"
+                : "another program holds it: \(heldBy.joined(separator: ", ")): stop that program"
         case LIBUSB_ERROR_NO_DEVICE.rawValue:
             "the device is gone (unplugged)"
         case LIBUSB_ERROR_NOT_SUPPORTED.rawValue:

@@ -2,7 +2,8 @@
 stack (dummy_hcd, FunctionFS, udevd; Tests/peers/ant_stick.py faults):
 
 1. A stick that answers no reset: `healthgate ant list --json` names it, with the reason, and
-   exits 0 (the other sticks would still be listed); the kernel driver is given back.
+   exits 0 (the other sticks would still be listed); the kernel driver is given back. A stick
+   another program holds (pyusb claims its interface): the error names that program and its pid.
 2. `healthgate record --ant` with a heart-rate strap and a power meter. The stick's IN endpoint
    stalls under the recording (fault stall): the recorder clears the halt, says so, and loses
    nothing: the strap pauses and the database holds every heart rate the stick heard, value for
@@ -27,6 +28,18 @@ from vmant import (HEART_RATES, RESULTS, WORK, Stick, check_heart_rates_stored, 
 from vmpeer import stored
 
 BIN = os.environ["HG_BIN"]
+# Another program holding the stick: claims its interface 0 (pyusb), says so, waits for stdin's end.
+HOLD = """
+import sys
+import usb.core
+import usb.util
+dev = usb.core.find(idVendor=0x0FCF, idProduct=0x1008)
+if dev.is_kernel_driver_active(0):
+    dev.detach_kernel_driver(0)
+usb.util.claim_interface(dev, 0)
+print("held", flush=True)
+sys.stdin.read()
+"""
 DEVICE = "ant:120:120001"  # the emulator's first strap
 POWER_ROWS = "SELECT count(power_w) FROM samples"
 
@@ -61,6 +74,22 @@ def main() -> int:
         stick.control("fault clear")
         wait_for(kernel_driver, 20, "the kernel driver given back after ant list")
         step(f"a stick that answers no reset: ant list says {error!r}")
+
+        # Another program holds the stick (pyusb claims its interface): named, with its pid.
+        holder = subprocess.Popen([sys.executable, "-c", HOLD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            if holder.stdout.readline().strip() != "held":
+                raise AssertionError("the holder could not claim the stick")
+            listed = subprocess.run([BIN, "ant", "list", "--json"], capture_output=True, text=True, timeout=120)
+            sticks = json.loads(listed.stdout) if listed.returncode == 0 else []
+            error = sticks[0].get("error") if len(sticks) == 1 else None
+            result["held"] = {"exit": listed.returncode, "stdout": listed.stdout, "holder": holder.pid}
+            if not error or f"another program holds it: python3 (pid {holder.pid})" not in error:
+                raise AssertionError(f"ant list did not name the program holding the stick: {result['held']}")
+        finally:
+            holder.stdin.close()
+            holder.wait(30)
+        step(f"a stick another program holds: ant list says {error!r}")
 
         # 2. A stalled IN endpoint under the recording.
         recorder = subprocess.Popen([BIN, "record", "--ant", "--ant-network-key", key.hex(), "--db", db, "--gap", "10m"],

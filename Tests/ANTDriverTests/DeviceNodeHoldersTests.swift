@@ -1,0 +1,44 @@
+import Foundation
+import Testing
+import TestSupport
+import USBKit
+
+/// Naming the program that holds a device: the real /proc of this machine.
+@Suite struct DeviceNodeHoldersTests {
+    @Test("a process holding a file open is found by its pid and command; nobody holds a file nobody opened")
+    func findsTheHolder() async throws {
+        let folder = try temporaryFolder("holders")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let held = folder + "/node", free = folder + "/other"
+        FileManager.default.createFile(atPath: held, contents: Data())
+        FileManager.default.createFile(atPath: free, contents: Data())
+        // Another process (sleep, started through a shell that keeps the file open on fd 3).
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/bin/sh")
+        holder.arguments = ["-c", "exec 3<\"$0\"; exec sleep 30", held]
+        try holder.run()
+        defer { holder.terminate() }
+        var found: [DeviceNodeHolders.Holder] = []
+        for _ in 0..<100 where found.isEmpty {
+            found = DeviceNodeHolders.holders(of: held)
+            if found.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(found == [DeviceNodeHolders.Holder(pid: holder.processIdentifier, command: "sleep")])
+        #expect(found.first?.description == "sleep (pid \(holder.processIdentifier))")
+        #expect(DeviceNodeHolders.holders(of: free).isEmpty)
+        // This process is left out unless asked for.
+        let mine = try FileHandle(forReadingFrom: URL(fileURLWithPath: free))
+        defer { try? mine.close() }
+        #expect(DeviceNodeHolders.holders(of: free).isEmpty)
+        #expect(DeviceNodeHolders.holders(of: free, excluding: -1).map(\.pid) == [getpid()])
+    }
+
+    @Test("a busy device's error names its holders, else the usual suspects")
+    func busyError() {
+        var error = USBError("claim interface 0", code: -6)
+        #expect(error.isBusy && error.description.contains("Garmin Express or ANT Agent"))
+        error.heldBy = ["python3 (pid 412)"]
+        #expect(error.description == "claim interface 0: LIBUSB_ERROR_BUSY (another program holds it: python3 (pid 412): stop that program)")
+        #expect(DeviceNodeHolders.node(bus: 1, address: 5) == "/dev/bus/usb/001/005")
+    }
+}
