@@ -81,7 +81,7 @@ let package = Package(
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
         .target(name: "WatchFolderDriver", dependencies: ["DriverKit", "LinuxAdapters"], path: "Drivers/WatchFolder",
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
-        .target(name: "MassStorageDriver", dependencies: ["DriverKit", "LinuxAdapters"], path: "Drivers/MassStorage",
+        .target(name: "MassStorageDriver", dependencies: ["DriverKit", "LinuxAdapters", "WatchLayout"], path: "Drivers/MassStorage",
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
         .target(name: "BLEReplayDriver", dependencies: ["DriverKit", "HealthModel", "BLEDriver", "BLERuntime"], path: "Drivers/BLEReplay",
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
@@ -134,6 +134,8 @@ let package = Package(
         // power, stride speed and distance, fitness equipment, weight scale, and the common pages;
         // the rollover-safe calculators (RR, wheel and crank, torque to power).
         .target(name: "ANTPlusProfiles", dependencies: ["HealthModel"], path: "Drivers/ANT/Profiles"),
+        // The watch family (Drivers/Watch): what a Garmin watch shows and what to fetch of it, pure.
+        .target(name: "WatchLayout", dependencies: ["DriverKit", "HealthModel"], path: "Drivers/Watch/Layout"),
         // ANT-FS: beacon, commands and responses, the directory, CRC-16 of the blocks.
         .target(name: "ANTFS", path: "Drivers/ANT/FS"),
         // The ANT driver: sticks through libusb (the controller, a pure state machine, and its I/O
@@ -236,6 +238,7 @@ let package = Package(
 
         // Helpers shared by the test targets (seeded generator for fuzz loops, the BLE peer harness).
         .target(name: "TestSupport", dependencies: ["BLEHost"], path: "Tests/TestSupport"),
+        .testTarget(name: "WatchLayoutTests", dependencies: ["WatchLayout", "DriverKit"]),
         .testTarget(name: "ANTProtocolTests", dependencies: ["TestSupport", "ANTProtocol", "ANTPlusProfiles", "ANTFS", "HealthModel"]),
         // The ANT driver: the stick controller and value mapping (pure), and the healthgate binary's
         // libusb path against usbmon captures replayed by umockdev.

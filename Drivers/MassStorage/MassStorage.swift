@@ -3,6 +3,7 @@ import Foundation
 import LinuxAdapters
 #if canImport(Glibc)
 import Glibc
+import WatchLayout
 #endif
 
 /// One line of `/proc/self/mountinfo`.
@@ -80,16 +81,17 @@ public enum MountInfo {
 }
 
 /// Where a watch that mounts as USB mass storage keeps its FIT files: `GARMIN/Activity`,
-/// `GARMIN/Monitor`, `GARMIN/Sleep` and their kin, names in any case.
+/// `GARMIN/Monitor`, `GARMIN/Sleep` and their kin, names in any case, as the watch family's
+/// ``GarminLayout`` names them (one list of folders for every way a watch attaches).
 public enum WatchVolume {
-    static let folders = ["activity", "monitor", "sleep", "metrics", "hrv", "records", "weight"]
+    static let layout = GarminLayout.garmin
 
     /// `GARMIN`, in any case.
-    static func isDeviceFolder(_ name: String) -> Bool { name.lowercased() == "garmin" }
+    static func isDeviceFolder(_ name: String) -> Bool { name.lowercased() == layout.deviceFolder }
     /// One of the data folders under `GARMIN`.
-    static func isDataFolder(_ name: String) -> Bool { folders.contains(name.lowercased()) }
+    static func isDataFolder(_ name: String) -> Bool { layout.folders[name.lowercased()] != nil }
     /// A FIT file's name (not a hidden one such as macOS's `._A1.FIT`).
-    static func isFitFile(_ name: String) -> Bool { name.lowercased().hasSuffix(".fit") && !name.hasPrefix(".") }
+    static func isFitFile(_ name: String) -> Bool { layout.isFitFile(name) }
 
     /// The `GARMIN` folder of the watch mounted at `mountPoint`, or nil.
     static func deviceFolder(at mountPoint: String) -> String? {

@@ -39,15 +39,15 @@ import TestSupport
         let root = try temporaryFolder("volume")
         defer { try? FileManager.default.removeItem(atPath: root) }
         let fm = FileManager.default
-        for folder in ["GARMIN/ACTIVITY", "GARMIN/Monitor", "GARMIN/Sleep", "GARMIN/Apps", "Music"] {
+        for folder in ["GARMIN/ACTIVITY", "GARMIN/Monitor", "GARMIN/Sleep", "GARMIN/HRVStatus", "GARMIN/Apps", "Music"] {
             try fm.createDirectory(atPath: root + "/" + folder, withIntermediateDirectories: true)
         }
-        for file in ["GARMIN/ACTIVITY/A1.FIT", "GARMIN/Monitor/m1.fit", "GARMIN/Sleep/s1.fit", "GARMIN/Apps/app.prg",
+        for file in ["GARMIN/ACTIVITY/A1.FIT", "GARMIN/Monitor/m1.fit", "GARMIN/Sleep/s1.fit", "GARMIN/HRVStatus/h1.fit", "GARMIN/Apps/app.prg",
                      "GARMIN/Apps/x.fit", "Music/song.fit", "GARMIN/ACTIVITY/._A1.FIT"] {
             try #require(fm.createFile(atPath: root + "/" + file, contents: Data()))
         }
-        #expect(WatchVolume.fitFiles(at: root) == [root + "/GARMIN/ACTIVITY/A1.FIT", root + "/GARMIN/Monitor/m1.fit",
-                                                    root + "/GARMIN/Sleep/s1.fit"])
+        #expect(WatchVolume.fitFiles(at: root) == [root + "/GARMIN/ACTIVITY/A1.FIT", root + "/GARMIN/HRVStatus/h1.fit",
+                                                    root + "/GARMIN/Monitor/m1.fit", root + "/GARMIN/Sleep/s1.fit"])
         #expect(WatchVolume.fitFiles(at: root + "/Music").isEmpty)
     }
 
