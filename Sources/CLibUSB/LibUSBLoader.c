@@ -5,6 +5,9 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 static void *library;
 static const char *load_error = "libusb-1.0.so.0 was not loaded yet";
@@ -45,7 +48,11 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
     X(int, libusb_hotplug_register_callback, (libusb_context *, int, int, int, int, int, libusb_hotplug_callback_fn, void *, \
                                               libusb_hotplug_callback_handle *)) \
     X(void, libusb_hotplug_deregister_callback, (libusb_context *, libusb_hotplug_callback_handle)) \
-    X(void, libusb_interrupt_event_handler, (libusb_context *))
+    X(void, libusb_interrupt_event_handler, (libusb_context *)) \
+    X(struct libusb_transfer *, libusb_alloc_transfer, (int)) \
+    X(void, libusb_free_transfer, (struct libusb_transfer *)) \
+    X(int, libusb_submit_transfer, (struct libusb_transfer *)) \
+    X(int, libusb_cancel_transfer, (struct libusb_transfer *))
 FUNCTIONS(FUNCTION)
 
 static void load(void) {
@@ -185,3 +192,124 @@ void hg_usb_hotplug_deregister_callback(libusb_context *ctx, libusb_hotplug_call
     if (loaded()) p_libusb_hotplug_deregister_callback(ctx, callback_handle);
 }
 void hg_usb_interrupt_event_handler(libusb_context *ctx) { if (loaded()) p_libusb_interrupt_event_handler(ctx); }
+
+// The pending reader (see CLibUSB.h).
+struct hg_usb_reader {
+    libusb_context *ctx;
+    struct libusb_transfer *transfer;
+    unsigned char *buffer;
+    int length;
+    int completed;  // set by the callback on the thread handling events, read after its return
+    int pending;
+};
+
+static void reader_done(struct libusb_transfer *transfer) {
+    ((hg_usb_reader *)transfer->user_data)->completed = 1;
+}
+
+static int reader_submit(hg_usb_reader *reader) {
+    reader->completed = 0;
+    int r = p_libusb_submit_transfer(reader->transfer);
+    reader->pending = r == 0;
+    return r;
+}
+
+hg_usb_reader *hg_usb_reader_start(libusb_context *ctx, libusb_device_handle *handle, unsigned char endpoint, int length,
+                                   int *error) {
+    if (!loaded()) {
+        *error = NOT_LOADED;
+        return NULL;
+    }
+    hg_usb_reader *reader = calloc(1, sizeof *reader);
+    unsigned char *buffer = malloc((size_t)length);
+    struct libusb_transfer *transfer = p_libusb_alloc_transfer(0);
+    if (reader == NULL || buffer == NULL || transfer == NULL) {
+        free(reader);
+        free(buffer);
+        if (transfer != NULL) p_libusb_free_transfer(transfer);
+        *error = LIBUSB_ERROR_NO_MEM;
+        return NULL;
+    }
+    reader->ctx = ctx;
+    reader->transfer = transfer;
+    reader->buffer = buffer;
+    reader->length = length;
+    // libusb_fill_bulk_transfer, spelled out: no timeout.
+    transfer->dev_handle = handle;
+    transfer->endpoint = endpoint;
+    transfer->type = LIBUSB_TRANSFER_TYPE_BULK;
+    transfer->timeout = 0;
+    transfer->buffer = buffer;
+    transfer->length = length;
+    transfer->user_data = reader;
+    transfer->callback = reader_done;
+    int r = reader_submit(reader);
+    if (r != 0) {
+        p_libusb_free_transfer(transfer);
+        free(buffer);
+        free(reader);
+        *error = r;
+        return NULL;
+    }
+    return reader;
+}
+
+static long long now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+int hg_usb_reader_wait(hg_usb_reader *reader, unsigned char *data, int timeout_ms, int *received) {
+    *received = 0;
+    if (!reader->pending) return LIBUSB_ERROR_NOT_FOUND;
+    long long deadline = now_ms() + timeout_ms;
+    while (!reader->completed) {
+        long long left = deadline - now_ms();
+        if (left <= 0) return 0;  // still pending: nothing cancelled
+        struct timeval tv = {.tv_sec = left / 1000, .tv_usec = (left % 1000) * 1000};
+        int r = p_libusb_handle_events_timeout_completed(reader->ctx, &tv, &reader->completed);
+        if (r < 0 && r != LIBUSB_ERROR_INTERRUPTED && r != LIBUSB_ERROR_TIMEOUT) return r;
+    }
+    reader->pending = 0;
+    struct libusb_transfer *t = reader->transfer;
+    int n = t->actual_length < 0 ? 0 : (t->actual_length > reader->length ? reader->length : t->actual_length);
+    memcpy(data, reader->buffer, (size_t)n);
+    *received = n;
+    switch (t->status) {
+    case LIBUSB_TRANSFER_COMPLETED:
+        return reader_submit(reader);
+    case LIBUSB_TRANSFER_STALL:
+        return LIBUSB_ERROR_PIPE;
+    case LIBUSB_TRANSFER_NO_DEVICE:
+        return LIBUSB_ERROR_NO_DEVICE;
+    case LIBUSB_TRANSFER_OVERFLOW:
+        return LIBUSB_ERROR_OVERFLOW;
+    case LIBUSB_TRANSFER_TIMED_OUT:
+        return LIBUSB_ERROR_TIMEOUT;
+    case LIBUSB_TRANSFER_CANCELLED:
+        return LIBUSB_ERROR_INTERRUPTED;
+    default:
+        return LIBUSB_ERROR_IO;
+    }
+}
+
+int hg_usb_reader_resubmit(hg_usb_reader *reader) {
+    return reader->pending ? 0 : reader_submit(reader);
+}
+
+void hg_usb_reader_stop(hg_usb_reader *reader) {
+    if (reader == NULL) return;
+    if (reader->pending) {
+        p_libusb_cancel_transfer(reader->transfer);
+        long long deadline = now_ms() + 10000;
+        while (!reader->completed && now_ms() < deadline) {
+            struct timeval tv = {.tv_sec = 0, .tv_usec = 100000};
+            p_libusb_handle_events_timeout_completed(reader->ctx, &tv, &reader->completed);
+        }
+        if (!reader->completed) return;  // still in libusb's hands: leaked rather than freed under it
+    }
+    p_libusb_free_transfer(reader->transfer);
+    free(reader->buffer);
+    free(reader);
+}

@@ -22,7 +22,7 @@ public final class USBBulkDevice: Sendable {
         /// Bytes asked for by each IN transfer; nil: the IN endpoint's packet size (a short read
         /// ends a transfer; some devices dislike reads of another size).
         public var inLength: Int?
-        /// How long one IN transfer waits before the reader checks whether it should stop.
+        /// How often the reader looks whether it should stop (its IN transfer stays pending).
         public var readTimeoutMs: UInt32 = 250
         /// How long one OUT transfer may take.
         public var writeTimeoutMs: UInt32 = 1000
@@ -127,28 +127,40 @@ public final class USBBulkDevice: Sendable {
         if Int(sent) != bytes.count { throw USBError(step + " (\(sent) sent)", code: LIBUSB_ERROR_IO.rawValue) }
     }
 
-    /// The reader: one IN transfer pending at all times until stopped or failed.
+    /// The reader: one IN transfer pending at all times until stopped or failed. It is never
+    /// cancelled to look at the clock (a transfer cancelled while the device sends can lose what
+    /// it sent): `readTimeoutMs` is only how often the thread looks whether it should stop.
     private func read(_ onInput: @Sendable (Input) -> Void) {
         defer { readerDone.signal() }
-        var buffer = [UInt8](repeating: 0, count: inLength)
         let step = "read endpoint 0x\(String(inEndpoint, radix: 16))"
+        var error: Int32 = 0
+        guard let reader = hg_usb_reader_start(context.raw, handle, inEndpoint, Int32(inLength), &error) else {
+            onInput(.failed(USBError(step, code: error)))
+            return
+        }
+        defer { hg_usb_reader_stop(reader) }
+        var buffer = [UInt8](repeating: 0, count: inLength)
         while !stopping.load(ordering: .acquiring) {
             var received: Int32 = 0
-            let rc = hg_usb_bulk_transfer(handle, inEndpoint, &buffer, Int32(buffer.count), &received,
-                                          configuration.readTimeoutMs)
+            let rc = hg_usb_reader_wait(reader, &buffer, Int32(configuration.readTimeoutMs), &received)
             if received > 0 { onInput(.bytes(Array(buffer.prefix(Int(received))))) }
             switch rc {
-            case 0, LIBUSB_ERROR_TIMEOUT.rawValue, LIBUSB_ERROR_INTERRUPTED.rawValue:
+            case 0:
                 continue
             case LIBUSB_ERROR_PIPE.rawValue:
-                if hg_usb_clear_halt(handle, inEndpoint) == 0 {
+                if hg_usb_clear_halt(handle, inEndpoint) == 0, hg_usb_reader_resubmit(reader) == 0 {
                     onInput(.stallCleared)
                     continue
                 }
                 onInput(.failed(USBError(step, code: rc)))
                 return
-            case LIBUSB_ERROR_OVERFLOW.rawValue:
-                continue  // more than one packet's worth arrived: lost, the frame decoder resyncs
+            case LIBUSB_ERROR_OVERFLOW.rawValue, LIBUSB_ERROR_TIMEOUT.rawValue, LIBUSB_ERROR_INTERRUPTED.rawValue:
+                // More than one packet's worth arrived (lost; the frame decoder resyncs), or the
+                // transfer ended without data: submitted again.
+                let again = hg_usb_reader_resubmit(reader)
+                if again == 0 { continue }
+                if !stopping.load(ordering: .acquiring) { onInput(.failed(USBError(step, code: again))) }
+                return
             default:
                 if !stopping.load(ordering: .acquiring) { onInput(.failed(USBError(step, code: rc))) }
                 return

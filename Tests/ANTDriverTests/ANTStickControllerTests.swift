@@ -46,6 +46,37 @@ import Testing
         return (all, seen)
     }
 
+    @Test("data of an open channel is handed out while the others are configured, also when answers come late")
+    func dataWhileConfiguringWithLateAnswers() {
+        let plans = [Controller.ChannelPlan(.heartRate), Controller.ChannelPlan(.bikePower), Controller.ChannelPlan(.bikeSpeedCadence)]
+        for late in [false, true] {
+            var c = Controller(configuration: .init(networkKey: Self.key, channels: plans))
+            var actions = identify(&c)
+            var now = 0.0
+            var dataIn = 0, dataOut = 0, channel0Open = false
+            while let message = sent(actions).last {
+                if late {
+                    // The answer comes after the response timeout: the command is sent again
+                    // first, then both answers arrive.
+                    now += 1.5
+                    actions = c.tick(now: now)
+                    for a in actions { if case .data = a { dataOut += 1 } }
+                }
+                if channel0Open {
+                    dataIn += 1
+                    let data = ANTReply.broadcast(ANTDataMessage(channel: 0, data: [4, 0xFF, 0, 0, 0, 0, UInt8(dataIn), 90]))
+                    for a in c.received(data, now: now) { if case .data = a { dataOut += 1 } }
+                }
+                if message.id == ANTMessageID.openChannel, message.payload.first == 0 { channel0Open = true }
+                actions = c.received(response(to: message), now: now)
+                if late { actions += c.received(response(to: message), now: now) }
+                for a in actions { if case .data = a { dataOut += 1 } }
+                if actions.contains(where: { if case .running = $0 { true } else { false } }) { break }
+            }
+            #expect(dataIn > 5 && dataOut == dataIn, "late \(late): \(dataIn) data messages in, \(dataOut) handed out")
+        }
+    }
+
     @Test("start-up: reset, startup, capabilities, version, serial; identified with what the stick said")
     func identifies() {
         var c = Controller(configuration: .init())

@@ -62,4 +62,22 @@ void hg_usb_hotplug_deregister_callback(libusb_context *ctx, libusb_hotplug_call
 /// Wakes a thread blocked in hg_usb_handle_events_timeout_completed (libusb_interrupt_event_handler).
 void hg_usb_interrupt_event_handler(libusb_context *ctx);
 
+/// A bulk IN transfer kept pending on an endpoint at all times: submitted without a timeout and
+/// submitted again as soon as it completes, never cancelled to look at a clock (a transfer
+/// cancelled while the device sends can lose what it sent). One thread waits on it.
+typedef struct hg_usb_reader hg_usb_reader;
+/// Allocates and submits the first transfer of `length` bytes; NULL with `*error` set on failure.
+hg_usb_reader *hg_usb_reader_start(libusb_context *ctx, libusb_device_handle *handle, unsigned char endpoint, int length,
+                                   int *error);
+/// Handles libusb's events for up to `timeout_ms` or until the pending transfer completes. 0: the
+/// transfer completed (its bytes copied into `data`, `*received` of them; it is submitted again)
+/// or is still pending (`*received` 0). Negative: the transfer ended with this libusb error
+/// (LIBUSB_ERROR_PIPE: stalled; LIBUSB_ERROR_NO_DEVICE: gone; LIBUSB_ERROR_OVERFLOW; LIBUSB_ERROR_IO),
+/// what it received copied all the same; it is not pending until `hg_usb_reader_resubmit`.
+int hg_usb_reader_wait(hg_usb_reader *reader, unsigned char *data, int timeout_ms, int *received);
+/// Submits the transfer again after `hg_usb_reader_wait` returned an error.
+int hg_usb_reader_resubmit(hg_usb_reader *reader);
+/// Cancels the pending transfer, waits for it to end (up to 10 s) and frees the reader.
+void hg_usb_reader_stop(hg_usb_reader *reader);
+
 #endif
