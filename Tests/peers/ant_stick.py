@@ -25,7 +25,6 @@ import queue
 import signal
 import socket
 import socketserver
-import stat
 import sys
 import threading
 import time
@@ -37,6 +36,7 @@ from antstick.antfs import Watch, load_file, parse_flags  # noqa: E402
 from antstick.model import FAULTS as MODEL_FAULTS  # noqa: E402
 from antstick.model import StickConfig, StickModel  # noqa: E402
 from antstick.sensors import ALIASES, KINDS, default_device, make_sensor  # noqa: E402
+from peer_common import exits_on_stdin_eof  # noqa: E402
 
 PROTOCOL_VERSION = 1
 log = logging.getLogger("ant_stick")
@@ -497,13 +497,7 @@ def main(argv=None) -> int:
     stick = Stick(args)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stick.stop_event.set())
-    watch_stdin = args.stdin_eof == "exit"
-    if args.stdin_eof == "auto":
-        try:
-            mode = os.fstat(sys.stdin.fileno()).st_mode
-            watch_stdin = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
-        except (OSError, ValueError):
-            watch_stdin = False
+    watch_stdin = exits_on_stdin_eof(args.stdin_eof)
     if watch_stdin:
         def wait_eof() -> None:
             while os.read(sys.stdin.fileno(), 4096):

@@ -21,7 +21,6 @@ import os
 import random
 import signal
 import socket
-import stat
 import struct
 import sys
 import time
@@ -37,6 +36,9 @@ from bumble.link import LocalLink
 from bumble.profiles.battery_service import BatteryService
 from bumble.profiles.device_information_service import DeviceInformationService
 from bumble.snoop import BtSnooper, Snooper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_common import exits_on_stdin_eof  # noqa: E402
 
 PROTOCOL_VERSION = 1
 log = logging.getLogger("ble_peer")
@@ -1686,13 +1688,7 @@ async def amain(args) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, peer.stop_event.set)
-    watch_stdin = args.stdin_eof == "exit"
-    if args.stdin_eof == "auto":
-        try:
-            mode = os.fstat(sys.stdin.fileno()).st_mode
-            watch_stdin = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
-        except (OSError, ValueError):
-            watch_stdin = False
+    watch_stdin = exits_on_stdin_eof(args.stdin_eof)
     if watch_stdin:
         def on_stdin() -> None:
             try:

@@ -56,7 +56,7 @@ REPO_FILES = ["Makefile", "README.md", "systemd", "Fixtures/fit/garmin-fenix5-ru
               "Fixtures/fit/fitsdk-WeightScaleMultiUser.fit", "Fixtures/fit/fitsdk-Settings.fit",
               "Fixtures/fit/garmin-fr735xt-poolswim-hr-chained.fit", "Fixtures/fit/garmin-edge800-indoor-trainer-power.fit"]
 # The test peers copied to the share's peers/: the BLE peer and the emulated ANT stick.
-PEER_FILES = ["ble_peer.py", "ant_stick.py", "antstick"]
+PEER_FILES = ["ble_peer.py", "ant_stick.py", "antstick", "peer_common.py"]
 # QEMU's exit status when the guest wrote RC to isa-debug-exit: (RC << 1) | 1.
 GUEST_DONE = {1: "all scenarios ran, all passed", 3: "all scenarios ran, some failed",
               203: "the guest's scenario runner did not start or did not report"}

@@ -73,7 +73,11 @@ def main() -> int:
         # taken the stick up again (power samples grow) the strap goes on.
         stick.control("stop hrm")
         heard = [m for m in stick.sent() if m.get("device") == "hrm" and m.get("rx")]
-        wait_for(lambda: len(stored(db, hr_rows, (device,))) >= len(heard), 60, f"{len(heard)} heart-rate samples stored")
+        try:
+            wait_for(lambda: len(stored(db, hr_rows, (device,))) >= len(heard), 60, f"{len(heard)} heart-rate samples stored")
+        except TimeoutError:
+            result["stick_status"] = stick.control("status")
+            raise
         power_rows = "SELECT count(power_w) FROM samples"
         stick.control("unplug")
         wait_for_device(present=False)
@@ -92,6 +96,7 @@ def main() -> int:
         try:
             wait_for(lambda: len(stored(db, hr_rows, (device,))) >= len(heard), 60, f"{len(heard)} heart-rate samples stored")
         except TimeoutError:
+            result["stick_status"] = stick.control("status")
             result["stored_bpm"] = [r[0] for r in stored(db, hr_rows, (device,))]
             result["heard"] = [(m["seq"], m["rx"], m["fields"]["bpm"]) for m in heard]
             raise

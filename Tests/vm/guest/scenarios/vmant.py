@@ -18,13 +18,11 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import select
 import shutil
-import socket
 import subprocess
 import sys
 
-from vmpeer import RESULTS, SHARE, WORK, step, timings, wait_for  # noqa: F401  (re-exported)
+from vmpeer import RESULTS, SHARE, WORK, PeerProcess, step, timings, wait_for  # noqa: F401  (re-exported)
 
 STICK = os.path.join(SHARE, "peers", "ant_stick.py")
 FIT = os.path.join(SHARE, "repo", "Fixtures", "fit")
@@ -122,17 +120,17 @@ def stop(proc: subprocess.Popen | None) -> None:
         proc.wait()
 
 
-class Stick:
+class Stick(PeerProcess):
     """The emulated stick (ant_stick.py) as a USB gadget on ``dummy_udc.0``, with its control
     channel on a Unix socket and its sent log in HG_WORK (copied to the results on close)."""
+
+    what = "stick"
 
     def __init__(self, args: list[str], *, name: str = "stick", watch_files: list[str] | None = None,
                  ant_fs_key: bytes | None = None, udc: str = "dummy_udc.0") -> None:
         self.name = name
-        self.sent_log = os.path.join(WORK, f"{name}-sent.jsonl")
-        self.stderr_path = os.path.join(RESULTS, f"{name}.log")
-        self.stderr = open(self.stderr_path, "w")
-        self.control_path = f"/run/hg-{name}.sock"
+        sent_log = os.path.join(WORK, f"{name}-sent.jsonl")
+        control_path = f"/run/hg-{name}.sock"
         extra: list[str] = []
         if watch_files is not None:
             folder = os.path.join(WORK, f"{name}-watch")
@@ -142,50 +140,18 @@ class Stick:
             extra += ["--watch-files", folder]
         if ant_fs_key is not None:
             extra += ["--ant-fs-key", ant_fs_key.hex()]
-        self.proc = subprocess.Popen(
-            [sys.executable, STICK, "--listen", f"usb:{udc}", "--control", f"unix:{self.control_path}",
-             "--sent-log", self.sent_log, "--gadget-name", f"hg{name}", "-v", *extra, *args],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
-        ready, _, _ = select.select([self.proc.stdout], [], [], 60)
-        line = self.proc.stdout.readline() if ready else b""
-        if not line:
-            raise RuntimeError(f"the stick printed no ready line within 60 s (see {self.stderr_path})")
-        self.info = json.loads(line)
-        self.ctl = socket.socket(socket.AF_UNIX)
-        self.ctl.settimeout(20)
-        self.ctl.connect(self.control_path)
-        self.ctl_file = self.ctl.makefile("rb")
-
-    def request(self, line: str) -> dict:
-        """One control command; the reply as it came (``ok`` may be false)."""
-        self.ctl.sendall(line.encode() + b"\n")
-        return json.loads(self.ctl_file.readline())
-
-    def control(self, line: str) -> dict:
-        """One control command that must succeed."""
-        reply = self.request(line)
-        if not reply.get("ok"):
-            raise RuntimeError(f"stick: {line}: {reply}")
-        return reply
-
-    def sent(self) -> list[dict]:
-        with open(self.sent_log, encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
+        super().__init__([sys.executable, STICK, "--listen", f"usb:{udc}", "--control", f"unix:{control_path}",
+                          "--sent-log", sent_log, "--gadget-name", f"hg{name}", "-v", *extra, *args],
+                         control_path=control_path, sent_log=sent_log, stderr_path=os.path.join(RESULTS, f"{name}.log"),
+                         control_timeout=20, stop_timeout=30)
 
     def close(self) -> int | None:
         """Stops the stick (stdin EOF: it unbinds and removes its gadget) and copies its sent log
         to the results. Returns its exit status."""
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        status = self.stop()
         if os.path.exists(self.sent_log):
             shutil.copy(self.sent_log, RESULTS)
-        return self.proc.returncode
-
+        return status
 
 HEART_RATES = ("SELECT s.heart_rate FROM samples s JOIN workouts w ON w.id = s.workout_id "
                "WHERE w.source_device = ? ORDER BY s.seq")

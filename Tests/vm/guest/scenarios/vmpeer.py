@@ -43,47 +43,72 @@ def wait_for(pred, timeout: float, what: str, interval: float = 0.2):
         time.sleep(interval)
 
 
-class Peer:
-    """The test peer (Tests/peers/ble_peer.py) on /dev/vhci, with its control channel."""
+class PeerProcess:
+    """A test peer program (the BLE peer, the emulated ANT stick) that a scenario starts: its
+    ready line (JSON) in ``info``, its control channel on a Unix socket, its sent log. Stop it
+    with ``stop()`` (stdin EOF: it exits and removes what it set up)."""
 
-    def __init__(self, peripherals: list[str], rate: int, extra: tuple[str, ...] = ()) -> None:
-        self.sent_log = os.path.join(WORK, "sent.jsonl")
-        self.stderr = open(os.path.join(RESULTS, "peer.log"), "w")
-        self.control_path = "/run/hg-peer.sock"
-        chosen = [arg for p in peripherals for arg in ("--peripheral", p)]
-        self.proc = subprocess.Popen(
-            [sys.executable, PEER, "--listen", "vhci", "--control", f"unix:{self.control_path}", *chosen,
-             "--rate", str(rate), "--sent-log", self.sent_log, "-v", *extra],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
+    what = "peer"
+
+    def __init__(self, argv: list[str], *, control_path: str, sent_log: str, stderr_path: str,
+                 control_timeout: float = 10, stop_timeout: float = 15) -> None:
+        self.sent_log = sent_log
+        self.stderr_path = stderr_path
+        self.stderr = open(stderr_path, "w")
+        self.control_path = control_path
+        self.stop_timeout = stop_timeout
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
         ready, _, _ = select.select([self.proc.stdout], [], [], 60)
         line = self.proc.stdout.readline() if ready else b""
         if not line:
-            raise RuntimeError("the peer printed no ready line within 60 s (see peer.log)")
+            raise RuntimeError(f"the {self.what} printed no ready line within 60 s (see {stderr_path})")
         self.info = json.loads(line)
         self.ctl = socket.socket(socket.AF_UNIX)
-        self.ctl.settimeout(10)
-        self.ctl.connect(self.control_path)
+        self.ctl.settimeout(control_timeout)
+        self.ctl.connect(control_path)
         self.ctl_file = self.ctl.makefile("rb")
 
-    def control(self, line: str) -> dict:
+    def request(self, line: str) -> dict:
+        """One control command; the reply as it came (``ok`` may be false)."""
         self.ctl.sendall(line.encode() + b"\n")
-        reply = json.loads(self.ctl_file.readline())
+        return json.loads(self.ctl_file.readline())
+
+    def control(self, line: str) -> dict:
+        """One control command that must succeed."""
+        reply = self.request(line)
         if not reply.get("ok"):
-            raise RuntimeError(f"peer: {line}: {reply}")
+            raise RuntimeError(f"{self.what}: {line}: {reply}")
         return reply
 
     def sent(self) -> list[dict]:
         with open(self.sent_log, encoding="utf-8") as f:
             return [json.loads(line) for line in f if line.strip()]
 
-    def close(self) -> None:
+    def stop(self) -> int | None:
+        """stdin EOF, then SIGKILL if it has not exited within ``stop_timeout``; its exit status."""
         if self.proc.poll() is None:
-            self.proc.stdin.close()  # stdin EOF: the peer exits and /dev/vhci closes
+            self.proc.stdin.close()
             try:
-                self.proc.wait(15)
+                self.proc.wait(self.stop_timeout)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        return self.proc.returncode
+
+
+class Peer(PeerProcess):
+    """The test peer (Tests/peers/ble_peer.py) on /dev/vhci, with its control channel."""
+
+    def __init__(self, peripherals: list[str], rate: int, extra: tuple[str, ...] = ()) -> None:
+        sent_log = os.path.join(WORK, "sent.jsonl")
+        control_path = "/run/hg-peer.sock"
+        chosen = [arg for p in peripherals for arg in ("--peripheral", p)]
+        super().__init__([sys.executable, PEER, "--listen", "vhci", "--control", f"unix:{control_path}", *chosen,
+                          "--rate", str(rate), "--sent-log", sent_log, "-v", *extra],
+                         control_path=control_path, sent_log=sent_log, stderr_path=os.path.join(RESULTS, "peer.log"))
+
+    def close(self) -> None:
+        self.stop()  # stdin EOF: the peer exits and /dev/vhci closes
 
 
 def adapter_powered(bus, path: str) -> bool:
