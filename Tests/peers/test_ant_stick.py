@@ -265,6 +265,24 @@ def decode_hrm(page: bytes) -> dict:
     return out
 
 
+def test_messages_due_when_the_host_writes_are_sent_not_dropped():
+    # A host writing while the engine is late (a loaded machine): the sensor's slots that came due
+    # in between go out with the reply, each one the sent log says was heard.
+    h = Host([hrm()])
+    h.start()
+    h.open_channel(dtype=120)
+    h.run(3)
+    h.take()
+    heard_before = sum(1 for r in h.log if r.get("device") == "hrm" and r.get("rx"))
+    h.t += 2.0  # no tick for 2 s: about 8 messages due
+    h.send(0x4D, 0, 0x52)  # a channel-status request arrives then
+    frames = h.take()
+    heard = sum(1 for r in h.log if r.get("device") == "hrm" and r.get("rx")) - heard_before
+    broadcasts = [f for _, f in frames if f.msg_id == 0x4E]
+    assert heard >= 7 and len(broadcasts) == heard
+    assert (0x52, bytes([0, 0x03])) in [(f.msg_id, f.payload) for _, f in frames]
+
+
 def test_hrm_pages_toggle_battery_and_sent_log_agree_with_the_bytes():
     h = Host([hrm(rr_script=[800, 812, 790, 1300, 640, 700, 905])])
     h.start()

@@ -271,7 +271,7 @@ class StickModel:
     # ----- host bytes -----
     def feed(self, data: bytes, now: float) -> list[bytes]:
         """The host's OUT bytes at ``now``; returns the IN frames due by then, replies included."""
-        self.tick(now)
+        due = self.tick(now)  # what the sensors sent meanwhile goes out first
         for item in self.parser.feed(data):
             if isinstance(item, P.BadFrame):
                 self.stats["bad_checksums"] += 1
@@ -283,7 +283,7 @@ class StickModel:
             if now < self.resetting_until:
                 continue  # busy resetting: a real stick drops these too
             self.handle(item.msg_id, item.payload, now)
-        return self._take()
+        return due + self._take()
 
     MIN_LENGTH = {P.UNASSIGN_CHANNEL: 1, P.ASSIGN_CHANNEL: 3, P.CHANNEL_PERIOD: 3, P.SEARCH_TIMEOUT: 2,
                   P.RF_FREQUENCY: 2, P.NETWORK_KEY: 9, P.SEARCH_WAVEFORM: 3, P.RESET_SYSTEM: 0, P.OPEN_CHANNEL: 1,
