@@ -140,7 +140,7 @@ let package = Package(
         .target(name: "ANTFS", path: "Drivers/ANT/FS"),
         // The ANT driver: sticks through libusb (the controller, a pure state machine, and its I/O
         // edge), ANT+ readings into the one live sessionizer, the `ant` device driver.
-        .target(name: "ANTDriver", dependencies: ["ANTProtocol", "ANTPlusProfiles", "ANTFS", "USBKit", "PacketCapture", "HealthModel", "DriverKit",
+        .target(name: "ANTDriver", dependencies: ["ANTProtocol", "ANTPlusProfiles", "ANTFS", "USBKit", "PacketCapture", "HealthModel", "DriverKit", "Timing",
                                                   "LinuxAdapters",
                                                   "Timing", .product(name: "Logging", package: "swift-log")],
                 path: "Drivers/ANT", exclude: ["README.md", "Protocol", "Profiles", "FS", "Commands", "tools"], resources: [.embedInCode("sample.toml")]),

@@ -5,6 +5,7 @@ public import Foundation
 import LinuxAdapters
 import HealthModel
 public import USBKit
+import Timing
 
 /// What the `ant` driver remembers about a watch (the checkpoint of device `antfs:SERIAL`): the
 /// files already fetched, by ANT-FS fetch key (index, date and size as the watch's directory
@@ -238,7 +239,7 @@ public struct ANTFSDownloader: Sendable {
                             next.files = Array(Set(next.files + [entry.fetchKey])).sorted()
                             let importStarted = ContinuousClock.now
                             let outcome = await files.importFile(path, checkpoint: next, device: ANTFSFetched.device(serial: serial))
-                            summary.importSeconds += Self.seconds(ContinuousClock.now - importStarted)
+                            summary.importSeconds += (ContinuousClock.now - importStarted).inSeconds
                             if !outcome.notStored { fetched = next }
                             summary.fetched.append(entry.suggestedFileName)
                             summary.imported.append(outcome)
@@ -252,7 +253,7 @@ public struct ANTFSDownloader: Sendable {
                         report(.fileFailed(entry, "\(error)"))
                     case .finished:
                         if let transferStarted {
-                            summary.downloadSeconds = max(0, Self.seconds(ContinuousClock.now - transferStarted) - summary.importSeconds)
+                            summary.downloadSeconds = max(0, (ContinuousClock.now - transferStarted).inSeconds - summary.importSeconds)
                         }
                         return summary
                     case .failed(let error):
@@ -268,10 +269,6 @@ public struct ANTFSDownloader: Sendable {
             }
         }
         throw CancellationError()
-    }
-
-    static func seconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 
     /// The entries to fetch: readable FIT files not fetched before, dated from `since` on (a file

@@ -153,7 +153,7 @@ public struct ANTRecorder: Sendable {
                     failures[info.sysfsName] = count
                     let delay = Self.retryDelay(failures: count)
                     report(.stickEnded(info, reason: "\(failure.description); trying it again in \(delay.components.seconds) s"))
-                    Task {
+                    group.addTask {  // ends with the recorder
                         try? await Task.sleep(for: delay)
                         input.yield(.retry(info))
                     }

@@ -1,6 +1,7 @@
 public import ANTProtocol
 public import Foundation
 public import USBKit
+import Timing
 
 /// The USB ids of the ANT sticks HealthGate drives over libusb.
 public enum ANTStickModel {
@@ -138,10 +139,7 @@ public struct ANTStick: Sendable {
         var controller = ANTStickController(configuration: configuration)
         var decoder = ANTFrameDecoder()
         let start = ContinuousClock.now
-        func now() -> Double {
-            let elapsed = ContinuousClock.now - start
-            return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        }
+        func now() -> Double { (ContinuousClock.now - start).inSeconds }
         /// Carries out the controller's actions; non-nil when the session must end.
         func perform(_ actions: [ANTStickController.Action], time: Date) async -> Result<String, Failure>? {
             for action in actions {
