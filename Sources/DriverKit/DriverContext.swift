@@ -11,16 +11,20 @@ public struct DriverContext: Sendable {
     /// Where a driver that finds files (watch folder, mass storage) hands them: the import
     /// pipeline, in the daemon.
     public let files: any FileSink
+    /// The daemon's state directory, where a driver may keep files of its own in a folder named
+    /// after it (the `watch` driver's copies of a watch's files); nil outside the daemon.
+    public let stateDirectory: String?
     private let events: @Sendable (DriverEvent) -> Void
 
     /// `events` is called in the order the driver reports (the daemon feeds one stream with it).
-    public init(instance: String, logger: Logger, files: any FileSink = NoFileSink(),
+    public init(instance: String, logger: Logger, files: any FileSink = NoFileSink(), stateDirectory: String? = nil,
                 events: @escaping @Sendable (DriverEvent) -> Void = { _ in }) {
         self.instance = instance
         var logger = logger
         logger[metadataKey: "driver"] = "\(instance)"
         self.logger = logger
         self.files = files
+        self.stateDirectory = stateDirectory
         self.events = events
     }
 

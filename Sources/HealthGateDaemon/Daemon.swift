@@ -61,6 +61,7 @@ public enum Daemon {
             settings: config.importers, disabled: config.disabledImporters,
             context: { DriverContext(instance: $0, logger: logger) })
         let factory = DriverFactory(catalog: options.drivers, store: store, pipeline: ImportPipeline(store: store, importers: importers),
+                                    stateDirectory: options.stateDirectory,
                                     state: state, metrics: metrics, events: events, logger: logger,
                                     onStored: { forwarder?.wake() })
         let supervisor = DriverSupervisor(state: state, logger: logger, onRestart: { metrics.error("driver_restart") })
@@ -195,6 +196,8 @@ struct DriverFactory: Sendable {
     let store: HealthStore
     /// Where drivers that find files hand them.
     let pipeline: ImportPipeline
+    /// The state directory drivers may keep files in (``DriverContext/stateDirectory``).
+    let stateDirectory: String
     let state: DaemonState
     let metrics: DaemonMetrics
     let events: DriverEvents
@@ -208,7 +211,8 @@ struct DriverFactory: Sendable {
         }
         let name = instance.name
         let files = ReportingFileSink(base: pipeline, driver: name, report: { report, driver in await self.imported(report, by: driver) })
-        let context = DriverContext(instance: name, logger: logger, files: files, events: events.reporter(for: name))
+        let context = DriverContext(instance: name, logger: logger, files: files, stateDirectory: stateDirectory,
+                                    events: events.reporter(for: name))
         let driver: any DeviceDriver
         do { driver = try descriptor.makeDeviceDriver(instance.settings, context: context) } catch {
             throw error.under(instance.keyPath)

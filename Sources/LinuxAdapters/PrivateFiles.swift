@@ -34,27 +34,67 @@ public enum PrivateFiles {
 
     /// Writes `data` to `path` atomically (a temporary file renamed over it), the new file 0600.
     public static func write(_ data: Data, to path: String) throws {
+        try write(to: path) { fd in
+            try data.withUnsafeBytes { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                    if n < 0 {
+                        if errno == EINTR { continue }
+                        throw POSIXError(.init(rawValue: errno) ?? .EIO)
+                    }
+                    offset += n
+                }
+            }
+        }
+    }
+
+    /// Writes `path` atomically, the new file 0600: `fill` writes a temporary file's descriptor
+    /// (`path.tmp-PID`), which is then synced and renamed over `path`. When `fill` throws, or the
+    /// file cannot be synced or renamed, the temporary file is removed and `path` is as it was: a
+    /// reader never sees half a file.
+    public static func write(to path: String, _ fill: (Int32) throws -> Void) throws {
+        let fd = try openTemporary(path)
+        do { try fill(fd) } catch {
+            abandon(fd, path)
+            throw error
+        }
+        try finish(fd, path)
+    }
+
+    /// ``write(to:_:)`` with a `fill` that waits (a copy from a device).
+    public static func write(to path: String, _ fill: (Int32) async throws -> Void) async throws {
+        let fd = try openTemporary(path)
+        do { try await fill(fd) } catch {
+            abandon(fd, path)
+            throw error
+        }
+        try finish(fd, path)
+    }
+
+    private static func temporary(_ path: String) -> String { path + ".tmp-\(getpid())" }
+
+    private static func openTemporary(_ path: String) throws -> Int32 {
         try createDirectory((path as NSString).deletingLastPathComponent)
-        let temporary = path + ".tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        let fd = open(temporary(path), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
             throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path, NSUnderlyingErrorKey: POSIXError(.init(rawValue: errno) ?? .EIO)])
         }
         fchmod(fd, 0o600)  // a temporary file left by a crash keeps its mode through O_TRUNC
-        let written = data.withUnsafeBytes { bytes -> Bool in
-            var offset = 0
-            while offset < bytes.count {
-                let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                if n < 0 { if errno == EINTR { continue } else { return false } }
-                offset += n
-            }
-            return true
-        }
+        return fd
+    }
+
+    private static func abandon(_ fd: Int32, _ path: String) {
+        close(fd)
+        unlink(temporary(path))
+    }
+
+    private static func finish(_ fd: Int32, _ path: String) throws {
         let synced = fsync(fd) == 0
         close(fd)
-        guard written, synced, rename(temporary, path) == 0 else {
+        guard synced, rename(temporary(path), path) == 0 else {
             let code = errno
-            unlink(temporary)
+            unlink(temporary(path))
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path, NSUnderlyingErrorKey: POSIXError(.init(rawValue: code) ?? .EIO)])
         }
     }
