@@ -176,6 +176,7 @@ install:
 	install -m 0644 systemd/healthgate.sysusers $(DESTDIR)/usr/lib/sysusers.d/healthgate.conf
 	install -m 0644 systemd/healthgate.tmpfiles $(DESTDIR)/usr/lib/tmpfiles.d/healthgate.conf
 	install -m 0644 systemd/60-healthgate.rules $(DESTDIR)/etc/udev/rules.d/60-healthgate.rules
+	install -m 0644 systemd/70-healthgate-watch-no-desktop.rules $(DESTDIR)$(PREFIX)/share/healthgate/70-healthgate-watch-no-desktop.rules
 	install -D -m 0644 systemd/healthgate-bluez.conf $(DESTDIR)/etc/dbus-1/system.d/healthgate-bluez.conf
 	@$(SYSUSERS)
 	@$(DBUS_RELOAD)

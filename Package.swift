@@ -58,7 +58,7 @@ let package = Package(
             "BLEReplayDriver", "ManualDriver",
             "AppleHealthDriver",
             "LoopHabitsDriver", "HabitBullDriver", "CSVDriver",
-            "GadgetbridgeDriver", "ANTDriver",
+            "GadgetbridgeDriver", "ANTDriver", "WatchDriver",
         ], path: "Sources/DriverRegistry"),
         // A small streaming XML reader without DTD or entity expansion (TCX, GPX, Apple Health).
         .target(name: "XMLStream", path: "Sources/XMLStream"),
@@ -136,13 +136,22 @@ let package = Package(
         .target(name: "ANTPlusProfiles", dependencies: ["HealthModel"], path: "Drivers/ANT/Profiles"),
         // The watch family (Drivers/Watch): what a Garmin watch shows and what to fetch of it, pure.
         .target(name: "WatchLayout", dependencies: ["DriverKit", "HealthModel"], path: "Drivers/Watch/Layout"),
+        // libmtp's header (libmtp-dev); libmtp.so.9 itself is loaded on first use (include/CLibMTP.h).
+        .target(name: "CLibMTP", path: "Sources/CLibMTP"),
+        // Watches over MTP through libmtp: detection, sessions, folder listings and copies, on one thread.
+        .target(name: "WatchMTP", dependencies: ["CLibMTP", "WatchLayout", "USBKit"], path: "Drivers/Watch/MTP"),
+        // The `watch` driver: a watch's new files fetched and imported on plug-in (MTP, and the
+        // mounted volumes of `watch import`).
+        .target(name: "WatchDriver", dependencies: ["WatchLayout", "WatchMTP", "USBKit", "DriverKit", "HealthModel", "LinuxAdapters",
+                                                    "MassStorageDriver", .product(name: "Logging", package: "swift-log")],
+                path: "Drivers/Watch", exclude: ["README.md", "Layout", "MTP", "Commands"], resources: [.embedInCode("sample.toml")]),
         // ANT-FS: beacon, commands and responses, the directory, CRC-16 of the blocks.
         .target(name: "ANTFS", path: "Drivers/ANT/FS"),
         // The ANT driver: sticks through libusb (the controller, a pure state machine, and its I/O
         // edge), ANT+ readings into the one live sessionizer, the `ant` device driver.
         .target(name: "ANTDriver", dependencies: ["ANTProtocol", "ANTPlusProfiles", "ANTFS", "USBKit", "PacketCapture", "HealthModel", "DriverKit", "Timing",
                                                   "LinuxAdapters",
-                                                  "Timing", .product(name: "Logging", package: "swift-log")],
+                                                  .product(name: "Logging", package: "swift-log")],
                 path: "Drivers/ANT", exclude: ["README.md", "Protocol", "Profiles", "FS", "Commands", "tools"], resources: [.embedInCode("sample.toml")]),
         // Packet capture files (pcap and pcapng): records with their link type and time, for
         // usbmon captures of ANT sticks and Bluetooth H4 captures.
@@ -217,9 +226,14 @@ let package = Package(
                                                     "HealthPipeline", "HealthStore", "DriverKit", "DriverRegistry",
                                                     .product(name: "ArgumentParser", package: "swift-argument-parser")],
                 path: "Drivers/ANT/Commands"),
+        // The watch family's commands (`healthgate watch ...`), mounted by the executable.
+        .target(name: "WatchCommands", dependencies: ["WatchDriver", "WatchLayout", "WatchMTP", "CommandSupport", "HealthModel", "HealthPipeline",
+                                                      "HealthStore", "DriverKit", "DriverRegistry",
+                                                      .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                path: "Drivers/Watch/Commands"),
         .executableTarget(name: "healthgate", dependencies: [
             "HealthPipeline", "HealthReports", "HealthGateDaemon", "HealthModel", "HealthStore", "HealthSync", "SyncProtocol", "DriverKit",
-            "DriverRegistry", "LinuxAdapters", "ManualDriver", "CommandSupport", "ANTCommands", "ANTDriver",
+            "DriverRegistry", "LinuxAdapters", "ManualDriver", "CommandSupport", "ANTCommands", "ANTDriver", "WatchCommands",
             "FITDriver", "BLEHost", "BLERuntime", "GATTProfiles", "BLEDriver", "BLEBlueZ",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
@@ -239,6 +253,7 @@ let package = Package(
         // Helpers shared by the test targets (seeded generator for fuzz loops, the BLE peer harness).
         .target(name: "TestSupport", dependencies: ["BLEHost"], path: "Tests/TestSupport"),
         .testTarget(name: "WatchLayoutTests", dependencies: ["WatchLayout", "DriverKit"]),
+        .testTarget(name: "WatchDriverTests", dependencies: ["WatchDriver", "WatchLayout", "DriverKit", "HealthModel"]),
         .testTarget(name: "ANTProtocolTests", dependencies: ["TestSupport", "ANTProtocol", "ANTPlusProfiles", "ANTFS", "HealthModel"]),
         // The ANT driver: the stick controller and value mapping (pure), and the healthgate binary's
         // libusb path against usbmon captures replayed by umockdev.

@@ -12,6 +12,7 @@ import HabitBullDriver
 import LoopHabitsDriver
 import ManualDriver
 import MassStorageDriver
+import WatchDriver
 import TCXDriver
 import WatchFolderDriver
 
@@ -24,6 +25,7 @@ public enum Registry {
         GPXImporter.descriptor,
         WatchFolder.descriptor,
         MassStorage.descriptor,
+        WatchDriver.descriptor,
         ExecDriver.descriptor,
         BLERecorder.descriptor,
         BLEReplayDriver.descriptor,

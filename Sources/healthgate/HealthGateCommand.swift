@@ -1,4 +1,5 @@
 import ANTCommands
+import WatchCommands
 import ArgumentParser
 import Foundation
 import HealthModel
@@ -28,7 +29,7 @@ struct HealthGateCommand: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             ImportCommand.self, WorkoutsCommand.self, SleepCommand.self, MeasurementsCommand.self,
-            ShowCommand.self, StatsCommand.self, ExportCommand.self, InspectCommand.self, RecordCommand.self, BLECommand.self, ANTRootCommand.self,
+            ShowCommand.self, StatsCommand.self, ExportCommand.self, InspectCommand.self, RecordCommand.self, BLECommand.self, ANTRootCommand.self, WatchRootCommand.self,
             RegisterCommand.self, LoginCommand.self, SyncCommand.self, StatusCommand.self, DeadLettersCommand.self, LogoutCommand.self,
             DevicesCommand.self, PasswordCommand.self, AccountCommand.self,
             DaemonCommand.self, DriversCommand.self,

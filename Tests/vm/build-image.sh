@@ -47,6 +47,10 @@ echo "vm image: building in $work (recipe $recipe_hash)"
 packages=linux-image-amd64,systemd-sysv,udev,dbus,bluez,kmod,procps,python3,python3-venv
 packages+=,python3-dbus,python3-gi,libsqlite3-0,sqlite3,make,ca-certificates
 packages+=,python3-usb,libusb-1.0-0,usbutils
+# libmtp9 (HealthGate's MTP library, with libmtp-common's udev rules and device table), mtp-tools
+# (mtp-getfile: the benchmark's baseline) and umtp-responder (a real MTP device on FunctionFS: the
+# emulated watch); dosfstools: the FAT image of the emulated mass-storage watch.
+packages+=,libmtp9,mtp-tools,umtp-responder,dosfstools
 
 # pip inside the chroot verifies PyPI's certificate against the host's CA bundle (copied in for
 # that one call); no network is needed when the guest runs.
@@ -73,14 +77,18 @@ as_root mmdebstrap --mode=root --variant=minbase --include="$packages" \
 # kernel builds it as a module) to set up its gadget.
 as_root rm -rf "$rootfs"/usr/share/{doc,man,info,locale,lintian} "$rootfs"/var/cache/apt/* "$rootfs"/var/lib/apt/lists/*
 mods=$(echo "$rootfs"/lib/modules/*/kernel)
-as_root rm -rf "$mods"/{sound,drivers/gpu,drivers/media,drivers/net,drivers/infiniband,drivers/staging,drivers/scsi} \
+as_root rm -rf "$mods"/{sound,drivers/gpu,drivers/media,drivers/net,drivers/infiniband,drivers/staging} \
   "$mods"/{drivers/isdn,drivers/iio,drivers/mtd,drivers/md,drivers/hwmon,drivers/platform,drivers/thunderbolt} \
   "$mods"/arch/x86/kvm
 for d in "$mods"/net/*; do
   case "${d##*/}" in bluetooth|9p|rfkill) ;; *) as_root rm -rf "$d" ;; esac
 done
 for d in "$mods"/fs/*; do
-  case "${d##*/}" in 9p|ext4|jbd2|mbcache.ko|netfs|fscache|nls|configfs) ;; *) as_root rm -rf "$d" ;; esac
+  case "${d##*/}" in 9p|ext4|jbd2|mbcache.ko|netfs|fscache|nls|configfs|fat) ;; *) as_root rm -rf "$d" ;; esac
+done
+# SCSI: only the disk driver and its core, which USB mass storage (the emulated watch's volume) needs.
+for f in "$mods"/drivers/scsi/*; do
+  case "${f##*/}" in scsi_mod.ko*|sd_mod.ko*|scsi_common.ko*) ;; *) as_root rm -rf "$f" ;; esac
 done
 as_root chroot "$rootfs" depmod -a "$(ls "$rootfs"/lib/modules)"
 

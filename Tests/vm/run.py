@@ -42,6 +42,7 @@ SCENARIOS = {
     "ant-download": ("init", 420, True),
     "ant-faults": ("init", 420, True),
     "systemd-unit-ant": ("systemd", 420, True),
+    "watch-mtp": ("init", 420, True),
     "ant-bench": ("init", 900, True),
 }
 # Run only when named with --scenario (`make bench-ble`), never by default.
@@ -54,7 +55,8 @@ REPO_FILES = ["Makefile", "README.md", "systemd", "Fixtures/fit/garmin-fenix5-ru
               "Fixtures/gpx/apple-health-workout-route.gpx", "Drivers/AppleHealth/tools/make-export.py",
               "Fixtures/fit/antfs-dump-63.fit", "Fixtures/fit/fitsdk-Activity.fit",
               "Fixtures/fit/fitsdk-WeightScaleMultiUser.fit", "Fixtures/fit/fitsdk-Settings.fit",
-              "Fixtures/fit/garmin-fr735xt-poolswim-hr-chained.fit", "Fixtures/fit/garmin-edge800-indoor-trainer-power.fit"]
+              "Fixtures/fit/garmin-fr735xt-poolswim-hr-chained.fit", "Fixtures/fit/garmin-edge800-indoor-trainer-power.fit",
+              "Fixtures/fit/fitsdk-MonitoringFile.fit", "Fixtures/fit/garmin-fenix2-multisport.fit"]
 # The test peers copied to the share's peers/: the BLE peer and the emulated ANT stick.
 PEER_FILES = ["ble_peer.py", "ant_stick.py", "antstick", "peer_common.py"]
 # QEMU's exit status when the guest wrote RC to isa-debug-exit: (RC << 1) | 1.

@@ -1,0 +1,183 @@
+public import DriverKit
+public import Foundation
+import HealthModel
+import Logging
+import USBKit
+import WatchLayout
+import WatchMTP
+
+/// The `watch` driver: a Garmin watch plugged in over USB has its new FIT files fetched and
+/// imported at once (``WatchImporter``: once each, never writing to the watch). It waits for
+/// libusb's hotplug events (no polling); a second after a device arrives, libmtp looks for MTP
+/// devices (its device table, and its probe for unknown ones) and each new watch is read. A watch
+/// that cannot be opened (another program holds it, or no permission) is tried again every
+/// `retry_s` while it stays plugged in, and the reason shows in `healthgate status`.
+public struct WatchDriver: DeviceDriver {
+    public static let id = "watch"
+
+    /// The `[drivers.NAME]` table: `folder`, `since`, `settle_s`, `retry_s`.
+    public struct Settings: Decodable, Sendable, Equatable {
+        /// Where the fetched files are kept (default: `watch/` in the state directory).
+        public var folder: String?
+        /// Files modified before this day (UTC) are not fetched: the backlog's start.
+        public var since: Date?
+        public var settle: Duration = .seconds(2)
+        public var retry: Duration = .seconds(30)
+
+        public init() {}
+
+        enum CodingKeys: String, CodingKey { case folder, since, settle = "settle_s", retry = "retry_s" }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            if let folder = try c.decodeIfPresent(String.self, forKey: .folder) {
+                guard folder.hasPrefix("/") else { throw c.configError(.folder, "must be an absolute folder") }
+                self.folder = folder
+            }
+            if let text = try c.decodeIfPresent(String.self, forKey: .since) {
+                guard let date = Self.day(text) else { throw c.configError(.since, "'\(text)' is not a day (YYYY-MM-DD)") }
+                since = date
+            }
+            settle = try c.decodeIfPresent(duration: .settle, unit: .seconds, in: .milliseconds(100)...(.seconds(3600))) ?? settle
+            retry = try c.decodeIfPresent(duration: .retry, unit: .seconds, in: .seconds(1)...(.seconds(86400))) ?? retry
+        }
+
+        /// `YYYY-MM-DD` as the start of that day in UTC.
+        static func day(_ text: String) -> Date? {
+            let parts = text.split(separator: "-")
+            guard parts.count == 3, parts[0].count == 4, let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2]),
+                  (1...12).contains(m), (1...31).contains(d) else { return nil }
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = TimeZone(identifier: "UTC")!
+            return calendar.date(from: DateComponents(year: y, month: m, day: d))
+        }
+    }
+
+    let settings: Settings
+    let context: DriverContext
+
+    public init(settings: Settings, context: DriverContext) {
+        self.settings = settings
+        self.context = context
+    }
+
+    private enum Wake: Sendable {
+        case arrived
+        case left(key: String)
+        case look
+    }
+
+    public func run(into sink: some RecordSink) async throws {
+        guard let folder = settings.folder ?? context.stateDirectory.map({ $0 + "/watch" }) else {
+            throw ConfigError(keyPath: "folder", reason: "no state directory here: give the folder the fetched files are kept in")
+        }
+        var configuration = WatchImporter.Configuration(folder: folder, since: settings.since)
+        configuration.planner.settle = settings.settle.inSeconds
+        let logger = context.logger
+        configuration.onEvent = { event in
+            switch event {
+            case .listed(let watch, let files, let toFetch):
+                logger.info("\(watch.name) \(watch.serial): \(files) file(s), \(toFetch) to fetch")
+            case .copying(let path, let size): logger.debug("copying \(path) (\(size) bytes)")
+            case .refused(let path, let reason): logger.warning("\(path): not fetched: \(reason)")
+            case .fileFailed(let path, let reason): logger.warning("\(DisplayText.safe(path, limit: 200)): \(reason)")
+            case .stillWriting(let count): logger.info("\(count) file(s) still being written; looking again in \(settings.settle)")
+            case .progress, .imported: break
+            }
+        }
+        let importer = WatchImporter(configuration: configuration)
+        if let reason = MTP.loadError {
+            context.report(.waiting(reason: reason))
+            while true { try await Task.sleep(for: .seconds(86400)) }
+        }
+        let usb: USBContext
+        do { usb = try USBContext() } catch {
+            context.report(.waiting(reason: "\(error)"))
+            while true { try await Task.sleep(for: .seconds(86400)) }
+        }
+        let hotplug = USBHotplug(context: usb, matching: { _, _ in true })
+        defer { hotplug.stop() }
+        let (wakes, wake) = AsyncStream<Wake>.makeStream()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await event in hotplug.events {
+                    switch event {
+                    case .arrived: wake.yield(.arrived)
+                    case .left(let info): wake.yield(.left(key: "\(info.bus)-\(info.address)"))
+                    }
+                }
+                wake.finish()
+            }
+            // The one owner of what is attached: every wake is handled here, in order.
+            var visited: [String: AttachedWatch] = [:]
+            var failing: [String: String] = [:]
+            var lookPending = false
+            func lookSoon(after delay: Duration) {
+                guard !lookPending else { return }
+                lookPending = true
+                group.addTask {
+                    guard (try? await Task.sleep(for: delay)) != nil else { return }
+                    wake.yield(.look)
+                }
+            }
+            for await next in wakes {
+                switch next {
+                case .arrived:
+                    lookSoon(after: .seconds(1))
+                case .left(let key):
+                    failing[key] = nil
+                    if let watch = visited.removeValue(forKey: key) { context.report(.disconnected(device: WatchFetched.device(serial: watch.serial))) }
+                    if failing.isEmpty { context.report(.waiting(reason: nil)) }
+                case .look:
+                    lookPending = false
+                    let devices: [MTPRawDevice]
+                    do { devices = try await MTP.run { () throws(MTPError) in try MTP.detect() } } catch {
+                        context.report(.problem(kind: "watch", message: "\(error)"))
+                        continue
+                    }
+                    for raw in devices {
+                        let key = "\(raw.bus)-\(raw.address)"
+                        guard visited[key] == nil else { continue }
+                        let connection: MTPWatchConnection
+                        do { connection = try await MTPWatchConnection.open(raw) } catch {
+                            let reason = "\(error)"
+                            if failing[key] != reason { logger.warning("\(DisplayText.safe(reason, limit: 500)); trying again every \(settings.retry)") }
+                            failing[key] = reason
+                            context.report(.waiting(reason: reason))
+                            continue
+                        }
+                        failing[key] = nil
+                        visited[key] = connection.watch
+                        context.report(.waiting(reason: nil))
+                        await visit(connection, importer: importer, sink: sink)
+                        await connection.close()
+                    }
+                    if !failing.isEmpty { lookSoon(after: settings.retry) }
+                }
+            }
+            group.cancelAll()
+        }
+    }
+
+    /// Fetches and imports what is new on one watch, and says so.
+    private func visit(_ connection: MTPWatchConnection, importer: WatchImporter, sink: some RecordSink) async {
+        let watch = connection.watch
+        context.report(.connected(device: WatchFetched.device(serial: watch.serial), name: watch.name))
+        do {
+            let summary = try await importer.run(connection, sink: sink, files: context.files)
+            let failed = summary.failed.isEmpty ? "" : ", \(summary.failed.count) failed"
+            context.logger.info("\(watch.name) \(watch.serial): \(summary.fetched.count) file(s) fetched, \(summary.records) record(s) stored\(failed)")
+            for failure in summary.failed { context.report(.problem(kind: "watch", message: failure)) }
+        } catch is CancellationError {
+        } catch {
+            context.report(.problem(kind: "watch", message: "\(watch.name) \(watch.serial): \(error)"))
+        }
+    }
+}
+
+extension WatchDriver {
+    /// The registry's entry.
+    public static let descriptor = DriverDescriptor.device(
+        WatchDriver.self, summary: "Fetches and imports a Garmin watch's new FIT files when it is plugged in over USB (MTP)",
+        sample: PackageResources.sample_toml)
+}

@@ -1,0 +1,217 @@
+"""What the watch scenarios share (not a scenario: run.py lists those): an emulated Garmin watch
+that speaks MTP (Debian's umtp-responder serving a folder through a FunctionFS gadget on
+``dummy_hcd``, with Garmin's vendor and product ids), its GARMIN/ tree of real FIT fixtures, and
+the daemon under test.
+
+    watch = MTPWatch(serial="3991234567")      # a gadget on dummy_udc.0, not plugged in yet
+    watch.add("GARMIN/Activity", "garmin-fenix5-run.fit")
+    watch.plug(); ...; watch.unplug(); watch.close()
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+from vmant import FIT, load_dummy_hcd, lsusb, run, start_udevd, stop  # noqa: F401  (re-exported)
+from vmpeer import RESULTS, WORK, step, stored, timings, wait_for  # noqa: F401  (re-exported)
+
+BIN = os.environ.get("HG_BIN", "")
+GARMIN, FR245_MUSIC = 0x091E, 0x4C05
+CONFIGFS = "/sys/kernel/config"
+# An hour ago: the files stand still (the fetch planner leaves files modified in the last seconds).
+PAST = time.time() - 3600
+
+CONF = """# written by vmwatch.py
+loop_on_disconnect 1
+storage "{folder}" "Primary" "ro"
+manufacturer "Garmin"
+product "Forerunner 245 Music"
+serial "{serial}"
+firmware_version "9.10"
+interface "MTP"
+usb_vendor_id  0x{vid:04x}
+usb_product_id 0x{pid:04x}
+usb_class 0x6
+usb_subclass 0x1
+usb_protocol 0x1
+usb_dev_version 0x0100
+usb_functionfs_mode 0x1
+usb_dev_path   "{ffs}/ep0"
+usb_epin_path  "{ffs}/ep1"
+usb_epout_path "{ffs}/ep2"
+usb_epint_path "{ffs}/ep3"
+usb_max_packet_size 0x40
+"""
+
+
+def write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+class MTPWatch:
+    """umtprd serving ``folder`` (WORK/NAME) as a Forerunner 245 Music (091e:4c05) with
+    ``serial``, through a configfs gadget with one FunctionFS function on ``udc``. ``plug()`` binds
+    the gadget to the UDC (the host sees the device arrive), ``unplug()`` unbinds it."""
+
+    def __init__(self, serial: str = "3991234567", name: str = "hgmtp", udc: str = "dummy_udc.0") -> None:
+        self.serial, self.name, self.udc = serial, name, udc
+        self.folder = os.path.join(WORK, f"{name}-storage")
+        os.makedirs(self.folder, exist_ok=True)
+        self.gadget = f"{CONFIGFS}/usb_gadget/{name}"
+        self.ffs = f"/dev/ffs-{name}"
+        self.proc: subprocess.Popen | None = None
+        for module in ("libcomposite", "usb_f_fs"):
+            out = run(["modprobe", module])
+            if out.returncode != 0:
+                raise RuntimeError(f"modprobe {module}: {out.stderr}")
+        if not os.path.ismount(CONFIGFS):
+            subprocess.run(["mount", "-t", "configfs", "none", CONFIGFS], check=True)
+        g = self.gadget
+        os.makedirs(f"{g}/strings/0x409", exist_ok=True)
+        os.makedirs(f"{g}/configs/c.1/strings/0x409", exist_ok=True)
+        os.makedirs(f"{g}/functions/ffs.{name}", exist_ok=True)
+        write(f"{g}/idVendor", f"0x{GARMIN:04x}")
+        write(f"{g}/idProduct", f"0x{FR245_MUSIC:04x}")
+        write(f"{g}/bcdUSB", "0x0200")
+        write(f"{g}/strings/0x409/serialnumber", serial)
+        write(f"{g}/strings/0x409/manufacturer", "Garmin")
+        write(f"{g}/strings/0x409/product", "Forerunner 245 Music")
+        write(f"{g}/configs/c.1/strings/0x409/configuration", "MTP")
+        if not os.path.exists(f"{g}/configs/c.1/ffs.{name}"):
+            os.symlink(f"{g}/functions/ffs.{name}", f"{g}/configs/c.1/ffs.{name}")
+        os.makedirs(self.ffs, exist_ok=True)
+        if not os.path.ismount(self.ffs):
+            subprocess.run(["mount", "-t", "functionfs", name, self.ffs], check=True)
+        self.conf = os.path.join(WORK, f"{name}-umtprd.conf")
+        write(self.conf, CONF.format(folder=self.folder, serial=serial, vid=GARMIN, pid=FR245_MUSIC, ffs=self.ffs))
+        self.log = open(os.path.join(RESULTS, f"{name}-umtprd.log"), "a")
+        self._start_responder()
+
+    def _start_responder(self) -> None:
+        self.proc = subprocess.Popen(["umtprd", "-conf", self.conf], stdin=subprocess.DEVNULL, stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+        # umtprd writes the FunctionFS descriptors; the gadget can be bound once ep1 exists.
+        wait_for(lambda: os.path.exists(f"{self.ffs}/ep1"), 20, "umtprd to write its FunctionFS descriptors")
+
+    def _stop_responder(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        # FunctionFS drops the endpoint files when ep0 closes.
+        wait_for(lambda: not os.path.exists(f"{self.ffs}/ep1"), 20, "FunctionFS to drop umtprd's endpoints")
+
+    def add(self, folder: str, fixture: str, name: str | None = None, mtime: float = PAST) -> str:
+        """Copies a fixture (a path, or a name in Fixtures/fit) to FOLDER/NAME on the watch; returns
+        the path on the watch's storage."""
+        src = fixture if os.path.isabs(fixture) else os.path.join(FIT, fixture)
+        dest_dir = os.path.join(self.folder, folder)
+        os.makedirs(dest_dir, exist_ok=True)
+        dest = os.path.join(dest_dir, name or os.path.basename(fixture))
+        shutil.copyfile(src, dest)
+        os.utime(dest, (mtime, mtime))
+        return dest
+
+    def plugged(self) -> bool:
+        with open(f"{self.gadget}/UDC") as f:
+            return f.read().strip() != ""
+
+    def plug(self) -> None:
+        """Binds the gadget once umtprd has its endpoints (after an unplug it closes and opens
+        FunctionFS again, and a bind in between is dropped), and waits for the host to list it."""
+        for attempt in range(3):
+            wait_for(lambda: os.path.exists(f"{self.ffs}/ep1"), 20, "umtprd's FunctionFS endpoints")
+            if not self.plugged():
+                try:
+                    write(f"{self.gadget}/UDC", self.udc)
+                except OSError as e:
+                    print(f"plug: binding failed ({e}); again", file=sys.stderr)
+                    time.sleep(0.5)
+                    continue
+            try:
+                wait_for(lambda: lsusb(GARMIN, FR245_MUSIC) or None, 10, "the watch (091e:4c05) to appear", interval=0.3)
+                return
+            except TimeoutError:
+                print(f"plug: not listed after 10 s (UDC={self.plugged()}); unbinding and binding again", file=sys.stderr)
+                if self.plugged():
+                    write(f"{self.gadget}/UDC", "\n")
+                time.sleep(1)
+        raise AssertionError("the watch did not appear after 3 binds; see dmesg:\n" + "\n".join(run(["dmesg"]).stdout.splitlines()[-20:]))
+
+    def unplug(self, power_cycle: bool = False) -> None:
+        """Unbinds the gadget. ``power_cycle``: also restarts umtprd, as a real watch's MTP side
+        starts over when its USB link goes; umtprd itself stays stuck in a transfer cut off by the
+        unplug and answers the next session with the rest of that file."""
+        if self.plugged():
+            write(f"{self.gadget}/UDC", "\n")
+        if power_cycle:
+            self._stop_responder()
+            self._start_responder()
+        try:
+            wait_for(lambda: not lsusb(GARMIN, FR245_MUSIC), 30, "the watch (091e:4c05) to go", interval=0.3)
+        except TimeoutError:
+            with open(f"{self.gadget}/UDC") as f:
+                udc = f.read().strip()
+            dmesg = run(["dmesg"]).stdout.splitlines()[-30:]
+            print(f"unplug: UDC={udc!r}; lsusb: {lsusb(GARMIN, FR245_MUSIC)}; dmesg:\n" + "\n".join(dmesg), file=sys.stderr)
+            raise
+
+    def close(self) -> None:
+        try:
+            if self.plugged():
+                write(f"{self.gadget}/UDC", "\n")
+        except OSError:
+            pass
+        self._stop_responder()
+        self.log.close()
+        subprocess.run(["umount", self.ffs], capture_output=True)
+        g = self.gadget
+        for path in (f"{g}/configs/c.1/ffs.{self.name}",):
+            if os.path.islink(path):
+                os.unlink(path)
+        for path in (f"{g}/configs/c.1/strings/0x409", f"{g}/configs/c.1", f"{g}/functions/ffs.{self.name}", f"{g}/strings/0x409", g):
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+
+
+class Daemon:
+    """`healthgate daemon --config CONFIG --state-dir STATE`, its output appended to NAME.log in the
+    results."""
+
+    def __init__(self, config: str, state: str, name: str = "daemon") -> None:
+        self.log = open(os.path.join(RESULTS, f"{name}.log"), "a")
+        self.log.write(f"--- {BIN} daemon --config {config} --state-dir {state}\n")
+        self.log.flush()
+        self.path = self.log.name
+        self.proc = subprocess.Popen([BIN, "daemon", "--config", config, "--state-dir", state], stdin=subprocess.DEVNULL,
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+
+    def text(self) -> str:
+        with open(self.path) as f:
+            return f.read()
+
+    def alive(self) -> None:
+        if self.proc.poll() is not None:
+            raise AssertionError(f"the daemon exited ({self.proc.returncode}); see its log")
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("the daemon did not stop within 60 s of SIGTERM")
+        self.log.close()
+        return self.proc.returncode
