@@ -253,7 +253,7 @@ let package = Package(
         // Helpers shared by the test targets (seeded generator for fuzz loops, the BLE peer harness).
         .target(name: "TestSupport", dependencies: ["BLEHost"], path: "Tests/TestSupport"),
         .testTarget(name: "WatchLayoutTests", dependencies: ["WatchLayout", "DriverKit"]),
-        .testTarget(name: "WatchDriverTests", dependencies: ["WatchDriver", "WatchLayout", "DriverKit", "HealthModel"]),
+        .testTarget(name: "WatchDriverTests", dependencies: ["WatchDriver", "WatchLayout", "DriverKit", "HealthModel", "TestSupport"]),
         .testTarget(name: "ANTProtocolTests", dependencies: ["TestSupport", "ANTProtocol", "ANTPlusProfiles", "ANTFS", "HealthModel"]),
         // The ANT driver: the stick controller and value mapping (pure), and the healthgate binary's
         // libusb path against usbmon captures replayed by umockdev.

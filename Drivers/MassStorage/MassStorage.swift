@@ -351,33 +351,40 @@ public struct MassStorage: DeviceDriver {
         _ = await files.importFile(path)
     }
 
-    /// Wakes the driver to read mountinfo now and whenever it may have changed since. The
-    /// kernel flags a change of `/proc/.../mountinfo` to poll(2) on a descriptor opened before
-    /// the change, so the descriptor is opened before the first reading and then waited on by a
-    /// thread (no time limit: nothing polls while no mount changes); other files (tests) are
-    /// read again every `poll`.
     private func watchMountInfo(_ wake: AsyncStream<Wake>.Continuation) async throws {
-        guard settings.mountInfo.hasPrefix("/proc/") else {
+        try await MountTable.watch(settings.mountInfo, poll: settings.poll) { wake.yield(.mounts) }
+    }
+}
+
+/// The kernel's mount table as it changes.
+public enum MountTable {
+    /// Calls `changed` now and whenever `mountInfo` may have changed since, until cancelled. The
+    /// kernel flags a change of `/proc/.../mountinfo` to poll(2) on a descriptor opened before
+    /// the change, so the descriptor is opened before the first call and then waited on by a
+    /// thread (no time limit: nothing polls while no mount changes); other files (tests) are
+    /// read again every `poll`. Throws a ConfigError (key `mountinfo`) when it cannot be opened.
+    public static func watch(_ mountInfo: String, poll: Duration, changed: @escaping @Sendable () -> Void) async throws {
+        guard mountInfo.hasPrefix("/proc/") else {
             while true {
-                wake.yield(.mounts)
-                try await Task.sleep(for: settings.poll)
+                changed()
+                try await Task.sleep(for: poll)
             }
         }
-        let fd = open(settings.mountInfo, O_RDONLY | O_CLOEXEC)
+        let fd = open(mountInfo, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw ConfigError(keyPath: "mountinfo", reason: "cannot open \(settings.mountInfo): \(String(cString: strerror(errno)))")
+            throw ConfigError(keyPath: "mountinfo", reason: "cannot open \(mountInfo): \(String(cString: strerror(errno)))")
         }
-        let (changes, changed) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let (changes, change) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let watch: DescriptorWatch
         do {
             watch = try DescriptorWatch(fd: fd, events: Int16(POLLPRI), name: "mountinfo",
-                                        onReady: { _ in changed.yield(); return true }, onEnd: { changed.finish() })
+                                        onReady: { _ in change.yield(); return true }, onEnd: { change.finish() })
         } catch {
             throw ConfigError(keyPath: "mountinfo", reason: "\(error)")
         }
         defer { watch.close() }
-        wake.yield(.mounts)
-        for await _ in changes { wake.yield(.mounts) }
+        changed()
+        for await _ in changes { changed() }
     }
 }
 

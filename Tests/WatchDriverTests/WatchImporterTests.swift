@@ -3,6 +3,7 @@ import Foundation
 import HealthModel
 import Synchronization
 import Testing
+import TestSupport
 import WatchDriver
 import WatchLayout
 
@@ -183,3 +184,61 @@ private final class FakeStore: RecordSink, FileSink, @unchecked Sendable {
         #expect(AttachedWatch.safeSerial(String(repeating: "9", count: 500)).count == 64)
     }
 }
+
+@Suite struct WatchDriverMountTests {
+    let base = NSTemporaryDirectory() + "watch-driver-\(UUID().uuidString)"
+
+    func mountLine(id: Int, _ mountPoint: String) -> String {
+        "\(id) 1 8:17 / \(mountPoint) rw,nosuid - vfat /dev/sdb1 rw\n"
+    }
+
+    @Test("a watch mounted under a root is fetched once; mounted again, nothing is fetched; a new file, only it")
+    func mountedWatch() async throws {
+        let volume = base + "/media/GARMIN-WATCH"
+        let activity = volume + "/GARMIN/Activity"
+        try FileManager.default.createDirectory(atPath: activity, withIntermediateDirectories: true)
+        try Data("<Device><Model><Description>Forerunner 735XT</Description></Model><Id>3912345678</Id></Device>".utf8)
+            .write(to: URL(fileURLWithPath: volume + "/GARMIN/GarminDevice.xml"))
+        let old = Date(timeIntervalSinceNow: -3600)
+        for name in ["A1.FIT", "A2.FIT"] {
+            try Data(name.utf8).write(to: URL(fileURLWithPath: activity + "/" + name))
+            try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: activity + "/" + name)
+        }
+        let mountInfo = base + "/mountinfo"
+        try mountLine(id: 40, volume).write(toFile: mountInfo, atomically: true, encoding: .utf8)
+        let store = FakeStore()
+        let events = Mutex<[DriverEvent]>([])
+        let context = DriverContext(instance: "watch", logger: .init(label: "test"), files: store, stateDirectory: base + "/state",
+                                    events: { event in events.withLock { $0.append(event) } })
+        let settings = try ConfigDecoder.decode(WatchDriver.Settings.self, from: [
+            "mtp": .bool(false), "roots": .array([.string(base + "/media")]), "mountinfo": .string(mountInfo),
+        ])
+        let driver = WatchDriver(settings: settings, context: context)
+        let task = Task { try await driver.run(into: store) }
+        defer { task.cancel() }
+        func fetchedPaths() async throws -> [String] {
+            try await store.checkpoint(WatchFetched.self, device: WatchFetched.device(serial: "3912345678"))?.files.keys.sorted() ?? []
+        }
+        try await eventually("both files fetched") { try await fetchedPaths() == ["GARMIN/Activity/A1.FIT", "GARMIN/Activity/A2.FIT"] }
+        #expect(FileManager.default.contents(atPath: base + "/state/watch/3912345678/GARMIN/Activity/A1.FIT") == Data("A1.FIT".utf8))
+        #expect(events.withLock { $0.contains(.connected(device: "watch:3912345678", name: "Forerunner 735XT")) })
+
+        // Unmounted, a new file written, mounted again (a new mount ID): only the new file.
+        try "".write(toFile: mountInfo, atomically: true, encoding: .utf8)
+        try Data("A3.FIT".utf8).write(to: URL(fileURLWithPath: activity + "/A3.FIT"))
+        try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: activity + "/A3.FIT")
+        try mountLine(id: 41, volume).write(toFile: mountInfo, atomically: true, encoding: .utf8)
+        try await eventually("the new file fetched") { try await fetchedPaths().count == 3 }
+        #expect(store.imported.withLock { $0.count } == 3)
+    }
+
+    @Test("settings: roots must be absolute, since a day, folder absolute")
+    func settings() throws {
+        #expect(throws: ConfigError.self) { try ConfigDecoder.decode(WatchDriver.Settings.self, from: ["roots": .array([.string("media")])]) }
+        #expect(throws: ConfigError.self) { try ConfigDecoder.decode(WatchDriver.Settings.self, from: ["since": .string("last year")]) }
+        #expect(throws: ConfigError.self) { try ConfigDecoder.decode(WatchDriver.Settings.self, from: ["folder": .string("watch")]) }
+        let settings = try ConfigDecoder.decode(WatchDriver.Settings.self, from: ["since": .string("2026-03-01")])
+        #expect(settings.since == Date(timeIntervalSince1970: 1_772_323_200))
+    }
+}
+

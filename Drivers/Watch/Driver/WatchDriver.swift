@@ -1,21 +1,25 @@
 public import DriverKit
 public import Foundation
 import HealthModel
+import LinuxAdapters
 import Logging
+import MassStorageDriver
 import USBKit
 import WatchLayout
 import WatchMTP
 
 /// The `watch` driver: a Garmin watch plugged in over USB has its new FIT files fetched and
-/// imported at once (``WatchImporter``: once each, never writing to the watch). It waits for
-/// libusb's hotplug events (no polling); a second after a device arrives, libmtp looks for MTP
-/// devices (its device table, and its probe for unknown ones) and each new watch is read. A watch
-/// that cannot be opened (another program holds it, or no permission) is tried again every
-/// `retry_s` while it stays plugged in, and the reason shows in `healthgate status`.
+/// imported at once (``WatchImporter``: once each, never writing to the watch), whichever way it
+/// attaches. MTP: it waits for libusb's hotplug events (no polling); a second after a device
+/// arrives, libmtp looks for MTP devices (its device table, and its probe for unknown ones) and
+/// each new watch is read. Mass storage: it waits for the kernel's mount table to change
+/// (``MountTable``) and reads each volume newly mounted under `roots` that holds a `GARMIN`
+/// folder. A watch that cannot be opened (another program holds it, or no permission) is tried
+/// again every `retry_s` while it stays plugged in, and the reason shows in `healthgate status`.
 public struct WatchDriver: DeviceDriver {
     public static let id = "watch"
 
-    /// The `[drivers.NAME]` table: `folder`, `since`, `settle_s`, `retry_s`.
+    /// The `[drivers.NAME]` table: `folder`, `since`, `settle_s`, `retry_s`, `mtp`, `roots`, `mountinfo`.
     public struct Settings: Decodable, Sendable, Equatable {
         /// Where the fetched files are kept (default: `watch/` in the state directory).
         public var folder: String?
@@ -23,10 +27,17 @@ public struct WatchDriver: DeviceDriver {
         public var since: Date?
         public var settle: Duration = .seconds(2)
         public var retry: Duration = .seconds(30)
+        /// Read watches that speak MTP.
+        public var mtp = true
+        /// Where watches that are mass storage are mounted (empty: none are read).
+        public var roots = ["/media", "/run/media"]
+        public var mountInfo = "/proc/self/mountinfo"
 
         public init() {}
 
-        enum CodingKeys: String, CodingKey { case folder, since, settle = "settle_s", retry = "retry_s" }
+        enum CodingKeys: String, CodingKey {
+            case folder, since, settle = "settle_s", retry = "retry_s", mtp, roots, mountInfo = "mountinfo"
+        }
 
         public init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -40,6 +51,12 @@ public struct WatchDriver: DeviceDriver {
             }
             settle = try c.decodeIfPresent(duration: .settle, unit: .seconds, in: .milliseconds(100)...(.seconds(3600))) ?? settle
             retry = try c.decodeIfPresent(duration: .retry, unit: .seconds, in: .seconds(1)...(.seconds(86400))) ?? retry
+            mtp = try c.decodeIfPresent(Bool.self, forKey: .mtp) ?? mtp
+            if let roots = try c.decodeIfPresent([String].self, forKey: .roots) {
+                guard roots.allSatisfy({ $0.hasPrefix("/") }) else { throw c.configError(.roots, "must be a list of absolute folders") }
+                self.roots = roots
+            }
+            mountInfo = try c.decodeIfPresent(String.self, forKey: .mountInfo) ?? mountInfo
         }
 
         /// `YYYY-MM-DD` as the start of that day in UTC.
@@ -65,6 +82,7 @@ public struct WatchDriver: DeviceDriver {
         case arrived
         case left(key: String)
         case look
+        case mounts
     }
 
     public func run(into sink: some RecordSink) async throws {
@@ -86,30 +104,19 @@ public struct WatchDriver: DeviceDriver {
             }
         }
         let importer = WatchImporter(configuration: configuration)
-        if let reason = MTP.loadError {
-            context.report(.waiting(reason: reason))
-            while true { try await Task.sleep(for: .seconds(86400)) }
-        }
-        let usb: USBContext
-        do { usb = try USBContext() } catch {
-            context.report(.waiting(reason: "\(error)"))
-            while true { try await Task.sleep(for: .seconds(86400)) }
-        }
-        let hotplug = USBHotplug(context: usb, matching: { _, _ in true })
-        defer { hotplug.stop() }
         let (wakes, wake) = AsyncStream<Wake>.makeStream()
         await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for await event in hotplug.events {
-                    switch event {
-                    case .arrived: wake.yield(.arrived)
-                    case .left(let info): wake.yield(.left(key: "\(info.bus)-\(info.address)"))
+            if settings.mtp { group.addTask { await watchUSB(wake) } }
+            if !settings.roots.isEmpty {
+                group.addTask {
+                    do { try await MountTable.watch(settings.mountInfo, poll: .seconds(2)) { wake.yield(.mounts) } } catch {
+                        context.report(.problem(kind: "watch", message: "\(error)"))
                     }
                 }
-                wake.finish()
             }
             // The one owner of what is attached: every wake is handled here, in order.
             var visited: [String: AttachedWatch] = [:]
+            var mounted: Set<String> = []
             var failing: [String: String] = [:]
             var lookPending = false
             func lookSoon(after delay: Duration) {
@@ -128,6 +135,14 @@ public struct WatchDriver: DeviceDriver {
                     failing[key] = nil
                     if let watch = visited.removeValue(forKey: key) { context.report(.disconnected(device: WatchFetched.device(serial: watch.serial))) }
                     if failing.isEmpty { context.report(.waiting(reason: nil)) }
+                case .mounts:
+                    let now = currentMounts()
+                    mounted.formIntersection(Set(now.map(\.key)))
+                    for (key, mountPoint) in now where !mounted.contains(key) {
+                        mounted.insert(key)
+                        guard let connection = MountedWatchConnection.at(mountPoint) else { continue }
+                        await visit(connection, importer: importer, sink: sink)
+                    }
                 case .look:
                     lookPending = false
                     let devices: [MTPRawDevice]
@@ -159,8 +174,40 @@ public struct WatchDriver: DeviceDriver {
         }
     }
 
+    /// Feeds `wake` with the USB devices arriving and leaving (libusb hotplug), until cancelled. Without
+    /// libmtp or libusb it says why and waits (the mounted watches are still read).
+    private func watchUSB(_ wake: AsyncStream<Wake>.Continuation) async {
+        if let reason = MTP.loadError {
+            context.report(.waiting(reason: reason))
+            return
+        }
+        let usb: USBContext
+        do { usb = try USBContext() } catch {
+            context.report(.waiting(reason: "\(error)"))
+            return
+        }
+        let hotplug = USBHotplug(context: usb, matching: { _, _ in true })
+        await withTaskCancellationHandler {
+            for await event in hotplug.events {
+                switch event {
+                case .arrived: wake.yield(.arrived)
+                case .left(let info): wake.yield(.left(key: "\(info.bus)-\(info.address)"))
+                }
+            }
+        } onCancel: {
+            hotplug.stop()
+        }
+    }
+
+    /// The mounts under `roots` now, by key (mount ID and mount point: a volume mounted again is a
+    /// new visit) with their mount points.
+    private func currentMounts() -> [(key: String, mountPoint: String)] {
+        guard let text = try? ProcFile.read(settings.mountInfo) else { return [] }
+        return MountInfo.mounts(MountInfo.parse(text).mounts, under: settings.roots).map { ("\($0.id) \($0.mountPoint)", $0.mountPoint) }
+    }
+
     /// Fetches and imports what is new on one watch, and says so.
-    private func visit(_ connection: MTPWatchConnection, importer: WatchImporter, sink: some RecordSink) async {
+    private func visit(_ connection: any WatchConnection, importer: WatchImporter, sink: some RecordSink) async {
         let watch = connection.watch
         context.report(.connected(device: WatchFetched.device(serial: watch.serial), name: watch.name))
         do {
@@ -178,6 +225,6 @@ public struct WatchDriver: DeviceDriver {
 extension WatchDriver {
     /// The registry's entry.
     public static let descriptor = DriverDescriptor.device(
-        WatchDriver.self, summary: "Fetches and imports a Garmin watch's new FIT files when it is plugged in over USB (MTP)",
+        WatchDriver.self, summary: "Fetches and imports a Garmin watch's new FIT files when it is plugged in over USB (MTP or mass storage)",
         sample: PackageResources.sample_toml)
 }

@@ -39,11 +39,12 @@ def run(cmd: list[str], timeout: float = 30) -> subprocess.CompletedProcess:
 
 
 def load_dummy_hcd() -> None:
-    """Loads ``dummy_hcd`` with a full-speed bus (like a real ANT stick's), or checks that the
+    """Loads ``dummy_hcd`` with a full-speed bus (like a real ANT stick's) and two ports (UDCs
+    ``dummy_udc.0`` and ``.1``: the watch scenarios plug two watches at once), or checks that the
     loaded one is full speed."""
     param = "/sys/module/dummy_hcd/parameters/is_high_speed"
     if not os.path.exists(param):
-        out = run(["modprobe", "dummy_hcd", "is_high_speed=0"])
+        out = run(["modprobe", "dummy_hcd", "is_high_speed=0", "num=2"])
         if out.returncode != 0:
             raise RuntimeError(f"modprobe dummy_hcd: {out.stderr}")
     with open(param) as f:

@@ -184,6 +184,96 @@ class MTPWatch:
                 pass
 
 
+class MassStorageWatch:
+    """A watch that mounts as USB mass storage: a FAT image (made with mkfs.vfat, filled through a
+    loop mount) exported read-only by the kernel's mass-storage gadget function
+    (usb_f_mass_storage) as a Garmin device (091e:0003) on ``udc``. ``plug()`` binds it and mounts
+    the disk the host sees at ``mount_point`` (read-only, as a desktop would); ``unplug()``
+    unmounts and unbinds."""
+
+    def __init__(self, files: dict[str, str], device_xml: str, name: str = "hgmsc", udc: str = "dummy_udc.1",
+                 mount_point: str = "/media/GARMIN") -> None:
+        self.name, self.udc, self.mount_point = name, udc, mount_point
+        self.image = os.path.join(WORK, f"{name}.img")
+        self.gadget = f"{CONFIGFS}/usb_gadget/{name}"
+        for module in ("libcomposite", "usb_f_mass_storage", "loop", "vfat"):
+            run(["modprobe", module])
+        subprocess.run(["mkfs.vfat", "-C", "-n", "GARMIN", self.image, "16384"], check=True, capture_output=True)
+        fill = os.path.join(WORK, f"{name}-fill")
+        os.makedirs(fill, exist_ok=True)
+        subprocess.run(["mount", "-o", "loop", self.image, fill], check=True)
+        try:
+            for path, fixture in files.items():
+                os.makedirs(os.path.join(fill, os.path.dirname(path)), exist_ok=True)
+                shutil.copyfile(os.path.join(FIT, fixture), os.path.join(fill, path))
+                os.utime(os.path.join(fill, path), (PAST, PAST))
+            write(os.path.join(fill, "GARMIN", "GarminDevice.xml"), device_xml)
+        finally:
+            subprocess.run(["umount", fill], check=True)
+        if not os.path.ismount(CONFIGFS):
+            subprocess.run(["mount", "-t", "configfs", "none", CONFIGFS], check=True)
+        g = self.gadget
+        os.makedirs(f"{g}/strings/0x409", exist_ok=True)
+        os.makedirs(f"{g}/configs/c.1/strings/0x409", exist_ok=True)
+        os.makedirs(f"{g}/functions/mass_storage.0", exist_ok=True)
+        write(f"{g}/idVendor", f"0x{GARMIN:04x}")
+        write(f"{g}/idProduct", "0x0003")
+        write(f"{g}/strings/0x409/serialnumber", "0000e1a2b3c4")
+        write(f"{g}/strings/0x409/manufacturer", "Garmin")
+        write(f"{g}/strings/0x409/product", "Forerunner 735XT")
+        write(f"{g}/configs/c.1/strings/0x409/configuration", "Mass Storage")
+        write(f"{g}/functions/mass_storage.0/lun.0/removable", "1")
+        write(f"{g}/functions/mass_storage.0/lun.0/ro", "1")
+        write(f"{g}/functions/mass_storage.0/lun.0/file", self.image)
+        if not os.path.exists(f"{g}/configs/c.1/mass_storage.0"):
+            os.symlink(f"{g}/functions/mass_storage.0", f"{g}/configs/c.1/mass_storage.0")
+
+    def disk(self) -> str | None:
+        """The host's disk of this watch (/dev/sdX), found through sysfs by the gadget's USB ids."""
+        base = "/sys/block"
+        for name in sorted(os.listdir(base)):
+            device = os.path.realpath(f"{base}/{name}/device")
+            parts = device.split("/")
+            for i in range(len(parts), 0, -1):
+                top = "/".join(parts[:i])
+                if os.path.exists(f"{top}/idVendor"):
+                    with open(f"{top}/idVendor") as v, open(f"{top}/idProduct") as p:
+                        if v.read().strip() == f"{GARMIN:04x}" and p.read().strip() == "0003":
+                            return f"/dev/{name}"
+                    break
+        return None
+
+    def plug(self) -> None:
+        write(f"{self.gadget}/UDC", self.udc)
+        disk = wait_for(lambda: self.disk() if self.disk() and os.path.exists(self.disk()) else None, 60,
+                        "the watch's disk (091e:0003) to appear")
+        os.makedirs(self.mount_point, exist_ok=True)
+        wait_for(lambda: subprocess.run(["mount", "-o", "ro", "-t", "vfat", disk, self.mount_point],
+                                        capture_output=True).returncode == 0, 30, f"{disk} to mount")
+
+    def unplug(self) -> None:
+        if os.path.ismount(self.mount_point):
+            subprocess.run(["umount", self.mount_point], check=True)
+        with open(f"{self.gadget}/UDC") as f:
+            if f.read().strip():
+                write(f"{self.gadget}/UDC", "\n")
+        wait_for(lambda: self.disk() is None, 30, "the watch's disk to go")
+
+    def close(self) -> None:
+        try:
+            self.unplug()
+        except Exception as e:  # noqa: BLE001  (cleanup: say it, go on)
+            print(f"mass-storage watch: {e}", file=sys.stderr)
+        g = self.gadget
+        if os.path.islink(f"{g}/configs/c.1/mass_storage.0"):
+            os.unlink(f"{g}/configs/c.1/mass_storage.0")
+        for path in (f"{g}/configs/c.1/strings/0x409", f"{g}/configs/c.1", f"{g}/functions/mass_storage.0", f"{g}/strings/0x409", g):
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+
+
 class Daemon:
     """`healthgate daemon --config CONFIG --state-dir STATE`, its output appended to NAME.log in the
     results."""

@@ -16,7 +16,12 @@ on the guest's real USB stack (dummy_hcd), and libmtp in healthgate reads it.
 5. A large file (8 MB) with the watch unplugged halfway through its copy: no copy, no temporary
    file left, nothing in the ledger or the checkpoint for it; plugged again, it is fetched whole
    (umtprd is restarted with the unplug, as a real watch's MTP side starts over: vmwatch.py).
-6. The daemon stopped, `healthgate watch import --json` on the same database: nothing to fetch.
+6. Next to it, a watch that mounts as USB mass storage (the kernel's mass-storage gadget with a FAT
+   image on the second port, 091e:0003, mounted read-only under /media): the same driver fetches
+   its files (serial from GARMIN/GarminDevice.xml), byte-identical; unmounted, unplugged and
+   mounted again: nothing fetched.
+7. The daemon stopped, `healthgate watch import --json` on the same database: nothing to fetch
+   from either watch.
 """
 from __future__ import annotations
 
@@ -30,7 +35,7 @@ import sys
 
 from vmant import bus_address
 from vmpeer import SHARE
-from vmwatch import (BIN, FIT, FR245_MUSIC, GARMIN, RESULTS, WORK, Daemon, MTPWatch, load_dummy_hcd, start_udevd, step, stop,
+from vmwatch import (BIN, FIT, FR245_MUSIC, GARMIN, RESULTS, WORK, Daemon, MassStorageWatch, MTPWatch, load_dummy_hcd, start_udevd, step, stop,
                      stored, timings, wait_for)
 
 REPO = os.path.join(SHARE, "repo")
@@ -46,6 +51,9 @@ FIRST = {"GARMIN/Activity/garmin-fenix5-run.fit": "garmin-fenix5-run.fit",
          "GARMIN/Weight/fitsdk-WeightScaleMultiUser.fit": "fitsdk-WeightScaleMultiUser.fit"}
 NEW = ("GARMIN/Activity/garmin-edge800-indoor-trainer-power.fit", "garmin-edge800-indoor-trainer-power.fit")
 BIG = "GARMIN/Activity/BIG.FIT"
+MSC_SERIAL = "3912345678"
+MSC_FILES = {"GARMIN/Activity/POOLSWIM.FIT": "garmin-fr735xt-poolswim-hr-chained.fit",
+             "GARMIN/Activity/ANTFS63.FIT": "antfs-dump-63.fit"}
 
 
 # Claims the watch's interface through pyusb and holds it until stdin closes.
@@ -69,8 +77,8 @@ def udev_properties() -> dict:
     return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
 
-def fetched() -> dict:
-    rows = stored(DB, "SELECT value FROM driver_checkpoints WHERE driver = 'watch' AND device = ?", (f"watch:{SERIAL}",))
+def fetched(serial: str = SERIAL) -> dict:
+    rows = stored(DB, "SELECT value FROM driver_checkpoints WHERE driver = 'watch' AND device = ?", (f"watch:{serial}",))
     return json.loads(rows[0][0])["files"] if rows else {}
 
 
@@ -91,7 +99,7 @@ def count_lines(daemon: Daemon, text: str) -> int:
 
 def main() -> int:
     result: dict = {}
-    udevd = watch = daemon = None
+    udevd = watch = daemon = msc = None
     try:
         udevd = start_udevd()
         load_dummy_hcd()
@@ -205,6 +213,26 @@ def main() -> int:
             raise AssertionError("the large file is not whole or not imported")
         step("plugged again: the large file fetched whole")
 
+        msc = MassStorageWatch(MSC_FILES, "<Device><Model><Description>Forerunner 735XT</Description></Model>"
+                                          "<Id>3912345678</Id></Device>\n")
+        msc.plug()
+        wait_for(lambda: daemon.alive() or len(fetched(MSC_SERIAL)) == 2 or None, 120, "the daemon to fetch the mounted watch's 2 files")
+        for path in MSC_FILES:
+            copy = os.path.join(STATE, "watch", MSC_SERIAL, path)
+            if not filecmp.cmp(copy, os.path.join(FIT, MSC_FILES[path]), shallow=False):
+                raise AssertionError(f"{copy} differs from the mounted watch's {path}")
+        if len(ledger_paths()) != 8:
+            raise AssertionError(f"8 files imported expected: {ledger_paths()}")
+        step("a mass-storage watch next to it: its 2 files fetched")
+        before = count_lines(daemon, "Forerunner 735XT 3912345678: 2 file(s), 0 to fetch")
+        msc.unplug()
+        msc.plug()
+        wait_for(lambda: daemon.alive() or count_lines(daemon, "Forerunner 735XT 3912345678: 2 file(s), 0 to fetch") > before or None,
+                 60, "the daemon to read the mounted watch again")
+        if len(fetched(MSC_SERIAL)) != 2 or len(ledger_paths()) != 8:
+            raise AssertionError("mounted again: something was fetched")
+        step("mounted again: nothing fetched")
+
         code = daemon.stop()
         daemon = None
         if code != 0:
@@ -213,7 +241,9 @@ def main() -> int:
         result["import"] = out.stdout or out.stderr
         summary = json.loads(out.stdout)
         mtp_watch = [w for w in summary["watches"] if w["watch"]["attachment"] == "mtp"]
-        if out.returncode != 0 or len(mtp_watch) != 1 or mtp_watch[0]["fetched"] or mtp_watch[0]["already_fetched"] != 6:
+        msc_watch = [w for w in summary["watches"] if w["watch"]["attachment"] == "mass_storage"]
+        if out.returncode != 0 or len(mtp_watch) != 1 or mtp_watch[0]["fetched"] or mtp_watch[0]["already_fetched"] != 6 \
+                or len(msc_watch) != 1 or msc_watch[0]["fetched"] or msc_watch[0]["already_fetched"] != 2:
             raise AssertionError(f"watch import after the daemon: {out.returncode} {out.stdout} {out.stderr}")
         step("watch import: nothing new")
         result["timings"] = timings
@@ -227,6 +257,8 @@ def main() -> int:
             daemon.stop()
         if watch is not None:
             watch.close()
+        if msc is not None:
+            msc.close()
         stop(udevd)
         with open(os.path.join(RESULTS, "result.json"), "w") as f:
             json.dump(result, f, indent=2, default=str)
