@@ -5,7 +5,7 @@ SWIFT ?= swift
 DEMO_DB ?= demo.sqlite
 BIN = .build/debug/healthgate
 
-.PHONY: setup setup-build build server demo daemon test format format-check peer-test server-test bench bench-apple fuzz fuzz-build fuzz-smoke fuzz-corpus reference reference-check systemd-check vm-image vm-test bench-ble bench-ant install uninstall clean
+.PHONY: setup setup-build build server demo daemon test format format-check peer-test server-test bench bench-apple fuzz fuzz-build fuzz-smoke fuzz-corpus reference reference-check systemd-check vm-image vm-test bench-ble bench-ant bench-watch install uninstall clean
 
 setup:
 	@bash .ci/setup
@@ -140,6 +140,11 @@ bench-ble: vm-image
 # The ANT benchmark in the guest (Tests/vm/README.md, ant-bench): 8 ANT+ sensors on the emulated
 # stick through `record --ant`, message to committed row p50/p99 and CPU per 1,000 messages, next to
 # 8 BLE heart-rate sensors through the own host stack in the same boot.
+bench-watch: vm-image
+	$(SWIFT) build $(RELEASE) --product healthgate
+	python3 Tests/vm/run.py --no-build --binary .build/release/healthgate --scenario watch-bench -v $(VM_ARGS)
+	@cat .build/vm-results/init/watch-bench/bench.txt
+
 bench-ant: vm-image
 	$(SWIFT) build $(RELEASE) --product healthgate
 	python3 Tests/vm/run.py --no-build --binary .build/release/healthgate --scenario ant-bench -v $(VM_ARGS)

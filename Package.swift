@@ -22,6 +22,7 @@ let package = Package(
             "CSVStream", "DaemonProtocol",
             "GadgetbridgeDriver",
             "ANTProtocol", "ANTPlusProfiles", "ANTFS", "PacketCapture",
+            "WatchLayout",
         ]),
     ],
     dependencies: [

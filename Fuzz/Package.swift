@@ -36,6 +36,7 @@ let targets = [
     "fuzz-socket",
     "fuzz-syncjson",
     "fuzz-tcx",
+    "fuzz-watchlisting",
     "fuzz-xml",
     "fuzz-zip",
 ]

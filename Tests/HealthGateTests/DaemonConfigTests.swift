@@ -55,7 +55,7 @@ import Testing
         let config = try DaemonConfig.load(path: packageRoot + "/systemd/healthgate.toml", stateDirectory: "/unused", drivers: Registry.catalog)
         #expect(config.database == "/var/lib/healthgate/healthgate.sqlite")
         #expect(config.forwarder == nil)  // commented out until a server is set
-        #expect(config.drivers["inbox"]?.type == "watch_folder" && config.drivers["watch"]?.type == "mass_storage")
+        #expect(config.drivers["inbox"]?.type == "watch_folder" && config.drivers["watch"]?.type == "watch")
         // With its [forwarder] table uncommented, it forwards.
         let text = try String(contentsOfFile: packageRoot + "/systemd/healthgate.toml", encoding: .utf8)
         let enabled = text.replacingOccurrences(of: "# [forwarder]\n# server", with: "[forwarder]\nserver")
@@ -86,10 +86,10 @@ import Testing
             ("[forwarder]\nserver = \"http://x\"\nbatch_records = 0", "forwarder.batch_records: 0 is out of range (1 to 5000)"),
             ("[forwarder]\nserver = \"http://x\"\nbatch_records = 1.5", "forwarder.batch_records: must be a whole number"),
             ("[forwarder]\nserver = \"http://x\"\npull = \"yes\"", "forwarder.pull: must be true or false"),
-            ("[drivers.inbox]\npath = \"/x\"", "drivers.inbox.type: is required: one of watch_folder, mass_storage, exec, ble, ble_replay, ant, manual"),
-            ("[drivers.inbox]\ntype = \"ftp\"", "drivers.inbox.type: 'ftp' is not a driver: one of watch_folder, mass_storage, exec, ble, ble_replay, ant, manual"),
+            ("[drivers.inbox]\npath = \"/x\"", "drivers.inbox.type: is required: one of watch_folder, mass_storage, watch, exec, ble, ble_replay, ant, manual"),
+            ("[drivers.inbox]\ntype = \"ftp\"", "drivers.inbox.type: 'ftp' is not a driver: one of watch_folder, mass_storage, watch, exec, ble, ble_replay, ant, manual"),
             ("[drivers.inbox]\ntype = \"fit\"",
-             "drivers.inbox.type: 'fit' is not a driver: one of watch_folder, mass_storage, exec, ble, ble_replay, ant, manual (file importers are set in [importers.fit])"),
+             "drivers.inbox.type: 'fit' is not a driver: one of watch_folder, mass_storage, watch, exec, ble, ble_replay, ant, manual (file importers are set in [importers.fit])"),
             ("[drivers.inbox]\ntype = 3", "drivers.inbox.type: must be a string"),
             ("drivers = 1", "drivers: must be a table ([drivers])"),
             ("[drivers]\ninbox = 1", "drivers.inbox: must be a table ([drivers.inbox])"),

@@ -20,7 +20,11 @@ private final class FakeWatch: WatchConnection, @unchecked Sendable {
         state.withLock { $0[path] = Stored(bytes: bytes, modified: modified, copy: copy) }
     }
 
-    func listing() async throws -> [(file: WatchFile, ref: WatchRef)] {
+    func listing(_ found: ([(file: WatchFile, ref: WatchRef)]) async throws -> Void) async throws {
+        try await found(allFiles())
+    }
+
+    func allFiles() -> [(file: WatchFile, ref: WatchRef)] {
         state.withLock { files in
             files.keys.sorted().map { path in
                 let kind: WatchFolderKind = path.contains("/Monitor/") ? .monitor : .activity
@@ -124,7 +128,7 @@ private final class FakeStore: RecordSink, FileSink, @unchecked Sendable {
             let base: FakeWatch
             init(_ base: FakeWatch) { self.base = base }
             var watch: AttachedWatch { base.watch }
-            func listing() async throws -> [(file: WatchFile, ref: WatchRef)] { try await base.listing() }
+            func listing(_ found: ([(file: WatchFile, ref: WatchRef)]) async throws -> Void) async throws { try await found(base.allFiles()) }
             func copy(_ ref: WatchRef, to fd: Int32, progress: @escaping @Sendable (UInt64) -> Void) async throws {
                 _ = [UInt8](repeating: 1, count: 10).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
             }
@@ -223,8 +227,10 @@ private final class FakeStore: RecordSink, FileSink, @unchecked Sendable {
         #expect(FileManager.default.contents(atPath: base + "/state/watch/3912345678/GARMIN/Activity/A1.FIT") == Data("A1.FIT".utf8))
         #expect(events.withLock { $0.contains(.connected(device: "watch:3912345678", name: "Forerunner 735XT")) })
 
-        // Unmounted, a new file written, mounted again (a new mount ID): only the new file.
+        // Unmounted (the watch is gone from the status), a new file written, mounted again (a new
+        // mount ID): only the new file.
         try "".write(toFile: mountInfo, atomically: true, encoding: .utf8)
+        try await eventually("the watch reported gone") { events.withLock { $0.contains(.disconnected(device: "watch:3912345678")) } }
         try Data("A3.FIT".utf8).write(to: URL(fileURLWithPath: activity + "/A3.FIT"))
         try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: activity + "/A3.FIT")
         try mountLine(id: 41, volume).write(toFile: mountInfo, atomically: true, encoding: .utf8)

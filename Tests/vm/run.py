@@ -43,10 +43,12 @@ SCENARIOS = {
     "ant-faults": ("init", 420, True),
     "systemd-unit-ant": ("systemd", 420, True),
     "watch-mtp": ("init", 420, True),
+    "systemd-unit-watch": ("systemd", 420, True),
+    "watch-bench": ("init", 2400, True),
     "ant-bench": ("init", 900, True),
 }
 # Run only when named with --scenario (`make bench-ble`), never by default.
-ON_REQUEST = {"ble-bench", "ant-bench"}
+ON_REQUEST = {"ble-bench", "ant-bench", "watch-bench"}
 # What `make install` reads, the fixtures systemd-unit-bluez drops into its watch folders, the
 # export writer of ble-bench's CPU calibration, and the FIT files the emulated ANT-FS watch serves
 # (ant-stick-selftest, ant-download; ant-bench's download adds two larger ones): copied to the
@@ -56,7 +58,8 @@ REPO_FILES = ["Makefile", "README.md", "systemd", "Fixtures/fit/garmin-fenix5-ru
               "Fixtures/fit/antfs-dump-63.fit", "Fixtures/fit/fitsdk-Activity.fit",
               "Fixtures/fit/fitsdk-WeightScaleMultiUser.fit", "Fixtures/fit/fitsdk-Settings.fit",
               "Fixtures/fit/garmin-fr735xt-poolswim-hr-chained.fit", "Fixtures/fit/garmin-edge800-indoor-trainer-power.fit",
-              "Fixtures/fit/fitsdk-MonitoringFile.fit", "Fixtures/fit/garmin-fenix2-multisport.fit"]
+              "Fixtures/fit/fitsdk-MonitoringFile.fit", "Fixtures/fit/garmin-fenix2-multisport.fit",
+              "Fixtures/fit/fitsdk-activity-poolswim-with-hr.fit"]
 # The test peers copied to the share's peers/: the BLE peer and the emulated ANT stick.
 PEER_FILES = ["ble_peer.py", "ant_stick.py", "antstick", "peer_common.py"]
 # QEMU's exit status when the guest wrote RC to isa-debug-exit: (RC << 1) | 1.

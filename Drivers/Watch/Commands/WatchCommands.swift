@@ -186,7 +186,7 @@ struct WatchImportCommand: AsyncParsableCommand {
         configuration.onEvent = { event in
             guard !quiet else { return }
             let line: String? = switch event {
-            case .listed(let watch, let files, let toFetch): "\(watch.name) \(watch.serial) (\(watch.attachment.rawValue)): \(files) file(s), \(toFetch) to fetch"
+            case .listed(let watch, let files, let toFetch): "\(watch.name) \(watch.serial) (\(watch.attachment.rawValue)): \(files) file(s) on the watch, \(toFetch) new"
             case .copying(let path, let size): "fetching \(path) (\(size) bytes)"
             case .progress: nil
             case .imported(let report): "\(report.path): \(report.status.rawValue)" + (report.records > 0 ? ", \(report.records) record(s)" : "")

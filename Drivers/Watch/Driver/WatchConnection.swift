@@ -49,11 +49,22 @@ public enum WatchRef: Hashable, Sendable {
 /// Never writes to the watch.
 public protocol WatchConnection: Sendable {
     var watch: AttachedWatch { get }
-    /// The FIT files of the layout's data folders, sorted by path.
-    func listing() async throws -> [(file: WatchFile, ref: WatchRef)]
+    /// Walks the watch down ``GarminLayout`` (``WatchWalk``) and hands `found` the FIT files of
+    /// each data folder as soon as that folder is listed (activities first), so that they can be
+    /// fetched before the next, larger folders are listed.
+    func listing(_ found: ([(file: WatchFile, ref: WatchRef)]) async throws -> Void) async throws
     /// Copies the file at `ref` into `fd`; `progress` gets the bytes so far.
     func copy(_ ref: WatchRef, to fd: Int32, progress: @escaping @Sendable (UInt64) -> Void) async throws
     func close() async
+}
+
+extension WatchConnection {
+    /// Every FIT file of the layout's data folders, sorted by path.
+    public func listing() async throws -> [(file: WatchFile, ref: WatchRef)] {
+        var all: [(file: WatchFile, ref: WatchRef)] = []
+        try await listing { all += $0 }
+        return all.sorted { $0.file.path < $1.file.path }
+    }
 }
 
 /// A watch over MTP: one libmtp session, every call on the MTP thread.
@@ -78,21 +89,20 @@ public final class MTPWatchConnection: WatchConnection {
                               place: "bus \(raw.bus) device \(raw.address) (\(raw.ids))")
     }
 
-    public func listing() async throws -> [(file: WatchFile, ref: WatchRef)] {
+    public func listing(_ found: ([(file: WatchFile, ref: WatchRef)]) async throws -> Void) async throws {
         let (device, layout) = (self.device, self.layout)
-        return try await MTP.run {
-            let storages = try device.storages()
-            var found: [(file: WatchFile, ref: WatchRef)] = []
-            for storage in storages {
-                let files = try WatchWalk<UInt32>(layout: layout).files(root: MTPDevice.rootFolder) { ref, _ in
-                    try device.list(storage: storage.id, parent: ref)
-                }
-                // A second storage (a memory card) keeps its files apart by its name.
-                let prefix = storages.count > 1 && storage != storages[0] ? AttachedWatch.safeSerial(storage.description) + "/" : ""
-                found += files.map { (WatchFile(path: prefix + $0.file.path, size: $0.file.size, modified: $0.file.modified, kind: $0.file.kind),
-                                      WatchRef.object($0.ref)) }
+        let storages = try await MTP.run { () throws(MTPError) in try device.storages() }
+        for storage in storages {
+            // A second storage (a memory card) keeps its files apart by its name.
+            let prefix = storages.count > 1 && storage != storages[0] ? AttachedWatch.safeSerial(storage.description) + "/" : ""
+            var walk = WatchWalk<UInt32>(root: MTPDevice.rootFolder, layout: layout)
+            while let (ref, _) = walk.nextFolder() {
+                let entries = try await MTP.run { () throws(MTPError) in try device.list(storage: storage.id, parent: ref) }
+                let files = try walk.listed(entries)
+                guard !files.isEmpty else { continue }
+                try await found(files.map { (WatchFile(path: prefix + $0.file.path, size: $0.file.size, modified: $0.file.modified, kind: $0.file.kind),
+                                             WatchRef.object($0.ref)) })
             }
-            return found
         }
     }
 
@@ -143,18 +153,22 @@ public struct MountedWatchConnection: WatchConnection {
         return MountedWatchConnection(watch: watch, mountPoint: mountPoint, layout: layout)
     }
 
-    public func listing() async throws -> [(file: WatchFile, ref: WatchRef)] {
-        let (mountPoint, layout) = (self.mountPoint, self.layout)
-        return try await FolderReads.run {
-            try WatchWalk<String>(layout: layout).files(root: mountPoint) { folder, _ in
-                try FileManager.default.contentsOfDirectory(atPath: folder).map { name in
-                    let path = folder + "/" + name
-                    var info = stat()
-                    let isFolder = lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
-                    return WatchEntry(ref: path, name: name, isFolder: isFolder, size: UInt64(max(0, info.st_size)),
-                                      modified: Date(timeIntervalSince1970: TimeInterval(info.st_mtim.tv_sec)))
-                }
-            }.map { ($0.file, WatchRef.path($0.ref)) }
+    public func listing(_ found: ([(file: WatchFile, ref: WatchRef)]) async throws -> Void) async throws {
+        var walk = WatchWalk<String>(root: mountPoint, layout: layout)
+        while let (folder, _) = walk.nextFolder() {
+            let entries = try await FolderReads.run { try Self.entries(of: folder) }
+            let files = try walk.listed(entries)
+            if !files.isEmpty { try await found(files.map { ($0.file, WatchRef.path($0.ref)) }) }
+        }
+    }
+
+    static func entries(of folder: String) throws -> [WatchEntry<String>] {
+        try FileManager.default.contentsOfDirectory(atPath: folder).map { name in
+            let path = folder + "/" + name
+            var info = stat()
+            let isFolder = lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+            return WatchEntry(ref: path, name: name, isFolder: isFolder, size: UInt64(max(0, info.st_size)),
+                              modified: Date(timeIntervalSince1970: TimeInterval(info.st_mtim.tv_sec)))
         }
     }
 

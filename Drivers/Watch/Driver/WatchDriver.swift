@@ -95,7 +95,7 @@ public struct WatchDriver: DeviceDriver {
         configuration.onEvent = { event in
             switch event {
             case .listed(let watch, let files, let toFetch):
-                logger.info("\(watch.name) \(watch.serial): \(files) file(s), \(toFetch) to fetch")
+                logger.info("\(watch.name) \(watch.serial): \(files) file(s) on the watch, \(toFetch) new")
             case .copying(let path, let size): logger.debug("copying \(path) (\(size) bytes)")
             case .refused(let path, let reason): logger.warning("\(path): not fetched: \(reason)")
             case .fileFailed(let path, let reason): logger.warning("\(DisplayText.safe(path, limit: 200)): \(reason)")
@@ -116,7 +116,8 @@ public struct WatchDriver: DeviceDriver {
             }
             // The one owner of what is attached: every wake is handled here, in order.
             var visited: [String: AttachedWatch] = [:]
-            var mounted: Set<String> = []
+            // Mounts seen under the roots by key, with the watch each holds (nil: not a watch).
+            var mounted: [String: AttachedWatch?] = [:]
             var failing: [String: String] = [:]
             var lookPending = false
             func lookSoon(after delay: Duration) {
@@ -137,11 +138,15 @@ public struct WatchDriver: DeviceDriver {
                     if failing.isEmpty { context.report(.waiting(reason: nil)) }
                 case .mounts:
                     let now = currentMounts()
-                    mounted.formIntersection(Set(now.map(\.key)))
-                    for (key, mountPoint) in now where !mounted.contains(key) {
-                        mounted.insert(key)
-                        guard let connection = MountedWatchConnection.at(mountPoint) else { continue }
-                        await visit(connection, importer: importer, sink: sink)
+                    let keys = Set(now.map(\.key))
+                    for (key, watch) in mounted where !keys.contains(key) {
+                        mounted[key] = nil
+                        if let watch { context.report(.disconnected(device: WatchFetched.device(serial: watch.serial))) }
+                    }
+                    for (key, mountPoint) in now where mounted.index(forKey: key) == nil {
+                        let connection = MountedWatchConnection.at(mountPoint)
+                        mounted[key] = .some(connection?.watch)
+                        if let connection { await visit(connection, importer: importer, sink: sink) }
                     }
                 case .look:
                     lookPending = false

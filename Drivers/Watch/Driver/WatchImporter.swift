@@ -28,6 +28,7 @@ public struct WatchImporter: Sendable {
     }
 
     public enum Event: Sendable {
+        /// A look is done: the files on the watch, and how many were new (fetched or failed).
         case listed(AttachedWatch, files: Int, toFetch: Int)
         case copying(path: String, size: UInt64)
         case progress(path: String, bytes: UInt64, total: UInt64)
@@ -103,44 +104,45 @@ public struct WatchImporter: Sendable {
         let device = WatchFetched.device(serial: watch.serial)
         var fetched = try await sink.checkpoint(WatchFetched.self, device: device) ?? WatchFetched()
         var summary = Summary(watch: watch)
-        var previous: [String: WatchFile] = [:]
-        var look = 0
-        while true {
-            look += 1
-            let listing = try await connection.listing()
-            let now = Date()
-            var toFetch: [(file: WatchFile, ref: WatchRef)] = []
-            var waiting: [String] = []
-            var (already, outOfRange) = (0, 0)
-            for (file, ref) in listing {
-                switch configuration.planner.decide(file, fetched: fetched, previous: previous[file.path], now: now) {
-                case .fetch: toFetch.append((file, ref))
-                case .alreadyFetched: already += 1
-                case .outOfRange: outOfRange += 1
-                case .stillWriting: waiting.append(file.path)
+        // The first look fetches each data folder's new files as soon as it is listed (activities
+        // first); a file still being written is looked at again, with the whole listing, after
+        // `settle`.
+        var waiting: [WatchFile] = []
+        try await connection.listing { batch in
+            for (file, ref) in batch {
+                summary.filesOnWatch += 1
+                switch configuration.planner.decide(file, fetched: fetched, previous: nil, now: Date()) {
+                case .fetch:
+                    try Task.checkCancellation()
+                    if let next = try await fetch(file, ref, from: connection, fetched: fetched, files: files, summary: &summary) { fetched = next }
+                case .alreadyFetched: summary.alreadyFetched += 1
+                case .outOfRange: summary.outOfRange += 1
+                case .stillWriting: waiting.append(file)
                 case .refused(let reason):
-                    if look == 1 {
-                        summary.refused.append(reason)
-                        report(.refused(path: DisplayText.safe(file.path, limit: 200), reason: reason))
-                    }
+                    summary.refused.append(reason)
+                    report(.refused(path: DisplayText.safe(file.path, limit: 200), reason: reason))
                 }
             }
-            previous = Dictionary(listing.map { ($0.file.path, $0.file) }, uniquingKeysWith: { a, _ in a })
-            if look == 1 {
-                summary.filesOnWatch = listing.count
-                summary.alreadyFetched = already
-                summary.outOfRange = outOfRange
-                report(.listed(watch, files: listing.count, toFetch: toFetch.count))
-            }
-            for (file, ref) in toFetch {
-                try Task.checkCancellation()
-                if let next = try await fetch(file, ref, from: connection, fetched: fetched, files: files, summary: &summary) { fetched = next }
-            }
-            summary.stillWriting = waiting
-            guard !waiting.isEmpty, look < configuration.looks else { break }
+        }
+        report(.listed(watch, files: summary.filesOnWatch, toFetch: summary.fetched.count + summary.failed.count))
+        var look = 1
+        while !waiting.isEmpty, look < configuration.looks {
+            look += 1
             report(.stillWriting(count: waiting.count))
             try await Task.sleep(for: .seconds(configuration.planner.settle))
+            let previous = Dictionary(waiting.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+            waiting = []
+            for (file, ref) in try await connection.listing() where previous[file.path] != nil {
+                switch configuration.planner.decide(file, fetched: fetched, previous: previous[file.path], now: Date()) {
+                case .fetch:
+                    try Task.checkCancellation()
+                    if let next = try await fetch(file, ref, from: connection, fetched: fetched, files: files, summary: &summary) { fetched = next }
+                case .stillWriting: waiting.append(file)
+                default: break
+                }
+            }
         }
+        summary.stillWriting = waiting.map(\.path)
         return summary
     }
 

@@ -26,10 +26,10 @@ CONFIGFS = "/sys/kernel/config"
 PAST = time.time() - 3600
 
 CONF = """# written by vmwatch.py
-loop_on_disconnect 1
+loop_on_disconnect 0
 storage "{folder}" "Primary" "ro"
 manufacturer "Garmin"
-product "Forerunner 245 Music"
+product "{product}"
 serial "{serial}"
 firmware_version "9.10"
 interface "MTP"
@@ -58,8 +58,9 @@ class MTPWatch:
     ``serial``, through a configfs gadget with one FunctionFS function on ``udc``. ``plug()`` binds
     the gadget to the UDC (the host sees the device arrive), ``unplug()`` unbinds it."""
 
-    def __init__(self, serial: str = "3991234567", name: str = "hgmtp", udc: str = "dummy_udc.0") -> None:
-        self.serial, self.name, self.udc = serial, name, udc
+    def __init__(self, serial: str = "3991234567", name: str = "hgmtp", udc: str = "dummy_udc.0", product_id: int = FR245_MUSIC,
+                 product: str = "Forerunner 245 Music") -> None:
+        self.serial, self.name, self.udc, self.product_id = serial, name, udc, product_id
         self.folder = os.path.join(WORK, f"{name}-storage")
         os.makedirs(self.folder, exist_ok=True)
         self.gadget = f"{CONFIGFS}/usb_gadget/{name}"
@@ -76,11 +77,11 @@ class MTPWatch:
         os.makedirs(f"{g}/configs/c.1/strings/0x409", exist_ok=True)
         os.makedirs(f"{g}/functions/ffs.{name}", exist_ok=True)
         write(f"{g}/idVendor", f"0x{GARMIN:04x}")
-        write(f"{g}/idProduct", f"0x{FR245_MUSIC:04x}")
+        write(f"{g}/idProduct", f"0x{product_id:04x}")
         write(f"{g}/bcdUSB", "0x0200")
         write(f"{g}/strings/0x409/serialnumber", serial)
         write(f"{g}/strings/0x409/manufacturer", "Garmin")
-        write(f"{g}/strings/0x409/product", "Forerunner 245 Music")
+        write(f"{g}/strings/0x409/product", product)
         write(f"{g}/configs/c.1/strings/0x409/configuration", "MTP")
         if not os.path.exists(f"{g}/configs/c.1/ffs.{name}"):
             os.symlink(f"{g}/functions/ffs.{name}", f"{g}/configs/c.1/ffs.{name}")
@@ -88,7 +89,7 @@ class MTPWatch:
         if not os.path.ismount(self.ffs):
             subprocess.run(["mount", "-t", "functionfs", name, self.ffs], check=True)
         self.conf = os.path.join(WORK, f"{name}-umtprd.conf")
-        write(self.conf, CONF.format(folder=self.folder, serial=serial, vid=GARMIN, pid=FR245_MUSIC, ffs=self.ffs))
+        write(self.conf, CONF.format(folder=self.folder, serial=serial, vid=GARMIN, pid=product_id, ffs=self.ffs, product=product))
         self.log = open(os.path.join(RESULTS, f"{name}-umtprd.log"), "a")
         self._start_responder()
 
@@ -124,45 +125,32 @@ class MTPWatch:
         with open(f"{self.gadget}/UDC") as f:
             return f.read().strip() != ""
 
-    def plug(self) -> None:
-        """Binds the gadget once umtprd has its endpoints (after an unplug it closes and opens
-        FunctionFS again, and a bind in between is dropped), and waits for the host to list it."""
-        for attempt in range(3):
-            wait_for(lambda: os.path.exists(f"{self.ffs}/ep1"), 20, "umtprd's FunctionFS endpoints")
-            if not self.plugged():
-                try:
-                    write(f"{self.gadget}/UDC", self.udc)
-                except OSError as e:
-                    print(f"plug: binding failed ({e}); again", file=sys.stderr)
-                    time.sleep(0.5)
-                    continue
-            try:
-                wait_for(lambda: lsusb(GARMIN, FR245_MUSIC) or None, 10, "the watch (091e:4c05) to appear", interval=0.3)
-                return
-            except TimeoutError:
-                print(f"plug: not listed after 10 s (UDC={self.plugged()}); unbinding and binding again", file=sys.stderr)
-                if self.plugged():
-                    write(f"{self.gadget}/UDC", "\n")
-                time.sleep(1)
-        raise AssertionError("the watch did not appear after 3 binds; see dmesg:\n" + "\n".join(run(["dmesg"]).stdout.splitlines()[-20:]))
+    def plug(self) -> float:
+        """Binds the gadget (umtprd has written its descriptors: ep1 exists) and waits for the host
+        to list it; returns the time.monotonic() of the bind (the plug-in)."""
+        wait_for(lambda: os.path.exists(f"{self.ffs}/ep1"), 20, "umtprd's FunctionFS endpoints")
+        bound = time.monotonic()
+        write(f"{self.gadget}/UDC", self.udc)
+        wait_for(lambda: lsusb(GARMIN, self.product_id) or None, 30, f"the watch (091e:{self.product_id:04x}) to appear", interval=0.3)
+        return bound
 
-    def unplug(self, power_cycle: bool = False) -> None:
-        """Unbinds the gadget. ``power_cycle``: also restarts umtprd, as a real watch's MTP side
-        starts over when its USB link goes; umtprd itself stays stuck in a transfer cut off by the
-        unplug and answers the next session with the rest of that file."""
+    def unplug(self) -> None:
+        """Unbinds the gadget and starts umtprd again, as a real watch's MTP side starts over when
+        its USB link goes. (umtprd left running would close and reopen FunctionFS by itself after
+        a disconnect, and a bind in between is lost; and it stays stuck in a transfer cut off by
+        the unplug, answering the next session with the rest of that file.)"""
         if self.plugged():
             write(f"{self.gadget}/UDC", "\n")
-        if power_cycle:
-            self._stop_responder()
-            self._start_responder()
         try:
-            wait_for(lambda: not lsusb(GARMIN, FR245_MUSIC), 30, "the watch (091e:4c05) to go", interval=0.3)
+            wait_for(lambda: not lsusb(GARMIN, self.product_id), 30, f"the watch (091e:{self.product_id:04x}) to go", interval=0.3)
         except TimeoutError:
             with open(f"{self.gadget}/UDC") as f:
                 udc = f.read().strip()
             dmesg = run(["dmesg"]).stdout.splitlines()[-30:]
-            print(f"unplug: UDC={udc!r}; lsusb: {lsusb(GARMIN, FR245_MUSIC)}; dmesg:\n" + "\n".join(dmesg), file=sys.stderr)
+            print(f"unplug: UDC={udc!r}; lsusb: {lsusb(GARMIN, self.product_id)}; dmesg:\n" + "\n".join(dmesg), file=sys.stderr)
             raise
+        self._stop_responder()
+        self._start_responder()
 
     def close(self) -> None:
         try:

@@ -15,13 +15,15 @@ on the guest's real USB stack (dummy_hcd), and libmtp in healthgate reads it.
 4. A new activity on the watch: only that one is fetched.
 5. A large file (8 MB) with the watch unplugged halfway through its copy: no copy, no temporary
    file left, nothing in the ledger or the checkpoint for it; plugged again, it is fetched whole
-   (umtprd is restarted with the unplug, as a real watch's MTP side starts over: vmwatch.py).
+   (umtprd starts over at each unplug, as a real watch's MTP side does: vmwatch.py).
 6. Next to it, a watch that mounts as USB mass storage (the kernel's mass-storage gadget with a FAT
    image on the second port, 091e:0003, mounted read-only under /media): the same driver fetches
    its files (serial from GARMIN/GarminDevice.xml), byte-identical; unmounted, unplugged and
    mounted again: nothing fetched.
 7. The daemon stopped, `healthgate watch import --json` on the same database: nothing to fetch
    from either watch.
+8. A model libmtp's device table lacks (091e:4f00): libmtp's probe finds it (its interface is
+   MTP's, class 6/1/1) and `watch list` shows it with its serial and what it would fetch.
 """
 from __future__ import annotations
 
@@ -52,6 +54,7 @@ FIRST = {"GARMIN/Activity/garmin-fenix5-run.fit": "garmin-fenix5-run.fit",
 NEW = ("GARMIN/Activity/garmin-edge800-indoor-trainer-power.fit", "garmin-edge800-indoor-trainer-power.fit")
 BIG = "GARMIN/Activity/BIG.FIT"
 MSC_SERIAL = "3912345678"
+UNKNOWN = 0x4F00  # not in Debian 12's libmtp device table
 MSC_FILES = {"GARMIN/Activity/POOLSWIM.FIT": "garmin-fr735xt-poolswim-hr-chained.fit",
              "GARMIN/Activity/ANTFS63.FIT": "antfs-dump-63.fit"}
 
@@ -167,9 +170,9 @@ def main() -> int:
         step("plug-in: 4 files fetched, byte-identical, imported")
 
         watch.unplug()
-        before = count_lines(daemon, "0 to fetch")
+        before = count_lines(daemon, "0 new")
         watch.plug()
-        wait_for(lambda: daemon.alive() or count_lines(daemon, "0 to fetch") > before or None, 60, "the daemon to look again")
+        wait_for(lambda: daemon.alive() or count_lines(daemon, "0 new") > before or None, 60, "the daemon to look again")
         if len(fetched()) != 4 or len(ledger_paths()) != 4:
             raise AssertionError("plugged again: something was fetched")
         step("plugged again: nothing fetched")
@@ -181,7 +184,7 @@ def main() -> int:
         if set(fetched()) != set(FIRST) | {NEW[0]}:
             raise AssertionError(f"fetched: {sorted(fetched())}")
         check_copies({NEW[0]: NEW[1]}, watch)
-        if "5 file(s), 1 to fetch" not in daemon.text():
+        if "5 file(s) on the watch, 1 new" not in daemon.text():
             raise AssertionError("the daemon did not say it fetches 1 of 5 files")
         step("a new activity: only it fetched")
 
@@ -201,7 +204,7 @@ def main() -> int:
             return any(0 < os.path.getsize(p) < size for p in glob.glob(partial))
         wait_for(copying, 120, "the large file's copy to begin", interval=0.02)
         seen = max(os.path.getsize(p) for p in glob.glob(partial))
-        watch.unplug(power_cycle=True)
+        watch.unplug()
         result["unplugged_at"] = {"copied": seen, "size": size}
         wait_for(lambda: daemon.alive() or not glob.glob(partial) or None, 60, "the partial copy to be removed")
         if os.path.exists(os.path.join(COPIES, BIG)) or BIG in fetched() or len(ledger_paths()) != 5:
@@ -224,10 +227,10 @@ def main() -> int:
         if len(ledger_paths()) != 8:
             raise AssertionError(f"8 files imported expected: {ledger_paths()}")
         step("a mass-storage watch next to it: its 2 files fetched")
-        before = count_lines(daemon, "Forerunner 735XT 3912345678: 2 file(s), 0 to fetch")
+        before = count_lines(daemon, "Forerunner 735XT 3912345678: 2 file(s) on the watch, 0 new")
         msc.unplug()
         msc.plug()
-        wait_for(lambda: daemon.alive() or count_lines(daemon, "Forerunner 735XT 3912345678: 2 file(s), 0 to fetch") > before or None,
+        wait_for(lambda: daemon.alive() or count_lines(daemon, "Forerunner 735XT 3912345678: 2 file(s) on the watch, 0 new") > before or None,
                  60, "the daemon to read the mounted watch again")
         if len(fetched(MSC_SERIAL)) != 2 or len(ledger_paths()) != 8:
             raise AssertionError("mounted again: something was fetched")
@@ -246,6 +249,18 @@ def main() -> int:
                 or len(msc_watch) != 1 or msc_watch[0]["fetched"] or msc_watch[0]["already_fetched"] != 2:
             raise AssertionError(f"watch import after the daemon: {out.returncode} {out.stdout} {out.stderr}")
         step("watch import: nothing new")
+
+        watch.close()
+        watch = MTPWatch(serial="3990000001", name="hgnew", product_id=UNKNOWN, product="Forerunner 999")
+        watch.add("GARMIN/Activity", "garmin-fenix5-run.fit")
+        watch.plug()
+        out = subprocess.run([BIN, "watch", "list", "--json", "--db", DB], capture_output=True, text=True, timeout=180)
+        result["unknown_model"] = out.stdout or out.stderr
+        found = [w for w in json.loads(out.stdout)["watches"] if w["watch"]["serial"] == "3990000001"]
+        if len(found) != 1 or found[0]["watch"]["attachment"] != "mtp" or "091e:4f00" not in found[0]["watch"]["place"] \
+                or found[0]["to_fetch"] != ["GARMIN/Activity/garmin-fenix5-run.fit"] or found[0]["files_on_watch"] != 1:
+            raise AssertionError(f"a model outside libmtp's table: {out.stdout} {out.stderr}")
+        step("a model outside libmtp's table: found by its probe")
         result["timings"] = timings
         return 0
     finally:
