@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 
-from vmpeer import RESULTS, WORK, Peer, bond, forget_bonds, start_bluetoothd, step, stop, stored, timings, wait_for
+from vmpeer import RESULTS, WORK, Daemon, Peer, bond, forget_bonds, start_bluetoothd, step, stop, stored, timings, wait_for
 
 BIN = os.environ["HG_BIN"]
 METER = "C0:4E:47:00:00:0A"
@@ -63,34 +62,6 @@ def racp_requests(peer: Peer) -> list[str]:
     return peer.control("status")["peripherals"]["glucose"]["racp_requests"]
 
 
-class Daemon:
-    """`healthgate daemon --config CONFIG`, its output appended to daemon.log in the results."""
-
-    def __init__(self, run: int) -> None:
-        self.log = open(os.path.join(RESULTS, "daemon.log"), "a")
-        self.log.write(f"--- run {run}: {BIN} daemon --config {CONFIG}\n")
-        self.log.flush()
-        self.proc = subprocess.Popen([BIN, "daemon", "--config", CONFIG], stdin=subprocess.DEVNULL,
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-
-    def stop(self) -> int:
-        """SIGTERM (the daemon stores what it holds, then exits); its exit status."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise AssertionError("the daemon did not stop within 60 s of SIGTERM")
-        self.log.close()
-        return self.proc.returncode
-
-    def alive(self) -> None:
-        if self.proc.poll() is not None:
-            raise AssertionError(f"the daemon exited ({self.proc.returncode}); see daemon.log")
-
-
 def wait_rows(daemon: Daemon, count: int, what: str) -> None:
     def enough() -> bool:
         daemon.alive()
@@ -113,7 +84,7 @@ def main() -> int:
         with open(CONFIG, "w") as f:
             f.write(CONFIG_TEXT)
 
-        daemon = Daemon(1)
+        daemon = Daemon(["--config", CONFIG], header="run 1: ")
         wait_rows(daemon, RECORDS, f"the daemon to store the meter's {RECORDS} records and sequence number {RECORDS}")
         step(f"daemon: all {RECORDS} records stored")
         status = daemon.stop()
@@ -129,7 +100,7 @@ def main() -> int:
 
         added = peer.control("add-records glucose 2")
         result["added"] = added.get("added")
-        daemon = Daemon(2)
+        daemon = Daemon(["--config", CONFIG], header="run 2: ")
         wait_rows(daemon, RECORDS + 2, f"the restarted daemon to store the 2 new records and sequence number {RECORDS + 2}")
         step("restarted daemon: the 2 new records stored")
         status = daemon.stop()
@@ -150,7 +121,7 @@ def main() -> int:
 
         refill = RECORDS + 4  # past the stored RECORDS + 2
         peer.control(f"reset-records glucose {refill}")
-        daemon = Daemon(3)
+        daemon = Daemon(["--config", CONFIG], header="run 3: ")
 
         def refilled() -> bool:
             daemon.alive()

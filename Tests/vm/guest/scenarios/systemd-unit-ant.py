@@ -19,7 +19,7 @@ import stat
 import sys
 import time
 
-from vmunit import daemon_lines, run, running_exposure, save_results, show
+from vmunit import daemon_lines, install, run, running_exposure, save_results, show
 from vmant import (HEART_RATES, RESULTS, Stick, bus_address, check_heart_rates_stored, kernel_driver, load_dummy_hcd,
                    random_key, step, timings, wait_for, wait_for_device)
 from vmpeer import stored
@@ -28,7 +28,6 @@ BIN = os.environ["HG_BIN"]
 REPO = os.path.join(os.environ["HG_SHARE"], "repo")
 STATE = "/var/lib/healthgate"
 DB = f"{STATE}/ant.sqlite"
-CONFIG = "/etc/healthgate/healthgate.toml"
 MAX_EXPOSURE = 1.5  # make systemd-check's bound for the unit without the own-stack drop-in
 HRM = 120_001  # the emulator's first strap
 DEVICE = f"ant:120:{HRM}"
@@ -57,15 +56,8 @@ def main() -> int:
         run("systemctl", "is-system-running", "--wait", check=False, timeout=150)
 
         # 1. make install: the unit, the udev rule, the user; udev reloaded as README.md says.
-        run("make", "-C", REPO, "install", f"BINARY={BIN}")
-        run("systemd-sysusers")
-        run("systemd-tmpfiles", "--create")
-        run("udevadm", "control", "--reload")
-        run("systemctl", "daemon-reload")
         key = random_key()
-        with open(CONFIG, "r+") as f:  # in place: the file keeps its owner and mode
-            f.truncate(0)
-            f.write(config(key))
+        install(REPO, BIN, config(key))
         step("make install done, udev rules reloaded")
 
         # 2. The stick plugged in: udev applies the rule and binds usb_serial_simple.

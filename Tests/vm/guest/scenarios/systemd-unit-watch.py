@@ -18,7 +18,7 @@ import pwd
 import stat
 import sys
 
-from vmunit import daemon_lines, run, running_exposure, save_results, show
+from vmunit import daemon_lines, install, run, running_exposure, save_results, show
 from vmant import bus_address, load_dummy_hcd
 from vmwatch import FR245_MUSIC, GARMIN, RESULTS, MassStorageWatch, MTPWatch, step, stored, timings, wait_for
 
@@ -26,7 +26,6 @@ BIN = os.environ["HG_BIN"]
 REPO = os.path.join(os.environ["HG_SHARE"], "repo")
 STATE = "/var/lib/healthgate"
 DB = f"{STATE}/watch.sqlite"
-CONFIG = "/etc/healthgate/healthgate.toml"
 MAX_EXPOSURE = 1.5
 SERIAL, MSC_SERIAL = "3991234567", "3912345678"
 FILES = {"GARMIN/Activity/garmin-fenix5-run.fit": "garmin-fenix5-run.fit",
@@ -53,14 +52,7 @@ def main() -> int:
     watch = msc = None
     try:
         run("systemctl", "is-system-running", "--wait", check=False, timeout=150)
-        run("make", "-C", REPO, "install", f"BINARY={BIN}")
-        run("systemd-sysusers")
-        run("systemd-tmpfiles", "--create")
-        run("udevadm", "control", "--reload")
-        run("systemctl", "daemon-reload")
-        with open(CONFIG, "r+") as f:  # in place: the file keeps its owner and mode
-            f.truncate(0)
-            f.write(CONFIG_TEXT)
+        install(REPO, BIN, CONFIG_TEXT)
         step("make install done, udev rules reloaded")
 
         load_dummy_hcd()

@@ -1,11 +1,12 @@
 """What the BLE scenarios share (not a scenario: run.py lists those): the test peer on
-/dev/vhci with its control channel, step timings, polling waits, and reads of the database a
-scenario's `healthgate` writes."""
+/dev/vhci with its control channel, step timings, polling waits, reads of the database a
+scenario's `healthgate` writes, and `healthgate daemon` run by a scenario."""
 from __future__ import annotations
 
 import json
 import os
 import select
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -248,3 +249,39 @@ def check_heart_rates_stored(peer, db: str, result: dict) -> tuple[list, list]:
     if len(rr_stored) != len(rr_sent) or any(abs(a - b) > 1e-12 for a, b in zip(rr_stored, rr_sent)):
         raise AssertionError(f"stored RR intervals != sent log:\n{rr_stored}\n{rr_sent}")
     return bpm_sent, rr_sent
+
+
+class Daemon:
+    """`healthgate daemon ARGS...` (the binary under test), its output appended to LOG_NAME in the
+    results after a header line."""
+
+    def __init__(self, args: list[str], log_name: str = "daemon.log", header: str = "") -> None:
+        binary = os.environ["HG_BIN"]
+        self.path = os.path.join(RESULTS, log_name)
+        self.log = open(self.path, "a")
+        self.log.write(f"--- {header}{binary} daemon {' '.join(args)}\n")
+        self.log.flush()
+        self.proc = subprocess.Popen([binary, "daemon", *args], stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def text(self) -> str:
+        """What it logged so far (with the earlier runs in the same log)."""
+        with open(self.path) as f:
+            return f.read()
+
+    def alive(self) -> None:
+        if self.proc.poll() is not None:
+            raise AssertionError(f"the daemon exited ({self.proc.returncode}); see {os.path.basename(self.path)}")
+
+    def stop(self) -> int:
+        """SIGTERM (the daemon stores what it holds, then exits); its exit status."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("the daemon did not stop within 60 s of SIGTERM")
+        self.log.close()
+        return self.proc.returncode
+

@@ -72,3 +72,18 @@ def save_results(result: dict, timings: dict, peer, database: str, units: tuple[
         subprocess.run(["cp", peer.sent_log, RESULTS], check=False)
     for suffix in ("", "-wal", "-shm"):
         subprocess.run(["cp", database + suffix, RESULTS], check=False, stderr=subprocess.DEVNULL)
+
+
+def install(repo: str, binary: str, config: str) -> None:
+    """`make install` of `binary` as README.md says (the unit, the udev rules, sysusers, tmpfiles),
+    the user and folders made, udev and systemd reloaded, and /etc/healthgate/healthgate.toml
+    replaced by `config` in place (the file keeps its owner and mode)."""
+    run("make", "-C", repo, "install", f"BINARY={binary}")
+    run("systemd-sysusers")
+    run("systemd-tmpfiles", "--create")
+    run("udevadm", "control", "--reload")
+    run("systemctl", "daemon-reload")
+    with open("/etc/healthgate/healthgate.toml", "r+") as f:
+        f.truncate(0)
+        f.write(config)
+

@@ -17,7 +17,7 @@ import sys
 import time
 
 from vmant import FIT, load_dummy_hcd, lsusb, run, start_udevd, stop  # noqa: F401  (re-exported)
-from vmpeer import RESULTS, WORK, step, stored, timings, wait_for  # noqa: F401  (re-exported)
+from vmpeer import RESULTS, WORK, Daemon, step, stored, timings, wait_for  # noqa: F401  (re-exported)
 
 BIN = os.environ.get("HG_BIN", "")
 GARMIN, FR245_MUSIC = 0x091E, 0x4C05
@@ -53,6 +53,55 @@ def write(path: str, text: str) -> None:
         f.write(text)
 
 
+class ConfigfsGadget:
+    """A configfs USB gadget (``/sys/kernel/config/usb_gadget/NAME``) of Garmin's vendor id with one
+    configuration holding one function (``ffs.NAME``, ``mass_storage.0`` ...): made on creation,
+    bound to a UDC by ``bind``, removed by ``remove``."""
+
+    def __init__(self, name: str, product_id: int, serial: str, product: str, function: str, configuration: str) -> None:
+        self.path, self.function = f"{CONFIGFS}/usb_gadget/{name}", function
+        if not os.path.ismount(CONFIGFS):
+            subprocess.run(["mount", "-t", "configfs", "none", CONFIGFS], check=True)
+        g = self.path
+        for folder in ("strings/0x409", "configs/c.1/strings/0x409", f"functions/{function}"):
+            os.makedirs(f"{g}/{folder}", exist_ok=True)
+        for key, value in (("idVendor", f"0x{GARMIN:04x}"), ("idProduct", f"0x{product_id:04x}"), ("bcdUSB", "0x0200"),
+                           ("strings/0x409/serialnumber", serial), ("strings/0x409/manufacturer", "Garmin"),
+                           ("strings/0x409/product", product), ("configs/c.1/strings/0x409/configuration", configuration)):
+            write(f"{g}/{key}", value)
+
+    def link(self) -> None:
+        """Puts the function in the configuration (after the function is set up)."""
+        if not os.path.exists(f"{self.path}/configs/c.1/{self.function}"):
+            os.symlink(f"{self.path}/functions/{self.function}", f"{self.path}/configs/c.1/{self.function}")
+
+    def bound(self) -> bool:
+        with open(f"{self.path}/UDC") as f:
+            return f.read().strip() != ""
+
+    def bind(self, udc: str) -> None:
+        write(f"{self.path}/UDC", udc)
+
+    def unbind(self) -> None:
+        """(Writing nothing does nothing: the kernel needs a line.)"""
+        if self.bound():
+            write(f"{self.path}/UDC", "\n")
+
+    def remove(self) -> None:
+        g = self.path
+        try:
+            self.unbind()
+        except OSError:
+            pass
+        if os.path.islink(f"{g}/configs/c.1/{self.function}"):
+            os.unlink(f"{g}/configs/c.1/{self.function}")
+        for folder in ("configs/c.1/strings/0x409", "configs/c.1", f"functions/{self.function}", "strings/0x409", ""):
+            try:
+                os.rmdir(f"{g}/{folder}".rstrip("/"))
+            except OSError:
+                pass
+
+
 class MTPWatch:
     """umtprd serving ``folder`` (WORK/NAME) as a Forerunner 245 Music (091e:4c05) with
     ``serial``, through a configfs gadget with one FunctionFS function on ``udc``. ``plug()`` binds
@@ -63,28 +112,14 @@ class MTPWatch:
         self.serial, self.name, self.udc, self.product_id = serial, name, udc, product_id
         self.folder = os.path.join(WORK, f"{name}-storage")
         os.makedirs(self.folder, exist_ok=True)
-        self.gadget = f"{CONFIGFS}/usb_gadget/{name}"
         self.ffs = f"/dev/ffs-{name}"
         self.proc: subprocess.Popen | None = None
         for module in ("libcomposite", "usb_f_fs"):
             out = run(["modprobe", module])
             if out.returncode != 0:
                 raise RuntimeError(f"modprobe {module}: {out.stderr}")
-        if not os.path.ismount(CONFIGFS):
-            subprocess.run(["mount", "-t", "configfs", "none", CONFIGFS], check=True)
-        g = self.gadget
-        os.makedirs(f"{g}/strings/0x409", exist_ok=True)
-        os.makedirs(f"{g}/configs/c.1/strings/0x409", exist_ok=True)
-        os.makedirs(f"{g}/functions/ffs.{name}", exist_ok=True)
-        write(f"{g}/idVendor", f"0x{GARMIN:04x}")
-        write(f"{g}/idProduct", f"0x{product_id:04x}")
-        write(f"{g}/bcdUSB", "0x0200")
-        write(f"{g}/strings/0x409/serialnumber", serial)
-        write(f"{g}/strings/0x409/manufacturer", "Garmin")
-        write(f"{g}/strings/0x409/product", product)
-        write(f"{g}/configs/c.1/strings/0x409/configuration", "MTP")
-        if not os.path.exists(f"{g}/configs/c.1/ffs.{name}"):
-            os.symlink(f"{g}/functions/ffs.{name}", f"{g}/configs/c.1/ffs.{name}")
+        self.gadget = ConfigfsGadget(name, product_id, serial, product, f"ffs.{name}", "MTP")
+        self.gadget.link()
         os.makedirs(self.ffs, exist_ok=True)
         if not os.path.ismount(self.ffs):
             subprocess.run(["mount", "-t", "functionfs", name, self.ffs], check=True)
@@ -121,16 +156,12 @@ class MTPWatch:
         os.utime(dest, (mtime, mtime))
         return dest
 
-    def plugged(self) -> bool:
-        with open(f"{self.gadget}/UDC") as f:
-            return f.read().strip() != ""
-
     def plug(self) -> float:
         """Binds the gadget (umtprd has written its descriptors: ep1 exists) and waits for the host
         to list it; returns the time.monotonic() of the bind (the plug-in)."""
         wait_for(lambda: os.path.exists(f"{self.ffs}/ep1"), 20, "umtprd's FunctionFS endpoints")
         bound = time.monotonic()
-        write(f"{self.gadget}/UDC", self.udc)
+        self.gadget.bind(self.udc)
         wait_for(lambda: lsusb(GARMIN, self.product_id) or None, 30, f"the watch (091e:{self.product_id:04x}) to appear", interval=0.3)
         return bound
 
@@ -139,37 +170,25 @@ class MTPWatch:
         its USB link goes. (umtprd left running would close and reopen FunctionFS by itself after
         a disconnect, and a bind in between is lost; and it stays stuck in a transfer cut off by
         the unplug, answering the next session with the rest of that file.)"""
-        if self.plugged():
-            write(f"{self.gadget}/UDC", "\n")
+        self.gadget.unbind()
         try:
             wait_for(lambda: not lsusb(GARMIN, self.product_id), 30, f"the watch (091e:{self.product_id:04x}) to go", interval=0.3)
         except TimeoutError:
-            with open(f"{self.gadget}/UDC") as f:
-                udc = f.read().strip()
             dmesg = run(["dmesg"]).stdout.splitlines()[-30:]
-            print(f"unplug: UDC={udc!r}; lsusb: {lsusb(GARMIN, self.product_id)}; dmesg:\n" + "\n".join(dmesg), file=sys.stderr)
+            print(f"unplug: bound={self.gadget.bound()}; lsusb: {lsusb(GARMIN, self.product_id)}; dmesg:\n" + "\n".join(dmesg), file=sys.stderr)
             raise
         self._stop_responder()
         self._start_responder()
 
     def close(self) -> None:
         try:
-            if self.plugged():
-                write(f"{self.gadget}/UDC", "\n")
+            self.gadget.unbind()
         except OSError:
             pass
         self._stop_responder()
         self.log.close()
         subprocess.run(["umount", self.ffs], capture_output=True)
-        g = self.gadget
-        for path in (f"{g}/configs/c.1/ffs.{self.name}",):
-            if os.path.islink(path):
-                os.unlink(path)
-        for path in (f"{g}/configs/c.1/strings/0x409", f"{g}/configs/c.1", f"{g}/functions/ffs.{self.name}", f"{g}/strings/0x409", g):
-            try:
-                os.rmdir(path)
-            except OSError:
-                pass
+        self.gadget.remove()
 
 
 class MassStorageWatch:
@@ -183,7 +202,6 @@ class MassStorageWatch:
                  mount_point: str = "/media/GARMIN") -> None:
         self.name, self.udc, self.mount_point = name, udc, mount_point
         self.image = os.path.join(WORK, f"{name}.img")
-        self.gadget = f"{CONFIGFS}/usb_gadget/{name}"
         for module in ("libcomposite", "usb_f_mass_storage", "loop", "vfat"):
             run(["modprobe", module])
         subprocess.run(["mkfs.vfat", "-C", "-n", "GARMIN", self.image, "16384"], check=True, capture_output=True)
@@ -198,23 +216,12 @@ class MassStorageWatch:
             write(os.path.join(fill, "GARMIN", "GarminDevice.xml"), device_xml)
         finally:
             subprocess.run(["umount", fill], check=True)
-        if not os.path.ismount(CONFIGFS):
-            subprocess.run(["mount", "-t", "configfs", "none", CONFIGFS], check=True)
-        g = self.gadget
-        os.makedirs(f"{g}/strings/0x409", exist_ok=True)
-        os.makedirs(f"{g}/configs/c.1/strings/0x409", exist_ok=True)
-        os.makedirs(f"{g}/functions/mass_storage.0", exist_ok=True)
-        write(f"{g}/idVendor", f"0x{GARMIN:04x}")
-        write(f"{g}/idProduct", "0x0003")
-        write(f"{g}/strings/0x409/serialnumber", "0000e1a2b3c4")
-        write(f"{g}/strings/0x409/manufacturer", "Garmin")
-        write(f"{g}/strings/0x409/product", "Forerunner 735XT")
-        write(f"{g}/configs/c.1/strings/0x409/configuration", "Mass Storage")
-        write(f"{g}/functions/mass_storage.0/lun.0/removable", "1")
-        write(f"{g}/functions/mass_storage.0/lun.0/ro", "1")
-        write(f"{g}/functions/mass_storage.0/lun.0/file", self.image)
-        if not os.path.exists(f"{g}/configs/c.1/mass_storage.0"):
-            os.symlink(f"{g}/functions/mass_storage.0", f"{g}/configs/c.1/mass_storage.0")
+        self.gadget = ConfigfsGadget(name, 0x0003, "0000e1a2b3c4", "Forerunner 735XT", "mass_storage.0", "Mass Storage")
+        lun = f"{self.gadget.path}/functions/mass_storage.0/lun.0"
+        write(f"{lun}/removable", "1")
+        write(f"{lun}/ro", "1")
+        write(f"{lun}/file", self.image)
+        self.gadget.link()
 
     def disk(self) -> str | None:
         """The host's disk of this watch (/dev/sdX), found through sysfs by the gadget's USB ids."""
@@ -232,7 +239,7 @@ class MassStorageWatch:
         return None
 
     def plug(self) -> None:
-        write(f"{self.gadget}/UDC", self.udc)
+        self.gadget.bind(self.udc)
         disk = wait_for(lambda: self.disk() if self.disk() and os.path.exists(self.disk()) else None, 60,
                         "the watch's disk (091e:0003) to appear")
         os.makedirs(self.mount_point, exist_ok=True)
@@ -242,9 +249,7 @@ class MassStorageWatch:
     def unplug(self) -> None:
         if os.path.ismount(self.mount_point):
             subprocess.run(["umount", self.mount_point], check=True)
-        with open(f"{self.gadget}/UDC") as f:
-            if f.read().strip():
-                write(f"{self.gadget}/UDC", "\n")
+        self.gadget.unbind()
         wait_for(lambda: self.disk() is None, 30, "the watch's disk to go")
 
     def close(self) -> None:
@@ -252,44 +257,4 @@ class MassStorageWatch:
             self.unplug()
         except Exception as e:  # noqa: BLE001  (cleanup: say it, go on)
             print(f"mass-storage watch: {e}", file=sys.stderr)
-        g = self.gadget
-        if os.path.islink(f"{g}/configs/c.1/mass_storage.0"):
-            os.unlink(f"{g}/configs/c.1/mass_storage.0")
-        for path in (f"{g}/configs/c.1/strings/0x409", f"{g}/configs/c.1", f"{g}/functions/mass_storage.0", f"{g}/strings/0x409", g):
-            try:
-                os.rmdir(path)
-            except OSError:
-                pass
-
-
-class Daemon:
-    """`healthgate daemon --config CONFIG --state-dir STATE`, its output appended to NAME.log in the
-    results."""
-
-    def __init__(self, config: str, state: str, name: str = "daemon") -> None:
-        self.log = open(os.path.join(RESULTS, f"{name}.log"), "a")
-        self.log.write(f"--- {BIN} daemon --config {config} --state-dir {state}\n")
-        self.log.flush()
-        self.path = self.log.name
-        self.proc = subprocess.Popen([BIN, "daemon", "--config", config, "--state-dir", state], stdin=subprocess.DEVNULL,
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-
-    def text(self) -> str:
-        with open(self.path) as f:
-            return f.read()
-
-    def alive(self) -> None:
-        if self.proc.poll() is not None:
-            raise AssertionError(f"the daemon exited ({self.proc.returncode}); see its log")
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise AssertionError("the daemon did not stop within 60 s of SIGTERM")
-        self.log.close()
-        return self.proc.returncode
+        self.gadget.remove()

@@ -120,7 +120,7 @@ def plug_to_first_record(watch: MTPWatch, total: int) -> dict:
     config = os.path.join(WORK, f"plug-{total}.toml")
     write(config, 'log_level = "info"\n\n[drivers.watch]\ntype = "watch"\nroots = []\n')
     records_before = stored(db, "SELECT count(*) FROM workouts")[0][0] + stored(db, "SELECT count(*) FROM measurements")[0][0]
-    daemon = Daemon(config, state, name=f"daemon-{total}")
+    daemon = Daemon(["--config", config, "--state-dir", state], log_name=f"daemon-{total}.log")
     try:
         wait_for(lambda: daemon.alive() or "started database=" in daemon.text() or None, 60, "the daemon to start")
         started = watch.plug()

@@ -153,7 +153,7 @@ def main() -> int:
         os.makedirs(STATE, exist_ok=True)
         with open(CONFIG, "w") as f:
             f.write('log_level = "info"\n\n[drivers.watch]\ntype = "watch"\n')
-        daemon = Daemon(CONFIG, STATE)
+        daemon = Daemon(["--config", CONFIG, "--state-dir", STATE])
         wait_for(lambda: daemon.alive() or os.path.exists(DB), 60, "the daemon to open its database")
         watch.plug()
         props = udev_properties()
