@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import select
 import struct
 import subprocess
 import threading
@@ -288,13 +289,24 @@ class UsbEdge:
 
     # ----- threads -----
     def _ep0_loop(self) -> None:
+        # ep0 is read without blocking, after poll() says an event is there: a blocking read of
+        # ep0 waits for the next event holding FunctionFS's lock, and the kernel's unbind (a write
+        # of the UDC attribute: unplug) takes that lock after it queued UNBIND. A reader that
+        # went back to waiting after UNBIND before the unbind took the lock kept it for ever, and
+        # the unplug never returned (seen in about one guest run in six).
+        fd = self.gadget.ep0
+        os.set_blocking(fd, False)
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
         while not self.stop_flag:
             try:
-                data = os.read(self.gadget.ep0, EVENT_SIZE * 4)
+                if not poller.poll(200):
+                    continue
+                data = os.read(fd, EVENT_SIZE * 4)
             except OSError as e:
                 if self.stop_flag or e.errno in (errno.EBADF,):
                     return
-                if e.errno != errno.EINTR:
+                if e.errno not in (errno.EINTR, errno.EAGAIN):
                     time.sleep(0.05)
                 continue
             for off in range(0, len(data) - EVENT_SIZE + 1, EVENT_SIZE):
