@@ -12,14 +12,12 @@ Then the unit is started again and the stick unplugged under it and plugged back
 (no restart) takes it up again by its hotplug event and records on."""
 from __future__ import annotations
 
-import grp
 import os
 import pwd
-import stat
 import sys
 import time
 
-from vmunit import daemon_lines, install, run, running_exposure, save_results, show
+from vmunit import check_device_node, daemon_lines, install, run, running_exposure, save_results, show
 from vmant import (HEART_RATES, RESULTS, Stick, bus_address, check_heart_rates_stored, kernel_driver, load_dummy_hcd,
                    random_key, step, timings, wait_for, wait_for_device)
 from vmpeer import stored
@@ -68,14 +66,7 @@ def main() -> int:
         run("udevadm", "settle", timeout=60)
         bus, address = bus_address()
         node = f"/dev/bus/usb/{bus:03d}/{address:03d}"
-        st = os.stat(node)
-        info = run("udevadm", "info", node, quiet=True).stdout
-        result["node"] = {"path": node, "mode": oct(stat.S_IMODE(st.st_mode)), "group": grp.getgrgid(st.st_gid).gr_name,
-                          "udev": info}
-        if stat.S_IMODE(st.st_mode) != 0o660 or grp.getgrgid(st.st_gid).gr_name != "healthgate":
-            raise AssertionError(f"the udev rule did not give {node} to the healthgate group, 0660: {result['node']}")
-        if "uaccess" not in next((line for line in info.splitlines() if "TAGS=" in line), ""):
-            raise AssertionError(f"{node} is not tagged uaccess: {info}")
+        result["node"] = check_device_node(node)
         step(f"stick at {node}: group healthgate, 0660, tagged uaccess; kernel driver {kernel_driver()}")
 
         # 3. enable --now: the daemon as healthgate, without capabilities, records both sensors.

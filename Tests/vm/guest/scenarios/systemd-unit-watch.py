@@ -11,14 +11,13 @@ unplugged, given a new activity and plugged back: the same process (no restart) 
 from __future__ import annotations
 
 import filecmp
-import grp
 import json
 import os
 import pwd
 import stat
 import sys
 
-from vmunit import daemon_lines, install, run, running_exposure, save_results, show
+from vmunit import check_device_node, daemon_lines, install, run, running_exposure, save_results, show
 from vmant import bus_address, load_dummy_hcd
 from vmwatch import FR245_MUSIC, GARMIN, RESULTS, MassStorageWatch, MTPWatch, step, stored, timings, wait_for
 
@@ -63,13 +62,7 @@ def main() -> int:
         run("udevadm", "settle", timeout=60)
         bus, address = bus_address(GARMIN, FR245_MUSIC)
         node = f"/dev/bus/usb/{bus:03d}/{address:03d}"
-        st = os.stat(node)
-        info = run("udevadm", "info", node, quiet=True).stdout
-        result["node"] = {"path": node, "mode": oct(stat.S_IMODE(st.st_mode)), "group": grp.getgrgid(st.st_gid).gr_name}
-        if stat.S_IMODE(st.st_mode) != 0o660 or grp.getgrgid(st.st_gid).gr_name != "healthgate":
-            raise AssertionError(f"the udev rule did not give {node} to the healthgate group, 0660: {result['node']}")
-        if "uaccess" not in next((line for line in info.splitlines() if "TAGS=" in line), ""):
-            raise AssertionError(f"{node} is not tagged uaccess: {info}")
+        result["node"] = check_device_node(node)
         step(f"watch at {node}: group healthgate, 0660, tagged uaccess")
 
         run("systemctl", "enable", "--now", "healthgate", timeout=120)

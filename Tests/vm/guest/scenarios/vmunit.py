@@ -3,9 +3,11 @@ logged, the unit's properties, the daemon's journal lines, `systemd-analyze secu
 running unit, and what a scenario leaves in its results whether it passed or not."""
 from __future__ import annotations
 
+import grp
 import json
 import os
 import re
+import stat
 import subprocess
 
 from vmpeer import RESULTS
@@ -86,4 +88,17 @@ def install(repo: str, binary: str, config: str) -> None:
     with open("/etc/healthgate/healthgate.toml", "r+") as f:
         f.truncate(0)
         f.write(config)
+
+
+def check_device_node(node: str) -> dict:
+    """The udev rule's work on a USB device node: group healthgate, mode 0660, tagged uaccess;
+    fails otherwise. Returns what was seen (for the results)."""
+    st = os.stat(node)
+    info = run("udevadm", "info", node, quiet=True).stdout
+    seen = {"path": node, "mode": oct(stat.S_IMODE(st.st_mode)), "group": grp.getgrgid(st.st_gid).gr_name, "udev": info}
+    if stat.S_IMODE(st.st_mode) != 0o660 or seen["group"] != "healthgate":
+        raise AssertionError(f"the udev rule did not give {node} to the healthgate group, 0660: {seen}")
+    if "uaccess" not in next((line for line in info.splitlines() if "TAGS=" in line), ""):
+        raise AssertionError(f"{node} is not tagged uaccess: {info}")
+    return seen
 
