@@ -267,6 +267,8 @@ public final class MTPDevice: @unchecked Sendable {
         if everyone.contains(where: { $0.pid == getpid() }) {
             return "it does not answer, and libmtp kept it open after the failed session (a fault of libmtp): unplug the watch and plug it in again"
         }
-        return "it does not answer as an MTP device (or another program held it; unplug it and plug it in again)"
+        // Under the shipped unit (ProtectProc=invisible) other users' processes cannot be seen.
+        return "it does not answer as an MTP device, or another program holds it (on a desktop, the file manager's MTP backend: "
+            + "see \"The desktop\" in the watch family's README; `healthgate watch list` run by the desktop's user names the program)"
     }
 }
