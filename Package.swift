@@ -140,7 +140,7 @@ let package = Package(
         // libmtp's header (libmtp-dev); libmtp.so.9 itself is loaded on first use (include/CLibMTP.h).
         .target(name: "CLibMTP", path: "Sources/CLibMTP"),
         // Watches over MTP through libmtp: detection, sessions, folder listings and copies, on one thread.
-        .target(name: "WatchMTP", dependencies: ["CLibMTP", "WatchLayout", "USBKit"], path: "Drivers/Watch/MTP"),
+        .target(name: "WatchMTP", dependencies: ["CLibMTP", "WatchLayout", "USBKit", "LinuxAdapters"], path: "Drivers/Watch/MTP"),
         // The `watch` driver: a watch's new files fetched and imported on plug-in (MTP, and the
         // mounted volumes of `watch import`).
         .target(name: "WatchDriver", dependencies: ["WatchLayout", "WatchMTP", "USBKit", "DriverKit", "HealthModel", "LinuxAdapters",

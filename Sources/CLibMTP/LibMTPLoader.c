@@ -13,14 +13,12 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 #define FUNCTION(ret, name, args) static ret(*p_##name) args;
 #define FUNCTIONS(X) \
     X(void, LIBMTP_Init, (void)) \
-    X(int, LIBMTP_Get_Supported_Devices_List, (LIBMTP_device_entry_t **const, int *const)) \
     X(LIBMTP_error_number_t, LIBMTP_Detect_Raw_Devices, (LIBMTP_raw_device_t **, int *)) \
     X(LIBMTP_mtpdevice_t *, LIBMTP_Open_Raw_Device_Uncached, (LIBMTP_raw_device_t *)) \
     X(void, LIBMTP_Release_Device, (LIBMTP_mtpdevice_t *)) \
     X(char *, LIBMTP_Get_Manufacturername, (LIBMTP_mtpdevice_t *)) \
     X(char *, LIBMTP_Get_Modelname, (LIBMTP_mtpdevice_t *)) \
     X(char *, LIBMTP_Get_Serialnumber, (LIBMTP_mtpdevice_t *)) \
-    X(char *, LIBMTP_Get_Friendlyname, (LIBMTP_mtpdevice_t *)) \
     X(LIBMTP_error_t *, LIBMTP_Get_Errorstack, (LIBMTP_mtpdevice_t *)) \
     X(void, LIBMTP_Clear_Errorstack, (LIBMTP_mtpdevice_t *)) \
     X(int, LIBMTP_Get_Storage, (LIBMTP_mtpdevice_t *, int const)) \
@@ -54,11 +52,6 @@ const char *hg_mtp_load_error(void) {
     return load_error;
 }
 
-int hg_mtp_get_supported_devices_list(LIBMTP_device_entry_t **const list, int *const count) {
-    if (!loaded()) return -1;
-    return p_LIBMTP_Get_Supported_Devices_List(list, count);
-}
-
 LIBMTP_error_number_t hg_mtp_detect_raw_devices(LIBMTP_raw_device_t **devices, int *count) {
     if (!loaded()) return LIBMTP_ERROR_GENERAL;
     return p_LIBMTP_Detect_Raw_Devices(devices, count);
@@ -75,7 +68,6 @@ void hg_mtp_release_device(LIBMTP_mtpdevice_t *device) {
 char *hg_mtp_get_manufacturername(LIBMTP_mtpdevice_t *device) { return loaded() ? p_LIBMTP_Get_Manufacturername(device) : NULL; }
 char *hg_mtp_get_modelname(LIBMTP_mtpdevice_t *device) { return loaded() ? p_LIBMTP_Get_Modelname(device) : NULL; }
 char *hg_mtp_get_serialnumber(LIBMTP_mtpdevice_t *device) { return loaded() ? p_LIBMTP_Get_Serialnumber(device) : NULL; }
-char *hg_mtp_get_friendlyname(LIBMTP_mtpdevice_t *device) { return loaded() ? p_LIBMTP_Get_Friendlyname(device) : NULL; }
 
 LIBMTP_error_t *hg_mtp_get_errorstack(LIBMTP_mtpdevice_t *device) { return loaded() ? p_LIBMTP_Get_Errorstack(device) : NULL; }
 
@@ -97,3 +89,4 @@ int hg_mtp_get_file_to_file_descriptor(LIBMTP_mtpdevice_t *device, uint32_t cons
                                        LIBMTP_progressfunc_t const callback, void const *const data) {
     return loaded() ? p_LIBMTP_Get_File_To_File_Descriptor(device, id, fd, callback, data) : -1;
 }
+

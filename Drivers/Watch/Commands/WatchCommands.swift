@@ -56,7 +56,7 @@ struct WatchOptions: ParsableArguments {
 
     /// The attached watches, opened (MTP sessions), and the ones that could not be opened.
     func attached(serial: String? = nil) async -> (connections: [any WatchConnection], problems: [String]) {
-        var connections: [any WatchConnection] = WatchDiscovery.mounted(roots: roots.isEmpty ? ["/media", "/run/media"] : roots)
+        var connections: [any WatchConnection] = await WatchDiscovery.mounted(roots: roots.isEmpty ? ["/media", "/run/media"] : roots)
         var problems: [String] = []
         switch await WatchDiscovery.mtpDevices() {
         case .success(let devices):

@@ -134,8 +134,13 @@ public struct MountedWatchConnection: WatchConnection {
     let mountPoint: String
     let layout: GarminLayout
 
-    /// The watch mounted at `mountPoint`, or nil when it holds no `GARMIN` folder.
-    public static func at(_ mountPoint: String, layout: GarminLayout = .garmin) -> MountedWatchConnection? {
+    /// The watch mounted at `mountPoint`, or nil when it holds no `GARMIN` folder (read off the
+    /// concurrency pool).
+    public static func at(_ mountPoint: String, layout: GarminLayout = .garmin) async -> MountedWatchConnection? {
+        (try? await FolderReads.run { find(mountPoint, layout: layout) }) ?? nil
+    }
+
+    private static func find(_ mountPoint: String, layout: GarminLayout) -> MountedWatchConnection? {
         let files = FileManager.default
         let entries = (try? files.contentsOfDirectory(atPath: mountPoint)) ?? []
         var garmin = entries.first { $0.lowercased() == layout.deviceFolder }.map { mountPoint + "/" + $0 }
@@ -206,14 +211,12 @@ public struct MountedWatchConnection: WatchConnection {
     public func close() async {}
 }
 
-/// Blocking reads of mounted folders, off Swift's concurrency pool.
+/// Blocking reads of mounted folders (a watch's USB disk can be slow), off Swift's concurrency pool.
 enum FolderReads {
     static let queue = DispatchQueue(label: "healthgate.watch.files", qos: .utility)
 
     static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try work() }) }
-        }
+        try await OffPool.run(on: queue, work)
     }
 }
 

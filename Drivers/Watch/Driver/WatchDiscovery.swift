@@ -16,8 +16,12 @@ public enum WatchDiscovery {
     }
 
     /// The watches mounted under `roots` (from `mountInfo`).
-    public static func mounted(roots: [String] = ["/media", "/run/media"], mountInfo: String = "/proc/self/mountinfo") -> [MountedWatchConnection] {
+    public static func mounted(roots: [String] = ["/media", "/run/media"], mountInfo: String = "/proc/self/mountinfo") async -> [MountedWatchConnection] {
         guard let text = try? ProcFile.read(mountInfo) else { return [] }
-        return MountInfo.mounts(MountInfo.parse(text).mounts, under: roots).compactMap { MountedWatchConnection.at($0.mountPoint) }
+        var found: [MountedWatchConnection] = []
+        for mount in MountInfo.mounts(MountInfo.parse(text).mounts, under: roots) {
+            if let watch = await MountedWatchConnection.at(mount.mountPoint) { found.append(watch) }
+        }
+        return found
     }
 }

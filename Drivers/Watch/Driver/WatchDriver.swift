@@ -144,7 +144,7 @@ public struct WatchDriver: DeviceDriver {
                         if let watch { context.report(.disconnected(device: WatchFetched.device(serial: watch.serial))) }
                     }
                     for (key, mountPoint) in now where mounted.index(forKey: key) == nil {
-                        let connection = MountedWatchConnection.at(mountPoint)
+                        let connection = await MountedWatchConnection.at(mountPoint)
                         mounted[key] = .some(connection?.watch)
                         if let connection { await visit(connection, importer: importer, sink: sink) }
                     }

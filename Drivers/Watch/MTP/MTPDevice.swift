@@ -1,6 +1,7 @@
 import CLibMTP
-public import Dispatch
-public import Foundation
+import Dispatch
+import Foundation
+import LinuxAdapters
 import Synchronization
 import USBKit
 public import WatchLayout
@@ -31,8 +32,6 @@ public struct MTPRawDevice: Hashable, Sendable, CustomStringConvertible {
         self.product = product
     }
 
-    /// In libmtp's device table (else found by its probe).
-    public var inDeviceTable: Bool { product != nil }
     public var ids: String { String(format: "%04x:%04x", vendorID, productID) }
     /// Its device node, `/dev/bus/usb/BBB/DDD`.
     public var node: String { String(format: "/dev/bus/usb/%03d/%03d", bus, address) }
@@ -57,19 +56,18 @@ public enum MTP {
     /// ... is a Garmin ..." at every look), where `--json` output goes: while it works, standard
     /// output goes nowhere (its errors, on standard error, still show).
     public static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async {
-                fflush(nil)
-                let saved = dup(STDOUT_FILENO)
-                if saved >= 0 { dup2(nowhere, STDOUT_FILENO) }
-                let result = Result { try work() }
+        try await OffPool.run(on: queue) {
+            fflush(nil)
+            let saved = dup(STDOUT_FILENO)
+            if saved >= 0 { dup2(nowhere, STDOUT_FILENO) }
+            defer {
                 fflush(nil)
                 if saved >= 0 {
                     dup2(saved, STDOUT_FILENO)
                     close(saved)
                 }
-                continuation.resume(with: result)
             }
+            return try work()
         }
     }
 
@@ -92,17 +90,6 @@ public enum MTP {
         }
         guard let raw else { return [] }
         return (0..<Int(count)).map { MTPRawDevice(raw[$0]) }
-    }
-
-    /// libmtp's table of known devices whose vendor is `vendorID` (Garmin: 0x091e), sorted by product id.
-    public static func deviceTable(vendorID: UInt16) -> [MTPRawDevice] {
-        var list: UnsafeMutablePointer<LIBMTP_device_entry_t>?
-        var count: Int32 = 0
-        guard hg_mtp_get_supported_devices_list(&list, &count) == 0, let list else { return [] }
-        return (0..<Int(count)).map { list[$0] }.filter { $0.vendor_id == vendorID }
-            .map { MTPRawDevice(bus: 0, address: 0, vendorID: $0.vendor_id, productID: $0.product_id,
-                                vendor: $0.vendor.map { String(cString: $0) }, product: $0.product.map { String(cString: $0) }) }
-            .sorted { $0.productID < $1.productID }
     }
 }
 

@@ -14,14 +14,12 @@
 /// NULL once libmtp.so.9 is loaded and initialised (tried on the first call), else why not.
 const char *hg_mtp_load_error(void);
 
-int hg_mtp_get_supported_devices_list(LIBMTP_device_entry_t **const list, int *const count);
 LIBMTP_error_number_t hg_mtp_detect_raw_devices(LIBMTP_raw_device_t **devices, int *count);
 LIBMTP_mtpdevice_t *hg_mtp_open_raw_device_uncached(LIBMTP_raw_device_t *raw);
 void hg_mtp_release_device(LIBMTP_mtpdevice_t *device);
 char *hg_mtp_get_manufacturername(LIBMTP_mtpdevice_t *device);
 char *hg_mtp_get_modelname(LIBMTP_mtpdevice_t *device);
 char *hg_mtp_get_serialnumber(LIBMTP_mtpdevice_t *device);
-char *hg_mtp_get_friendlyname(LIBMTP_mtpdevice_t *device);
 LIBMTP_error_t *hg_mtp_get_errorstack(LIBMTP_mtpdevice_t *device);
 void hg_mtp_clear_errorstack(LIBMTP_mtpdevice_t *device);
 int hg_mtp_get_storage(LIBMTP_mtpdevice_t *device, int const sort_by);
@@ -31,3 +29,4 @@ int hg_mtp_get_file_to_file_descriptor(LIBMTP_mtpdevice_t *device, uint32_t cons
                                        LIBMTP_progressfunc_t const callback, void const *const data);
 
 #endif
+
