@@ -166,26 +166,25 @@ class MTPWatch:
         return bound
 
     def unplug(self) -> None:
-        """Unbinds the gadget and starts umtprd again, as a real watch's MTP side starts over when
-        its USB link goes. (umtprd left running would close and reopen FunctionFS by itself after
-        a disconnect, and a bind in between is lost; and it stays stuck in a transfer cut off by
-        the unplug, answering the next session with the rest of that file.)"""
-        self.gadget.unbind()
+        """The watch goes away: umtprd is stopped (closing FunctionFS's ep0 makes the kernel unbind
+        the gadget: the host sees the device go), then started again, as a real watch's MTP side
+        starts over when its USB link goes. Not a write of the UDC attribute while umtprd runs:
+        umtprd waits for ep0 events in a blocking read, which holds FunctionFS's lock, and the
+        kernel's unbind needs that lock after it queued UNBIND, so the write could block for ever
+        (a guest run that never reported). Stopped, umtprd also cannot answer the next session
+        with the rest of a transfer the unplug cut off."""
+        self._stop_responder()
         try:
             wait_for(lambda: not lsusb(GARMIN, self.product_id), 30, f"the watch (091e:{self.product_id:04x}) to go", interval=0.3)
         except TimeoutError:
             dmesg = run(["dmesg"]).stdout.splitlines()[-30:]
             print(f"unplug: bound={self.gadget.bound()}; lsusb: {lsusb(GARMIN, self.product_id)}; dmesg:\n" + "\n".join(dmesg), file=sys.stderr)
             raise
-        self._stop_responder()
+        self.gadget.unbind()  # already done by the kernel; no responder runs, so it cannot block
         self._start_responder()
 
     def close(self) -> None:
-        try:
-            self.gadget.unbind()
-        except OSError:
-            pass
-        self._stop_responder()
+        self._stop_responder()  # unbinds the gadget (see unplug)
         self.log.close()
         subprocess.run(["umount", self.ffs], capture_output=True)
         self.gadget.remove()
