@@ -27,8 +27,12 @@ demo: build
 	$(BIN) stats --db $(DEMO_DB) --period month
 
 # A failed run repeats the failed tests' issues at its end (.ci/swift-test).
+# Every suite on SQLite, then again on PostgreSQL the suites that run servers: the server's own,
+# the forwarder's, and the CLI's sync tests (Tests/TestSupport/ServerProcess.swift, TestStore).
+POSTGRES_SUITES = HealthGateServerTests|HealthSyncTests|AccountCommandTests|EditSyncTests
 test: setup
 	SWIFT=$(SWIFT) bash .ci/swift-test
+	HEALTHGATE_TEST_STORE=postgres SWIFT=$(SWIFT) bash .ci/swift-test --skip-build --filter '$(POSTGRES_SUITES)'
 
 # Style: swift-format (part of the Swift toolchain) with .swift-format; README.md "Formatting" says
 # what it checks and why its layout pass is off (--debug-disable-pretty-print: the rules only).

@@ -38,6 +38,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // Time primitives: duration conversions, the backoff, the one-shot wake-up. No dependencies.
@@ -184,7 +185,8 @@ let package = Package(
         // in chunks, zip bombs and escaping names refused): Apple Health's export.zip.
         .target(name: "ZipStream", dependencies: ["DriverKit", "Gzip", "CZlib"], path: "Sources/ZipStream"),
         // The reference tracking server (`healthgate-server`): accounts, device tokens, record
-        // upserts, history, summaries; storage behind a protocol, SQLite by default.
+        // upserts, history, summaries; storage behind a protocol: SQLite by default, PostgreSQL
+        // (postgres-nio) for several server processes.
         .target(name: "HealthGateServer", dependencies: [
             "HealthModel", "SyncProtocol", "Gzip", "Timing",
             .product(name: "Hummingbird", package: "hummingbird"),
@@ -192,6 +194,9 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], path: "Sources/HealthGateServer"),
         .executableTarget(name: "healthgate-server", dependencies: [
             "HealthGateServer", "HealthModel", "SyncProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -36,7 +36,7 @@ public enum HealthGateServer {
         let guards = ConnectionGuardSettings(registry: ConnectionRegistry(limits: options.connections), logger: logger)
         let http = HTTP1Channel.Configuration(additionalChannelHandlers: [RequestEndObserver()],
                                               idleTimeout: TimeAmount(options.connections.idleTimeout))
-        return Application(router: router,
+        var app = Application(router: router,
                            // HTTP/1 with the connection caps and the request timeout (ConnectionGuard.swift).
                            server: HTTPServerBuilder { responder in
                                GuardedHTTP1Channel(http: HTTP1Channel(responder: responder, configuration: http), settings: guards)
@@ -55,5 +55,10 @@ public enum HealthGateServer {
                                onListening("http://" + (host.contains(":") ? "[\(host)]" : host) + ":\(port)")
                            },
                            logger: logger)
+        // The store's connection pool runs beside the server; its schema is brought up to date
+        // before the socket opens.
+        app.addServices(store.services)
+        app.beforeServerStarts { try await store.prepare(logger: logger) }
+        return app
     }
 }

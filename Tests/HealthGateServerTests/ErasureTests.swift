@@ -8,7 +8,8 @@ import Testing
 /// copied back, the database file no longer holds the record's text or the account's email.
 /// (SQLite keeps deleted cells readable in the page's free space unless `secure_delete` is on;
 /// Debian's build turns it on by default, others do not, so the server turns it on itself. With
-/// it off this test fails.)
+/// it off this test fails.) SQLite's own property, so SQLite whatever store the run tests:
+/// PostgreSQL keeps a deleted row's bytes until VACUUM reuses its space (docs/server.md).
 @Suite(.serialized) struct ErasureTests {
     func fileHolds(_ path: String, _ marker: String) throws -> Bool {
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -22,7 +23,7 @@ import Testing
     }
 
     @Test func deletedRecordsAndAccountsLeaveNoBytesBehind() async throws {
-        let server = try await ServerProcess.start()
+        let server = try await ServerProcess.start(store: .sqlite)
         let api = APIClient(server)
         let email = "erase-\(UUID().uuidString.prefix(8))@example.org"
         let (ann, _) = try await api.account(email, "ann's password")

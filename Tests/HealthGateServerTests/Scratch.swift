@@ -10,15 +10,6 @@ final class Scratch: Sendable {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
     }
 
-    /// The bytes of every file of the database (main file, WAL and shared memory).
-    func databaseBytes() throws -> Data {
-        var all = Data()
-        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: dbPath + suffix) {
-            all.append(try Data(contentsOf: URL(fileURLWithPath: dbPath + suffix)))
-        }
-        return all
-    }
-
     deinit { try? FileManager.default.removeItem(atPath: folder) }
 }
 

@@ -44,6 +44,7 @@ import hypothesis
 import jsonschema
 from hypothesis import HealthCheck, Phase, settings
 from openapi_spec_validator import validate
+from pgcluster import PostgresCluster
 from schemathesis import GenerationMode
 from schemathesis.checks import (
     content_type_conformance,
@@ -104,13 +105,16 @@ class Account:
 
 
 class Server:
-    def __init__(self, tmp: Path):
+    def __init__(self, tmp: Path, postgres: PostgresCluster | None = None):
         if not os.access(BINARY, os.X_OK):
             raise AssertionError(f"{BINARY} is not built: run `swift build --product healthgate-server`")
         self.db = tmp / "server.sqlite"
+        self.postgres = postgres
+        self.database = postgres.create_database() if postgres else None
+        store = ["--database", postgres.url(self.database)] if postgres else ["--db", str(self.db)]
         self.log_path = tmp / "server.log"
         self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([BINARY, "--db", str(self.db), "--port", "0", "--bcrypt-cost", "4",
+        self.proc = subprocess.Popen([BINARY, *store, "--port", "0", "--bcrypt-cost", "4",
                                       # The fuzzer registers and fails logins far more than people do.
                                       "--registrations-per-hour", "100000", "--login-failures-per-address", "100000"],
                                      stdout=subprocess.PIPE, stderr=self.log)
@@ -164,10 +168,25 @@ class Server:
         self.log.close()
         return self.proc.returncode
 
+    def database_bytes(self) -> bytes:
+        """Every byte the store holds: the SQLite files, or pg_dump of the PostgreSQL database."""
+        if self.postgres:
+            return self.postgres.dump(self.database)
+        return b"".join(p.read_bytes() for p in self.db.parent.glob("server.sqlite*"))
+
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    server = Server(tmp_path_factory.mktemp("healthgate-server"))
+def postgres():
+    cluster = PostgresCluster()
+    yield cluster
+    cluster.close()
+
+
+# Every test on the server runs against both stores: the SQLite file and PostgreSQL.
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def server(request, tmp_path_factory):
+    cluster = request.getfixturevalue("postgres") if request.param == "postgres" else None
+    server = Server(tmp_path_factory.mktemp("healthgate-server"), cluster)
     status, body = server.request("POST", "/v1/accounts", {"email": EMAIL, "password": PASSWORD})
     assert status == 201, body
     server.token = server.login(EMAIL, PASSWORD, "schemathesis")["token"]
@@ -177,7 +196,7 @@ def server(tmp_path_factory):
     yield server
     status = server.stop()
     log = server.log_path.read_bytes()
-    db = b"".join(p.read_bytes() for p in server.db.parent.glob("server.sqlite*"))
+    db = server.database_bytes()
     for secret in server.secrets:
         assert secret.encode() not in log, "a secret is in the server log"
         assert secret.encode() not in db, "a secret is in the database"

@@ -35,6 +35,12 @@ struct ErrorMiddleware: RouterMiddleware {
                                message: error.body ?? error.status.reasonPhrase.lowercased())
             api.headers = error.headers
             return api
+        case StoreError.busy:
+            context.logger.warning("database busy on \(request.method.rawValue) \(request.uri.path): every connection stayed in use")
+            return .unavailable("the server is busy: try again in a moment", retryAfter: 1)
+        case StoreError.unavailable(let why):
+            context.logger.warning("database unavailable on \(request.method.rawValue) \(request.uri.path): \(why)")
+            return .unavailable("the server's database is not answering: nothing was changed, try again shortly", retryAfter: 2)
         case let error as HTTPParserError:
             // The client's side of the request, not the server's: a body cut short (the client
             // went away, or the request timeout closed it) or bytes that are not HTTP.

@@ -124,9 +124,21 @@ public final class SQLiteServerStore: ServerStore {
         return stat(walPath, &info) == 0 ? Int64(info.st_size) : 0
     }
 
+    /// Names of the migrations applied to the file at `path`, read without changing it.
+    public static func appliedMigrations(path: String) throws -> [String] {
+        var config = Configuration()
+        config.readonly = true
+        let queue = try DatabaseQueue(path: path, configuration: config)
+        return try queue.read { db in try SQLiteServerSchema.migrator.appliedMigrations(db) }
+    }
+
     /// Names of the migrations applied, in order.
     public func appliedMigrations() throws -> [String] {
         try pool.read { db in try SQLiteServerSchema.migrator.appliedMigrations(db) }
+    }
+
+    public func ping() async throws {
+        _ = try await pool.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
     }
 
     // MARK: Accounts
@@ -294,7 +306,7 @@ public final class SQLiteServerStore: ServerStore {
             for record in records {
                 let held = try Row.fetchOne(find, arguments: [userId, record.id])
                 let stored: Int? = held?["version"]
-                if let held, !Self.replaces(record, version: held["version"], tombstone: held["gone"]) {
+                if let held, !record.replaces(version: held["version"], tombstone: held["gone"]) {
                     outcomes.append(.duplicate)
                     continue
                 }
@@ -314,13 +326,6 @@ public final class SQLiteServerStore: ServerStore {
             try Self.saveChangeCounter(db, userId: userId, counter)
             return outcomes
         }
-    }
-
-    /// Whether an incoming record (or tombstone) replaces the version held: a higher version
-    /// does; at an equal version only a tombstone over data does (the deletion wins).
-    static func replaces(_ record: IncomingRecord, version: Int, tombstone: Bool) -> Bool {
-        if record.version != version { return record.version > version }
-        return record.body == nil && !tombstone
     }
 
     public func deleteRecord(id: String, userId: String, deviceId: String, now: Date) async throws -> Bool {

@@ -1,5 +1,7 @@
 public import Foundation
 public import HealthModel
+public import Logging
+public import ServiceLifecycle
 public import SyncProtocol
 
 /// Everything the server keeps, behind one small protocol: accounts, devices and their token
@@ -14,6 +16,13 @@ public import SyncProtocol
 ///   counter, in the same transaction;
 /// - only hashes of passwords and tokens reach storage (callers never pass plain text).
 public protocol ServerStore: Sendable {
+    /// What must run while the store is used (a connection pool), in the server's service group.
+    var services: [any Service] { get }
+    /// Answers when the database answers a query; throws when it does not (`/v1/health`).
+    func ping() async throws
+    /// Brings the schema up to date before the server serves (SQLite does it on opening).
+    func prepare(logger: Logger) async throws
+
     /// Creates an account. Throws ``StoreError/emailTaken`` when the (normalized) email exists.
     func createAccount(email: String, passwordHash: String, now: Date) async throws -> Account
     /// The account with this (normalized) email, if any.
@@ -69,12 +78,23 @@ public protocol ServerStore: Sendable {
     func summaries(userId: String, period: SummaryPeriod, since: Day?, until: Day?) async throws -> [SummaryResponse.Bucket]
 }
 
+extension ServerStore {
+    public var services: [any Service] { [] }
+    public func prepare(logger: Logger) async throws {}
+}
+
 /// Failures a store reports to its callers (anything else is an internal error).
 public enum StoreError: Error, Equatable, Sendable {
     /// An account with this email exists.
     case emailTaken
     /// The device does not exist, is revoked or belongs to another user.
     case noSuchDevice
+    /// Every database connection stayed in use for the store's wait limit: the client should
+    /// come back later (answered 503 with Retry-After, never a hang).
+    case busy
+    /// The database did not answer or lost the connection (restarting, unreachable) or asked for
+    /// the transaction to be tried again; nothing of it was kept. Answered 503 with Retry-After.
+    case unavailable(String)
 }
 
 /// An account.
@@ -149,6 +169,16 @@ public struct RecordFigures: Sendable, Equatable {
         case .habit, .measurement, .definition:
             self.init()
         }
+    }
+}
+
+extension IncomingRecord {
+    /// Whether this record (or tombstone) replaces the version held: a higher version does; at an
+    /// equal version only a tombstone over data does (the deletion wins). Every store's upsert
+    /// decides by this.
+    public func replaces(version: Int, tombstone: Bool) -> Bool {
+        if self.version != version { return self.version > version }
+        return body == nil && !tombstone
     }
 }
 

@@ -8,14 +8,15 @@ import Logging
 
 /// `healthgate-server`: the reference tracking server of the HealthGate sync protocol.
 @main
-struct ServerCommand: AsyncParsableCommand {
+struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "healthgate-server",
         abstract: "The reference tracking server for HealthGate's sync protocol (v1).",
         discussion: """
             Accounts, device logins, record uploads (upserts by id and version), history and \
             summaries over HTTP, as described in openapi/healthgate-sync.yaml. Everything is kept \
-            in one SQLite file (--db).
+            in one SQLite file (--db, the default) or in a PostgreSQL database (--database \
+            postgres://...), which several server processes may share.
 
             On start it prints one line to standard output, `healthgate-server listening on \
             http://HOST:PORT`, with the port actually bound (useful with --port 0). Logs go to \
@@ -24,12 +25,13 @@ struct ServerCommand: AsyncParsableCommand {
             stops the server after the requests in progress.
 
             Plain HTTP: put it behind a TLS-terminating proxy to serve beyond this machine.
-            Testing options (fault injection) are listed by --help-hidden.
+            Testing options (fault injection) are listed by --help-hidden. \
+            `healthgate-server migrate` brings a database's schema up to date on its own.
             """,
-        version: ServerVersion.current)
+        version: ServerVersion.current,
+        subcommands: [MigrateCommand.self])
 
-    @Option(help: ArgumentHelp("The SQLite database file (created if missing).", valueName: "path"))
-    var db = "./healthgate-server.sqlite"
+    @OptionGroup var storage: StorageOptions
 
     @Option(help: ArgumentHelp("The address to listen on (0.0.0.0 for every interface).", valueName: "address"))
     var host = "127.0.0.1"
@@ -177,12 +179,8 @@ struct ServerCommand: AsyncParsableCommand {
         }
         let logger = Logger(label: "healthgate-server")
 
-        let store: SQLiteServerStore
-        do {
-            store = try SQLiteServerStore(path: db)
-        } catch {
-            throw ValidationError("cannot open the database \(db): \(error)")
-        }
+        let location = try storage.location()
+        let store = try StorageOptions.open(location, logger: logger)
         var options = ServerOptions()
         options.host = host
         options.port = port
@@ -198,7 +196,7 @@ struct ServerCommand: AsyncParsableCommand {
                                        stall: .clamped(seconds: faultStall, maximum: .seconds(86_400)))
             logger.warning("fault injection is on: \(faultRate) of uploads fail (\(faultKinds)), seed \(faultSeed)")
         }
-        logger.info("database \(store.path)")
+        logger.info("database \(location)")
         logger.info("""
             open-file limit \(openFileLimit): up to \(connections.maxConnections) connections, \
             \(connections.maxConnectionsPerAddress) per client address

@@ -1,0 +1,496 @@
+public import Foundation
+import HealthModel
+public import Logging
+import PostgresNIO
+public import ServiceLifecycle
+public import SyncProtocol
+
+/// The ``ServerStore`` for operators past one machine: a PostgreSQL database (15 or later) that
+/// several stateless server processes share.
+///
+/// The history cursor never skips a row. PostgreSQL makes rows visible in commit order, and a
+/// transaction may commit after a later-numbered one, so a pull of "everything after N" could
+/// pass a row that was still invisible and never see it. Here a change number is taken only
+/// under the row lock of the user's counter (`users.change_seq`, locked `FOR UPDATE` first in
+/// every transaction that changes the user's records) and that lock is held to commit: a second
+/// transaction of the same user waits for the first to commit before it numbers anything. So the
+/// numbers visible to any reader are always 1...N with no hole, and `seq > cursor` is exact.
+/// Different users never wait for each other.
+public final class PostgresServerStore: ServerStore {
+    let database: PostgresDatabase
+    private let logger: Logger
+    /// For tests: runs inside an upload's transaction after its records are written and before
+    /// it commits (the user's counter row still locked).
+    let beforeCommit: (@Sendable () async -> Void)?
+
+    /// A store over `settings` (nothing connects yet): ``services`` must run (the server runs
+    /// them in its service group, ``withStore(_:logger:_:)`` for a command), then ``migrate()``.
+    public convenience init(settings: PostgresSettings, logger: Logger = Logger(label: "healthgate-server.postgres")) throws {
+        try self.init(settings: settings, logger: logger, beforeCommit: nil)
+    }
+
+    init(settings: PostgresSettings, logger: Logger, beforeCommit: (@Sendable () async -> Void)?) throws {
+        database = try PostgresDatabase(settings: settings, logger: logger)
+        self.logger = logger
+        self.beforeCommit = beforeCommit
+    }
+
+    /// The connection pool, a service: the store works while it runs.
+    public var services: [any Service] { [database.client] }
+
+    public var description: String { database.settings.description }
+
+    /// Runs `body` with a store over `settings`, its pool running, migrated first when asked.
+    public static func withStore<T: Sendable>(_ settings: PostgresSettings, migrate: Bool = true,
+                                              logger: Logger = Logger(label: "healthgate-server.postgres"),
+                                              _ body: @escaping @Sendable (PostgresServerStore) async throws -> T) async throws -> T {
+        let store = try PostgresServerStore(settings: settings, logger: logger)
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                await store.database.client.run()
+                return nil
+            }
+            defer { group.cancelAll() }
+            if migrate { _ = try await store.migrate() }
+            return try await body(store)
+        }
+    }
+
+    /// Applies the migrations not yet applied; answers their names.
+    @discardableResult
+    public func migrate() async throws -> [String] {
+        try await PostgresSchema.migrate(database, logger: logger)
+    }
+
+    public func prepare(logger: Logger) async throws {
+        let applied = try await migrate()
+        if !applied.isEmpty { logger.notice("database \(description): applied \(applied.joined(separator: ", "))") }
+    }
+
+    /// Names of the migrations applied, in order.
+    public func appliedMigrations() async throws -> [String] {
+        try await PostgresSchema.applied(database, logger: logger)
+    }
+
+    /// Whether the database answers a query now.
+    public func ping() async throws {
+        try await database.read { connection in
+            try await connection.query("SELECT 1", logger: self.logger)
+        }
+    }
+
+    /// Connections of the pool in use, waiting, and waits that gave up (for `/metrics`).
+    public var poolUsage: (leased: Int, waiting: Int, timedOut: Int, size: Int) {
+        let usage = database.currentUsage
+        return (usage.leased, usage.waiting, usage.timedOut, database.settings.poolMax)
+    }
+
+    // MARK: Accounts
+
+    public func createAccount(email: String, passwordHash: String, now: Date) async throws -> Account {
+        let now = Self.wholeSeconds(now)
+        let account = Account(id: UUID().uuidString.lowercased(), email: email, passwordHash: passwordHash, createdAt: now)
+        do {
+            try await database.read { connection in
+                try await connection.query("""
+                    INSERT INTO users (id, email, password_hash, created_at) VALUES (\(account.id), \(email), \(passwordHash), \(now))
+                    """, logger: self.logger)
+            }
+        } catch let failure as PostgresFailure where failure.sqlState == "23505" {
+            throw StoreError.emailTaken
+        }
+        return account
+    }
+
+    public func account(email: String) async throws -> Account? {
+        try await database.read { connection in
+            try await Self.first(connection.query("""
+                SELECT id, email, password_hash, created_at FROM users WHERE email = \(email)
+                """, logger: self.logger), as: (String, String, String, Date).self).map(Account.init)
+        }
+    }
+
+    public func account(id: String) async throws -> Account? {
+        try await database.read { connection in
+            try await Self.first(connection.query("""
+                SELECT id, email, password_hash, created_at FROM users WHERE id = \(id)
+                """, logger: self.logger), as: (String, String, String, Date).self).map(Account.init)
+        }
+    }
+
+    public func randomPasswordHash() async throws -> String? {
+        // Ids are random UUIDs: the first account at or after a random one (wrapping round) is an
+        // account picked at random, in one index lookup.
+        let point = UUID().uuidString.lowercased()
+        return try await database.read { connection in
+            try await Self.first(connection.query("""
+                (SELECT password_hash FROM users WHERE id >= \(point) ORDER BY id LIMIT 1)
+                UNION ALL (SELECT password_hash FROM users ORDER BY id LIMIT 1) LIMIT 1
+                """, logger: self.logger), as: String.self)
+        }
+    }
+
+    public func replacePasswordHash(userId: String, old: String, new: String) async throws -> Bool {
+        try await database.read { connection in
+            try await Self.changed(connection.query("""
+                UPDATE users SET password_hash = \(new) WHERE id = \(userId) AND password_hash = \(old) RETURNING 1
+                """, logger: self.logger)) > 0
+        }
+    }
+
+    public func changePassword(userId: String, passwordHash: String, keepDeviceId: String, now: Date) async throws -> Int {
+        let now = Self.wholeSeconds(now)
+        return try await database.transaction { connection in
+            try await connection.query("UPDATE users SET password_hash = \(passwordHash) WHERE id = \(userId)", logger: self.logger)
+            return try await Self.changed(connection.query("""
+                UPDATE devices SET revoked_at = \(now), is_primary = false
+                WHERE user_id = \(userId) AND id <> \(keepDeviceId) AND revoked_at IS NULL RETURNING 1
+                """, logger: self.logger))
+        }
+    }
+
+    public func deleteAccount(userId: String) async throws -> Int {
+        try await database.transaction { connection in
+            // The counter's lock first, as every writer of the user's records takes it.
+            try await connection.query("SELECT 1 FROM users WHERE id = \(userId) FOR UPDATE", logger: self.logger)
+            let records = try await Self.changed(connection.query("DELETE FROM records WHERE user_id = \(userId) RETURNING 1",
+                                                                  logger: self.logger))
+            try await connection.query("DELETE FROM devices WHERE user_id = \(userId)", logger: self.logger)
+            try await connection.query("DELETE FROM email_collisions WHERE user_id = \(userId)", logger: self.logger)
+            try await connection.query("DELETE FROM users WHERE id = \(userId)", logger: self.logger)
+            return records
+        }
+    }
+
+    // MARK: Devices
+
+    public func createDevice(userId: String, name: String, tokenHash: String, now: Date) async throws -> Device {
+        let now = Self.wholeSeconds(now)
+        let device = Device(id: UUID().uuidString.lowercased(), userId: userId, name: name, primary: false, createdAt: now,
+                            lastSeenAt: now)
+        try await database.read { connection in
+            try await connection.query("""
+                INSERT INTO devices (id, user_id, name, token_hash, created_at, last_seen_at)
+                VALUES (\(device.id), \(userId), \(name), \(tokenHash), \(now), \(now))
+                """, logger: self.logger)
+        }
+        return device
+    }
+
+    public func principal(tokenHash: String) async throws -> Principal? {
+        try await database.read { connection in
+            try await Self.first(connection.query("""
+                SELECT user_id, id, coalesce(last_seen_at, created_at) FROM devices
+                WHERE token_hash = \(tokenHash) AND revoked_at IS NULL
+                """, logger: self.logger), as: (String, String, Date).self).map { Principal(userId: $0, deviceId: $1, lastSeenAt: $2) }
+        }
+    }
+
+    public func touchDevice(id: String, now: Date) async throws {
+        let now = Self.wholeSeconds(now)
+        let stale = now.addingTimeInterval(-60)
+        // Matches no row (and locks nothing) when the device was seen within the minute.
+        try await database.read { connection in
+            try await connection.query("""
+                UPDATE devices SET last_seen_at = \(now) WHERE id = \(id) AND (last_seen_at IS NULL OR last_seen_at < \(stale))
+                """, logger: self.logger)
+        }
+    }
+
+    public func revokeDevice(id: String, userId: String, now: Date) async throws -> Bool {
+        let now = Self.wholeSeconds(now)
+        return try await database.read { connection in
+            try await Self.changed(connection.query("""
+                UPDATE devices SET revoked_at = \(now), is_primary = false
+                WHERE id = \(id) AND user_id = \(userId) AND revoked_at IS NULL RETURNING 1
+                """, logger: self.logger)) > 0
+        }
+    }
+
+    public func devices(userId: String, seenSince: Date?) async throws -> [Device] {
+        let since = seenSince ?? Date(timeIntervalSince1970: 0)
+        return try await database.read { connection in
+            var devices: [Device] = []
+            let rows = try await connection.query("""
+                SELECT id, user_id, name, is_primary, created_at, last_seen_at FROM devices
+                WHERE user_id = \(userId) AND revoked_at IS NULL AND coalesce(last_seen_at, created_at) >= \(since)
+                ORDER BY ordinal
+                """, logger: self.logger)
+            for try await row in rows.decode((String, String, String, Bool, Date, Date?).self) { devices.append(Device(row)) }
+            return devices
+        }
+    }
+
+    public func markPrimary(deviceId: String, userId: String) async throws -> Device {
+        try await database.transaction { connection in
+            // Two devices of one user asking at once: one after the other.
+            try await connection.query("SELECT 1 FROM users WHERE id = \(userId) FOR UPDATE", logger: self.logger)
+            try await connection.query("""
+                UPDATE devices SET is_primary = false WHERE user_id = \(userId) AND is_primary AND id <> \(deviceId)
+                """, logger: self.logger)
+            let row = try await Self.first(connection.query("""
+                UPDATE devices SET is_primary = true WHERE id = \(deviceId) AND user_id = \(userId) AND revoked_at IS NULL
+                RETURNING id, user_id, name, is_primary, created_at, last_seen_at
+                """, logger: self.logger), as: (String, String, String, Bool, Date, Date?).self)
+            guard let row else { throw StoreError.noSuchDevice }
+            return Device(row)
+        }
+    }
+
+    // MARK: Records
+
+    public func upsert(_ records: [IncomingRecord], userId: String, deviceId: String, now: Date) async throws -> [UpsertOutcome] {
+        let received = Self.wholeSeconds(now)
+        return try await database.transaction { connection in
+            var counter = try await self.lockCounter(connection, userId: userId)
+            // What is held for these ids, in one query.
+            var held: [String: (version: Int, tombstone: Bool)] = [:]
+            let ids = Array(Set(records.map(\.id)))
+            let rows = try await connection.query("""
+                SELECT record_id, version, body IS NULL FROM records WHERE user_id = \(userId) AND record_id = ANY(\(ids))
+                """, logger: self.logger)
+            for try await (id, version, tombstone) in rows.decode((String, Int, Bool).self) { held[id] = (version, tombstone) }
+
+            // The decisions, in order (a record twice in one upload: the second sees the first).
+            var outcomes: [UpsertOutcome] = []
+            outcomes.reserveCapacity(records.count)
+            var rowsById: [String: (seq: Int64, record: IncomingRecord)] = [:]
+            for record in records {
+                if let stored = held[record.id], !record.replaces(version: stored.version, tombstone: stored.tombstone) {
+                    outcomes.append(.duplicate)
+                    continue
+                }
+                counter += 1
+                held[record.id] = (record.version, record.body == nil)
+                rowsById[record.id] = (counter, record)
+                outcomes.append(.accepted(seq: counter))
+            }
+            guard !rowsById.isEmpty else { return outcomes }
+            try await self.write(rowsById.values.sorted { $0.seq < $1.seq }, userId: userId, deviceId: deviceId,
+                                 received: received, connection: connection)
+            try await self.saveCounter(connection, userId: userId, counter)
+            if let beforeCommit = self.beforeCommit { await beforeCommit() }
+            return outcomes
+        }
+    }
+
+    /// Writes stored versions (new rows, or over the row held) in one statement.
+    private func write(_ rows: [(seq: Int64, record: IncomingRecord)], userId: String, deviceId: String, received: Date,
+                       connection: PostgresConnection) async throws {
+        let ids = rows.map(\.record.id), seqs = rows.map(\.seq), versions = rows.map { Int64($0.record.version) }
+        let types = rows.map(\.record.type.rawValue)
+        let starts = rows.map(\.record.start.timeIntervalSince1970), ends = rows.map(\.record.end.timeIntervalSince1970)
+        let bodies = rows.map { $0.record.body ?? "" }, gone = rows.map { $0.record.body == nil }
+        let active = rows.map(\.record.figures.activeS), distance = rows.map(\.record.figures.distanceM)
+        let energy = rows.map(\.record.figures.energyKcal), sleep = rows.map(\.record.figures.sleepS)
+        try await connection.query("""
+            INSERT INTO records (user_id, record_id, seq, version, type, start_time, end_time, body, device_id, received_at,
+                                 active_s, distance_m, energy_kcal, sleep_s)
+            SELECT \(userId), r.id, r.seq, r.version, r.type, r.s, r.e, CASE WHEN r.gone THEN NULL ELSE r.body END,
+                   \(deviceId), \(received), r.a, r.d, r.k, r.sl
+            FROM unnest(\(ids)::text[], \(seqs)::int8[], \(versions)::int8[], \(types)::text[], \(starts)::float8[],
+                        \(ends)::float8[], \(bodies)::text[], \(gone)::bool[], \(active)::float8[], \(distance)::float8[],
+                        \(energy)::float8[], \(sleep)::float8[]) AS r(id, seq, version, type, s, e, body, gone, a, d, k, sl)
+            ON CONFLICT (user_id, record_id) DO UPDATE SET
+                seq = excluded.seq, version = excluded.version, type = excluded.type, start_time = excluded.start_time,
+                end_time = excluded.end_time, body = excluded.body, device_id = excluded.device_id,
+                received_at = excluded.received_at, active_s = excluded.active_s, distance_m = excluded.distance_m,
+                energy_kcal = excluded.energy_kcal, sleep_s = excluded.sleep_s
+            """, logger: logger)
+    }
+
+    public func deleteRecord(id: String, userId: String, deviceId: String, now: Date) async throws -> Bool {
+        let now = Self.wholeSeconds(now)
+        return try await database.transaction { connection in
+            let counter = try await self.lockCounter(connection, userId: userId)
+            let live = try await Self.first(connection.query("""
+                SELECT body IS NOT NULL FROM records WHERE user_id = \(userId) AND record_id = \(id)
+                """, logger: self.logger), as: Bool.self)
+            guard let live else { return false }
+            guard live else { return true }
+            try await self.tombstone([id], from: counter + 1, userId: userId, deviceId: deviceId, now: now, connection: connection)
+            try await self.saveCounter(connection, userId: userId, counter + 1)
+            return true
+        }
+    }
+
+    public func deleteAllRecords(userId: String, deviceId: String, now: Date) async throws -> Int {
+        let now = Self.wholeSeconds(now)
+        return try await database.transaction { connection in
+            let counter = try await self.lockCounter(connection, userId: userId)
+            var ids: [String] = []
+            let rows = try await connection.query("""
+                SELECT record_id FROM records WHERE user_id = \(userId) AND body IS NOT NULL ORDER BY seq
+                """, logger: self.logger)
+            for try await id in rows.decode(String.self) { ids.append(id) }
+            guard !ids.isEmpty else { return 0 }
+            try await self.tombstone(ids, from: counter + 1, userId: userId, deviceId: deviceId, now: now, connection: connection)
+            try await self.saveCounter(connection, userId: userId, counter + Int64(ids.count))
+            return ids.count
+        }
+    }
+
+    /// Makes records tombstones (data, times and figures gone; id, type and version kept), the
+    /// change numbers `first`, `first + 1` ... in the order given.
+    private func tombstone(_ ids: [String], from first: Int64, userId: String, deviceId: String, now: Date,
+                           connection: PostgresConnection) async throws {
+        let seqs = ids.indices.map { first + Int64($0) }
+        try await connection.query("""
+            UPDATE records SET seq = t.seq, body = NULL, start_time = 0, end_time = 0, device_id = \(deviceId),
+                               received_at = \(now), active_s = 0, distance_m = 0, energy_kcal = 0, sleep_s = 0
+            FROM unnest(\(ids)::text[], \(seqs)::int8[]) AS t(id, seq)
+            WHERE records.user_id = \(userId) AND records.record_id = t.id
+            """, logger: logger)
+    }
+
+    /// Locks the user's change counter until the transaction ends and answers it.
+    private func lockCounter(_ connection: PostgresConnection, userId: String) async throws -> Int64 {
+        try await Self.first(connection.query("SELECT change_seq FROM users WHERE id = \(userId) FOR UPDATE", logger: logger),
+                             as: Int64.self) ?? 0
+    }
+
+    private func saveCounter(_ connection: PostgresConnection, userId: String, _ counter: Int64) async throws {
+        try await connection.query("UPDATE users SET change_seq = \(counter) WHERE id = \(userId)", logger: logger)
+    }
+
+    public func history(userId: String, after: Int64, limit: Int, byteBudget: Int) async throws -> HistorySlice {
+        try await database.read { connection in
+            let epoch = try await Self.first(connection.query("SELECT value FROM server_meta WHERE key = 'history_epoch'",
+                                                              logger: self.logger), as: String.self) ?? ""
+            let rows = try await connection.query("""
+                SELECT seq, record_id, version, type, body, device_id FROM records
+                WHERE user_id = \(userId) AND seq > \(after) ORDER BY seq LIMIT \(limit + 1)
+                """, logger: self.logger)
+            var records: [StoredRecord] = []
+            var bytes = 0
+            var more = false
+            for try await (seq, id, version, type, body, device) in rows.decode((Int64, String, Int, String, String?, String).self) {
+                let size = body?.utf8.count ?? 0
+                if more || records.count == limit || (!records.isEmpty && bytes + size > byteBudget) {
+                    more = true
+                    continue  // the rest of the rows are drained, not kept
+                }
+                bytes += size
+                records.append(StoredRecord(id: id, version: version, type: type, body: body, deviceId: device, seq: seq))
+            }
+            return HistorySlice(records: records, more: more, epoch: epoch)
+        }
+    }
+
+    public func summaries(userId: String, period: SummaryPeriod, since: Day?, until: Day?) async throws -> [SummaryResponse.Bucket] {
+        let utc = "(to_timestamp(start_time) AT TIME ZONE 'UTC')"
+        let bucket = switch period {
+        case .day: "to_char(\(utc), 'YYYY-MM-DD')"
+        case .week: "to_char(date_trunc('week', \(utc)), 'YYYY-MM-DD')"  // ISO weeks: Monday
+        case .month: "to_char(\(utc), 'YYYY-MM') || '-01'"
+        case .year: "to_char(\(utc), 'YYYY') || '-01-01'"
+        }
+        let from = since?.start.timeIntervalSince1970 ?? -Double.greatestFiniteMagnitude
+        let to = until?.end.timeIntervalSince1970 ?? Double.greatestFiniteMagnitude
+        // As the SQLite store and the client count them (see SQLiteServerStore.summaries).
+        let marks = HabitEvent.Mark.all.sorted().map { "'\($0)'" }.joined(separator: ", ")
+        let counted = "coalesce(body::jsonb ->> 'label', '') NOT IN (\(marks))"
+        return try await database.read { connection in
+            var spelling: [String: String] = [:]
+            let names = try await connection.query("""
+                SELECT body::jsonb ->> 'name' FROM records
+                WHERE user_id = \(userId) AND type = 'definition' AND body IS NOT NULL AND body::jsonb ->> 'kind' = 'habit'
+                """, logger: self.logger)
+            for try await name in names.decode(String?.self) {
+                if let name { spelling[Definition.key(name)] = name }
+            }
+            var habits: [String: [String: SummaryResponse.HabitTotal]] = [:]
+            let habitRows = try await connection.query(PostgresQuery(unsafeSQL: """
+                SELECT \(bucket) AS bucket, body::jsonb ->> 'habit', body::jsonb ->> 'category', count(*)::int8,
+                       coalesce(sum(CASE jsonb_typeof(body::jsonb -> 'value') WHEN 'number' THEN (body::jsonb ->> 'value')::float8 END), 0),
+                       max(body::jsonb ->> 'unit')
+                FROM records
+                WHERE user_id = $1 AND type = 'habit' AND start_time >= $2 AND start_time < $3 AND body IS NOT NULL AND \(counted)
+                GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+                """, binds: Self.binds(userId, from, to)), logger: self.logger)
+            for try await (start, habit, category, events, value, unit)
+                in habitRows.decode((String, String?, String?, Int, Double, String?).self) {
+                let stored = habit ?? ""
+                let key = Definition.key(stored)
+                var total = habits[start]?[key] ?? SummaryResponse.HabitTotal(habit: spelling[key] ?? stored, events: 0, value: 0)
+                total.events += events
+                total.value += value
+                total.unit = total.unit ?? unit
+                if let category {
+                    if let i = total.categories.firstIndex(where: { $0.category == category }) {
+                        total.categories[i].events += events
+                    } else {
+                        total.categories.append(SummaryResponse.CategoryCount(category: category, events: events))
+                        total.categories.sort { $0.category < $1.category }
+                    }
+                }
+                habits[start, default: [:]][key] = total
+            }
+            var buckets: [SummaryResponse.Bucket] = []
+            let rows = try await connection.query(PostgresQuery(unsafeSQL: """
+                SELECT \(bucket) AS bucket,
+                       count(*) FILTER (WHERE type = 'workout')::int8, sum(active_s), sum(distance_m), sum(energy_kcal), sum(sleep_s),
+                       count(*) FILTER (WHERE type = 'habit' AND \(counted))::int8, count(*) FILTER (WHERE type = 'measurement')::int8
+                FROM records
+                WHERE user_id = $1 AND start_time >= $2 AND start_time < $3 AND body IS NOT NULL
+                GROUP BY 1 ORDER BY 1
+                """, binds: Self.binds(userId, from, to)), logger: self.logger)
+            for try await (start, workouts, activeS, distanceM, energyKcal, sleepS, habitEvents, measurements)
+                in rows.decode((String, Int, Double, Double, Double, Double, Int, Int).self) {
+                buckets.append(SummaryResponse.Bucket(start: start, workouts: workouts, activeS: activeS, distanceM: distanceM,
+                                                      energyKcal: energyKcal, sleepS: sleepS, habitEvents: habitEvents,
+                                                      measurements: measurements,
+                                                      habits: (habits[start] ?? [:]).values.sorted { $0.habit < $1.habit }))
+            }
+            return buckets
+        }
+    }
+
+    // MARK: Helpers
+
+    private static func binds(_ userId: String, _ from: Double, _ to: Double) -> PostgresBindings {
+        var binds = PostgresBindings()
+        binds.append(userId)
+        binds.append(from)
+        binds.append(to)
+        return binds
+    }
+
+    /// The first row of a result, decoded (the rest drained).
+    static func first<T: PostgresDecodable & Sendable>(_ rows: PostgresRowSequence, as type: T.Type) async throws -> T? {
+        var first: T?
+        for try await value in rows.decode(T.self) where first == nil { first = value }
+        return first
+    }
+
+    static func first<each T: PostgresDecodable & Sendable>(_ rows: PostgresRowSequence, as type: (repeat each T).Type) async throws
+        -> (repeat each T)? {
+        var first: (repeat each T)?
+        for try await value in rows.decode(type) where first == nil { first = value }
+        return first
+    }
+
+    /// How many rows a `... RETURNING 1` statement changed.
+    static func changed(_ rows: PostgresRowSequence) async throws -> Int {
+        var count = 0
+        for try await _ in rows { count += 1 }
+        return count
+    }
+
+    /// Stored times are whole seconds, as in the SQLite store.
+    static func wholeSeconds(_ date: Date) -> Date {
+        Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down))
+    }
+}
+
+extension Account {
+    init(_ row: (String, String, String, Date)) {
+        self.init(id: row.0, email: row.1, passwordHash: row.2, createdAt: row.3)
+    }
+}
+
+extension Device {
+    init(_ row: (String, String, String, Bool, Date, Date?)) {
+        self.init(id: row.0, userId: row.1, name: row.2, primary: row.3, createdAt: row.4, lastSeenAt: row.5)
+    }
+}
