@@ -147,7 +147,7 @@ import TestSupport
         let database = try cluster.createDatabase()
         var settings = try Self.settings(cluster, database)
         settings.poolMax = 1
-        settings.poolWait = .milliseconds(300)
+        settings.poolWait = .seconds(2)  // opening the first connection takes a while on a loaded machine
         let held = Doorbell(), release = Doorbell()
         let store = try PostgresServerStore(settings: settings, logger: Logger(label: "test"), beforeCommit: {
             held.ring()
