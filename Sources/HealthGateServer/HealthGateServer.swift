@@ -28,9 +28,15 @@ public enum HealthGateServer {
     /// and SIGTERM). `onListening` gets `http://HOST:PORT` once the socket is bound.
     public static func application(options: ServerOptions, store: any ServerStore, logger: Logger,
                                    onListening: @escaping @Sendable (String) -> Void = { _ in }) -> some ApplicationProtocol {
+        // The limits' counts: in the database when the store shares them between processes.
+        let login = LoginAttempts(policy: options.loginPolicy)
+        var rules = login.rules
+        rules[.registration] = options.registrationPolicy
+        let ledger = store.limitLedger(rules: rules) ?? MemoryLimitLedger(rules: rules)
         let deps = ServerDependencies(store: store, hasher: PasswordHasher(cost: options.bcryptCost),
-                                      throttle: LoginThrottle(policy: options.loginPolicy),
-                                      registrations: RegistrationThrottle(policy: options.registrationPolicy), checker: UploadChecker(),
+                                      throttle: LoginThrottle(policy: options.loginPolicy, ledger: ledger),
+                                      registrations: RegistrationThrottle(policy: options.registrationPolicy, ledger: ledger),
+                                      checker: UploadChecker(),
                                       limits: options.limits, tokenExpiry: options.tokenExpiry)
         let router = Routes.router(deps, faults: options.faults.map(FaultInjector.init))
         let guards = ConnectionGuardSettings(registry: ConnectionRegistry(limits: options.connections), logger: logger)

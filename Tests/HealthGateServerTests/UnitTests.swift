@@ -11,80 +11,6 @@ import TestSupport
 @Suite struct UnitTests {
     let t0 = Date(timeIntervalSince1970: 1_780_000_000)
 
-    /// The owner's addresses stay open whatever others try; guessing stays slow everywhere else.
-    @Test func loginAttemptsCannotLockTheOwnerOut() {
-        let policy = LoginAttempts.Policy(pairFailures: 3, addressFailures: 10, emailFailures: 6, window: 600, knownLifetime: 86_400)
-        var attempts = LoginAttempts(policy: policy)
-        attempts.recordSuccess(email: "ann", client: "home", now: t0)
-        #expect(attempts.isKnown(email: "ann", client: "home", now: t0))
-        #expect(!attempts.isKnown(email: "ann", client: "evil", now: t0) && !attempts.isKnown(email: "bob", client: "home", now: t0))
-
-        // One address guessing one email: blocked after 3, for that email only.
-        for i in 0..<3 {
-            #expect(attempts.retryAfter(email: "ann", client: "evil", now: t0) == nil)
-            attempts.recordFailure(email: "ann", client: "evil", now: t0.addingTimeInterval(Double(i)))
-        }
-        #expect(attempts.retryAfter(email: "ann", client: "evil", now: t0.addingTimeInterval(10)) == 590)
-        #expect(attempts.retryAfter(email: "bob", client: "evil", now: t0.addingTimeInterval(10)) == nil)
-        #expect(attempts.retryAfter(email: "ann", client: "home", now: t0.addingTimeInterval(10)) == nil)
-
-        // Many addresses guessing one email: after 6 failures from unknown addresses every unknown
-        // address is refused for it, and the owner's known address still is not.
-        for i in 0..<3 { attempts.recordFailure(email: "ann", client: "bot\(i)", now: t0.addingTimeInterval(20)) }
-        #expect(attempts.retryAfter(email: "ann", client: "bot9", now: t0.addingTimeInterval(30)) == 570)
-        #expect(attempts.retryAfter(email: "ann", client: "home", now: t0.addingTimeInterval(30)) == nil)
-        #expect(attempts.retryAfter(email: "bob", client: "bot9", now: t0.addingTimeInterval(30)) == nil)
-        // ...until the oldest of the failures that count is as old as the window.
-        #expect(attempts.retryAfter(email: "ann", client: "bot9", now: t0.addingTimeInterval(599.5)) == 1)
-        #expect(attempts.retryAfter(email: "ann", client: "bot9", now: t0.addingTimeInterval(600)) == nil)
-
-        // The owner's own typing mistakes: held to the pair limit, not counted for the email.
-        var owner = LoginAttempts(policy: policy)
-        owner.recordSuccess(email: "ann", client: "home", now: t0)
-        for _ in 0..<2 { owner.recordFailure(email: "ann", client: "home", now: t0) }
-        owner.recordSuccess(email: "ann", client: "home", now: t0)  // clears the pair's failures
-        for _ in 0..<2 { owner.recordFailure(email: "ann", client: "home", now: t0) }
-        #expect(owner.retryAfter(email: "ann", client: "home", now: t0) == nil)
-        owner.recordFailure(email: "ann", client: "home", now: t0)
-        #expect(owner.retryAfter(email: "ann", client: "home", now: t0) == 600)
-        #expect(owner.retryAfter(email: "ann", client: "elsewhere", now: t0) == nil, "known failures do not add to the email's count")
-
-        // A known address is forgotten after its lifetime: the email's count applies to it again.
-        var stale = LoginAttempts(policy: policy)
-        stale.recordSuccess(email: "ann", client: "home", now: t0)
-        let later = t0.addingTimeInterval(86_400)
-        for i in 0..<6 { stale.recordFailure(email: "ann", client: "bot\(i)", now: later) }
-        #expect(stale.retryAfter(email: "ann", client: "home", now: later.addingTimeInterval(-1)) == nil)
-        #expect(stale.retryAfter(email: "ann", client: "home", now: later) != nil)
-    }
-
-    /// One address guessing many emails: refused for every email it has not logged in to.
-    @Test func loginAttemptsLimitAnAddressAcrossEmails() {
-        var attempts = LoginAttempts(policy: .init(pairFailures: 3, addressFailures: 10, emailFailures: 50, window: 600))
-        attempts.recordSuccess(email: "mallory", client: "evil", now: t0)
-        for i in 0..<10 { attempts.recordFailure(email: "user\(i)", client: "evil", now: t0) }
-        #expect(attempts.retryAfter(email: "new", client: "evil", now: t0) == 600)
-        #expect(attempts.retryAfter(email: "new", client: "other", now: t0) == nil)
-        // Its own account (known there) is held to the pair limit only; a success there resets
-        // nothing of the address's count.
-        #expect(attempts.retryAfter(email: "mallory", client: "evil", now: t0) == nil)
-        attempts.recordSuccess(email: "mallory", client: "evil", now: t0)
-        #expect(attempts.retryAfter(email: "new", client: "evil", now: t0) == 600)
-    }
-
-    @Test func loginAttemptsStayBounded() {
-        var attempts = LoginAttempts(policy: .init(pairFailures: 2, window: 60, maxKeys: 100))
-        for i in 0..<1000 {
-            attempts.recordFailure(email: "e\(i)", client: "c\(i)", now: t0.addingTimeInterval(Double(i)))
-            attempts.recordSuccess(email: "e\(i)", client: "k\(i)", now: t0.addingTimeInterval(Double(i)))
-        }
-        #expect(attempts.keyCount <= 400, "four counts of at most 100 keys")
-        // The most recent stay remembered.
-        attempts.recordFailure(email: "e999", client: "c999", now: t0.addingTimeInterval(1000))
-        #expect(attempts.retryAfter(email: "e999", client: "c999", now: t0.addingTimeInterval(1000)) != nil)
-        #expect(attempts.isKnown(email: "e999", client: "k999", now: t0.addingTimeInterval(1000)))
-    }
-
     @Test func tokensExpireAfterTheIdleDays() {
         let expiry = TokenExpiry(idleDays: 30)
         #expect(!expiry.isExpired(lastSeen: t0, now: t0.addingTimeInterval(30 * 86_400)))
@@ -130,17 +56,6 @@ import TestSupport
         #expect(Routes.methods(forPath: "/v1/devices/current/primary") == [.put])
         #expect(Routes.methods(forPath: "/v1/devices/a/b") == nil)
         #expect(Routes.methods(forPath: "/v1/records//") == nil)
-    }
-
-    @Test func registrationsAreAdmittedPerAddressWithinTheWindow() {
-        let throttle = RegistrationThrottle(policy: .init(limit: 2, window: 3600))
-        #expect(throttle.admit(client: "1.1.1.1", now: t0) == nil)
-        #expect(throttle.admit(client: "1.1.1.1", now: t0.addingTimeInterval(100)) == nil)
-        #expect(throttle.admit(client: "1.1.1.1", now: t0.addingTimeInterval(200)) == 3400)
-        #expect(throttle.admit(client: "2.2.2.2", now: t0.addingTimeInterval(200)) == nil)
-        // A refused attempt does not count: once the first is an hour old, one more is allowed.
-        #expect(throttle.admit(client: "1.1.1.1", now: t0.addingTimeInterval(3600)) == nil)
-        #expect(throttle.admit(client: "1.1.1.1", now: t0.addingTimeInterval(3601)) == 99)
     }
 
     /// What `Gzip.compress` writes, at every level and for empty input, is what went in: read

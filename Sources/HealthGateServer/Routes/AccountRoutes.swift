@@ -28,7 +28,7 @@ struct AccountRoutes {
         try Credentials.checkNewPassword(body.password)
         // Counted once the request is well-formed: what is limited is the hashing and the answer.
         let client = context.clientAddress
-        if let wait = deps.registrations.admit(client: client) {
+        if let wait = try await deps.registrations.admit(client: client) {
             context.logger.notice("registration refused: too many from the address", metadata: ["client": "\(client)"])
             throw APIError.tooManyRequests("too many registrations from this address: try again in \(wait) s", retryAfter: wait)
         }
@@ -50,7 +50,7 @@ struct AccountRoutes {
         // A malformed email cannot belong to an account: a failure like any other.
         let email = (try? Credentials.email(body.email)) ?? EmailAddress.normalize(body.email)
         let client = context.clientAddress
-        if let wait = deps.throttle.retryAfter(email: email, client: client) {
+        if let wait = try await deps.throttle.retryAfter(email: email, client: client) {
             context.logger.notice("login refused: too many failures", metadata: ["client": "\(client)"])
             throw APIError.tooManyRequests("too many failed logins: try again in \(wait) s", retryAfter: wait)
         }
@@ -63,11 +63,11 @@ struct AccountRoutes {
             valid = false
         }
         guard let account, valid else {
-            deps.throttle.recordFailure(email: email, client: client)
+            try await deps.throttle.recordFailure(email: email, client: client)
             context.logger.notice("login failed", metadata: ["client": "\(client)"])
             throw APIError.unauthorized("wrong email or password")
         }
-        deps.throttle.recordSuccess(email: email, client: client)
+        try await deps.throttle.recordSuccess(email: email, client: client)
         if deps.hasher.needsRehash(account.passwordHash) {
             let rehashed = await deps.hasher.hash(body.password)
             if try await deps.store.replacePasswordHash(userId: account.id, old: account.passwordHash, new: rehashed) {
@@ -121,16 +121,16 @@ struct AccountRoutes {
             throw APIError.unauthorized("the device token is not valid (wrong, or logged out)")
         }
         let client = context.clientAddress
-        if let wait = deps.throttle.retryAfter(email: account.email, client: client) {
+        if let wait = try await deps.throttle.retryAfter(email: account.email, client: client) {
             context.logger.notice("password check refused: too many failures", metadata: ["client": "\(client)"])
             throw APIError.tooManyRequests("too many wrong passwords: try again in \(wait) s", retryAfter: wait)
         }
         guard await deps.hasher.verify(password, hash: account.passwordHash) else {
-            deps.throttle.recordFailure(email: account.email, client: client)
+            try await deps.throttle.recordFailure(email: account.email, client: client)
             context.logger.notice("password check failed", metadata: ["client": "\(client)", "user": "\(account.id)"])
             throw APIError.forbidden("the password is wrong")
         }
-        deps.throttle.recordSuccess(email: account.email, client: client)
+        try await deps.throttle.recordSuccess(email: account.email, client: client)
     }
 
     /// `GET /v1/devices`: the user's logged-in devices (expired ones left out).

@@ -22,6 +22,9 @@ public protocol ServerStore: Sendable {
     func ping() async throws
     /// Brings the schema up to date before the server serves (SQLite does it on opening).
     func prepare(logger: Logger) async throws
+    /// Where the login and registration limits count, when the store shares them between server
+    /// processes; nil: in the server's memory.
+    func limitLedger(rules: [LimitKind: EventWindow.Policy]) -> (any LimitLedger)?
 
     /// Creates an account. Throws ``StoreError/emailTaken`` when the (normalized) email exists.
     func createAccount(email: String, passwordHash: String, now: Date) async throws -> Account
@@ -81,6 +84,7 @@ public protocol ServerStore: Sendable {
 extension ServerStore {
     public var services: [any Service] { [] }
     public func prepare(logger: Logger) async throws {}
+    public func limitLedger(rules: [LimitKind: EventWindow.Policy]) -> (any LimitLedger)? { nil }
 }
 
 /// Failures a store reports to its callers (anything else is an internal error).

@@ -62,6 +62,11 @@ public final class PostgresServerStore: ServerStore {
         try await PostgresSchema.migrate(database, logger: logger)
     }
 
+    /// The limits count in the database: every server process on it counts together.
+    public func limitLedger(rules: [LimitKind: EventWindow.Policy]) -> (any LimitLedger)? {
+        PostgresLimitLedger(database: database, rules: rules, logger: logger)
+    }
+
     public func prepare(logger: Logger) async throws {
         let applied = try await migrate()
         if !applied.isEmpty { logger.notice("database \(description): applied \(applied.joined(separator: ", "))") }
@@ -157,6 +162,15 @@ public final class PostgresServerStore: ServerStore {
                                                                   logger: self.logger))
             try await connection.query("DELETE FROM devices WHERE user_id = \(userId)", logger: self.logger)
             try await connection.query("DELETE FROM email_collisions WHERE user_id = \(userId)", logger: self.logger)
+            // The count of failed logins for the account's email (the pairs' counts, hashed with
+            // an address, end with their windows).
+            let email = try await Self.first(connection.query("SELECT email FROM users WHERE id = \(userId)", logger: self.logger),
+                                             as: String.self)
+            if let email {
+                try await connection.query("""
+                    DELETE FROM limit_events WHERE kind = 'email' AND key = \(PostgresLimitLedger.stored(email))
+                    """, logger: self.logger)
+            }
             try await connection.query("DELETE FROM users WHERE id = \(userId)", logger: self.logger)
             return records
         }
