@@ -197,6 +197,8 @@ let package = Package(
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            .product(name: "NIOTLS", package: "swift-nio"),
         ], path: "Sources/HealthGateServer"),
         .executableTarget(name: "healthgate-server", dependencies: [
             "HealthGateServer", "HealthModel", "SyncProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -320,6 +322,7 @@ let package = Package(
         .testTarget(name: "HealthGateServerTests", dependencies: [
             "TestSupport", "HealthGateServer", "SyncProtocol", "HealthModel", "Gzip",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
     ]

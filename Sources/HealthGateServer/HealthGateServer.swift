@@ -18,6 +18,8 @@ public struct ServerOptions: Sendable {
     public var connections = ConnectionLimits()
     /// Fault injection for client tests; nil in normal use.
     public var faults: FaultPlan?
+    /// HTTPS with this certificate (reloaded on SIGHUP); nil: plain HTTP.
+    public var tls: TLSCertificates?
 
     public init() {}
 }
@@ -45,7 +47,11 @@ public enum HealthGateServer {
         var app = Application(router: router,
                            // HTTP/1 with the connection caps and the request timeout (ConnectionGuard.swift).
                            server: HTTPServerBuilder { responder in
-                               GuardedHTTP1Channel(http: HTTP1Channel(responder: responder, configuration: http), settings: guards)
+                               let plain = GuardedHTTP1Channel(http: HTTP1Channel(responder: responder, configuration: http),
+                                                               settings: guards)
+                               guard let tls = options.tls else { return plain }
+                               return ReloadableTLSChannel(base: plain, certificates: tls,
+                                                           handshakeTimeout: TimeAmount(options.connections.requestTimeout))
                            },
                            configuration: .init(address: .hostname(options.host, port: options.port),
                                                 serverName: "healthgate-server/\(ServerVersion.current)"),
@@ -58,12 +64,14 @@ public enum HealthGateServer {
                                let address = channel.localAddress
                                let host = address?.ipAddress ?? options.host
                                let port = address?.port ?? options.port
-                               onListening("http://" + (host.contains(":") ? "[\(host)]" : host) + ":\(port)")
+                               let scheme = options.tls == nil ? "http://" : "https://"
+                               onListening(scheme + (host.contains(":") ? "[\(host)]" : host) + ":\(port)")
                            },
                            logger: logger)
         // The store's connection pool runs beside the server; its schema is brought up to date
         // before the socket opens.
         app.addServices(store.services)
+        if let tls = options.tls { app.addServices(TLSReloadService(certificates: tls, hangUps: tls.hangUps, logger: logger)) }
         app.beforeServerStarts { try await store.prepare(logger: logger) }
         return app
     }

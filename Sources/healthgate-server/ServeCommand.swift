@@ -24,7 +24,8 @@ struct ServeCommand: AsyncParsableCommand {
             bcrypt hashes of passwords and SHA-256 hashes of device tokens. SIGINT or SIGTERM \
             stops the server after the requests in progress.
 
-            Plain HTTP: put it behind a TLS-terminating proxy to serve beyond this machine.
+            HTTPS with --tls-cert and --tls-key (TLS 1.2 and 1.3; SIGHUP reloads the certificate); \
+            plain HTTP is served on loopback only, unless --plain-http says a proxy terminates TLS.
             Testing options (fault injection) are listed by --help-hidden. \
             `healthgate-server migrate` brings a database's schema up to date on its own.
             """,
@@ -38,6 +39,22 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("The TCP port (0: any free port).", valueName: "port"))
     var port = 8080
+
+    @Option(help: ArgumentHelp("""
+        Serve HTTPS with this PEM certificate chain (the server's certificate first). Read again \
+        on SIGHUP: new connections get the new certificate, open ones keep theirs.
+        """, valueName: "file"))
+    var tlsCert: String?
+
+    @Option(help: ArgumentHelp("The PEM private key of --tls-cert (readable by the server only).", valueName: "file"))
+    var tlsKey: String?
+
+    @Flag(help: ArgumentHelp("""
+        Serve plain HTTP on an address other than loopback (behind a reverse proxy that terminates \
+        TLS on the same machine or network). Without TLS and without this flag, only 127.0.0.1, \
+        ::1 or localhost are allowed.
+        """))
+    var plainHTTP = false
 
     @Option(help: ArgumentHelp("bcrypt cost for new password hashes (4...31; each step doubles the time).",
                                valueName: "n"))
@@ -112,6 +129,13 @@ struct ServeCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
+        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
+        if tlsCert == nil, !plainHTTP, !["127.0.0.1", "::1", "localhost"].contains(host) {
+            throw ValidationError("""
+                --host \(host) would serve passwords and tokens over plain HTTP beyond this machine: give --tls-cert and \
+                --tls-key, or --plain-http behind a reverse proxy that terminates TLS
+                """)
+        }
         guard PasswordHasher.costs.contains(bcryptCost) else { throw ValidationError("--bcrypt-cost must be in 4...31") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level \(logLevel) is not a level") }
         guard (1024...SyncAPI.maxBodyBytes).contains(maxUploadBytes) else {
@@ -182,6 +206,19 @@ struct ServeCommand: AsyncParsableCommand {
         let location = try storage.location()
         let store = try StorageOptions.open(location, logger: logger)
         var options = ServerOptions()
+        if let tlsCert, let tlsKey {
+            do {
+                let tls = try await TLSCertificates(certificate: tlsCert, key: tlsKey)
+                if let warning = tls.warning() { logger.warning("\(warning)") }
+                options.tls = tls
+            } catch let error as TLSSetupError {
+                throw ValidationError(error.description)
+            }
+            var info = stat()
+            if stat(tlsKey, &info) == 0, info.st_mode & 0o077 != 0 {
+                logger.warning("the private key \(tlsKey) can be read by other users: chmod 600 it")
+            }
+        }
         options.host = host
         options.port = port
         options.bcryptCost = bcryptCost

@@ -144,7 +144,7 @@ public final class ServerProcess: @unchecked Sendable {
         err.seekToEndOfFile()
         process.standardError = err
         try process.run()
-        // The first stdout line: "healthgate-server listening on http://127.0.0.1:PORT".
+        // The first stdout line: "healthgate-server listening on http://127.0.0.1:PORT" (https:// with TLS).
         var line: [UInt8] = []
         let reader = out.fileHandleForReading
         while true {
@@ -154,7 +154,7 @@ public final class ServerProcess: @unchecked Sendable {
             line.append(b)
         }
         let text = String(decoding: line, as: UTF8.self)
-        guard let range = text.range(of: "http://"), let parsed = URL(string: String(text[range.lowerBound...])
+        guard let range = text.range(of: "https://") ?? text.range(of: "http://"), let parsed = URL(string: String(text[range.lowerBound...])
                 .trimmingCharacters(in: .whitespaces)) else {
             throw PeerError("unexpected first line from healthgate-server: \(text)")
         }
