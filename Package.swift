@@ -184,6 +184,12 @@ let package = Package(
         // A streaming zip reader (central directory with Zip64, stored and deflate entries pulled
         // in chunks, zip bombs and escaping names refused): Apple Health's export.zip.
         .target(name: "ZipStream", dependencies: ["DriverKit", "Gzip", "CZlib"], path: "Sources/ZipStream"),
+        // `GET /metrics` on a local address (Prometheus text format): the daemon's and the server's.
+        .target(name: "MetricsEndpoint", dependencies: [
+            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ], path: "Sources/MetricsEndpoint"),
         // The reference tracking server (`healthgate-server`): accounts, device tokens, record
         // upserts, history, summaries; storage behind a protocol: SQLite by default, PostgreSQL
         // (postgres-nio) for several server processes.
@@ -199,9 +205,11 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             .product(name: "NIOTLS", package: "swift-nio"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+            "MetricsEndpoint",
         ], path: "Sources/HealthGateServer"),
         .executableTarget(name: "healthgate-server", dependencies: [
-            "HealthGateServer", "HealthModel", "SyncProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "HealthGateServer", "HealthModel", "SyncProtocol", "MetricsEndpoint", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], path: "Sources/healthgate-server"),
 
         // The import pipeline: files through the file importers, the normalizer and the import
@@ -224,6 +232,7 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "Prometheus", package: "swift-prometheus"),
+            "MetricsEndpoint",
         ], path: "Sources/HealthGateDaemon"),
         // What every command shares: JSON and table output, --json, durations on the command line.
         // The executable and the driver families' command targets use it.

@@ -8,6 +8,7 @@ public import LinuxAdapters
 public import Logging
 import ManualDriver
 import ServiceLifecycle
+import MetricsEndpoint
 import UnixSignals
 
 /// `healthgate daemon`: the drivers, the forwarder and the status socket as services of one
@@ -78,7 +79,7 @@ public enum Daemon {
                 forwarder?.wake()
             }))
         }
-        if let address = config.metricsAddress { services.append(MetricsServer(address: address, metrics: metrics, logger: logger)) }
+        if let address = config.metricsAddress { services.append(MetricsServer(address: address, logger: logger, exposition: metrics.exposition)) }
         services.append(DaemonControl(options: options, running: config, supervisor: supervisor, factory: factory,
                                       state: state, notifier: notifier, logger: logger))
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint],

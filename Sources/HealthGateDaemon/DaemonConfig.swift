@@ -1,6 +1,7 @@
 public import DriverKit
 import Foundation
 public import HealthSync
+import MetricsEndpoint
 import TOMLKit
 import Timing
 
@@ -179,10 +180,7 @@ extension DaemonConfig {
         return DriverInstance(name: name, type: id, settings: table)
     }
 
-    static func isHostPort(_ text: String) -> Bool {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]) else { return false }
-        return !text[..<colon].isEmpty && (1...65_535).contains(port)
-    }
+    static func isHostPort(_ text: String) -> Bool { MetricsServer.parse(text) != nil }
 }
 
 /// TOML text as configuration values (the daemon's file; `healthgate import --mapping`'s).

@@ -2,6 +2,7 @@ import Foundation
 public import Hummingbird
 import HummingbirdCore
 public import Logging
+import MetricsEndpoint
 import NIOCore
 
 /// How a server runs: where it listens and its security and test settings.
@@ -20,6 +21,8 @@ public struct ServerOptions: Sendable {
     public var faults: FaultPlan?
     /// HTTPS with this certificate (reloaded on SIGHUP); nil: plain HTTP.
     public var tls: TLSCertificates?
+    /// `HOST:PORT` where `GET /metrics` answers (Prometheus); nil: nowhere.
+    public var metricsAddress: String?
 
     public init() {}
 }
@@ -35,13 +38,17 @@ public enum HealthGateServer {
         var rules = login.rules
         rules[.registration] = options.registrationPolicy
         let ledger = store.limitLedger(rules: rules) ?? MemoryLimitLedger(rules: rules)
+        let registry = ConnectionRegistry(limits: options.connections)
+        let metrics = ServerMetrics {
+            [("connections_open", "HTTP connections open now.", Double(registry.open))] + store.gauges()
+        }
         let deps = ServerDependencies(store: store, hasher: PasswordHasher(cost: options.bcryptCost),
                                       throttle: LoginThrottle(policy: options.loginPolicy, ledger: ledger),
                                       registrations: RegistrationThrottle(policy: options.registrationPolicy, ledger: ledger),
                                       checker: UploadChecker(),
-                                      limits: options.limits, tokenExpiry: options.tokenExpiry)
+                                      limits: options.limits, tokenExpiry: options.tokenExpiry, metrics: metrics)
         let router = Routes.router(deps, faults: options.faults.map(FaultInjector.init))
-        let guards = ConnectionGuardSettings(registry: ConnectionRegistry(limits: options.connections), logger: logger)
+        let guards = ConnectionGuardSettings(registry: registry, logger: logger)
         let http = HTTP1Channel.Configuration(additionalChannelHandlers: [RequestEndObserver()],
                                               idleTimeout: TimeAmount(options.connections.idleTimeout))
         var app = Application(router: router,
@@ -71,6 +78,9 @@ public enum HealthGateServer {
         // The store's connection pool runs beside the server; its schema is brought up to date
         // before the socket opens.
         app.addServices(store.services)
+        if let address = options.metricsAddress {
+            app.addServices(MetricsServer(address: address, logger: logger, exposition: metrics.exposition))
+        }
         if let tls = options.tls { app.addServices(TLSReloadService(certificates: tls, hangUps: tls.hangUps, logger: logger)) }
         app.beforeServerStarts { try await store.prepare(logger: logger) }
         return app

@@ -403,9 +403,12 @@ public struct SummaryResponse: Codable, Sendable, Equatable {
 public struct HealthResponse: Codable, Sendable, Equatable {
     public var status: String
     public var version: String
-    public init(status: String = "ok", version: String) {
+    /// Whether the server's database answers: `ok` or `unavailable` (absent from older servers).
+    public var database: String?
+    public init(status: String = "ok", version: String, database: String? = nil) {
         self.status = status
         self.version = version
+        self.database = database
     }
 }
 

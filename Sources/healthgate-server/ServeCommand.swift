@@ -5,6 +5,7 @@ import HealthModel
 import SyncProtocol
 import Hummingbird
 import Logging
+import MetricsEndpoint
 
 /// `healthgate-server`: the reference tracking server of the HealthGate sync protocol.
 @main
@@ -55,6 +56,13 @@ struct ServeCommand: AsyncParsableCommand {
         ::1 or localhost are allowed.
         """))
     var plainHTTP = false
+
+    @Option(help: ArgumentHelp("""
+        Serve Prometheus metrics (GET /metrics) on this HOST:PORT, apart from the API (e.g. \
+        127.0.0.1:9465): request latency, records accepted, duplicate and rejected, the database \
+        pool's use, connections open.
+        """, valueName: "host:port"))
+    var metricsAddress: String?
 
     @Option(help: ArgumentHelp("bcrypt cost for new password hashes (4...31; each step doubles the time).",
                                valueName: "n"))
@@ -129,6 +137,9 @@ struct ServeCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
+        if let metricsAddress, MetricsServer.parse(metricsAddress) == nil {
+            throw ValidationError("--metrics-address \(metricsAddress) is not HOST:PORT")
+        }
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         if tlsCert == nil, !plainHTTP, !["127.0.0.1", "::1", "localhost"].contains(host) {
             throw ValidationError("""
@@ -228,6 +239,7 @@ struct ServeCommand: AsyncParsableCommand {
         options.tokenExpiry.idleDays = tokenIdleDays
         options.loginPolicy.addressFailures = loginFailuresPerAddress
         options.connections = connections
+        options.metricsAddress = metricsAddress
         if faultRate > 0 {
             options.faults = FaultPlan(rate: faultRate, seed: faultSeed, kinds: try kinds(),
                                        stall: .clamped(seconds: faultStall, maximum: .seconds(86_400)))

@@ -8,6 +8,7 @@ import Timing
 /// path, status, time; never headers, queries or bodies, which may hold passwords or tokens).
 struct ErrorMiddleware: RouterMiddleware {
     typealias Context = ServerContext
+    let metrics: ServerMetrics
 
     func handle(_ request: Request, context: ServerContext,
                 next: (Request, ServerContext) async throws -> Response) async throws -> Response {
@@ -19,6 +20,7 @@ struct ErrorMiddleware: RouterMiddleware {
             response = try Self.apiError(for: error, request: request, context: context).response(from: request, context: context)
         }
         let elapsed = ContinuousClock.now - started
+        metrics.request(method: request.method.rawValue, path: request.uri.path, status: Int(response.status.code), duration: elapsed)
         let ms = elapsed.inSeconds * 1000
         context.logger.info("\(request.method.rawValue) \(request.uri.path) \(response.status.code) \(String(format: "%.1f", ms)) ms")
         return response

@@ -40,6 +40,7 @@ struct RecordRoutes {
             let outcomes = try await deps.store.upsert(checked.valid, userId: principal.userId, deviceId: principal.deviceId,
                                                        now: now)
             let (response, counts) = try await deps.uploads.run(for: account) { Self.answer(checked, outcomes: outcomes) }
+            deps.metrics.upload(accepted: counts.accepted, duplicate: counts.duplicate, rejected: counts.rejected)
             context.logger.info("upload", metadata: ["device": "\(principal.deviceId)", "accepted": "\(counts.accepted)",
                                                      "duplicate": "\(counts.duplicate)", "rejected": "\(counts.rejected)"])
             return response

@@ -15,6 +15,7 @@ struct ServerDependencies: Sendable {
     var tokenExpiry = TokenExpiry()
     /// The threads that do the CPU work of uploads, in turns between accounts.
     var uploads = UploadWorkers()
+    var metrics = ServerMetrics()
 }
 
 /// Request and answer size limits.
@@ -50,22 +51,31 @@ enum Routes {
 
     /// The methods a known path takes; nil for an unknown path.
     static func methods(forPath path: String) -> [HTTPRequest.Method]? {
+        entry(forPath: path)?.methods
+    }
+
+    /// The table's pattern a path matches (`/v1/records/{id}`); nil for an unknown path.
+    static func pattern(forPath path: String) -> String? {
+        entry(forPath: path)?.path
+    }
+
+    private static func entry(forPath path: String) -> (path: String, methods: [HTTPRequest.Method])? {
         let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
         let segments = trimmed.split(separator: "/", omittingEmptySubsequences: false)
         return table.first { entry in
             let pattern = entry.path.split(separator: "/", omittingEmptySubsequences: false)
             return pattern.count == segments.count
                 && zip(pattern, segments).allSatisfy { $0 == "{id}" ? !$1.isEmpty : $0 == $1 }
-        }?.methods
+        }
     }
 
     static func router(_ deps: ServerDependencies, faults: FaultInjector?) -> Router<ServerContext> {
         let router = Router(context: ServerContext.self)
-        router.add(middleware: ErrorMiddleware())
+        router.add(middleware: ErrorMiddleware(metrics: deps.metrics))
         if let faults { router.add(middleware: FaultMiddleware(injector: faults)) }
 
         let open = router.group("v1")
-        open.get("health") { _, _ in JSONResponse.make(HealthResponse(version: ServerVersion.current)) }
+        open.get("health") { _, context in try await health(deps.store, context: context) }
         AccountRoutes(deps: deps).addOpen(to: open)
 
         let authenticated = router.group("v1").add(middleware: BearerAuthMiddleware(store: deps.store, expiry: deps.tokenExpiry))
@@ -74,6 +84,39 @@ enum Routes {
         RecordDeletionRoutes(deps: deps).add(to: authenticated)
         SummaryRoutes(deps: deps).add(to: authenticated)
         return router
+    }
+}
+
+extension Routes {
+    /// `GET /v1/health`: 200 when the database answers within 5 s, else 503 (with Retry-After)
+    /// saying so: what a load balancer or a monitor asks before sending traffic.
+    static func health(_ store: any ServerStore, context: ServerContext) async throws -> Response {
+        let answered = try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                do {
+                    try await store.ping()
+                    return true
+                } catch {
+                    context.logger.warning("health: the database does not answer: \(error)")
+                    return false
+                }
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(5))
+                context.logger.warning("health: the database did not answer within 5 s")
+                return false
+            }
+            let first = try await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        guard answered else {
+            var response = JSONResponse.make(HealthResponse(status: "unavailable", version: ServerVersion.current, database: "unavailable"),
+                                             status: .serviceUnavailable)
+            response.headers[.retryAfter] = "5"
+            return response
+        }
+        return JSONResponse.make(HealthResponse(version: ServerVersion.current, database: "ok"))
     }
 }
 

@@ -25,6 +25,8 @@ public protocol ServerStore: Sendable {
     /// Where the login and registration limits count, when the store shares them between server
     /// processes; nil: in the server's memory.
     func limitLedger(rules: [LimitKind: EventWindow.Policy]) -> (any LimitLedger)?
+    /// The store's own gauges for `/metrics` (a connection pool's use): name, help, value.
+    func gauges() -> [(name: String, help: String, value: Double)]
 
     /// Creates an account. Throws ``StoreError/emailTaken`` when the (normalized) email exists.
     func createAccount(email: String, passwordHash: String, now: Date) async throws -> Account
@@ -85,6 +87,7 @@ extension ServerStore {
     public var services: [any Service] { [] }
     public func prepare(logger: Logger) async throws {}
     public func limitLedger(rules: [LimitKind: EventWindow.Policy]) -> (any LimitLedger)? { nil }
+    public func gauges() -> [(name: String, help: String, value: Double)] { [] }
 }
 
 /// Failures a store reports to its callers (anything else is an internal error).

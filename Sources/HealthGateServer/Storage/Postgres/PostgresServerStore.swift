@@ -90,6 +90,15 @@ public final class PostgresServerStore: ServerStore {
         return (usage.leased, usage.waiting, usage.timedOut, database.settings.poolMax)
     }
 
+    public func gauges() -> [(name: String, help: String, value: Double)] {
+        let usage = poolUsage
+        return [("database_connections_leased", "PostgreSQL connections in use by requests.", Double(usage.leased)),
+                ("database_requests_waiting", "Requests waiting for a PostgreSQL connection.", Double(usage.waiting)),
+                ("database_pool_size", "PostgreSQL connections this process may open (pool_max).", Double(usage.size)),
+                ("database_waits_given_up", "Requests answered 503 after waiting pool_wait for a connection (since start).",
+                 Double(usage.timedOut))]
+    }
+
     // MARK: Accounts
 
     public func createAccount(email: String, passwordHash: String, now: Date) async throws -> Account {
