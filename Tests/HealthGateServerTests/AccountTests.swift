@@ -11,7 +11,7 @@ import TestSupport
         let server = try await ServerProcess.start(databasePath: scratch.dbPath)
         let reply = try await APIClient(server).send(.GET, "/v1/health")
         #expect(reply.status == 200)
-        #expect(try reply.decode(HealthResponse.self) == HealthResponse(status: "ok", version: "0.1.0"))
+        #expect(try reply.decode(HealthResponse.self) == HealthResponse(status: "ok", version: "0.1.0", database: "ok"))
         #expect(server.url.absoluteString.hasPrefix("http://127.0.0.1:") && !server.url.absoluteString.hasSuffix(":0"))
         #expect(await server.stopped() == 0)
     }

@@ -21,8 +21,8 @@ final class Ledgers: Sendable {
     init(_ kind: LedgerKind) async throws {
         self.kind = kind
         if kind == .postgres {
-            let cluster = try PostgresCluster.shared()
-            database = try cluster.createDatabase()
+            let cluster = try await PostgresCluster.shared()
+            database = try await cluster.createDatabase()
             let store = try PostgresServerStore(settings: try PostgresStoreTests.settings(cluster, database),
                                                 logger: Logger(label: "test"), beforeCommit: nil)
             pool = Task { await store.database.client.run() }
@@ -135,11 +135,11 @@ final class Ledgers: Sendable {
         case .postgres:
             // In the database: each key keeps at most its limit of events, however often it is counted.
             for _ in 0..<20 { try await attempts.recordFailure(email: "e1", client: "c1", now: t0.addingTimeInterval(999)) }
-            let most = try PostgresCluster.shared().psql(ledgers.database, """
+            let most = try await PostgresCluster.shared().psql(ledgers.database, """
                 SELECT max(n) FROM (SELECT count(*) AS n FROM limit_events WHERE kind = 'pair' GROUP BY key) AS counts
                 """)
             #expect(most == "2", "a pair keeps its latest 2 failures")
-            let plain = try PostgresCluster.shared().psql(ledgers.database, "SELECT count(*) FROM limit_events WHERE key !~ '^[0-9a-f]{64}$'")
+            let plain = try await PostgresCluster.shared().psql(ledgers.database, "SELECT count(*) FROM limit_events WHERE key !~ '^[0-9a-f]{64}$'")
             #expect(plain == "0", "keys are stored hashed")
         }
         // The most recent stay remembered.

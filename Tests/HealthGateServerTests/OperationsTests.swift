@@ -9,14 +9,14 @@ import TestSupport
     /// PostgreSQL stopped: health answers 503 naming the database (a load balancer takes the
     /// process out), and 200 again once PostgreSQL is back.
     @Test func healthSaysWhetherTheDatabaseAnswers() async throws {
-        let cluster = try PostgresCluster.start()
+        let cluster = try await PostgresCluster.start()
         let server = try await ServerProcess.start(postgres: cluster, postgresOptions: "pool_wait=1")
         let api = APIClient(server)
         let up = try await api.send(.GET, "/v1/health")
         #expect(up.status == 200)
         #expect(try up.decode(HealthResponse.self).database == "ok")
 
-        try cluster.stop(mode: "immediate")
+        try await cluster.stop(mode: "immediate")
         let down = try await api.send(.GET, "/v1/health")
         #expect(down.status == 503 && down.headers.first(name: "Retry-After") != nil, "\(down.text)")
         let body = try down.decode(HealthResponse.self)
@@ -25,9 +25,9 @@ import TestSupport
         let login = try await api.login("ann@example.org", "long enough password")
         #expect(login.status == 503 && login.headers.first(name: "Retry-After") != nil, "\(login.text)")
 
-        try cluster.start()
+        try await cluster.start()
         try await eventually("health is 200 again") { try await api.send(.GET, "/v1/health").status == 200 }
-        try cluster.stop()
+        try await cluster.stop()
     }
 
     @Test func metricsCountRequestsRecordsAndConnections() async throws {

@@ -10,10 +10,14 @@ import TestSupport
 /// The PostgreSQL store on a real PostgreSQL (whatever store the run's servers use): two stores
 /// on one database stand for two server processes.
 @Suite struct PostgresStoreTests {
+    /// The settings of `database`, with a long wait for a connection: the full suite starts a
+    /// thousand tests at once on two cores, and opening a connection can then take seconds (the
+    /// test that is about the wait sets its own).
     static func settings(_ cluster: PostgresCluster, _ database: String) throws -> PostgresSettings {
-        guard case .postgres(let settings) = try DatabaseLocation.parse(cluster.url(database)) else {
+        guard case .postgres(var settings) = try DatabaseLocation.parse(cluster.url(database)) else {
             throw ServerFailure("not a PostgreSQL URL")
         }
+        settings.poolWait = .seconds(60)
         return settings
     }
 
@@ -29,8 +33,8 @@ import TestSupport
     static func withStores<T: Sendable>(_ count: Int, beforeCommit: (@Sendable () async -> Void)? = nil,
                                         _ body: @escaping @Sendable (PostgresCluster, String, [PostgresServerStore]) async throws -> T)
         async throws -> T {
-        let cluster = try PostgresCluster.shared()
-        let database = try cluster.createDatabase()
+        let cluster = try await PostgresCluster.shared()
+        let database = try await cluster.createDatabase()
         let settings = try settings(cluster, database)
         let logger = Logger(label: "test")
         let stores = try (0..<count).map { i in
@@ -72,7 +76,7 @@ import TestSupport
             // The second upload is either done or waiting for a lock: never numbered past an
             // uncommitted one.
             try await eventually("the second upload waits on the first") {
-                let waiting = try cluster.psql(database, """
+                let waiting = try await cluster.psql(database, """
                     SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
                     """)
                 return waiting == "1" || secondDone.withLock { $0 }
@@ -143,11 +147,11 @@ import TestSupport
     /// A request that finds every connection in use waits the pool's wait, then is told to come
     /// back (StoreError.busy: 503 with Retry-After), and the pool serves again afterwards.
     @Test func anExhaustedPoolAnswersBusyNotAHang() async throws {
-        let cluster = try PostgresCluster.shared()
-        let database = try cluster.createDatabase()
+        let cluster = try await PostgresCluster.shared()
+        let database = try await cluster.createDatabase()
         var settings = try Self.settings(cluster, database)
         settings.poolMax = 1
-        settings.poolWait = .seconds(2)  // opening the first connection takes a while on a loaded machine
+        settings.poolWait = .seconds(2)
         let held = Doorbell(), release = Doorbell()
         let store = try PostgresServerStore(settings: settings, logger: Logger(label: "test"), beforeCommit: {
             held.ring()
@@ -156,15 +160,21 @@ import TestSupport
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await store.database.client.run() }
             defer { group.cancelAll() }
+            // The pool's one connection, opened (which may take longer than the wait on a loaded
+            // machine): from then on a lease of it is immediate.
+            try await eventually("the pool's connection is open", every: .milliseconds(200)) {
+                (try? await store.ping()) != nil
+            }
             try await store.migrate()
             let account = try await store.createAccount(email: "pool@example.org", passwordHash: "x", now: Date())
             let device = try await store.createDevice(userId: account.id, name: "d", tokenHash: "t", now: Date())
             async let holding = store.upsert([Self.record(1)], userId: account.id, deviceId: device.id, now: Date())
             #expect(await held.wait(upTo: Patience.limit))
+            let gaveUp = store.poolUsage.timedOut
             await #expect(throws: StoreError.busy) {
                 try await store.history(userId: account.id, after: 0, limit: 10, byteBudget: 1 << 20)
             }
-            #expect(store.poolUsage.timedOut == 1 && store.poolUsage.leased == 1)
+            #expect(store.poolUsage.timedOut == gaveUp + 1 && store.poolUsage.leased == 1)
             release.ring()
             #expect(try await holding == [.accepted(seq: 1)])
             #expect(try await store.history(userId: account.id, after: 0, limit: 10, byteBudget: 1 << 20).records.count == 1)
@@ -184,16 +194,16 @@ import TestSupport
             #expect(try await stores[2].appliedMigrations() == PostgresSchema.migrations.map(\.name))
 
             // A database where the first migration died half way (its second statement fails).
-            let fresh = try cluster.createDatabase()
-            try cluster.psql(fresh, "CREATE TABLE users (id text)")  // makes pg-v1-schema fail at CREATE TABLE users
+            let fresh = try await cluster.createDatabase()
+            try await cluster.psql(fresh, "CREATE TABLE users (id text)")  // makes pg-v1-schema fail at CREATE TABLE users
             let other = try PostgresServerStore(settings: try Self.settings(cluster, fresh), logger: Logger(label: "test"))
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await other.database.client.run() }
                 defer { group.cancelAll() }
                 await #expect(throws: (any Error).self) { try await other.migrate() }
-                #expect(try cluster.psql(fresh, "SELECT to_regclass('server_meta') IS NULL") == "t", "nothing of it was kept")
+                #expect(try await cluster.psql(fresh, "SELECT to_regclass('server_meta') IS NULL") == "t", "nothing of it was kept")
                 #expect(try await other.appliedMigrations().isEmpty)
-                try cluster.psql(fresh, "DROP TABLE users")
+                try await cluster.psql(fresh, "DROP TABLE users")
                 #expect(try await other.migrate() == ["pg-v1-schema"])
                 #expect(try await other.appliedMigrations() == ["pg-v1-schema"])
             }

@@ -29,8 +29,8 @@ import TestSupport
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let path = folder + "/server.sqlite"
         try await sqliteServer(path, count: 15_000)
-        let cluster = try PostgresCluster.shared()
-        let database = try cluster.createDatabase()
+        let cluster = try await PostgresCluster.shared()
+        let database = try await cluster.createDatabase()
 
         // Killed (SIGKILL) once the first batches of records are in.
         let killed = try await onOwnThread { () throws -> Bool in
@@ -55,7 +55,7 @@ import TestSupport
             return process.terminationReason == .uncaughtSignal
         }
         #expect(killed, "the move was killed part-way")
-        let partial = Int(try cluster.psql(database, "SELECT count(*) FROM records")) ?? -1
+        let partial = Int(try await cluster.psql(database, "SELECT count(*) FROM records")) ?? -1
         #expect(partial >= 4000 && partial < 30_000, "\(partial) records copied before the kill")
 
         let result = try await Tool.run(ServerProcess.executable, ["migrate", "--from", "sqlite:" + path, "--to", cluster.url(database),
@@ -65,9 +65,9 @@ import TestSupport
         #expect(report["records"] as? Int == 30_000 && report["tombstones"] as? Int == 3000)
         let written = report["written"] as? Int ?? 0
         #expect(written > 0 && written <= 30_000 - partial + 4, "only what was missing is written: \(written)")
-        #expect(try cluster.psql(database, "SELECT count(*), count(body) FROM records") == "30000|27000")
+        #expect(try await cluster.psql(database, "SELECT count(*), count(body) FROM records") == "30000|27000")
         // Each account's counter came over: the next change continues the numbering.
-        let counters = try cluster.psql(database, "SELECT change_seq FROM users ORDER BY email")
+        let counters = try await cluster.psql(database, "SELECT change_seq FROM users ORDER BY email")
         #expect(counters == "16500\n16500")
     }
 
@@ -75,7 +75,7 @@ import TestSupport
         let folder = try temporaryFolder("move-refused")
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let missing = try await Tool.run(ServerProcess.executable, ["migrate", "--from", "sqlite:\(folder)/none.sqlite", "--to",
-                                                                    try PostgresCluster.shared().url("postgres")])
+                                                                    try await PostgresCluster.shared().url("postgres")])
         #expect(missing.status != 0 && missing.stderr.contains("none.sqlite: no such file"), "\(missing.stderr)")
         let backwards = try await Tool.run(ServerProcess.executable, ["migrate", "--from", "postgres://x@localhost/db", "--to",
                                                                       "sqlite:\(folder)/a.sqlite"])

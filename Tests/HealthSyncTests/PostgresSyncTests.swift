@@ -18,6 +18,23 @@ import Timing
         let path = folder + "/shared"
         let first = try await ServerProcess.start(databasePath: path, store: .postgres)
         let second = try await ServerProcess.start(databasePath: path, store: .postgres)
+        try await twoInstallsConverge(first, second)
+    }
+
+    /// The same through pgbouncer in transaction mode (a server connection lent per transaction):
+    /// the store's statements need no session (no named prepared statements, no SET, advisory
+    /// locks only inside a transaction).
+    @Test func twoServerProcessesThroughPgBouncerInTransactionMode() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let bouncer = try PgBouncer(in: cluster, poolSize: 4)
+        let url = bouncer.url(try await cluster.createDatabase())
+        let first = try await ServerProcess.start(databasePath: "pgbouncer-1", databaseURL: url)
+        let second = try await ServerProcess.start(databasePath: "pgbouncer-2", databaseURL: url)
+        try await twoInstallsConverge(first, second)
+        #expect(bouncer.log.contains("login attempt"), "the connections went through pgbouncer: \(bouncer.log.suffix(2000))")
+    }
+
+    func twoInstallsConverge(_ first: ServerProcess, _ second: ServerProcess) async throws {
         #expect(first.databaseURL == second.databaseURL && first.url != second.url)
 
         let a = try await Install()
@@ -54,7 +71,7 @@ import Timing
     /// (pool_wait=1): meanwhile uploads are answered 503 with Retry-After (never a hang), the
     /// forwarder retries, and the server ends with exactly the install's set.
     @Test func postgresKilledMidSyncEndsWithExactlyTheSameSet() async throws {
-        let cluster = try PostgresCluster.start()
+        let cluster = try await PostgresCluster.start()
         let server = try await ServerProcess.start(postgres: cluster, postgresOptions: "pool_wait=1")
         let a = try await Install()
         try await a.importFixtures()
@@ -81,6 +98,6 @@ import Timing
         #expect(Set(held.keys) == Set(local.keys))
         #expect(try await a.store.outboxDepth() == 0)
         #expect(server.log.contains("database unavailable"), "the outage was answered 503: \(server.log.suffix(3000))")
-        try cluster.stop()
+        try await cluster.stop()
     }
 }

@@ -40,7 +40,7 @@ import TestSupport
         #expect(await server.stopped() == 0)
 
         // The move, twice: the second run finds everything there.
-        let target = try ServerProcess.postgresDatabase(for: folder + "/moved")
+        let target = try await onOwnThread { try ServerProcess.postgresDatabase(for: folder + "/moved") }
         let moved = try await migrate(["--from", "sqlite:" + sqlitePath, "--to", target])
         #expect(moved.status == 0, "\(moved.stderr)")
         #expect(moved.report["users"] as? Int == 1 && moved.report["devices"] as? Int == 2)

@@ -106,8 +106,43 @@ public final class PostgresCluster: Sendable {
         return result.output
     }
 
+    // The same, from async code: on a thread of their own, never blocking one of the few threads
+    // of Swift's concurrency pool that every test shares (initdb and pg_ctl take seconds).
+
+    public static func shared() async throws -> PostgresCluster { try await onOwnThread { try shared() } }
+
+    public static func start() async throws -> PostgresCluster { try await onOwnThread { try start() } }
+
+    public func start() async throws { try await onOwnThread { try self.start() } }
+
+    public func stop(mode: String = "fast") async throws { try await onOwnThread { try self.stop(mode: mode) } }
+
+    @discardableResult
+    public func createDatabase() async throws -> String { try await onOwnThread { try self.createDatabase() } }
+
+    @discardableResult
+    public func psql(_ database: String, _ sql: String) async throws -> String {
+        try await onOwnThread { try self.psql(database, sql) }
+    }
+
     /// PostgreSQL's log so far.
     public var log: String { (try? String(contentsOfFile: folder + "/postgres.log", encoding: .utf8)) ?? "" }
+
+    /// Gives a folder to the user PostgreSQL runs as (under root: `postgres`).
+    public func giveToServerUser(_ path: String) throws {
+        guard let asUser else { return }
+        guard let user = getpwnam(asUser) else { throw PeerError("no user '\(asUser)'") }
+        for entry in [path] + ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).map({ path + "/" + $0 }) {
+            chown(entry, user.pointee.pw_uid, user.pointee.pw_gid)
+        }
+    }
+
+    /// Runs a program to its end as the user PostgreSQL runs as (pgbouncer, say); throws with its
+    /// output when it fails.
+    public func runAsServerUser(_ executable: String, _ arguments: [String]) throws {
+        let result = try Self.runProcess(executable, arguments, asUser: asUser)
+        guard result.status == 0 else { throw PeerError("\(executable) failed (\(result.status)): \(result.output)") }
+    }
 
     private func run(_ tool: String, _ arguments: [String]) throws {
         let result = try Self.runProcess(bin + "/" + tool, arguments, asUser: asUser)

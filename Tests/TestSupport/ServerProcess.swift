@@ -49,13 +49,14 @@ public final class ServerProcess: @unchecked Sendable {
     /// Starts the server on `databasePath` (a new temporary file by default) and waits for the
     /// line that says where it listens. `port` 0 picks a free port.
     public init(databasePath: String? = nil, port: Int = 0, extraArguments: [String] = [], launcher: [String] = [],
-                store: TestStore = .current, postgres: PostgresCluster? = nil, postgresOptions: String = "") throws {
+                store: TestStore = .current, postgres: PostgresCluster? = nil, postgresOptions: String = "",
+                databaseURL explicitURL: String? = nil) throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hg-server-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         self.databasePath = databasePath ?? folder + "/server.sqlite"
-        self.store = postgres == nil ? store : .postgres
-        databaseURL = self.store == .postgres
-            ? try Self.postgresDatabase(for: self.databasePath, on: postgres) + (postgresOptions.isEmpty ? "" : "&" + postgresOptions) : nil
+        self.store = postgres == nil && explicitURL == nil ? store : .postgres
+        databaseURL = try explicitURL ?? (self.store == .postgres
+            ? try Self.postgresDatabase(for: self.databasePath, on: postgres) + (postgresOptions.isEmpty ? "" : "&" + postgresOptions) : nil)
         cluster = self.store == .postgres ? try postgres ?? PostgresCluster.shared() : nil
         self.extraArguments = extraArguments
         self.launcher = launcher
@@ -66,10 +67,10 @@ public final class ServerProcess: @unchecked Sendable {
     /// Starts the server (see `init`), waiting for its first line off the shared concurrency pool.
     public static func start(databasePath: String? = nil, port: Int = 0, extraArguments: [String] = [],
                              launcher: [String] = [], store: TestStore = .current, postgres: PostgresCluster? = nil,
-                             postgresOptions: String = "") async throws -> ServerProcess {
+                             postgresOptions: String = "", databaseURL: String? = nil) async throws -> ServerProcess {
         try await onOwnThread {
             try ServerProcess(databasePath: databasePath, port: port, extraArguments: extraArguments, launcher: launcher,
-                              store: store, postgres: postgres, postgresOptions: postgresOptions)
+                              store: store, postgres: postgres, postgresOptions: postgresOptions, databaseURL: databaseURL)
         }
     }
 
