@@ -5,7 +5,7 @@ SWIFT ?= swift
 DEMO_DB ?= demo.sqlite
 BIN = .build/debug/healthgate
 
-.PHONY: setup setup-build build server demo daemon test format format-check peer-test server-test bench bench-apple fuzz fuzz-build fuzz-smoke fuzz-corpus reference reference-check systemd-check vm-image vm-test bench-ble bench-ant bench-watch install uninstall clean
+.PHONY: setup setup-build build server demo daemon test install-server bench-capacity format format-check peer-test server-test bench bench-apple fuzz fuzz-build fuzz-smoke fuzz-corpus reference reference-check systemd-check vm-image vm-test bench-ble bench-ant bench-watch install uninstall clean
 
 setup:
 	@bash .ci/setup
@@ -63,6 +63,12 @@ bench: setup-build
 	$(SWIFT) build $(RELEASE) --product healthgate
 	$(SWIFT) build $(RELEASE) --product healthgate-bench
 	.build/release/healthgate-bench Fixtures
+
+# The tracking server's capacity, SQLite next to PostgreSQL next to pgbench (docs/server.md, Capacity).
+bench-capacity: setup
+	$(SWIFT) build $(RELEASE) --product healthgate-server
+	$(SWIFT) build $(RELEASE) --product healthgate-bench
+	.build/release/healthgate-bench capacity --seconds 10
 
 # Apple Health import of a synthetic export of APPLE_MB megabytes (1 GB by default; `make
 # bench-apple APPLE_MB=20` for a smoke run) next to XMLStream alone and healthkit-to-sqlite.
@@ -191,6 +197,20 @@ install:
 	@$(DBUS_RELOAD)
 	install -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/healthgate/README.md
 	[ -e $(DESTDIR)/etc/healthgate/healthgate.toml ] || install -m 0640 systemd/healthgate.toml $(DESTDIR)/etc/healthgate/healthgate.toml
+
+# `make install-server [PREFIX=/usr/local] [DESTDIR=]`: the release tracking server, its sample unit
+# (docs/server.md), its system user and its configuration folder (TLS certificate and key go in
+# /etc/healthgate-server/tls; HEALTHGATE_DATABASE in /etc/healthgate-server/server.env).
+install-server:
+	$(if $(SERVER_BINARY),,$(SWIFT) build $(RELEASE) --product healthgate-server)
+	install -D -m 0755 $(or $(SERVER_BINARY),.build/release/healthgate-server) $(DESTDIR)$(PREFIX)/bin/healthgate-server
+	install -d $(DESTDIR)/etc/systemd/system $(DESTDIR)/usr/lib/sysusers.d $(DESTDIR)/etc/healthgate-server/tls \
+		$(DESTDIR)$(PREFIX)/share/doc/healthgate
+	sed 's|/usr/local/|$(PREFIX)/|g' systemd/healthgate-server.service > $(DESTDIR)/etc/systemd/system/healthgate-server.service
+	chmod 0644 $(DESTDIR)/etc/systemd/system/healthgate-server.service
+	install -m 0644 systemd/healthgate-server.sysusers $(DESTDIR)/usr/lib/sysusers.d/healthgate-server.conf
+	install -m 0644 docs/server.md $(DESTDIR)$(PREFIX)/share/doc/healthgate/server.md
+	$(if $(DESTDIR),,systemd-sysusers $(DESTDIR)/usr/lib/sysusers.d/healthgate-server.conf 2>/dev/null || true)
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/healthgate $(DESTDIR)/etc/systemd/system/healthgate.service \
