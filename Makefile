@@ -5,7 +5,7 @@ SWIFT ?= swift
 DEMO_DB ?= demo.sqlite
 BIN = .build/debug/healthgate
 
-.PHONY: setup setup-build build server demo daemon test install-server bench-capacity format format-check peer-test server-test bench bench-apple fuzz fuzz-build fuzz-smoke fuzz-corpus reference reference-check systemd-check vm-image vm-test bench-ble bench-ant bench-watch install uninstall clean
+.PHONY: setup setup-build build server demo daemon test install-server format format-check peer-test server-test bench bench-apple fuzz fuzz-build fuzz-smoke fuzz-corpus reference reference-check systemd-check vm-image vm-test bench-ble bench-ant bench-watch install uninstall clean
 
 setup:
 	@bash .ci/setup
@@ -63,12 +63,6 @@ bench: setup-build
 	$(SWIFT) build $(RELEASE) --product healthgate
 	$(SWIFT) build $(RELEASE) --product healthgate-bench
 	.build/release/healthgate-bench Fixtures
-
-# The tracking server's capacity, SQLite next to PostgreSQL next to pgbench (docs/server.md, Capacity).
-bench-capacity: setup
-	$(SWIFT) build $(RELEASE) --product healthgate-server
-	$(SWIFT) build $(RELEASE) --product healthgate-bench
-	.build/release/healthgate-bench capacity --seconds 10
 
 # Apple Health import of a synthetic export of APPLE_MB megabytes (1 GB by default; `make
 # bench-apple APPLE_MB=20` for a smoke run) next to XMLStream alone and healthkit-to-sqlite.
