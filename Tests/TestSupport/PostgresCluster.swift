@@ -178,10 +178,23 @@ public final class PostgresCluster: Sendable {
         _ = unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 3)
         // Not the test's own folder: the postgres user may not be allowed in it.
         _ = unsafeBitCast(changeFolder, to: ChangeFolder.self)(&actions, "/")
+        // An empty signal mask and default handlers: a thread of this process may block signals
+        // (SIGTERM, SIGALRM ...), and a child inheriting that mask would ignore being stopped
+        // (pgbouncer left running after its test, seen).
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         let cArguments = (argv + arguments).map { strdup($0) } + [nil]
         defer { for argument in cArguments { free(argument) } }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, argv[0], &actions, nil, cArguments, environ)
+        let spawned = posix_spawn(&pid, argv[0], &actions, &attributes, cArguments, environ)
         guard spawned == 0 else { throw PeerError("cannot start \(argv[0]): \(String(cString: strerror(spawned)))") }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
