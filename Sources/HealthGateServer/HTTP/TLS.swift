@@ -1,4 +1,5 @@
 public import Foundation
+import HealthModel
 import HummingbirdCore
 import Logging
 import NIOCore
@@ -49,9 +50,9 @@ public final class TLSCertificates: Sendable {
     /// What a certificate's state is worth saying in the log: expired, or expiring within 14 days.
     public func warning(now: Date = Date()) -> String? {
         let left = notAfter.timeIntervalSince(now)
-        if left <= 0 { return "the certificate \(certificatePath) expired on \(ISO8601Format.string(notAfter)): clients will refuse it" }
+        if left <= 0 { return "the certificate \(certificatePath) expired on \(ISO8601.string(notAfter)): clients will refuse it" }
         if left < 14 * 86_400 {
-            return "the certificate \(certificatePath) expires on \(ISO8601Format.string(notAfter)) (in \(Int(left / 86_400)) days)"
+            return "the certificate \(certificatePath) expires on \(ISO8601.string(notAfter)) (in \(Int(left / 86_400)) days)"
         }
         return nil
     }
@@ -89,13 +90,6 @@ public struct TLSSetupError: Error, CustomStringConvertible {
     public var description: String
 }
 
-/// ISO 8601 in UTC to the second, for messages.
-enum ISO8601Format {
-    static func string(_ date: Date) -> String {
-        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: false).timeZone(separator: .omitted))
-    }
-}
-
 /// On SIGHUP, reads the certificate and key again (``TLSCertificates/reload()``); a failed
 /// reload keeps the certificate in use and says why.
 ///
@@ -111,7 +105,7 @@ struct TLSReloadService: Service {
         for await _ in hangUps.cancelOnGracefulShutdown() {
             do {
                 let notAfter = try certificates.reload()
-                logger.notice("certificate reloaded from \(certificates.certificatePath): valid until \(ISO8601Format.string(notAfter))")
+                logger.notice("certificate reloaded from \(certificates.certificatePath): valid until \(ISO8601.string(notAfter))")
                 if let warning = certificates.warning() { logger.warning("\(warning)") }
             } catch {
                 logger.error("certificate reload failed, still serving the previous one: \(error)")

@@ -144,8 +144,8 @@ public final class SQLiteServerStore: ServerStore {
     // MARK: Accounts
 
     public func createAccount(email: String, passwordHash: String, now: Date) async throws -> Account {
-        let now = Self.wholeSeconds(now)
-        let account = Account(id: UUID().uuidString.lowercased(), email: email, passwordHash: passwordHash, createdAt: now)
+        let account = Account.new(email: email, passwordHash: passwordHash, now: now)
+        let now = account.createdAt
         do {
             try await pool.write { db in
                 try db.execute(sql: "INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, ?)",
@@ -215,9 +215,8 @@ public final class SQLiteServerStore: ServerStore {
     // MARK: Devices
 
     public func createDevice(userId: String, name: String, tokenHash: String, now: Date) async throws -> Device {
-        let now = Self.wholeSeconds(now)
-        let device = Device(id: UUID().uuidString.lowercased(), userId: userId, name: name, primary: false, createdAt: now,
-                            lastSeenAt: now)
+        let device = Device.new(userId: userId, name: name, now: now)
+        let now = device.createdAt
         try await pool.write { db in
             try db.execute(sql: """
                 INSERT INTO devices (id, user_id, name, token_hash, created_at, last_seen_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -482,7 +481,4 @@ public final class SQLiteServerStore: ServerStore {
     /// Stored times: ISO 8601 UTC in whole seconds, so that they also compare as text.
     private static func text(_ date: Date) -> String { ISO8601.string(wholeSeconds(date)) }
 
-    private static func wholeSeconds(_ date: Date) -> Date {
-        Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down))
-    }
 }

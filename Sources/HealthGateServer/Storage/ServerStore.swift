@@ -114,6 +114,18 @@ public struct Account: Sendable, Equatable {
     public var createdAt: Date
 }
 
+extension Account {
+    /// A new account (a fresh id; times are kept to whole seconds by every store).
+    static func new(email: String, passwordHash: String, now: Date) -> Account {
+        Account(id: UUID().uuidString.lowercased(), email: email, passwordHash: passwordHash, createdAt: wholeSeconds(now))
+    }
+}
+
+/// Stored times are whole seconds in every store.
+func wholeSeconds(_ date: Date) -> Date {
+    Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down))
+}
+
 /// A logged-in device of an account.
 public struct Device: Sendable, Equatable {
     public var id: String
@@ -122,6 +134,12 @@ public struct Device: Sendable, Equatable {
     public var primary: Bool
     public var createdAt: Date
     public var lastSeenAt: Date?
+
+    /// A device that just logged in (a fresh id, seen now).
+    static func new(userId: String, name: String, now: Date) -> Device {
+        let now = wholeSeconds(now)
+        return Device(id: UUID().uuidString.lowercased(), userId: userId, name: name, primary: false, createdAt: now, lastSeenAt: now)
+    }
 
     /// The wire form.
     public var info: DeviceInfo {

@@ -102,8 +102,8 @@ public final class PostgresServerStore: ServerStore {
     // MARK: Accounts
 
     public func createAccount(email: String, passwordHash: String, now: Date) async throws -> Account {
-        let now = Self.wholeSeconds(now)
-        let account = Account(id: UUID().uuidString.lowercased(), email: email, passwordHash: passwordHash, createdAt: now)
+        let account = Account.new(email: email, passwordHash: passwordHash, now: now)
+        let now = account.createdAt
         do {
             try await database.read { connection in
                 try await connection.query("""
@@ -153,7 +153,7 @@ public final class PostgresServerStore: ServerStore {
     }
 
     public func changePassword(userId: String, passwordHash: String, keepDeviceId: String, now: Date) async throws -> Int {
-        let now = Self.wholeSeconds(now)
+        let now = wholeSeconds(now)
         return try await database.transaction { connection in
             try await connection.query("UPDATE users SET password_hash = \(passwordHash) WHERE id = \(userId)", logger: self.logger)
             return try await Self.changed(connection.query("""
@@ -188,9 +188,8 @@ public final class PostgresServerStore: ServerStore {
     // MARK: Devices
 
     public func createDevice(userId: String, name: String, tokenHash: String, now: Date) async throws -> Device {
-        let now = Self.wholeSeconds(now)
-        let device = Device(id: UUID().uuidString.lowercased(), userId: userId, name: name, primary: false, createdAt: now,
-                            lastSeenAt: now)
+        let device = Device.new(userId: userId, name: name, now: now)
+        let now = device.createdAt
         try await database.read { connection in
             try await connection.query("""
                 INSERT INTO devices (id, user_id, name, token_hash, created_at, last_seen_at)
@@ -210,7 +209,7 @@ public final class PostgresServerStore: ServerStore {
     }
 
     public func touchDevice(id: String, now: Date) async throws {
-        let now = Self.wholeSeconds(now)
+        let now = wholeSeconds(now)
         let stale = now.addingTimeInterval(-60)
         // Matches no row (and locks nothing) when the device was seen within the minute.
         try await database.read { connection in
@@ -221,7 +220,7 @@ public final class PostgresServerStore: ServerStore {
     }
 
     public func revokeDevice(id: String, userId: String, now: Date) async throws -> Bool {
-        let now = Self.wholeSeconds(now)
+        let now = wholeSeconds(now)
         return try await database.read { connection in
             try await Self.changed(connection.query("""
                 UPDATE devices SET revoked_at = \(now), is_primary = false
@@ -263,7 +262,7 @@ public final class PostgresServerStore: ServerStore {
     // MARK: Records
 
     public func upsert(_ records: [IncomingRecord], userId: String, deviceId: String, now: Date) async throws -> [UpsertOutcome] {
-        let received = Self.wholeSeconds(now)
+        let received = wholeSeconds(now)
         return try await database.transaction { connection in
             var counter = try await self.lockCounter(connection, userId: userId)
             // What is held for these ids, in one query.
@@ -323,7 +322,7 @@ public final class PostgresServerStore: ServerStore {
     }
 
     public func deleteRecord(id: String, userId: String, deviceId: String, now: Date) async throws -> Bool {
-        let now = Self.wholeSeconds(now)
+        let now = wholeSeconds(now)
         return try await database.transaction { connection in
             let counter = try await self.lockCounter(connection, userId: userId)
             let live = try await Self.first(connection.query("""
@@ -338,7 +337,7 @@ public final class PostgresServerStore: ServerStore {
     }
 
     public func deleteAllRecords(userId: String, deviceId: String, now: Date) async throws -> Int {
-        let now = Self.wholeSeconds(now)
+        let now = wholeSeconds(now)
         return try await database.transaction { connection in
             let counter = try await self.lockCounter(connection, userId: userId)
             var ids: [String] = []
@@ -501,9 +500,6 @@ public final class PostgresServerStore: ServerStore {
     }
 
     /// Stored times are whole seconds, as in the SQLite store.
-    static func wholeSeconds(_ date: Date) -> Date {
-        Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down))
-    }
 }
 
 extension Account {
