@@ -24,7 +24,7 @@ struct BearerAuthMiddleware: RouterMiddleware {
             context.logger.info("device token expired", metadata: ["device": "\(principal.deviceId)"])
             throw APIError.unauthorized("the device token expired (unused for more than \(expiry.idleDays) days): log in again")
         }
-        try await store.touchDevice(id: principal.deviceId, now: now)
+        if principal.needsTouch(now: now) { try await store.touchDevice(id: principal.deviceId, now: now) }
         var context = context
         context.principal = principal
         return try await next(request, context)

@@ -237,13 +237,7 @@ public final class SQLiteServerStore: ServerStore {
     }
 
     public func touchDevice(id: String, now: Date) async throws {
-        let stale = Self.text(now.addingTimeInterval(-60))
-        // Reads first: most requests come within a minute of the last one and write nothing.
-        let due = try await pool.read { db in
-            try Bool.fetchOne(db, sql: "SELECT last_seen_at IS NULL OR last_seen_at < ? FROM devices WHERE id = ?",
-                              arguments: [stale, id]) ?? false
-        }
-        guard due else { return }
+        let stale = Self.text(now.addingTimeInterval(-Principal.seenResolution))
         try await pool.write { db in
             try db.execute(sql: "UPDATE devices SET last_seen_at = ? WHERE id = ? AND (last_seen_at IS NULL OR last_seen_at < ?)",
                            arguments: [Self.text(now), id, stale])

@@ -51,7 +51,9 @@ public protocol ServerStore: Sendable {
     func createDevice(userId: String, name: String, tokenHash: String, now: Date) async throws -> Device
     /// Who a token hash belongs to; nil for an unknown or revoked token.
     func principal(tokenHash: String) async throws -> Principal?
-    /// Records that the device was seen (at most one write a minute per device).
+    /// Records that the device was seen, unless it was within ``Principal/seenResolution``
+    /// (callers ask only when ``Principal/needsTouch(now:)``; the store checks again, for two
+    /// requests at once).
     func touchDevice(id: String, now: Date) async throws
     /// Revokes the user's device's token (logout, or from another device); it stops being
     /// primary. Answers false when the user has no such device logged in.
@@ -153,6 +155,13 @@ public struct Principal: Sendable, Equatable {
     public var deviceId: String
     /// When the device was last seen (its creation when never): what token expiry reads.
     public var lastSeenAt: Date
+
+    /// How fine "last seen" is kept: at most one write a minute per device, so that a device
+    /// syncing often costs reads only.
+    public static let seenResolution: TimeInterval = 60
+
+    /// Whether a request at `now` should record that the device was seen.
+    public func needsTouch(now: Date) -> Bool { now.timeIntervalSince(lastSeenAt) >= Self.seenResolution }
 }
 
 /// A valid uploaded record, ready to store.

@@ -210,7 +210,7 @@ public final class PostgresServerStore: ServerStore {
 
     public func touchDevice(id: String, now: Date) async throws {
         let now = wholeSeconds(now)
-        let stale = now.addingTimeInterval(-60)
+        let stale = now.addingTimeInterval(-Principal.seenResolution)
         // Matches no row (and locks nothing) when the device was seen within the minute.
         try await database.read { connection in
             try await connection.query("""
@@ -264,8 +264,11 @@ public final class PostgresServerStore: ServerStore {
     public func upsert(_ records: [IncomingRecord], userId: String, deviceId: String, now: Date) async throws -> [UpsertOutcome] {
         let received = wholeSeconds(now)
         return try await database.transaction { connection in
+            // The counter first, then what is held: a statement reads what was committed when it
+            // started, so the rows must be read by a statement that starts once the lock is held
+            // (joined into the locking statement, they were read as of before the wait, and an
+            // upload racing on another connection went unseen: caught by the racing test).
             var counter = try await self.lockCounter(connection, userId: userId)
-            // What is held for these ids, in one query.
             var held: [String: (version: Int, tombstone: Bool)] = [:]
             let ids = Array(Set(records.map(\.id)))
             let rows = try await connection.query("""
@@ -289,16 +292,15 @@ public final class PostgresServerStore: ServerStore {
             }
             guard !rowsById.isEmpty else { return outcomes }
             try await self.write(rowsById.values.sorted { $0.seq < $1.seq }, userId: userId, deviceId: deviceId,
-                                 received: received, connection: connection)
-            try await self.saveCounter(connection, userId: userId, counter)
+                                 received: received, counter: counter, connection: connection)
             if let beforeCommit = self.beforeCommit { await beforeCommit() }
             return outcomes
         }
     }
 
-    /// Writes stored versions (new rows, or over the row held) in one statement.
+    /// Writes stored versions (new rows, or over the row held) and the user's counter, in one statement.
     private func write(_ rows: [(seq: Int64, record: IncomingRecord)], userId: String, deviceId: String, received: Date,
-                       connection: PostgresConnection) async throws {
+                       counter: Int64, connection: PostgresConnection) async throws {
         let ids = rows.map(\.record.id), seqs = rows.map(\.seq), versions = rows.map { Int64($0.record.version) }
         let types = rows.map(\.record.type.rawValue)
         let starts = rows.map(\.record.start.timeIntervalSince1970), ends = rows.map(\.record.end.timeIntervalSince1970)
@@ -306,6 +308,7 @@ public final class PostgresServerStore: ServerStore {
         let active = rows.map(\.record.figures.activeS), distance = rows.map(\.record.figures.distanceM)
         let energy = rows.map(\.record.figures.energyKcal), sleep = rows.map(\.record.figures.sleepS)
         try await connection.query("""
+            WITH written AS (
             INSERT INTO records (user_id, record_id, seq, version, type, start_time, end_time, body, device_id, received_at,
                                  active_s, distance_m, energy_kcal, sleep_s)
             SELECT \(userId), r.id, r.seq, r.version, r.type, r.s, r.e, CASE WHEN r.gone THEN NULL ELSE r.body END,
@@ -318,6 +321,8 @@ public final class PostgresServerStore: ServerStore {
                 end_time = excluded.end_time, body = excluded.body, device_id = excluded.device_id,
                 received_at = excluded.received_at, active_s = excluded.active_s, distance_m = excluded.distance_m,
                 energy_kcal = excluded.energy_kcal, sleep_s = excluded.sleep_s
+            RETURNING 1)
+            UPDATE users SET change_seq = \(counter) WHERE id = \(userId)
             """, logger: logger)
     }
 
@@ -377,16 +382,23 @@ public final class PostgresServerStore: ServerStore {
 
     public func history(userId: String, after: Int64, limit: Int, byteBudget: Int) async throws -> HistorySlice {
         try await database.read { connection in
-            let epoch = try await Self.first(connection.query("SELECT value FROM server_meta WHERE key = 'history_epoch'",
-                                                              logger: self.logger), as: String.self) ?? ""
+            // The epoch and the page in one round trip: the epoch's row first (seq -1, body the epoch).
             let rows = try await connection.query("""
-                SELECT seq, record_id, version, type, body, device_id FROM records
-                WHERE user_id = \(userId) AND seq > \(after) ORDER BY seq LIMIT \(limit + 1)
+                SELECT -1::int8 AS seq, '' AS record_id, 0::int8 AS version, '' AS type, value AS body, '' AS device_id
+                FROM server_meta WHERE key = 'history_epoch'
+                UNION ALL (SELECT seq, record_id, version, type, body, device_id FROM records
+                           WHERE user_id = \(userId) AND seq > \(after) ORDER BY seq LIMIT \(limit + 1))
+                ORDER BY seq
                 """, logger: self.logger)
+            var epoch = ""
             var records: [StoredRecord] = []
             var bytes = 0
             var more = false
             for try await (seq, id, version, type, body, device) in rows.decode((Int64, String, Int, String, String?, String).self) {
+                if seq < 0 {
+                    epoch = body ?? ""
+                    continue
+                }
                 let size = body?.utf8.count ?? 0
                 if more || records.count == limit || (!records.isEmpty && bytes + size > byteBudget) {
                     more = true
