@@ -233,6 +233,37 @@ import TestSupport
         #expect(bulk.name == "hg-bulk-0" && bulk.nice == UploadWorkers.bulkNice, "\(bulk)")
     }
 
+    /// Large uploads take turns in the whole server: the second waits until the first has
+    /// ended (even one of another account), then runs; an error of the first passes the turn on.
+    @Test func largeUploadsTakeTurns() async throws {
+        struct Oops: Error {}
+        let workers = UploadWorkers(threads: 2)
+        let gate = DispatchSemaphore(value: 0)
+        let started = DispatchSemaphore(value: 0)
+        let log = Log()
+        let first = Task {
+            try await workers.oneLargeAtATime {
+                try await workers.run(for: "a", large: true) {
+                    started.signal()
+                    gate.wait()
+                    log.add("a")
+                }
+                throw Oops()
+            }
+        }
+        try await onOwnThread { started.wait() }
+        async let second: Void = workers.oneLargeAtATime { log.add("b") }
+        _ = try await poll("b waiting") { workers.largeWaitingCount == 1 ? true : nil }
+        #expect(log.entries.isEmpty)
+        gate.signal()
+        await #expect(throws: Oops.self) { try await first.value }
+        try await second
+        #expect(log.entries == ["a", "b"])
+        #expect(workers.largeWaitingCount == 0)
+        // The turn is free again.
+        #expect(try await workers.oneLargeAtATime { 7 } == 7)
+    }
+
     @Test func workersPassErrorsBack() async throws {
         struct Oops: Error {}
         let workers = UploadWorkers(threads: 1)

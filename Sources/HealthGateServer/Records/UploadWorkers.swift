@@ -109,6 +109,13 @@ struct UploadSchedule<Job> {
 ///
 /// The threads start with the first job and live as long as the process (one set per server).
 final class UploadWorkers: @unchecked Sendable {
+    /// Allocations of this size or more are mapped on their own and unmapped when freed (glibc's
+    /// default raises this threshold up to 32 MiB as large blocks are freed, after which the
+    /// buffers of a large upload, its 32 MiB of text among them, come from the heaps and stay
+    /// there). Set once for the process by ``init(threads:inProgressPerAccount:)``.
+    static let mmapThreshold: Int32 = 1 << 20
+    private static let mallocTuned: Bool = GlibcMalloc.setMmapThreshold(UploadWorkers.mmapThreshold)
+
     typealias Lane = UploadSchedule<@Sendable () -> Void>.Lane
 
     /// Worker threads per lane: at least two, so that one account (which holds at most one)
@@ -130,9 +137,14 @@ final class UploadWorkers: @unchecked Sendable {
     /// Guarded by `condition`.
     private var schedule: UploadSchedule<@Sendable () -> Void>
     private var started = false
+    /// Guarded by `condition`: whether a large upload holds the turn (``oneLargeAtATime(_:)``),
+    /// and those waiting for it, first come first served.
+    private var largeBusy = false
+    private var largeWaiting: [CheckedContinuation<Void, Never>] = []
 
     init(threads: Int = UploadWorkers.defaultThreads, inProgressPerAccount: Int = UploadWorkers.defaultInProgressPerAccount) {
         precondition(threads >= 1)
+        _ = Self.mallocTuned
         self.threads = threads
         schedule = UploadSchedule(inProgressPerAccount: inProgressPerAccount)
     }
@@ -148,6 +160,46 @@ final class UploadWorkers: @unchecked Sendable {
         defer { locked { schedule.release(account) } }
         return try await body()
     }
+
+    /// Runs `body`, the whole life of one large upload (inflating, decoding, checking, storing,
+    /// answering), when no other large upload of any account is in it: what a large upload
+    /// costs in memory (its JSON text, the parser's index, the decoded records and their stored
+    /// form: about four times its JSON, at most 32 MiB of it) is then paid for one upload at a
+    /// time, whatever number are sent at once. The others wait their turn holding only their
+    /// body as sent.
+    func oneLargeAtATime<T>(_ body: () async throws -> T) async throws -> T {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now: Bool = locked {
+                if largeBusy {
+                    largeWaiting.append(continuation)
+                    return false
+                }
+                largeBusy = true
+                return true
+            }
+            if now { continuation.resume() }
+        }
+        defer {
+            // What the upload freed goes back to the system before the next one starts: the
+            // parts were allocated on several threads (the bulk worker, the store's writer,
+            // the event loops), and each thread's malloc arena would otherwise keep its high
+            // water, so that successive large uploads added up instead of reusing.
+            GlibcMalloc.trim()
+            // The turn passes to the next one waiting, or is free.
+            let next: CheckedContinuation<Void, Never>? = locked {
+                if largeWaiting.isEmpty {
+                    largeBusy = false
+                    return nil
+                }
+                return largeWaiting.removeFirst()
+            }
+            next?.resume()
+        }
+        return try await body()
+    }
+
+    /// Large uploads waiting for their turn (for tests).
+    var largeWaitingCount: Int { locked { largeWaiting.count } }
 
     /// Runs `work` on a worker thread when it is `account`'s turn (`large`: in the bulk lane),
     /// and answers its result.
@@ -224,4 +276,19 @@ final class UploadWorkers: @unchecked Sendable {
         clock_gettime(clock, &ts)
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
+}
+
+/// glibc's malloc tuning calls, which Swift's Glibc module does not declare (malloc.h), looked
+/// up once; without them (another C library) nothing is tuned.
+enum GlibcMalloc {
+    private typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
+    private typealias MallocTrim = @convention(c) (Int) -> Int32
+    private static let mallopt: Mallopt? = dlsym(nil, "mallopt").map { unsafeBitCast($0, to: Mallopt.self) }
+    private static let mallocTrim: MallocTrim? = dlsym(nil, "malloc_trim").map { unsafeBitCast($0, to: MallocTrim.self) }
+
+    /// `mallopt(M_MMAP_THRESHOLD, bytes)` (malloc.h: M_MMAP_THRESHOLD is -3); true when set.
+    static func setMmapThreshold(_ bytes: Int32) -> Bool { mallopt?(-3, bytes) == 1 }
+
+    /// `malloc_trim(0)`: free pages of every arena back to the system.
+    static func trim() { _ = mallocTrim?(0) }
 }

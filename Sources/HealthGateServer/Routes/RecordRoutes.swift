@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import Logging
 import SyncProtocol
 
 /// Record upload (upsert by id and version) and history.
@@ -7,6 +8,8 @@ struct RecordRoutes {
     let deps: ServerDependencies
 
     static let historyLimits: ClosedRange<Int> = 1...5000
+    /// Uploads of at most this many records are answered without a worker.
+    static let inlineAnswerRecords = 100
     static let defaultHistoryLimit = 1000
 
     func add(to group: RouterGroup<ServerContext>) {
@@ -19,8 +22,9 @@ struct RecordRoutes {
     /// 415, 429 (the account has too many uploads in progress).
     ///
     /// Reading the body and storing wait here; inflating, decoding, checking and encoding run
-    /// on ``UploadWorkers``, in turns between accounts, bodies over
-    /// ``UploadWorkers/bulkBodyBytes`` in the bulk lane.
+    /// on ``UploadWorkers``, in turns between accounts. Bodies whose JSON is over
+    /// ``UploadWorkers/bulkBodyBytes`` run in the bulk lane and one at a time in the whole
+    /// server (``UploadWorkers/oneLargeAtATime(_:)``): the memory bound of uploads in flight.
     @Sendable func upload(_ request: Request, context: ServerContext) async throws -> Response {
         let principal = try context.requirePrincipal()
         let account = principal.userId
@@ -28,23 +32,39 @@ struct RecordRoutes {
         return try await deps.uploads.admitted(account) {
             let raw = try await JSONBody.read(request, limit: deps.limits.uploadBodyBytes)
             let now = Date()
-            let large = raw.bytes.count > UploadWorkers.bulkBodyBytes
-            var checked = try await deps.uploads.run(for: account, large: large) {
-                try Self.check(raw, deps: deps, now: now, within: large ? nil : UploadWorkers.bulkBodyBytes)
+            if raw.bytes.count <= UploadWorkers.bulkBodyBytes,
+               let checked = try await deps.uploads.run(for: account, { try Self.check(raw, deps: deps, now: now, within: UploadWorkers.bulkBodyBytes) }) {
+                return try await Self.store(checked, principal: principal, deps: deps, now: now, logger: context.logger)
             }
-            if checked == nil {
-                // Small as sent, large once inflated.
-                checked = try await deps.uploads.run(for: account, large: true) { try Self.check(raw, deps: deps, now: now) }
+            // Large as sent, or once inflated: one such upload at a time, in the bulk lane.
+            return try await deps.uploads.oneLargeAtATime {
+                // The text, the parser's index and the decoded records are freed once checked:
+                // given back before storing, whose buffers are taken on other threads.
+                guard let checked = try await deps.uploads.run(for: account, large: true, {
+                    defer { GlibcMalloc.trim() }
+                    return try Self.check(raw, deps: deps, now: now)
+                }) else {
+                    throw APIError.internalError
+                }
+                return try await Self.store(checked, principal: principal, deps: deps, now: now, logger: context.logger)
             }
-            guard let checked else { throw APIError.internalError }
-            let outcomes = try await deps.store.upsert(checked.valid, userId: principal.userId, deviceId: principal.deviceId,
-                                                       now: now)
-            let (response, counts) = try await deps.uploads.run(for: account) { Self.answer(checked, outcomes: outcomes) }
-            deps.metrics.upload(accepted: counts.accepted, duplicate: counts.duplicate, rejected: counts.rejected)
-            context.logger.info("upload", metadata: ["device": "\(principal.deviceId)", "accepted": "\(counts.accepted)",
-                                                     "duplicate": "\(counts.duplicate)", "rejected": "\(counts.rejected)"])
-            return response
         }
+    }
+
+    /// Stores the valid records of a checked upload and answers it.
+    private static func store(_ checked: CheckedUpload, principal: Principal, deps: ServerDependencies, now: Date,
+                              logger: Logger) async throws -> Response {
+        let account = principal.userId
+        let outcomes = try await deps.store.upsert(checked.valid, userId: principal.userId, deviceId: principal.deviceId, now: now)
+        // A small answer is made where it is (a few microseconds a record: less than the trip
+        // to a worker thread and back); a large one on a worker.
+        let (response, counts) = checked.envelopes.count <= Self.inlineAnswerRecords
+            ? Self.answer(checked, outcomes: outcomes)
+            : try await deps.uploads.run(for: account) { Self.answer(checked, outcomes: outcomes) }
+        deps.metrics.upload(accepted: counts.accepted, duplicate: counts.duplicate, rejected: counts.rejected)
+        logger.info("upload", metadata: ["device": "\(principal.deviceId)", "accepted": "\(counts.accepted)",
+                                         "duplicate": "\(counts.duplicate)", "rejected": "\(counts.rejected)"])
+        return response
     }
 
     /// An upload decoded and checked: each record's envelope and verdict, in order.

@@ -25,17 +25,27 @@ public final class SQLiteServerStore: ServerStore {
     /// Copies the write-ahead log back into the database file, off the writers' path.
     private let checkpointer: Task<Void, Never>
 
+    /// SQLite's page cache of the one writer and of each reader connection, in KiB.
+    static let writerCacheKB = 32 * 1024
+    static let readerCacheKB = 8 * 1024
+    /// Reader connections at most (GRDB's default).
+    static let maximumReaders = 5
+
     /// Opens (creating if needed, with its folder) the database at `path` and migrates it.
     public init(path: String, checkpoints: CheckpointPolicy = CheckpointPolicy(),
                 logger: Logger = Logger(label: "healthgate-server.store")) throws {
         var config = Configuration()
         config.busyMode = .timeout(10)
+        config.maximumReaderCount = Self.maximumReaders
         config.prepareDatabase { db in
             // WAL + NORMAL: durable across crashes of the server, one fsync per checkpoint.
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            // Up to 64 MB of pages per connection (SQLite's default is 2 MB): the records
-            // indexes of millions of rows stay in memory instead of being read per upsert.
-            try db.execute(sql: "PRAGMA cache_size = -65536")
+            // Pages kept per connection (SQLite's default is 2 MB): the writer 32 MB, so that the
+            // indexes the upserts touch stay in memory, each reader 8 MB; the file's other
+            // pages are in the kernel's cache, a read call away. At most 32 + 5 x 8 = 72 MB in
+            // all (the server's memory budget: docs/server.md).
+            let cacheKB = db.configuration.readonly ? SQLiteServerStore.readerCacheKB : SQLiteServerStore.writerCacheKB
+            try db.execute(sql: "PRAGMA cache_size = -\(cacheKB)")
             // No checkpoints in the middle of an upload: `checkpointer` copies the WAL back in the
             // background (uploads touch index pages at random, so a checkpoint after every few
             // uploads, with its fsyncs, took longer than the uploads themselves).
