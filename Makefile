@@ -5,7 +5,7 @@ SWIFT ?= swift
 DEMO_DB ?= demo.sqlite
 BIN = .build/debug/healthgate
 
-.PHONY: setup setup-build build server demo daemon test install-server format format-check peer-test server-test bench bench-apple fuzz fuzz-build fuzz-smoke fuzz-corpus reference reference-check systemd-check vm-image vm-test bench-ble bench-ant bench-watch install uninstall clean
+.PHONY: setup setup-build build server demo daemon test install-server format format-check peer-test server-test bench bench-capacity bench-apple fuzz fuzz-build fuzz-smoke fuzz-corpus reference reference-check systemd-check vm-image vm-test bench-ble bench-ant bench-watch install uninstall clean
 
 setup:
 	@bash .ci/setup
@@ -63,6 +63,13 @@ bench: setup-build
 	$(SWIFT) build $(RELEASE) --product healthgate
 	$(SWIFT) build $(RELEASE) --product healthgate-bench
 	.build/release/healthgate-bench Fixtures
+
+# The tracking server's capacity on both stores (docs/server.md, Capacity): sustained sync rates
+# open loop next to pgbench, then idle connections held, plain and TLS. About 10 minutes.
+bench-capacity: setup-build
+	$(SWIFT) build $(RELEASE) --product healthgate-server
+	$(SWIFT) build $(RELEASE) --product healthgate-bench
+	.build/release/healthgate-bench capacity
 
 # Apple Health import of a synthetic export of APPLE_MB megabytes (1 GB by default; `make
 # bench-apple APPLE_MB=20` for a smoke run) next to XMLStream alone and healthkit-to-sqlite.

@@ -16,14 +16,15 @@ import TestSupport
 ///
 /// The server is the `healthgate-server` next to this executable: to measure another build,
 /// copy `healthgate-bench` next to that build's server and run it from there.
-func serverLoadBenchmarks(seconds: Int = 20, accounts: Int = 4, interval: Double = 0.25, attackers: Int = 4) async throws {
-    print("\n== Server under hostile uploads (release build, separate process) ==")
+func serverLoadBenchmarks(seconds: Int = 20, accounts: Int = 4, interval: Double = 0.25, attackers: Int = 4,
+                          store: TestStore = .sqlite) async throws {
+    print("\n== Server under hostile uploads (release build, separate process, \(store.rawValue) store) ==")
     let folder = NSTemporaryDirectory() + "healthgate-bench-load-\(getpid())"
     try? FileManager.default.removeItem(atPath: folder)
     try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: folder) }
     print("  server: \(ServerProcess.executable)")
-    let server = try await ServerProcess.start(databasePath: folder + "/server.sqlite")
+    let server = try await ServerProcess.start(databasePath: folder + "/server.sqlite", store: store)
     defer { server.stop() }
     let pid = server.process.processIdentifier
     // A connection per request in flight (the pool's default of 8 would make requests wait
@@ -50,6 +51,8 @@ func serverLoadBenchmarks(seconds: Int = 20, accounts: Int = 4, interval: Double
         print(String(format: "  attacker body: %@: %.1f MB sent (gzip), %.1f MB of JSON", body.name,
                      Double(body.bytes.readableBytes) / 1e6, Double(body.jsonBytes) / 1e6))
     }
+
+    try await singleUploadFootprints(hostile, token: attackerToken, store: store)
 
     // Warm up: one batch per account.
     for a in 0..<accounts { _ = await timedUpload(normal[a][0], url: url, token: tokens[a], http: http) }
@@ -121,6 +124,27 @@ func serverLoadBenchmarks(seconds: Int = 20, accounts: Int = 4, interval: Double
                  ratio, ratio <= 2 ? "met" : "NOT met", percentile(quiet.health, 0.99) * 1000, percentile(attacked.health, 0.99) * 1000))
     print(String(format: "  server peak RSS (VmHWM): %.0f MB", Double(ProcessStats.statusKB(pid, field: "VmHWM:")) / 1024))
     try await http.shutdown()
+}
+
+/// What one upload of each hostile body costs the server in memory, alone: each sent to a fresh
+/// server (of the same store) once, its peak resident memory (VmHWM) over its resident memory
+/// before. The per-request figure behind the whole-server one.
+private func singleUploadFootprints(_ bodies: [(name: String, bytes: ByteBuffer, jsonBytes: Int)], token _: String,
+                                    store: TestStore) async throws {
+    let http = HTTPClient(eventLoopGroupProvider: .singleton)
+    defer { _ = http.shutdown() }
+    for body in bodies {
+        let server = try await ServerProcess.start(store: store)
+        let token = try await account(server)
+        let pid = server.process.processIdentifier
+        let before = ProcessStats.statusKB(pid)
+        let (status, seconds) = await timedUpload(body.bytes, url: server.url.absoluteString, token: token, http: http)
+        let peak = ProcessStats.statusKB(pid, field: "VmHWM:")
+        print(String(format: "  alone on a fresh server: %@ (%.1f MB of JSON): %d in %.1f s, server RSS %.0f MB before, peak %.0f MB: +%.0f MB (%.1f x its JSON)",
+                     body.name, Double(body.jsonBytes) / 1e6, status, seconds, Double(before) / 1024, Double(peak) / 1024,
+                     Double(peak - before) / 1024, Double(peak - before) * 1024 / Double(body.jsonBytes)))
+        _ = await server.stopped()
+    }
 }
 
 /// What one phase measured (filled from several tasks).

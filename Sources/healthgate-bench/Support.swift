@@ -33,3 +33,10 @@ func percentile(_ values: [Double], _ fraction: Double) -> Double {
     let sorted = values.sorted()
     return sorted[min(sorted.count - 1, max(0, Int((fraction * Double(sorted.count)).rounded(.up)) - 1))]
 }
+
+/// This benchmark's `print`: each line is written when printed, even into a pipe or a file (the
+/// standard library's buffers it there), so a run cut short keeps what it measured.
+func print(_ items: Any..., separator: String = " ", terminator: String = "\n") {
+    let line = items.map { "\($0)" }.joined(separator: separator) + terminator
+    FileHandle.standardOutput.write(Data(line.utf8))
+}

@@ -2,9 +2,10 @@
 // same run on the same machine (these machines are noisy, so only the ratios mean much). Not a
 // test: it asserts nothing and never runs in CI.
 //
-//     healthgate-bench [all|files|ble|sync|daemon|server-load|log|views|apple] [--records N] [--backlog N] [--idle S]
+//     healthgate-bench [all|files|ble|sync|daemon|server-load|log|views|apple|capacity] [--records N] [--backlog N] [--idle S]
 //                      [--seconds S] [--accounts N] [--size MB] [--export FILE] [--baseline-mb MB] [FIXTURES]
 import Foundation
+import TestSupport
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 // The Apple Health benchmark's children (see AppleBench.swift).
@@ -14,7 +15,7 @@ if arguments.first == "apple-stage", arguments.count == 3 {
 }
 if arguments.contains(where: { ["-h", "--help", "help"].contains($0) }) {
     print("""
-        USAGE: healthgate-bench [all|files|ble|sync|daemon|server-load|log|views|apple] [--records N] [--backlog N] [--idle S]
+        USAGE: healthgate-bench [all|files|ble|sync|daemon|server-load|log|views|apple|capacity] [--records N] [--backlog N] [--idle S]
                                 [--seconds S] [--accounts N] [--size MB] [--export FILE] [--baseline-mb MB] [FIXTURES]
 
         Speed and footprint figures of the release build, each next to a baseline measured in the same run.
@@ -24,7 +25,9 @@ if arguments.contains(where: { ["-h", "--help", "help"].contains($0) }) {
           daemon   the idle daemon: start to READY, then RSS and CPU over --idle S seconds (default 60)
           server-load  --accounts N (default 4) normal accounts uploading 100-record batches for --seconds S
                    (default 20), then as long again with one account sending hostile bodies: the p99 latencies
-                   of the normal uploads and their ratio (the server next to this executable)
+                   of the normal uploads and their ratio, each hostile body's memory alone on a fresh server, and
+                   the server's peak memory (the server next to this executable); on each store of --store
+                   (default sqlite,postgres)
           log      `healthgate log water 250ml` start to committed row, 200 runs, vs sqlite3 inserting one row
           views    `today` and `stats --period week` over five years of daily entries (20,000 habit events,
                    2,000 workouts), each next to sqlite3 running a plain SQL query of the same totals
@@ -34,7 +37,13 @@ if arguments.contains(where: { ["-h", "--help", "help"].contains($0) }) {
                    the split between XML, mapping, normalizing and writing. Not part of `all` (it takes minutes).
                    --baseline-mb MB: healthkit-to-sqlite reads only the first MB of the same file (it reads about
                    0.5 MB/s; 1 GB would take most of an hour); its rate is over what it read.
-          all      everything but apple (the default)
+          capacity the tracking server's sustained rate, SQLite and PostgreSQL: --devices N (default 200) devices
+                   syncing (upload 20 records, pull) at rising fixed rates, open loop, --seconds S (default 20) each,
+                   until p99 passes 500 ms: p50/p99, errors, syncs per core-second; next to pgbench running the same
+                   upsert transaction. --rates R,R,... the rates; --store sqlite|postgres one store. Then idle
+                   connections held by one server, plain and TLS, up to --connections N (default 20000) or its
+                   open-file limit (0: none): the memory each costs. Not part of `all`.
+          all      everything but apple and capacity (the default)
         """)
     exit(0)
 }
@@ -51,13 +60,25 @@ let idleSeconds = option("--idle", 60, in: &arguments)
 let loadSeconds = option("--seconds", 20, in: &arguments)
 let loadAccounts = option("--accounts", 4, in: &arguments)
 let appleSizeMB = option("--size", 1024, in: &arguments)
+let capacityDevices = option("--devices", 200, in: &arguments)
+let capacityConnections = option("--connections", 20_000, in: &arguments)
+var capacityRates = [100, 200, 300, 400, 500, 600, 800, 1000, 1200, 1500, 2000]
+if let index = arguments.firstIndex(of: "--rates"), index + 1 < arguments.count {
+    capacityRates = arguments[index + 1].split(separator: ",").compactMap { Int($0) }
+    arguments.removeSubrange(index...index + 1)
+}
+var benchStores: [TestStore] = [.sqlite, .postgres]
+if let index = arguments.firstIndex(of: "--store"), index + 1 < arguments.count {
+    benchStores = arguments[index + 1].split(separator: ",").compactMap { TestStore(rawValue: String($0)) }
+    arguments.removeSubrange(index...index + 1)
+}
 let appleBaselineMB = option("--baseline-mb", 0, in: &arguments)
 var appleExport: String?
 if let index = arguments.firstIndex(of: "--export"), index + 1 < arguments.count {
     appleExport = arguments[index + 1]
     arguments.removeSubrange(index...index + 1)
 }
-let modes = ["all", "files", "ble", "sync", "daemon", "server-load", "log", "views", "apple"]
+let modes = ["all", "files", "ble", "sync", "daemon", "server-load", "log", "views", "apple", "capacity"]
 let mode = arguments.first.flatMap { modes.contains($0) ? $0 : nil } ?? "all"
 let fixtures = arguments.first { !modes.contains($0) } ?? "Fixtures"
 if let unknown = arguments.first(where: { $0.hasPrefix("-") }) {
@@ -91,7 +112,13 @@ if mode == "all" || mode == "daemon" {
     try await daemonBenchmarks(seconds: idleSeconds)
 }
 if mode == "all" || mode == "server-load" {
-    try await serverLoadBenchmarks(seconds: loadSeconds, accounts: loadAccounts)
+    for store in benchStores {
+        try await serverLoadBenchmarks(seconds: loadSeconds, accounts: loadAccounts, store: store)
+    }
+}
+if mode == "capacity" {
+    try await capacityBenchmarks(seconds: loadSeconds, devices: capacityDevices, rates: capacityRates, stores: benchStores)
+    if capacityConnections > 0 { try await heldConnectionsBenchmarks(count: capacityConnections) }
 }
 if mode == "all" || mode == "log" {
     try await logBenchmarks(runs: 200)

@@ -137,11 +137,19 @@ public final class PostgresCluster: Sendable {
         }
     }
 
-    /// Runs a program to its end as the user PostgreSQL runs as (pgbouncer, say); throws with its
-    /// output when it fails.
-    public func runAsServerUser(_ executable: String, _ arguments: [String]) throws {
+    /// Runs a program to its end as the user PostgreSQL runs as (pgbouncer, pgbench), with an
+    /// empty signal mask; throws with its output when it fails, else returns it.
+    @discardableResult
+    public func runAsServerUser(_ executable: String, _ arguments: [String]) throws -> String {
         let result = try Self.runProcess(executable, arguments, asUser: asUser)
         guard result.status == 0 else { throw PeerError("\(executable) failed (\(result.status)): \(result.output)") }
+        return result.output
+    }
+
+    /// ``runAsServerUser(_:_:)`` on a thread of its own.
+    @discardableResult
+    public func runAsServerUser(_ executable: String, _ arguments: [String]) async throws -> String {
+        try await onOwnThread { try self.runAsServerUser(executable, arguments) }
     }
 
     private func run(_ tool: String, _ arguments: [String]) throws {
