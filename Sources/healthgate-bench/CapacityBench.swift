@@ -135,12 +135,7 @@ private func openLoop(server: ServerProcess, cluster: PostgresCluster?, http: HT
             let device = k % tokens.count, token = tokens[device], body = bodies[k]
             group.addTask {
                 let t0 = now()
-                var request = HTTPClientRequest(url: url + "/v1/records")
-                request.method = .POST
-                request.headers.add(name: "Authorization", value: "Bearer \(token)")
-                request.headers.add(name: "Content-Type", value: "application/json")
-                request.headers.add(name: "Content-Encoding", value: "gzip")
-                request.body = .bytes(body)
+                let request = uploadRequest(body, server: url, token: token)
                 do {
                     let upload = try await http.execute(request, timeout: .seconds(60))
                     _ = try await upload.body.collect(upTo: 1 << 20)

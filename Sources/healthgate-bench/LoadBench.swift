@@ -185,12 +185,7 @@ private final class PhaseResult: @unchecked Sendable {
 /// Posts one gzip upload body; answers the status (0: no answer) and the seconds until the whole
 /// answer (or the failure).
 private func timedUpload(_ body: ByteBuffer, url: String, token: String, http: HTTPClient) async -> (Int, Double) {
-    var request = HTTPClientRequest(url: url + "/v1/records")
-    request.method = .POST
-    request.headers.add(name: "Authorization", value: "Bearer \(token)")
-    request.headers.add(name: "Content-Type", value: "application/json")
-    request.headers.add(name: "Content-Encoding", value: "gzip")
-    request.body = .bytes(body)
+    let request = uploadRequest(body, server: url, token: token)
     let t0 = now()
     do {
         let response = try await http.execute(request, timeout: .seconds(300))

@@ -1,4 +1,6 @@
+import AsyncHTTPClient
 import Foundation
+import NIOCore
 
 func now() -> Double {
     var ts = timespec()
@@ -39,4 +41,15 @@ func percentile(_ values: [Double], _ fraction: Double) -> Double {
 func print(_ items: Any..., separator: String = " ", terminator: String = "\n") {
     let line = items.map { "\($0)" }.joined(separator: separator) + terminator
     FileHandle.standardOutput.write(Data(line.utf8))
+}
+
+/// `POST /v1/records` of a pre-encoded gzip upload body on the server at `server` (its base URL).
+func uploadRequest(_ body: ByteBuffer, server: String, token: String) -> HTTPClientRequest {
+    var request = HTTPClientRequest(url: server + "/v1/records")
+    request.method = .POST
+    request.headers.add(name: "Authorization", value: "Bearer \(token)")
+    request.headers.add(name: "Content-Type", value: "application/json")
+    request.headers.add(name: "Content-Encoding", value: "gzip")
+    request.body = .bytes(body)
+    return request
 }

@@ -39,7 +39,7 @@ func syncBenchmarks(records: Int = 100_000, backlog: Int = 1_000_000) async thro
     // keyed per account, so the server stores them as new again).
     let second = try await account(server)
     let http = HTTPClient(eventLoopGroupProvider: .singleton)
-    let url = server.url.absoluteString + "/v1/records"
+    let url = server.url.absoluteString
     let t1 = now()
     // As many uploads in flight as the forwarder keeps.
     let posted = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -118,13 +118,8 @@ func filledStore(_ path: String, count: Int, tag: String) async throws -> Health
 }
 
 /// Posts one pre-encoded gzip upload body; returns its record count.
-func post(_ body: (bytes: ByteBuffer, count: Int), to url: String, token: String, with http: HTTPClient) async throws -> Int {
-    var request = HTTPClientRequest(url: url)
-    request.method = .POST
-    request.headers.add(name: "Authorization", value: "Bearer \(token)")
-    request.headers.add(name: "Content-Type", value: "application/json")
-    request.headers.add(name: "Content-Encoding", value: "gzip")
-    request.body = .bytes(body.bytes)
+func post(_ body: (bytes: ByteBuffer, count: Int), to server: String, token: String, with http: HTTPClient) async throws -> Int {
+    let request = uploadRequest(body.bytes, server: server, token: token)
     let response = try await http.execute(request, timeout: .seconds(120))
     _ = try await response.body.collect(upTo: 64 << 20)
     guard response.status == .ok else { throw PeerError("baseline upload answered \(response.status)") }
