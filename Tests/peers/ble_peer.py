@@ -1221,6 +1221,30 @@ class Peer:
             connection.on(connection.EVENT_PAIRING_FAILURE, failed)
         device.on(device.EVENT_CONNECTION, on_connection)
 
+    async def _settle(self, p: Peripheral) -> bool:
+        """Before a stop takes the links down: no new value (paused; answers whether it was
+        paused before, for the caller to restore once the links are down), and every value
+        logged as sent delivered (an indication confirmed or timed out, a notification's packets
+        completed by the controller). Without this a value sent just before the stop could be
+        lost with the link though the log counts it (a recording test waited for it in vain)."""
+        async with p.send_lock:  # no tick half done, none after this
+            was_paused, p.paused = p.paused, True
+        for link in list(p.links.values()):
+            if link.lock.locked():
+                try:
+                    await asyncio.wait_for(link.lock.acquire(), self.args.indication_timeout + 1.0)
+                    link.lock.release()
+                except asyncio.TimeoutError:
+                    pass
+        host = p.device.host
+        queue = host.le_acl_packet_queue or host.acl_packet_queue
+        for conn in list(p.device.connections.values()):
+            try:
+                await asyncio.wait_for(queue.drain(conn.handle), 2.0)
+            except (ValueError, asyncio.TimeoutError):
+                pass  # nothing ever sent on it, or the link is already failing
+        return was_paused
+
     async def _disconnect(self, p: Peripheral, connection) -> None:
         try:
             await asyncio.wait_for(connection.disconnect(STATUS_REMOTE_USER_TERMINATED), 2.0)
@@ -1490,8 +1514,10 @@ class Peer:
             if cmd == "stop":
                 p.stopped = True
                 await p.device.stop_advertising()
+                was_paused = await self._settle(p)
                 for conn in list(p.device.connections.values()):
                     await self._disconnect(p, conn)
+                p.paused = was_paused
                 return {"ok": True, "cmd": cmd, "peripheral": p.id, "advertising": p.device.is_advertising,
                         "connections": len(p.device.connections)}
             if cmd == "start":
