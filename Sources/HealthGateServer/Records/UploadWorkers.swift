@@ -180,11 +180,6 @@ final class UploadWorkers: @unchecked Sendable {
             if now { continuation.resume() }
         }
         defer {
-            // What the upload freed goes back to the system before the next one starts: the
-            // parts were allocated on several threads (the bulk worker, the store's writer,
-            // the event loops), and each thread's malloc arena would otherwise keep its high
-            // water, so that successive large uploads added up instead of reusing.
-            GlibcMalloc.trim()
             // The turn passes to the next one waiting, or is free.
             let next: CheckedContinuation<Void, Never>? = locked {
                 if largeWaiting.isEmpty {

@@ -46,7 +46,13 @@ struct RecordRoutes {
                 }) else {
                     throw APIError.internalError
                 }
-                return try await Self.store(checked, principal: principal, deps: deps, now: now, logger: context.logger)
+                let response = try await Self.store(checked, principal: principal, deps: deps, now: now, logger: context.logger)
+                // What storing freed goes back too, before the next large upload starts: its parts
+                // were allocated on other threads (the store's writer, the event loops), whose
+                // malloc arenas would otherwise keep their high water, so that successive large
+                // uploads added up. On a worker: trimming is blocking work.
+                try await deps.uploads.run(for: account, large: true) { GlibcMalloc.trim() }
+                return response
             }
         }
     }
