@@ -330,8 +330,9 @@ let package = Package(
         ]),
         // Runs the built `healthgate-server` on loopback with real SQLite files.
         .testTarget(name: "HealthGateServerTests", dependencies: [
-            "TestSupport", "HealthGateServer", "SyncProtocol", "HealthModel", "Gzip",
+            "TestSupport", "HealthGateServer", "SyncProtocol", "HealthModel", "Gzip", "MetricsEndpoint",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),

@@ -4,15 +4,27 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 public import ServiceLifecycle
+import Synchronization
 
 /// Serves `GET /metrics` (Prometheus text format) on a local address; anything else is 404.
 /// The daemon's and the tracking server's metrics endpoint alike: `exposition` answers the
 /// metrics text at each request.
+///
+/// A scraper needs one connection for a moment. Anyone who can reach the address could open
+/// thousands and keep them, and a process at its open-file limit is stopped by libdispatch
+/// (under Swift's concurrency pool on Linux, it opens `/proc/<tid>/stat` for its worker threads
+/// every second and traps when it cannot); so at most ``maxConnections`` are open at once (the next
+/// ones are closed at once), each for ``connectionTimeout`` at most.
 public final class MetricsServer: Service, Sendable {
+    public static let maxConnections = 16
+    static let connectionTimeout: TimeAmount = .seconds(10)
+
     let host: String
     let port: Int
     let exposition: @Sendable () -> [UInt8]
     let logger: Logger
+    /// Connections open now.
+    private let open = Atomic<Int>(0)
 
     /// `address` is `HOST:PORT` (`[::1]:PORT` for IPv6), checked by ``parse(_:)``.
     public init(address: String, logger: Logger, exposition: @escaping @Sendable () -> [UInt8]) {
@@ -34,8 +46,15 @@ public final class MetricsServer: Service, Sendable {
     public func run() async throws {
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .bind(host: host, port: port) { channel in
+            .bind(host: host, port: port) { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
+                    guard open.add(1, ordering: .relaxed).newValue <= Self.maxConnections else {
+                        open.subtract(1, ordering: .relaxed)
+                        channel.close(promise: nil)
+                        throw ChannelError.ioOnClosedChannel
+                    }
+                    channel.closeFuture.whenComplete { _ in self.open.subtract(1, ordering: .relaxed) }
+                    channel.eventLoop.assumeIsolated().scheduleTask(in: Self.connectionTimeout) { channel.close(promise: nil) }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                     return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: channel)
                 }

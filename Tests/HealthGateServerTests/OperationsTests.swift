@@ -1,4 +1,5 @@
 import Foundation
+import MetricsEndpoint
 import SyncProtocol
 import Testing
 import TestSupport
@@ -54,5 +55,30 @@ import TestSupport
         }
         // Only /metrics, and not on the API's port.
         #expect(try await APIClient(server).send(.GET, "/metrics").status == 404)
+    }
+
+    /// Anyone who can reach the metrics address could hold connections until the process runs
+    /// out of descriptors. At most `MetricsServer.maxConnections` are kept (the rest closed at
+    /// once), each for 10 s at most; a scrape gets through once they are gone.
+    @Test func theMetricsEndpointKeepsFewConnectionsAndNotForLong() async throws {
+        let port = try unusedPort()
+        let server = try await ServerProcess.start(extraArguments: ["--metrics-address", "127.0.0.1:\(port)"])
+        let pid = server.process.processIdentifier
+        let before = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
+        let (held, opened, closedSoon) = try await onOwnThread { () -> ([RawConnection], Int, Int) in
+            let held = try (0..<100).map { _ in try RawConnection(port: port) }
+            Thread.sleep(forTimeInterval: 1)
+            let opened = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
+            let closedSoon = held.filter { $0.read(timeout: 100) == .closed }.count
+            return (held, opened, closedSoon)
+        }
+        #expect(opened - before <= MetricsServer.maxConnections, "\(opened - before) descriptors more with 100 idle connections")
+        #expect(closedSoon >= 100 - MetricsServer.maxConnections, "only \(closedSoon) of 100 were closed at once")
+        let closedLater = try await onOwnThread { held.filter { $0.read(timeout: 15_000) == .closed }.count }
+        #expect(closedLater == 100, "\(closedLater) of 100 idle connections were closed within 15 s")
+        let metrics = try await Tool.run("/usr/bin/python3", ["-c", """
+            import urllib.request; print(urllib.request.urlopen("http://127.0.0.1:\(port)/metrics", timeout=10).status)
+            """])
+        #expect(metrics.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "200", "\(metrics.stderr)")
     }
 }

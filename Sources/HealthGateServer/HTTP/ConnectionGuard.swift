@@ -29,7 +29,13 @@ struct ConnectionGuardSettings: Sendable {
 
     /// The whole answer to a refused connection: 503, `Retry-After`, the API's error JSON.
     func refusal(_ reason: ConnectionCounts.Refusal) -> ByteBuffer {
-        reason == .total ? totalRefusal : addressRefusal
+        switch reason {
+        case .total: totalRefusal
+        case .perAddress: addressRefusal
+        case .openFiles(let room):
+            Self.response("the server has as many connections open as its open-file limit allows (\(room)); retry later",
+                          retryAfter: registry.limits.retryAfter)
+        }
     }
 
     /// For the log: why a connection was refused.
@@ -37,6 +43,8 @@ struct ConnectionGuardSettings: Sendable {
         switch reason {
         case .total: "\(registry.limits.maxConnections) connections open, the most allowed (--max-connections)"
         case .perAddress: "\(registry.limits.maxConnectionsPerAddress) connections open from this address, the most allowed (--max-connections-per-address)"
+        case .openFiles(let room):
+            "\(room) connections open, the most the open-file limit in force now (\(OpenFileLimit.current())) leaves room for"
         }
     }
 
@@ -195,8 +203,10 @@ final class RequestEndObserver: ChannelInboundHandler, RemovableChannelHandler {
 /// ENFILE, ENOBUFS, ENOMEM), NIO reports the error and, its read still pending, is woken again at
 /// once by the connections waiting: a busy loop for as long as the shortage lasts, and Hummingbird
 /// does not log it. This handler logs it and rests the socket for `acceptPause` (automatic reads
-/// off, which stops the wake-ups, and reads asked for meanwhile held back). The connection caps
-/// keep the server from getting there; this is for descriptors taken by something else.
+/// off, which stops the wake-ups, and reads asked for meanwhile held back). The connection caps,
+/// which follow the open-file limit in force, keep the server from reaching its own limit (where
+/// libdispatch would stop the process); this is for shortages from outside: the system's file
+/// table (ENFILE), memory.
 final class AcceptBackoffHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = NIOAny
     typealias OutboundIn = NIOAny

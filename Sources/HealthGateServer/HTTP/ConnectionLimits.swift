@@ -100,6 +100,9 @@ public struct ConnectionCounts: Sendable {
         case total
         /// `maxConnectionsPerAddress` are open from the client's address.
         case perAddress
+        /// The open-file limit in force now (lowered since the server started, e.g. by
+        /// `prlimit`) leaves room for this many connections, and they are open.
+        case openFiles(Int)
     }
 
     public let limits: ConnectionLimits
@@ -112,10 +115,19 @@ public struct ConnectionCounts: Sendable {
     }
 
     /// Decides on a new connection from `address` and counts it until ``release(_:address:)``.
-    public mutating func admit(address: String) -> Admission {
+    ///
+    /// `openFileLimit` is the limit in force now: the caps were fitted under the limit at start,
+    /// but it can be lowered under a running process, and the process must never reach it. At
+    /// the limit, every `open` fails, and libdispatch (Swift's concurrency pool on Linux) opens
+    /// `/proc/<tid>/stat` for each of its worker threads every second and stops the process
+    /// (SIGILL) when it cannot. So the budget of the limit now bounds the caps too.
+    public mutating func admit(address: String, openFileLimit: Int = Int(Int32.max)) -> Admission {
         let fromAddress = perAddress[address, default: 0]
+        let budget = OpenFileLimit.budget(openFileLimit: openFileLimit)
         let refusal: Refusal
-        if open >= limits.maxConnections {
+        if open >= budget.connections, budget.connections < limits.maxConnections {
+            refusal = .openFiles(budget.connections)
+        } else if open >= limits.maxConnections {
             refusal = .total
         } else if fromAddress >= limits.maxConnectionsPerAddress {
             refusal = .perAddress
@@ -124,7 +136,7 @@ public struct ConnectionCounts: Sendable {
             perAddress[address] = fromAddress + 1
             return .admitted
         }
-        guard refusing < limits.maxRefusing else { return .dropped(refusal) }
+        guard refusing < min(limits.maxRefusing, budget.refusing) else { return .dropped(refusal) }
         refusing += 1
         return .refused(refusal)
     }
@@ -157,8 +169,10 @@ public final class ConnectionRegistry: Sendable {
         counts = Mutex(ConnectionCounts(limits: limits))
     }
 
+    /// Decides on a new connection under the open-file limit in force now (one `getrlimit`).
     public func admit(address: String) -> ConnectionCounts.Admission {
-        counts.withLock { $0.admit(address: address) }
+        let openFileLimit = OpenFileLimit.current()
+        return counts.withLock { $0.admit(address: address, openFileLimit: openFileLimit) }
     }
 
     public func release(_ admission: ConnectionCounts.Admission, address: String) {
