@@ -136,18 +136,45 @@ public final class GzipInflater {
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 1)
         defer { chunk.deallocate() }
         while true {
+            let produced = try Self.pull(inflater, into: chunk, limit: limit)
+            guard produced > 0 else { return }
+            output.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[0..<produced]))
+        }
+    }
+
+    /// The next inflated bytes, in `chunk`, member after member: 0 when the input given is used
+    /// up or the last member ended; ``Failure/tooLarge`` once the output passes `limit`.
+    private static func pull(_ inflater: Inflater, into chunk: UnsafeMutableRawBufferPointer, limit: Int) throws(Failure) -> Int {
+        while true {
             if inflater.ended {
                 // Another member follows the one that ended.
-                guard inflater.pendingInput > 0 else { return }
+                guard inflater.pendingInput > 0 else { return 0 }
                 try inflater.restart()
             }
             let produced = try inflater.pull(into: chunk)
             if produced > 0 {
-                guard output.count + produced <= limit else { throw .tooLarge }
-                output.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[0..<produced]))
+                guard inflater.produced <= limit else { throw .tooLarge }
+                return produced
             } else if !inflater.ended {
-                return  // needs more input
+                return 0  // needs more input
             }
         }
+    }
+
+    /// Inflates a whole gzip body a chunk (64 KiB) at a time into `sink`, never holding more:
+    /// ``Failure/tooLarge`` once the output passes `limit`, ``Failure/malformed(_:)`` for bad
+    /// data or a body that ends early; what `sink` throws ends it.
+    public static func stream(_ compressed: UnsafeRawBufferPointer, limit: Int,
+                              into sink: (UnsafeRawBufferPointer) throws -> Void) throws {
+        let inflater = try Inflater(.gzip)
+        inflater.give(compressed)
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 1)
+        defer { chunk.deallocate() }
+        while true {
+            let produced = try pull(inflater, into: chunk, limit: limit)
+            guard produced > 0 else { break }
+            try sink(UnsafeRawBufferPointer(rebasing: chunk[0..<produced]))
+        }
+        guard inflater.ended else { throw Failure.malformed("the compressed body ends early") }
     }
 }

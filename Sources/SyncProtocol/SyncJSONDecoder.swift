@@ -55,6 +55,14 @@ public struct SyncJSONDecoder: Sendable {
     func decode<T: Decodable>(_ type: T.Type, document: JSONDocument) throws -> T {
         try JSONNodeDecoder(document: document, node: 0, parent: [], key: nil).decodeValue(type)
     }
+
+    /// Decodes one value cut out of a larger text (an element from ``JSONArrayMemberSplitter``):
+    /// `offset` is where it starts there and `codingPath` where it sits, so that errors say
+    /// both as for the whole text. Its nesting counts from the path's depth.
+    public func decodeElement<T: Decodable>(_ type: T.Type, text: Data, offset: Int, codingPath: [any CodingKey]) throws -> T {
+        let document = try JSONDocument(data: text, indexLimit: indexLimit, depth: codingPath.count, baseOffset: offset)
+        return try JSONNodeDecoder(document: document, node: 0, parent: codingPath.dropLast(), key: codingPath.last).decodeValue(type)
+    }
 }
 
 // MARK: - Parsing
@@ -85,7 +93,10 @@ final class JSONDocument {
     /// Objects with more members than this get a hash table of their keys.
     static let indexedMembers = 16
 
-    init(data: Data, indexLimit: Int?) throws {
+    /// `depth`: how deep the text's value is nested in a larger text (its nesting counts toward
+    /// ``SyncJSONDecoder/maximumDepth``); `baseOffset`: where the text starts in that larger text
+    /// (errors say at which byte of it).
+    init(data: Data, indexLimit: Int?, depth: Int = 0, baseOffset: Int = 0) throws {
         self.data = data
         var tape: [UInt32] = []
         let limitWords = indexLimit.map { max(0, $0) / 4 } ?? Int.max
@@ -99,13 +110,15 @@ final class JSONDocument {
             try data.withUnsafeBytes { raw in
                 var parser = Parser(bytes: raw.bindMemory(to: UInt8.self), limitWords: limitWords)
                 parser.skipSpace()
-                try parser.parseValue(into: &tape, depth: 0)
+                try parser.parseValue(into: &tape, depth: depth)
                 parser.skipSpace()
                 guard parser.position == parser.bytes.count else { throw parser.error("unexpected text after the JSON value") }
             }
-        } catch let error as JSONSyntaxError {
+        } catch var error as JSONSyntaxError {
+            error.offset += baseOffset
             throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: error.description, underlyingError: error))
-        } catch let error as SyncJSONDecoder.IndexLimitExceeded {
+        } catch var error as SyncJSONDecoder.IndexLimitExceeded {
+            error.offset += baseOffset
             throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: error.description, underlyingError: error))
         }
         self.tape = tape

@@ -47,9 +47,11 @@ import TestSupport
     }
 
     /// 32 MiB of `0,` inflated from a 33 KB gzip body made the server allocate about 430 MB
-    /// (a copy of the body and 20 bytes per value) before any check. The index may not
-    /// outgrow the body now: refused with 413 halfway, and the peak resident memory grows by
-    /// about the body and its index.
+    /// (a copy of the body and 20 bytes per value) before any check. Uploads are read record by
+    /// record now: bare numbers are refused at the first one, having cost nothing; the same
+    /// numbers inside one record fill that record's text, whose index may not outgrow it:
+    /// refused with 413 halfway, the peak resident memory grown by at most the record and its
+    /// index.
     @Test func aGzipBombOfNumbersIsRefusedWithinItsSize() async throws {
         let server = try await ServerProcess.start()
         let (api, _) = try await APIClient(server).account("bomb@example.org")
@@ -58,24 +60,34 @@ import TestSupport
         #expect(try await api.uploadStatuses([Make.measurement("warm", time: "2026-03-02T06:00:00Z")]) == [.accepted])
         #expect(try await api.allHistory().count == 1)
 
-        let head = Array(#"{"records":["#.utf8), tail = Array("0]}".utf8)
-        let zeros = (SyncAPI.maxBodyBytes - head.count - tail.count) / 2
-        var text = head
-        text.reserveCapacity(SyncAPI.maxBodyBytes)
-        for _ in 0..<zeros { text.append(contentsOf: [UInt8(ascii: "0"), UInt8(ascii: ",")]) }
-        text += tail
-        #expect(text.count <= SyncAPI.maxBodyBytes && text.count > SyncAPI.maxBodyBytes - 4)
-        let bomb = gzip(Data(text), level: 9)
-        text = []
-        #expect(bomb.count < 40_000)
+        func bomb(head: String, tail: String) -> Data {
+            let head = Array(head.utf8), tail = Array(tail.utf8)
+            let zeros = (SyncAPI.maxBodyBytes - head.count - tail.count) / 2
+            var text = head
+            text.reserveCapacity(SyncAPI.maxBodyBytes)
+            for _ in 0..<zeros { text.append(contentsOf: [UInt8(ascii: "0"), UInt8(ascii: ",")]) }
+            text += tail
+            #expect(text.count <= SyncAPI.maxBodyBytes && text.count > SyncAPI.maxBodyBytes - 4)
+            return gzip(Data(text), level: 9)
+        }
 
-        let before = ProcessStats.statusKB(pid, field: "VmHWM:")
-        let reply = try await api.send(.POST, "/v1/records", body: bomb, headers: [("Content-Encoding", "gzip")], timeout: .seconds(300))
-        let after = ProcessStats.statusKB(pid, field: "VmHWM:")
+        let bare = bomb(head: #"{"records":["#, tail: "0]}")
+        #expect(bare.count < 40_000)
+        var before = ProcessStats.statusKB(pid, field: "VmHWM:")
+        let bareReply = try await api.send(.POST, "/v1/records", body: bare, headers: [("Content-Encoding", "gzip")], timeout: .seconds(300))
+        var after = ProcessStats.statusKB(pid, field: "VmHWM:")
+        #expect(bareReply.status == 400)
+        #expect(try bareReply.error().message == "request body is not a valid UploadRequest: expected Dictionary<String, Any> at records.[0]")
+        #expect(before > 0 && after - before < 16 * 1024, "peak RSS grew by \((after - before) / 1024) MiB")
+
+        let inOne = bomb(head: #"{"records":[{"id":"x","type":"habit","version":1,"data":["#, tail: "0]}]}")
+        before = ProcessStats.statusKB(pid, field: "VmHWM:")
+        let reply = try await api.send(.POST, "/v1/records", body: inOne, headers: [("Content-Encoding", "gzip")], timeout: .seconds(300))
+        after = ProcessStats.statusKB(pid, field: "VmHWM:")
         #expect(reply.status == 413)
         #expect(try reply.error().code == "payload_too_large")
         #expect(try reply.error().message.hasPrefix("request body holds more values than a body of its size can: more values than"))
-        // The body (32 MiB) and at most as much index: 64 MiB here. It was 384 MiB.
+        // The record's text (32 MiB) and at most as much index: 64 MiB here. It was 384 MiB.
         #expect(before > 0 && after - before < 128 * 1024, "peak RSS grew by \((after - before) / 1024) MiB")
 
         // And it goes on serving.

@@ -55,11 +55,17 @@ enum JSONBody {
         do {
             return try SyncJSONDecoder(indexLimit: indexLimit(forBodyBytes: text.count)).decode(type, from: text)
         } catch let error as DecodingError {
-            if case .dataCorrupted(let context) = error, let exceeded = context.underlyingError as? SyncJSONDecoder.IndexLimitExceeded {
-                throw APIError.payloadTooLarge("request body holds more values than a body of its size can: \(exceeded)")
-            }
-            throw APIError.badRequest("request body is not a valid \(name(of: type)): " + SyncAPI.describe(error))
+            throw refusal(error, expected: name(of: type))
         }
+    }
+
+    /// The answer to a body that did not decode as `expected`: 413 when it holds more values
+    /// than its size allows, else 400 saying where it went wrong.
+    static func refusal(_ error: DecodingError, expected: String) -> APIError {
+        if case .dataCorrupted(let context) = error, let exceeded = context.underlyingError as? SyncJSONDecoder.IndexLimitExceeded {
+            return .payloadTooLarge("request body holds more values than a body of its size can: \(exceeded)")
+        }
+        return .badRequest("request body is not a valid \(expected): " + SyncAPI.describe(error))
     }
 
     /// How much parsed index a body of `bytes` bytes may build: as much as its own size (and a
@@ -110,6 +116,27 @@ enum JSONBody {
         case .success(let data): return data
         case .failure(.tooLarge) where bound < limit: return nil
         case .failure(let failure): throw gzipError(failure, limit: limit)
+        }
+    }
+
+    /// Hands the body's JSON text to `sink` a piece at a time (a gzip body inflated 64 KiB at a
+    /// time, never whole), within `limit` (longer: 413). With a `bound` below the limit, false
+    /// when the text is longer than that (`sink` has then seen part of it).
+    static func stream(_ raw: RawBody, limit: Int, within bound: Int? = nil,
+                       into sink: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
+        let bound = min(bound ?? limit, limit)
+        guard raw.gzip else {
+            guard raw.bytes.count <= bound else { return false }
+            try raw.bytes.withUnsafeBytes { try sink($0) }
+            return true
+        }
+        do {
+            try raw.bytes.withUnsafeBytes { try GzipInflater.stream($0, limit: bound, into: sink) }
+            return true
+        } catch GzipInflater.Failure.tooLarge where bound < limit {
+            return false
+        } catch let failure as GzipInflater.Failure {
+            throw gzipError(failure, limit: limit)
         }
     }
 

@@ -81,15 +81,52 @@ struct RecordRoutes {
     }
 
     /// Decodes and checks an upload body (CPU work: run on a worker); nil when its JSON text is
-    /// longer than `bound`.
+    /// longer than `bound`. The text streams through (a gzip body is inflated a piece at a time)
+    /// and each record is decoded from its own text, checked, and dropped: what is kept is each
+    /// record's envelope and verdict (canonical JSON and figures), never the whole text, its
+    /// parsed index or all the decoded records at once.
     static func check(_ raw: RawBody, deps: ServerDependencies, now: Date, within bound: Int? = nil) throws -> CheckedUpload? {
-        guard let text = try JSONBody.inflate(raw, limit: deps.limits.uploadBodyBytes, within: bound) else { return nil }
-        let body = try JSONBody.decode(UploadRequest.self, text: text)
-        guard body.records.count <= deps.limits.recordsPerUpload else {
-            throw APIError.payloadTooLarge("\(body.records.count) records in one upload: at most \(deps.limits.recordsPerUpload)")
+        let maxRecords = deps.limits.recordsPerUpload
+        var splitter = JSONArrayMemberSplitter(member: "records")
+        var checked = CheckedUpload(envelopes: [], verdicts: [])
+        do {
+            let whole = try JSONBody.stream(raw, limit: deps.limits.uploadBodyBytes, within: bound) { piece in
+                try splitter.feed(piece) { element in
+                    // Past the most: counted (for the answer), not decoded.
+                    guard element.index < maxRecords else { return }
+                    let decoder = SyncJSONDecoder(indexLimit: JSONBody.indexLimit(forBodyBytes: element.text.count))
+                    let wire = try decoder.decodeElement(WireRecord.self, text: element.text, offset: element.offset,
+                                                         codingPath: [RecordsKey.records, RecordsKey.index(element.index)])
+                    checked.envelopes.append((wire.id, wire.version))
+                    checked.verdicts.append(deps.checker.check(wire, now: now))
+                }
+            }
+            guard whole else { return nil }
+            try splitter.finish()
+            guard splitter.count <= maxRecords else {
+                throw APIError.payloadTooLarge("\(splitter.count) records in one upload: at most \(maxRecords)")
+            }
+        } catch let error as DecodingError {
+            throw JSONBody.refusal(error, expected: "UploadRequest")
         }
-        return CheckedUpload(envelopes: body.records.map { ($0.id, $0.version) },
-                             verdicts: body.records.map { deps.checker.check($0, now: now) })
+        return checked
+    }
+
+    /// The coding path of an uploaded record, for errors: `records[N]`.
+    private enum RecordsKey: CodingKey {
+        case records
+        case index(Int)
+        var stringValue: String {
+            switch self {
+            case .records: "records"
+            case .index(let i): "Index \(i)"
+            }
+        }
+        var intValue: Int? {
+            if case .index(let i) = self { i } else { nil }
+        }
+        init?(stringValue: String) { nil }
+        init?(intValue: Int) { self = .index(intValue) }
     }
 
     /// The answer to a checked upload once the store has taken its valid records, and its counts.
