@@ -97,6 +97,43 @@ import TestSupport
         }
     }
 
+    /// An upload's rows are written in statements of at most 2 MiB of bodies (each statement's
+    /// parameters are one buffer in memory), in order, in one transaction: a 5 MiB upload is
+    /// three statements and stores every record once, numbered in order, the counter at the end.
+    @Test func aLargeUploadIsWrittenInBoundedStatementsAsOne() async throws {
+        let big = (0..<600).map { n in
+            var record = Self.record(n)
+            record.body = #"{"id":"\#(record.id)","note":""# + String(repeating: "x", count: 9000) + #""}"#
+            return record
+        }
+        let rows = big.enumerated().map { (seq: Int64($0.offset + 1), record: $0.element) }
+        let chunks = PostgresServerStore.chunks(rows)
+        #expect(chunks.count == 3 && chunks.flatMap { $0.map(\.seq) } == rows.map(\.seq))
+        #expect(chunks.allSatisfy { $0.reduce(0) { $0 + ($1.record.body?.utf8.count ?? 0) } <= PostgresServerStore.writeChunkBytes })
+        var huge = Self.record(1000)
+        huge.body = String(repeating: "y", count: PostgresServerStore.writeChunkBytes + 1)
+        #expect(PostgresServerStore.chunks([(1, Self.record(999)), (2, huge), (3, Self.record(1001))]).map(\.count) == [1, 1, 1])
+        #expect(PostgresServerStore.chunks([]).isEmpty)
+
+        try await Self.withStores(1) { _, _, stores in
+            let store = stores[0]
+            let account = try await store.createAccount(email: "big@example.org", passwordHash: "x", now: Date())
+            let device = try await store.createDevice(userId: account.id, name: "laptop", tokenHash: "a", now: Date())
+            let outcomes = try await store.upsert(big, userId: account.id, deviceId: device.id, now: Date())
+            #expect(outcomes == (1...600).map { UpsertOutcome.accepted(seq: Int64($0)) })
+            let again = try await store.upsert([Self.record(5000)], userId: account.id, deviceId: device.id, now: Date())
+            #expect(again == [.accepted(seq: 601)])
+            var pulled: [Int64] = [], cursor: Int64 = 0
+            while true {
+                let page = try await store.history(userId: account.id, after: cursor, limit: 1000, byteBudget: 1 << 20)
+                pulled += page.records.map(\.seq)
+                guard page.more, let last = page.records.last else { break }
+                cursor = last.seq
+            }
+            #expect(pulled == Array(1...601))
+        }
+    }
+
     /// Two servers storing for one account at once: every change number once, none missing,
     /// every record stored once at its highest version.
     @Test func twoServersRacingOnOneAccountNumberEveryChangeOnce() async throws {

@@ -291,15 +291,41 @@ public final class PostgresServerStore: ServerStore {
                 outcomes.append(.accepted(seq: counter))
             }
             guard !rowsById.isEmpty else { return outcomes }
-            try await self.write(rowsById.values.sorted { $0.seq < $1.seq }, userId: userId, deviceId: deviceId,
-                                 received: received, counter: counter, connection: connection)
+            // In statements of at most `writeChunkBytes` of bodies: each statement's parameters
+            // are encoded whole in memory (a copy of every body), so a 32 MiB upload in one
+            // statement held its records twice. Each sets the counter to its final value: the
+            // row is locked, and the transaction commits them together.
+            for chunk in Self.chunks(rowsById.values.sorted { $0.seq < $1.seq }) {
+                try await self.write(chunk, userId: userId, deviceId: deviceId, received: received, counter: counter,
+                                     connection: connection)
+            }
             if let beforeCommit = self.beforeCommit { await beforeCommit() }
             return outcomes
         }
     }
 
+    /// Bodies per write statement, at most (a record larger than this goes alone).
+    static let writeChunkBytes = 2 << 20
+
+    /// `rows` cut in order into runs of at most ``writeChunkBytes`` of bodies.
+    static func chunks(_ rows: [(seq: Int64, record: IncomingRecord)]) -> [ArraySlice<(seq: Int64, record: IncomingRecord)>] {
+        var chunks: [ArraySlice<(seq: Int64, record: IncomingRecord)>] = []
+        var start = rows.startIndex, bytes = 0
+        for index in rows.indices {
+            let size = rows[index].record.body?.utf8.count ?? 0
+            if index > start, bytes + size > writeChunkBytes {
+                chunks.append(rows[start..<index])
+                start = index
+                bytes = 0
+            }
+            bytes += size
+        }
+        if start < rows.endIndex { chunks.append(rows[start...]) }
+        return chunks
+    }
+
     /// Writes stored versions (new rows, or over the row held) and the user's counter, in one statement.
-    private func write(_ rows: [(seq: Int64, record: IncomingRecord)], userId: String, deviceId: String, received: Date,
+    private func write(_ rows: ArraySlice<(seq: Int64, record: IncomingRecord)>, userId: String, deviceId: String, received: Date,
                        counter: Int64, connection: PostgresConnection) async throws {
         let ids = rows.map(\.record.id), seqs = rows.map(\.seq), versions = rows.map { Int64($0.record.version) }
         let types = rows.map(\.record.type.rawValue)
