@@ -254,13 +254,19 @@ private func hostileBodies() throws -> [(name: String, bytes: ByteBuffer, jsonBy
     let extraJSON = try SyncJSONEncoder().encode(UploadRequest(records: [WireRecord(.measurement(m))]))
     bodies.append(("40,000-key extra", zip(extraJSON), extraJSON.count))
 
-    // {"records":[0,0,0,...]}: 32 MiB of numbers.
-    let head = Array(#"{"records":["#.utf8), tail = Array("0]}".utf8)
-    var numbers = head
-    numbers.reserveCapacity(SyncAPI.maxBodyBytes)
-    for _ in 0..<(SyncAPI.maxBodyBytes - head.count - tail.count) / 2 { numbers += [UInt8(ascii: "0"), UInt8(ascii: ",")] }
-    numbers += tail
-    bodies.append(("32 MiB of numbers", zip(numbers), numbers.count))
+    // {"records":[0,0,0,...]}: 32 MiB of numbers; and the same numbers inside one record, whose
+    // text the server must then hold and index (refused when the index outgrows the text).
+    func numbers(head: String, tail: String) -> [UInt8] {
+        let head = Array(head.utf8), tail = Array(tail.utf8)
+        var numbers = head
+        numbers.reserveCapacity(SyncAPI.maxBodyBytes)
+        for _ in 0..<(SyncAPI.maxBodyBytes - head.count - tail.count) / 2 { numbers += [UInt8(ascii: "0"), UInt8(ascii: ",")] }
+        return numbers + tail
+    }
+    let bare = numbers(head: #"{"records":["#, tail: "0]}")
+    bodies.append(("32 MiB of numbers", zip(bare), bare.count))
+    let inOne = numbers(head: #"{"records":[{"id":"x","type":"habit","version":1,"data":["#, tail: "0]}]}")
+    bodies.append(("32 MiB of numbers in one record", zip(inOne), inOne.count))
 
     // A million nested arrays.
     let nested = Array(#"{"records":["#.utf8) + [UInt8](repeating: UInt8(ascii: "["), count: 1_000_000)
