@@ -97,6 +97,9 @@ public final class SQLiteServerStore: ServerStore {
         return Task.detached(priority: .utility) { [weak pool] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: policy.interval)
+                // Cancelled (the store is gone): no last checkpoint, which would hold the file
+                // while whoever dropped the store opens it again.
+                guard !Task.isCancelled else { return }
                 let size = walSize(walPath)
                 guard size > policy.walLimitBytes, let pool else {
                     _ = try? await connection.writeWithoutTransaction { db in
@@ -138,6 +141,7 @@ public final class SQLiteServerStore: ServerStore {
     public static func appliedMigrations(path: String) throws -> [String] {
         var config = Configuration()
         config.readonly = true
+        config.busyMode = .timeout(10)
         let queue = try DatabaseQueue(path: path, configuration: config)
         return try queue.read { db in try SQLiteServerSchema.migrator.appliedMigrations(db) }
     }

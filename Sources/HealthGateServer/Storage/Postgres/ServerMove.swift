@@ -56,6 +56,9 @@ public enum ServerMove {
         progress(.migrated(try await target.migrate()))
         var configuration = Configuration()
         configuration.readonly = true
+        // The file's server (or the store that just brought its schema up to date) may hold it
+        // for a moment: a checkpoint, or the last connection closing. Wait, as its server does.
+        configuration.busyMode = .timeout(10)
         let pool = try DatabasePool(path: sqlitePath, configuration: configuration)
         let snapshot = try pool.makeSnapshot()
         let database = target.database
