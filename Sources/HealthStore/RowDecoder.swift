@@ -140,6 +140,41 @@ enum RowDecoder {
                    source: Source(driver: row[9], device: row[10], file: row[11]))
     }
 
+    struct FlatKey: Hashable {
+        var type: RecordType
+        var id: String
+    }
+
+    /// What ``content(_:type:id:)`` answers, for many measurements and habit events at once
+    /// (one statement per type and 500 ids); ids not stored are left out.
+    static func flatContents(_ db: Database, ids: [(RecordType, String)]) throws -> [FlatKey: OutboxContent] {
+        var contents: [FlatKey: OutboxContent] = [:]
+        for type in [RecordType.measurement, .habit] {
+            let wanted = Array(Set(ids.filter { $0.0 == type }.map(\.1)))
+            let columns = type == .measurement ? measurementColumns : habitColumns
+            let deletedColumn = type == .measurement ? 10 : 12
+            for start in stride(from: 0, to: wanted.count, by: 500) {
+                let part = Array(wanted[start..<min(start + 500, wanted.count)])
+                let sql = "SELECT \(columns), deleted FROM \(RecordWriter.table(of: type)) WHERE id IN (\(databaseQuestionMarks(count: part.count)))"
+                let rows = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(part))
+                while let row = try rows.next() {
+                    let id: String = row[0]
+                    let key = FlatKey(type: type, id: id)
+                    if (row[deletedColumn] as Int) != 0 {
+                        contents[key] = .tombstone(type: type, id: id, version: row[1])
+                    } else if type == .habit {
+                        contents[key] = .record(.habit(habit(row)))
+                    } else if let m = measurement(row) {
+                        contents[key] = .record(.measurement(m))
+                    } else {
+                        contents[key] = .unreadable("measurement kind '\(row[2] as String? ?? "")' is not known to this version of HealthGate")
+                    }
+                }
+            }
+        }
+        return contents
+    }
+
     /// The stored record of `type` with `id` as an outbox sends it: the record, its tombstone
     /// (deleted), gone, or unreadable by this version (a measurement kind a newer install wrote).
     static func content(_ db: Database, type: RecordType, id: String) throws -> OutboxContent {

@@ -23,6 +23,7 @@ func syncBenchmarks(records: Int = 100_000, backlog: Int = 1_000_000) async thro
     // 1. The forwarder, `records` measurements.
     let install = try await filledStore(folder + "/a.sqlite", count: records, tag: "a")
     try await codecBenchmark(install)
+    try await forwarderSteps(try await filledStore(folder + "/steps.sqlite", count: min(records, 100_000), tag: "s"))
     // The baseline's bodies: the same records in the same batches, encoded and gzipped now
     // (untimed), before the forwarder empties the outbox.
     let bodies = try await encodedBatches(install, size: 1000)
@@ -98,6 +99,49 @@ func codecBenchmark(_ store: HealthStore) async throws {
     let decodeOwn = try time { _ = try SyncJSONDecoder().decode(UploadRequest.self, from: bytes) }
     print(String(format: "  JSON per record (1,000-record upload): encode %.1f us (JSONEncoder %.1f us), decode %.1f us (JSONDecoder %.1f us)",
                  encodeOwn, encodeFoundation, decodeOwn, decodeFoundation))
+}
+
+/// The forwarder's own work per record, step by step, without a server: what it takes from the
+/// cores the server shares with it. Each step as the forwarder does it (a batch of 1,000).
+func forwarderSteps(_ store: HealthStore) async throws {
+    var times = [String: Double]()
+    var count = 0
+    let encoder = SyncJSONEncoder()
+    func timed<T>(_ step: String, _ body: () async throws -> T) async rethrows -> T {
+        let t0 = now()
+        let value = try await body()
+        times[step, default: 0] += now() - t0
+        return value
+    }
+    while true {
+        let entries = try await timed("read outbox") { try await store.outbox(limit: 1000) }
+        guard !entries.isEmpty else { break }
+        let contents = try await timed("read records") { try await store.records(for: entries) }
+        let parts = try await timed("encode") {
+            try contents.compactMap { content -> ByteBuffer? in
+                guard case .record(let record) = content else { return nil }
+                return ByteBuffer(bytes: try encoder.encode(WireRecord(record)))
+            }
+        }
+        let zipped = await timed("gzip") {
+            var body = ByteBuffer(string: "{\"records\":[")
+            for (index, part) in parts.enumerated() {
+                if index > 0 { body.writeString(",") }
+                body.writeImmutableBuffer(part)
+            }
+            body.writeString("]}")
+            return body.withUnsafeReadableBytes { Gzip.compress($0, level: 1) }
+        }
+        precondition(!zipped.isEmpty)
+        let answer = try encoder.encode(UploadResponse(results: entries.map { UploadResult(id: $0.id, version: $0.version, status: .accepted) }))
+        _ = try await timed("decode answer") { try SyncJSONDecoder().decode(UploadResponse.self, from: answer) }
+        try await timed("settle") { try await store.settle(acknowledged: entries.map(\.seq), refused: []) }
+        count += entries.count
+    }
+    let order = ["read outbox", "read records", "encode", "gzip", "decode answer", "settle"]
+    let total = times.values.reduce(0, +)
+    print(String(format: "  forwarder's own work: %.1f us a record (%@)", total / Double(count) * 1e6,
+                 order.map { String(format: "%@ %.1f", $0, times[$0, default: 0] / Double(count) * 1e6) }.joined(separator: ", ")))
 }
 
 /// A fresh store with `count` measurements (heart rate, one per second), all in the outbox.
