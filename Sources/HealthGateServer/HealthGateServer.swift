@@ -33,6 +33,8 @@ public enum HealthGateServer {
     /// and SIGTERM). `onListening` gets `http://HOST:PORT` once the socket is bound.
     public static func application(options: ServerOptions, store: any ServerStore, logger: Logger,
                                    onListening: @escaping @Sendable (String) -> Void = { _ in }) -> some ApplicationProtocol {
+        // For the process: large blocks (uploads' buffers) go back to the system when freed.
+        GlibcMalloc.setMmapThreshold(GlibcMalloc.serverMmapThreshold)
         // The limits' counts: in the database when the store shares them between processes.
         let login = LoginAttempts(policy: options.loginPolicy)
         var rules = login.rules

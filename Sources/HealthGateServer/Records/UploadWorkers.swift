@@ -109,13 +109,6 @@ struct UploadSchedule<Job> {
 ///
 /// The threads start with the first job and live as long as the process (one set per server).
 final class UploadWorkers: @unchecked Sendable {
-    /// Allocations of this size or more are mapped on their own and unmapped when freed (glibc's
-    /// default raises this threshold up to 32 MiB as large blocks are freed, after which the
-    /// buffers of a large upload, its 32 MiB of text among them, come from the heaps and stay
-    /// there). Set once for the process by ``init(threads:inProgressPerAccount:)``.
-    static let mmapThreshold: Int32 = 1 << 20
-    private static let mallocTuned: Bool = GlibcMalloc.setMmapThreshold(UploadWorkers.mmapThreshold)
-
     typealias Lane = UploadSchedule<@Sendable () -> Void>.Lane
 
     /// Worker threads per lane: at least two, so that one account (which holds at most one)
@@ -144,7 +137,6 @@ final class UploadWorkers: @unchecked Sendable {
 
     init(threads: Int = UploadWorkers.defaultThreads, inProgressPerAccount: Int = UploadWorkers.defaultInProgressPerAccount) {
         precondition(threads >= 1)
-        _ = Self.mallocTuned
         self.threads = threads
         schedule = UploadSchedule(inProgressPerAccount: inProgressPerAccount)
     }
@@ -271,19 +263,4 @@ final class UploadWorkers: @unchecked Sendable {
         clock_gettime(clock, &ts)
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
-}
-
-/// glibc's malloc tuning calls, which Swift's Glibc module does not declare (malloc.h), looked
-/// up once; without them (another C library) nothing is tuned.
-enum GlibcMalloc {
-    private typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
-    private typealias MallocTrim = @convention(c) (Int) -> Int32
-    private static let mallopt: Mallopt? = dlsym(nil, "mallopt").map { unsafeBitCast($0, to: Mallopt.self) }
-    private static let mallocTrim: MallocTrim? = dlsym(nil, "malloc_trim").map { unsafeBitCast($0, to: MallocTrim.self) }
-
-    /// `mallopt(M_MMAP_THRESHOLD, bytes)` (malloc.h: M_MMAP_THRESHOLD is -3); true when set.
-    static func setMmapThreshold(_ bytes: Int32) -> Bool { mallopt?(-3, bytes) == 1 }
-
-    /// `malloc_trim(0)`: free pages of every arena back to the system.
-    static func trim() { _ = mallocTrim?(0) }
 }
