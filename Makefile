@@ -5,7 +5,7 @@ SWIFT ?= swift
 DEMO_DB ?= demo.sqlite
 BIN = .build/debug/healthgate
 
-.PHONY: setup setup-build build server demo daemon test install-server format format-check peer-test server-test bench bench-capacity bench-apple fuzz fuzz-build fuzz-smoke fuzz-corpus reference reference-check systemd-check vm-image vm-test bench-ble bench-ant bench-watch install uninstall clean
+.PHONY: setup setup-build build server demo daemon test install-server uninstall-server format format-check peer-test server-test bench bench-capacity bench-apple fuzz fuzz-build fuzz-smoke fuzz-corpus reference reference-check systemd-check vm-image vm-test bench-ble bench-ant bench-watch install uninstall clean
 
 setup:
 	@bash .ci/setup
@@ -138,7 +138,8 @@ vm-image: setup
 
 vm-test: vm-image
 	$(SWIFT) build $(RELEASE) --product healthgate
-	python3 Tests/vm/run.py --no-build --binary .build/release/healthgate $(VM_ARGS)
+	$(SWIFT) build $(RELEASE) --product healthgate-server
+	python3 Tests/vm/run.py --no-build --binary .build/release/healthgate --server-binary .build/release/healthgate-server $(VM_ARGS)
 
 # The BLE benchmark in the guest (Tests/vm/README.md, ble-bench): 10 heart-rate sensors at 4 Hz,
 # notification to committed row p50/p99 and CPU, through BlueZ and through the own host stack.
@@ -212,6 +213,13 @@ install-server:
 	install -m 0644 systemd/healthgate-server.sysusers $(DESTDIR)/usr/lib/sysusers.d/healthgate-server.conf
 	install -m 0644 docs/server.md $(DESTDIR)$(PREFIX)/share/doc/healthgate/server.md
 	$(if $(DESTDIR),,systemd-sysusers $(DESTDIR)/usr/lib/sysusers.d/healthgate-server.conf 2>/dev/null || true)
+
+# `make uninstall-server`: what install-server put in place; /etc/healthgate-server and
+# /var/lib/healthgate-server (certificates, configuration, the database) are kept.
+uninstall-server:
+	rm -f $(DESTDIR)$(PREFIX)/bin/healthgate-server $(DESTDIR)/etc/systemd/system/healthgate-server.service \
+		$(DESTDIR)/usr/lib/sysusers.d/healthgate-server.conf $(DESTDIR)$(PREFIX)/share/doc/healthgate/server.md
+	@echo "kept /etc/healthgate-server and /var/lib/healthgate-server (configuration, certificates and data)"
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/healthgate $(DESTDIR)/etc/systemd/system/healthgate.service \

@@ -225,10 +225,7 @@ struct ServeCommand: AsyncParsableCommand {
             } catch let error as TLSSetupError {
                 throw ValidationError(error.description)
             }
-            var info = stat()
-            if stat(tlsKey, &info) == 0, info.st_mode & 0o077 != 0 {
-                logger.warning("the private key \(tlsKey) can be read by other users: chmod 600 it")
-            }
+            if let warning = TLSCertificates.keyAccessWarning(path: tlsKey) { logger.warning("\(warning)") }
         }
         options.host = host
         options.port = port

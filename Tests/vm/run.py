@@ -44,16 +44,19 @@ SCENARIOS = {
     "systemd-unit-ant": ("systemd", 420, True),
     "watch-mtp": ("init", 420, True),
     "systemd-unit-watch": ("systemd", 420, True),
+    "systemd-unit-server": ("systemd", 300, False),
     "watch-bench": ("init", 2400, True),
     "ant-bench": ("init", 900, True),
 }
+# Need --server-binary (a static healthgate-server) as well.
+NEEDS_SERVER = {"systemd-unit-server"}
 # Run only when named with --scenario (`make bench-ble`), never by default.
 ON_REQUEST = {"ble-bench", "ant-bench", "watch-bench"}
 # What `make install` reads, the fixtures systemd-unit-bluez drops into its watch folders, the
 # export writer of ble-bench's CPU calibration, and the FIT files the emulated ANT-FS watch serves
 # (ant-stick-selftest, ant-download; ant-bench's download adds two larger ones): copied to the
 # share's repo/ (small; the guest runs `make install` there).
-REPO_FILES = ["Makefile", "README.md", "systemd", "Fixtures/fit/garmin-fenix5-run.fit",
+REPO_FILES = ["Makefile", "README.md", "systemd", "docs/server.md", "Fixtures/fit/garmin-fenix5-run.fit",
               "Fixtures/gpx/apple-health-workout-route.gpx", "Drivers/AppleHealth/tools/make-export.py",
               "Fixtures/fit/antfs-dump-63.fit", "Fixtures/fit/fitsdk-Activity.fit",
               "Fixtures/fit/fitsdk-WeightScaleMultiUser.fit", "Fixtures/fit/fitsdk-Settings.fit",
@@ -92,7 +95,27 @@ def qemu_command(cache: str, share: str, mode: str, console: str, memory_mb: int
     ]
 
 
-def prepare_share(share: str, names: list[str], binary: str | None) -> None:
+def strip_into(binary: str, dest: str) -> None:
+    """A copy of `binary` without its debug sections (a static release build: 194 MB, 120 MB
+    without), so that what the scenarios install fits the guest's disk (229 MB free); symbols
+    are kept."""
+    if shutil.which("strip") is None:
+        sys.exit("vm-test: strip (binutils) is needed to pass a binary to the guest")
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    subprocess.run(["strip", "--strip-debug", "-o", dest, binary], check=True)
+
+
+def make_certificates(folder: str) -> None:
+    """Two self-signed certificates for 127.0.0.1 (the guest has no openssl): the server's, and
+    the one a reload puts in its place."""
+    for name in ("first", "second"):
+        os.makedirs(os.path.join(folder, name))
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", f"/CN=healthgate-vm-{name}",
+                        "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", os.path.join(folder, name, "key.pem"),
+                        "-out", os.path.join(folder, name, "cert.pem")], check=True, capture_output=True)
+
+
+def prepare_share(share: str, names: list[str], binary: str | None, server_binary: str | None = None) -> None:
     shutil.copytree(os.path.join(HERE, "guest"), os.path.join(share, "guest"))
     os.makedirs(os.path.join(share, "peers"))
     for name in PEER_FILES:
@@ -106,12 +129,10 @@ def prepare_share(share: str, names: list[str], binary: str | None) -> None:
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, dest)
     if binary:
-        os.makedirs(os.path.join(share, "bin"))
-        # Without its debug sections (a static release build: 194 MB, 120 MB without) the binary
-        # that systemd-unit-bluez installs fits the guest's disk (229 MB free); symbols are kept.
-        if shutil.which("strip") is None:
-            sys.exit("vm-test: strip (binutils) is needed to pass --binary to the guest")
-        subprocess.run(["strip", "--strip-debug", "-o", os.path.join(share, "bin", "healthgate"), binary], check=True)
+        strip_into(binary, os.path.join(share, "bin", "healthgate"))
+    if server_binary and NEEDS_SERVER & set(names):
+        strip_into(server_binary, os.path.join(share, "bin", "healthgate-server"))
+        make_certificates(os.path.join(share, "tls"))
     with open(os.path.join(share, "plan"), "w") as f:
         for name in names:
             f.write(f"{name} {SCENARIOS[name][1]}\n")
@@ -134,7 +155,7 @@ def boot(mode: str, names: list[str], args, out_dir: str) -> dict[str, str]:
     """One boot running `names`; returns name -> status ("pass" or why not)."""
     share = tempfile.mkdtemp(prefix=f"hg-vm-{mode}-")
     try:
-        prepare_share(share, names, args.binary)
+        prepare_share(share, names, args.binary, args.server_binary)
         console = os.path.join(share, "console.log")
         limit = args.boot_limit + sum(SCENARIOS[n][1] for n in names)
         cmd = qemu_command(cache_dir(), share, mode, console, args.memory)
@@ -199,6 +220,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description="HealthGate virtual-machine tests (Tests/vm/README.md)")
     ap.add_argument("--binary", help="a static healthgate executable to pass to the guest "
                     "(make vm-test builds one); scenarios that need it run only with it")
+    ap.add_argument("--server-binary", help="a static healthgate-server executable (make vm-test builds one); "
+                    "scenarios that need it run only with it")
     ap.add_argument("--scenario", action="append", choices=sorted(SCENARIOS),
                     help="run only this scenario (repeatable; default: all)")
     ap.add_argument("--results", default=os.path.join(REPO, ".build", "vm-results"),
@@ -209,18 +232,19 @@ def main() -> int:
     ap.add_argument("--no-build", action="store_true", help="do not (re)build the image; fail if it is missing")
     ap.add_argument("-v", "--verbose", action="store_true", help="show every scenario's log, not only failures")
     args = ap.parse_args()
-    if args.binary and not (os.path.isfile(args.binary) and os.access(args.binary, os.X_OK)):
-        ap.error(f"--binary {args.binary}: not an executable file")
+    for option, path in (("--binary", args.binary), ("--server-binary", args.server_binary)):
+        if path and not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            ap.error(f"{option} {path}: not an executable file")
     if args.boot_limit < 10 or args.memory < 256:
         ap.error("--boot-limit must be at least 10 s and --memory at least 256 MB")
 
     names = args.scenario or sorted(n for n in SCENARIOS if n not in ON_REQUEST)
-    skipped = [n for n in names if SCENARIOS[n][2] and not args.binary]
+    skipped = [n for n in names if (SCENARIOS[n][2] and not args.binary) or (n in NEEDS_SERVER and not args.server_binary)]
     if args.scenario and skipped:
-        ap.error(f"{', '.join(skipped)} need --binary")
+        ap.error(f"{', '.join(skipped)} need --binary (and --server-binary)")
     names = [n for n in names if n not in skipped]
     for n in skipped:
-        print(f"vm-test: not running {n} (it needs --binary)")
+        print(f"vm-test: not running {n} (it needs --binary" + (" and --server-binary)" if n in NEEDS_SERVER else ")"))
 
     if not args.no_build:
         subprocess.run([os.path.join(HERE, "build-image.sh")], check=True)

@@ -57,6 +57,30 @@ public final class TLSCertificates: Sendable {
         return nil
     }
 
+    /// What the private key file's permissions are worth saying: readable by every user, or by a
+    /// group the server is not in (the way docs/server.md sets it up, 0640 owned by root and the
+    /// server's group, is fine: the server reads it through its group). Pure: the file's mode and
+    /// group, and the server's groups, are inputs.
+    public static func keyAccessWarning(path: String, mode: UInt32, fileGroup: UInt32, serverGroups: Set<UInt32>) -> String? {
+        if mode & 0o007 != 0 {
+            return "the private key \(path) can be read by every user: chmod 600 it (or 640, owned by the server's group)"
+        }
+        if mode & 0o070 != 0, !serverGroups.contains(fileGroup) {
+            return "the private key \(path) can be read by group \(fileGroup), which the server is not in: chmod 600 it (or give it the server's group)"
+        }
+        return nil
+    }
+
+    /// ``keyAccessWarning(path:mode:fileGroup:serverGroups:)`` for the file at `path` and this process.
+    public static func keyAccessWarning(path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        var groups = [gid_t](repeating: 0, count: Int(max(getgroups(0, nil), 0)))
+        let count = getgroups(Int32(groups.count), &groups)
+        let serverGroups = Set(groups.prefix(max(Int(count), 0)).map { UInt32($0) } + [UInt32(getegid())])
+        return keyAccessWarning(path: path, mode: UInt32(info.st_mode) & 0o777, fileGroup: UInt32(info.st_gid), serverGroups: serverGroups)
+    }
+
     private static func load(certificate: String, key: String) throws -> (context: NIOSSLContext, notAfter: Date) {
         let chain: [NIOSSLCertificate]
         do {

@@ -16,7 +16,8 @@ mark_started() {
 # by the venv's Python, which sees Debian's python3-dbus and python3-gi) or NAME.sh. It gets
 #   HG_RESULTS  its folder on the share (status, log, and whatever it copies out)
 #   HG_WORK     a folder on the guest's own disk (SQLite databases do not work on 9p)
-#   HG_SHARE    the share; HG_BIN the healthgate binary when the host passed one
+#   HG_SHARE    the share; HG_BIN the healthgate binary when the host passed one, HG_SERVER_BIN
+#               the healthgate-server binary likewise
 # and writes its verdict as its exit status. Returns 1 if any scenario failed.
 run_plan() {
   failed=0
@@ -33,6 +34,7 @@ run_plan() {
     echo "hg: scenario $name (limit ${limit}s)" > /dev/console
     t0=$(uptime_s)
     HG_RESULTS=$out HG_WORK=$work HG_SHARE=$SHARE HG_BIN=$([ -x "$SHARE/bin/healthgate" ] && echo "$SHARE/bin/healthgate") \
+      HG_SERVER_BIN=$([ -x "$SHARE/bin/healthgate-server" ] && echo "$SHARE/bin/healthgate-server") \
       timeout -k 5 "$limit" "$@" < /dev/null > "$out/log" 2>&1
     rc=$?
     case $rc in

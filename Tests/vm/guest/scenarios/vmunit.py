@@ -43,13 +43,13 @@ def daemon_lines(pid: int) -> list[tuple[int, str]]:
             if e.get("_PID") == str(pid) and isinstance(e.get("MESSAGE"), str)]
 
 
-def running_exposure(limit: float) -> float:
+def running_exposure(limit: float, unit: str = "healthgate") -> float:
     """`systemd-analyze security` of the running unit (its output saved to the results): the
     overall exposure level, which must be at most `limit`."""
-    sec = run("systemd-analyze", "security", "healthgate.service", "--no-pager", check=False, quiet=True)
-    with open(os.path.join(RESULTS, "systemd-analyze-security.txt"), "w") as f:
+    sec = run("systemd-analyze", "security", f"{unit}.service", "--no-pager", check=False, quiet=True)
+    with open(os.path.join(RESULTS, f"systemd-analyze-security-{unit}.txt"), "w") as f:
         f.write(sec.stdout + sec.stderr)
-    m = re.search(r"Overall exposure level for healthgate\.service: ([0-9.]+)", sec.stdout)
+    m = re.search(rf"Overall exposure level for {re.escape(unit)}\.service: ([0-9.]+)", sec.stdout)
     if not m:
         raise AssertionError(f"no exposure level in systemd-analyze security's output: {sec.stdout[-500:]}")
     exposure = float(m.group(1))
