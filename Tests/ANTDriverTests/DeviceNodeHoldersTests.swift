@@ -13,7 +13,7 @@ import USBKit
         FileManager.default.createFile(atPath: held, contents: Data())
         FileManager.default.createFile(atPath: free, contents: Data())
         // Another process (sleep, started through a shell that keeps the file open on fd 3).
-        let holder = Process()
+        let holder = ChildProcess()
         holder.executableURL = URL(fileURLWithPath: "/bin/sh")
         holder.arguments = ["-c", "exec 3<\"$0\"; exec sleep 30", held]
         try holder.run()

@@ -160,9 +160,9 @@ struct BlueZAdapterAndAdvertisingTests {
     /// the address once it accepts connections: it prints its address when it listens. The
     /// socket's file alone is not enough: it appears at bind(), before listen(), and a connection
     /// in between is refused (CI saw "system bus: Connection refused" that way).
-    static func startDaemon(at place: (URL, String)? = nil) async throws -> (Process, String) {
+    static func startDaemon(at place: (URL, String)? = nil) async throws -> (ChildProcess, String) {
         let (_, address) = try place ?? busAddress()
-        let p = Process()
+        let p = ChildProcess()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
         p.arguments = ["--session", "--nofork", "--nopidfile", "--address=\(address)", "--print-address=1"]
         let printed = Pipe()

@@ -12,7 +12,9 @@ import TestSupport
 
 /// `GlucoseDownloader` against the peer's glucose meter over the own host stack (the meter here
 /// needs no bonding): every record, then only the new ones, a resend stored once, a meter going
-/// silent mid-transfer. Values are compared with the meter's sent log.
+/// silent mid-transfer. Values are compared with the meter's sent log. A download that should
+/// complete gets ``Patience/limit`` of silence: it ends at the meter's answer, and the suite's
+/// load once held the peer silent for over 5 s (the whole test took 106 s instead of 3).
 @Suite(.serialized) struct GlucoseDownloadTests {
     static let glucoseMeasurement = BluetoothUUID(GATTCharacteristic.glucoseMeasurement)
 
@@ -43,7 +45,7 @@ import TestSupport
             let client = try await runtime.connect(to: address, timeout: .seconds(30))
             let database = try await client.discover()
 
-            let first = try await GlucoseDownloader.download(client, database: database, after: nil, silence: .seconds(5),
+            let first = try await GlucoseDownloader.download(client, database: database, after: nil, silence: Patience.limit,
                                                              timeZone: TimeZone(identifier: "UTC")!)
             #expect(first.outcome == .complete)
             #expect(first.expected == 4)
@@ -60,24 +62,24 @@ import TestSupport
             #expect(stored4.sequence == 4 && stored4.record == first.records.last?.value && stored4.record != nil)
 
             // Nothing after 4 yet: record 4 comes again, checked, and nothing else.
-            let second = try await GlucoseDownloader.download(client, database: database, after: stored4, silence: .seconds(5),
+            let second = try await GlucoseDownloader.download(client, database: database, after: stored4, silence: Patience.limit,
                                                               timeZone: TimeZone(identifier: "UTC")!)
             #expect(second.outcome == .complete && second.records.map(\.sequenceNumber) == [4] && !second.meterWasReset)
             #expect(try await store.write(second.batch, glucoseDevice: address.text, cursor: stored4).inserted == 0)
             // A cursor kept before its record was (the sequence number only): the records after it.
             let legacy = try await GlucoseDownloader.download(client, database: database, after: GlucoseCursor(sequence: 4, record: nil),
-                                                              silence: .seconds(5))
+                                                              silence: Patience.limit)
             #expect(legacy.outcome == .noRecords && legacy.records.isEmpty && !legacy.meterWasReset)
 
             // Two new records: 4 again and exactly those.
             _ = try await peer.control("add-records glucose 2")
-            let third = try await GlucoseDownloader.download(client, database: database, after: stored4, silence: .seconds(5),
+            let third = try await GlucoseDownloader.download(client, database: database, after: stored4, silence: Patience.limit,
                                                              timeZone: TimeZone(identifier: "UTC")!)
             #expect(third.outcome == .complete && third.records.map(\.sequenceNumber) == [4, 5, 6])
             #expect(try await store.write(third.batch, glucoseDevice: address.text, cursor: try #require(cursor(third))).inserted == 2)
 
             // Everything again: the same identities, nothing new stored.
-            let again = try await GlucoseDownloader.download(client, database: database, after: nil, silence: .seconds(5),
+            let again = try await GlucoseDownloader.download(client, database: database, after: nil, silence: Patience.limit,
                                                              timeZone: TimeZone(identifier: "UTC")!)
             #expect(again.records.count == 6)
             let rewritten = try await store.write(again.batch, glucoseDevice: address.text, cursor: try #require(cursor(again)))
@@ -94,7 +96,7 @@ import TestSupport
             // nor anything after it, so every record it holds is downloaded and stored.
             _ = try await peer.control("reset-records glucose 2")
             let stored6 = try #require(try await StoreSink(store: store).checkpoint(GlucoseCursor.self, device: address.text))
-            let reset = try await GlucoseDownloader.download(client, database: database, after: stored6, silence: .seconds(5),
+            let reset = try await GlucoseDownloader.download(client, database: database, after: stored6, silence: Patience.limit,
                                                              timeZone: TimeZone(identifier: "UTC")!)
             #expect(reset.outcome == .complete && reset.meterWasReset && !reset.storedRecordDiffers)
             #expect(reset.records.map(\.sequenceNumber) == [1, 2])
@@ -102,14 +104,14 @@ import TestSupport
             let stored2 = try #require(try await StoreSink(store: store).checkpoint(GlucoseCursor.self, device: address.text))
             #expect(stored2.sequence == 2)
             // Then nothing new: it still holds 2, the same.
-            let after = try await GlucoseDownloader.download(client, database: database, after: stored2, silence: .seconds(5))
+            let after = try await GlucoseDownloader.download(client, database: database, after: stored2, silence: Patience.limit)
             #expect(after.outcome == .complete && !after.meterWasReset && after.records.map(\.sequenceNumber) == [2])
 
             // Reset again, and filled past 2 before this download: 5 new records. Record 2 is
             // another one, so every record is downloaded: 1 and 2 too, which asking for the
             // records after 2 would have skipped.
             _ = try await peer.control("reset-records glucose 5")
-            let refilled = try await GlucoseDownloader.download(client, database: database, after: stored2, silence: .seconds(5),
+            let refilled = try await GlucoseDownloader.download(client, database: database, after: stored2, silence: Patience.limit,
                                                                 timeZone: TimeZone(identifier: "UTC")!)
             #expect(refilled.outcome == .complete && refilled.meterWasReset && refilled.storedRecordDiffers)
             #expect(refilled.records.map(\.sequenceNumber) == [1, 2, 3, 4, 5])

@@ -427,7 +427,7 @@ func makeZip(_ path: String, entries: [(String, String)]) throws {
                 else:
                     z.writestr(name, value)
         """
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = ["python3", "-c", script, path] + entries.flatMap { [$0.0, $0.1] }
     try process.run()

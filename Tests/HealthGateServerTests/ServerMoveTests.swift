@@ -34,7 +34,7 @@ import TestSupport
 
         // Killed (SIGKILL) once the first batches of records are in.
         let killed = try await onOwnThread { () throws -> Bool in
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = URL(fileURLWithPath: ServerProcess.executable)
             process.arguments = ["migrate", "--from", "sqlite:" + path, "--to", cluster.url(database)]
             let errors = Pipe()

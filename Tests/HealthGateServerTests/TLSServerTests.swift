@@ -136,7 +136,7 @@ import TestSupport
 
 /// One TLS connection kept open (openssl s_client), for requests one after another on it.
 final class KeptTLSConnection: @unchecked Sendable {
-    let process = Process()
+    let process = ChildProcess()
     let input = Pipe()
     let output = Pipe()
 

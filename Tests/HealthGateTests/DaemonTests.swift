@@ -12,7 +12,7 @@ import TestSupport
 final class DaemonProcess {
     let folder: String
     let notify: NotifySocket
-    let process = Process()
+    let process = ChildProcess()
     var logPath: String { folder + "/daemon.log" }
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 

@@ -60,7 +60,7 @@ func mode(_ path: String) throws -> Int {
             type = "watch_folder"
             path = "\(base)/inbox"
             """.write(toFile: config, atomically: true, encoding: .utf8)
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: CLI.executable)
         process.arguments = ["daemon", "--config", config]
         process.currentDirectoryURL = URL(fileURLWithPath: work)

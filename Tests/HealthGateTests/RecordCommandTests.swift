@@ -58,7 +58,7 @@ import TestSupport
         defer { peer.stop() }
         let db = temporaryDatabase()
         defer { try? FileManager.default.removeItem(atPath: db) }
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: CLI.executable)
         process.arguments = ["record", "--hci", hci(peer), "--device", "HG HR", "--db", db]
         let out = Pipe(), err = Pipe()

@@ -337,7 +337,7 @@ func fastForwarder(_ install: Install, _ client: SyncClient, token: String, maxR
         let account = try await Account.create(on: server)
         try SyncCredentials(server: server.url.absoluteString, email: account.email, userId: "", deviceId: account.deviceId,
                             token: account.token).save(forDatabase: a.databasePath)
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: Tool.path("healthgate"))
         process.arguments = ["sync", "--db", a.databasePath, "--batch-records", "1", "--no-pull"]
         process.standardOutput = FileHandle.nullDevice

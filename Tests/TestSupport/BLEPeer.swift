@@ -24,7 +24,7 @@ public final class BLEPeer: @unchecked Sendable {
 
     public static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    public let process = Process()
+    public let process = ChildProcess()
     let stdin = Pipe()
     let stdout = Pipe()
     public let directory: URL
@@ -39,7 +39,7 @@ public final class BLEPeer: @unchecked Sendable {
 
     /// Fails with a message naming `pip install -r requirements-test.txt` when Bumble is missing.
     static let bumbleCheck: Result<Void, PeerError> = {
-        let p = Process()
+        let p = ChildProcess()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = ["python3", "-c", "import bumble"]
         p.standardOutput = FileHandle.nullDevice

@@ -4,7 +4,7 @@ public import Foundation
 /// uploads (or the requests `match` names) take the next fault of `faults`, one each, in order.
 /// Its log says what it did to every request, so a test can check the faults were all played.
 public final class HostileProxy: @unchecked Sendable {
-    public let process = Process()
+    public let process = ChildProcess()
     private let stdin = Pipe()
     private let folder: String
     public let logPath: String

@@ -157,58 +157,28 @@ public final class PostgresCluster: Sendable {
         guard result.status == 0 else { throw PeerError("\(tool) failed (\(result.status)): \(result.output)\n\(log.suffix(2000))") }
     }
 
-    /// Runs a program to its end with posix_spawn and waitpid, its output in a file. Not
-    /// Foundation's Process: it learns of a child's end through a socket the child inherits,
-    /// and the server `pg_ctl start` leaves running inherits it too, so that wait would never end
-    /// (seen); here the child gets only standard input, output and error.
+    /// Runs a program to its end, its output in a file, in the folder / (the postgres user may
+    /// not be allowed in the test's own). A ``ChildProcess``: the child gets only standard input,
+    /// output and error, so a server `pg_ctl start` leaves running holds nothing of this process.
     private static func runProcess(_ executable: String, _ arguments: [String], asUser: String?) throws -> (status: Int32, output: String) {
         let argv = asUser.map { ["/usr/sbin/runuser", "-u", $0, "--", executable] } ?? [executable]
         let outputPath = NSTemporaryDirectory() + "hg-pg-output-" + UUID().uuidString
         defer { unlink(outputPath) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         // Writable by the postgres user too.
         let fd = open(outputPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
         guard fd >= 0 else { throw PeerError("cannot create \(outputPath)") }
         fchmod(fd, 0o666)
-        defer { close(fd) }
-        posix_spawn_file_actions_adddup2(&actions, fd, 1)
-        posix_spawn_file_actions_adddup2(&actions, fd, 2)
-        // glibc's (2.34) GNU extensions, which Swift's Glibc module does not declare.
-        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        typealias ChangeFolder = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
-        guard let closeFrom = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np"),
-              let changeFolder = dlsym(nil, "posix_spawn_file_actions_addchdir_np") else {
-            throw PeerError("this C library has no posix_spawn_file_actions_addclosefrom_np (glibc 2.34 or later)")
-        }
-        _ = unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 3)
-        // Not the test's own folder: the postgres user may not be allowed in it.
-        _ = unsafeBitCast(changeFolder, to: ChangeFolder.self)(&actions, "/")
-        // An empty signal mask and default handlers: a thread of this process may block signals
-        // (SIGTERM, SIGALRM ...), and a child inheriting that mask would ignore being stopped
-        // (pgbouncer left running after its test, seen).
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let cArguments = (argv + arguments).map { strdup($0) } + [nil]
-        defer { for argument in cArguments { free(argument) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, argv[0], &actions, &attributes, cArguments, environ)
-        guard spawned == 0 else { throw PeerError("cannot start \(argv[0]): \(String(cString: strerror(spawned)))") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let output = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        let process = ChildProcess(argv[0], Array(argv.dropFirst()) + arguments)
+        process.standardInput = nil
+        process.standardOutput = output
+        process.standardError = output
+        process.currentDirectoryURL = URL(fileURLWithPath: "/")
+        try process.run()
+        process.waitUntilExit()
         let data = (try? Data(contentsOf: URL(fileURLWithPath: outputPath))) ?? Data()
-        let exited = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        return (exited, String(decoding: data, as: UTF8.self))
+        let status = process.terminationReason == .exit ? process.terminationStatus : 128 + process.terminationStatus
+        return (status, String(decoding: data, as: UTF8.self))
     }
 
     /// The newest installed PostgreSQL's programs.

@@ -34,7 +34,7 @@ public final class ServerProcess: @unchecked Sendable {
     /// A program the server is started through, with its arguments (e.g. `prlimit --nofile=N:N`).
     public let launcher: [String]
     public private(set) var url: URL = URL(string: "http://127.0.0.1:1")!
-    public private(set) var process = Process()
+    public private(set) var process = ChildProcess()
     private let stderrPath: String
 
     public static var executable: String {
@@ -126,7 +126,7 @@ public final class ServerProcess: @unchecked Sendable {
     public var log: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
     private func start(port: Int) throws {
-        process = Process()
+        process = ChildProcess()
         let database = databaseURL.map { ["--database", $0] } ?? ["--db", databasePath]
         let arguments = database + ["--host", "127.0.0.1", "--port", String(port), "--bcrypt-cost", "4"] + extraArguments
         if let program = launcher.first {

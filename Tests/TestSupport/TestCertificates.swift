@@ -33,7 +33,7 @@ public final class TestCertificates: Sendable {
               -startdate 20200101000000Z -enddate 20200102000000Z -extfile ext.cnf -notext
             chmod 600 *.key
             """
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", script]
         let log = folder + "/openssl.log"

@@ -28,7 +28,7 @@ public enum Tool {
 
     private static func runBlocking(_ executable: String, _ arguments: [String], stdin: String?,
                                     environment: [String: String]) throws -> Result {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         if !environment.isEmpty {
