@@ -280,7 +280,7 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "PacketCaptureTests", dependencies: ["TestSupport", "PacketCapture"]),
-        .testTarget(name: "HealthModelTests", dependencies: ["HealthModel", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "HealthModelTests", dependencies: ["HealthModel", "TestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "TimingTests", dependencies: ["Timing"]),
         .testTarget(name: "FITDriverTests", dependencies: ["TestSupport", "FITDriver", "HealthModel", "DriverKit"]),
         .testTarget(name: "XMLDriverTests", dependencies: ["TestSupport", "XMLStream", "TCXDriver", "GPXDriver", "HealthModel", "DriverKit"]),

@@ -1,0 +1,151 @@
+public import Foundation
+
+/// A date on the calendar, without a time or a zone (`2026-03-29`).
+public struct LocalDay: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public var year: Int
+    public var month: Int
+    public var day: Int
+
+    public init(year: Int, month: Int, day: Int) {
+        self.year = year
+        self.month = month
+        self.day = day
+    }
+
+    /// `2026-03-29`; nil for anything else, or a date the calendar does not have.
+    public init?(_ text: String) {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+              let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]) else { return nil }
+        self.init(year: year, month: month, day: day)
+        guard Self.plain.date(from: components).map({ Self(Self.plain.dateComponents([.year, .month, .day], from: $0)) }) == self else {
+            return nil
+        }
+    }
+
+    init(_ c: DateComponents) { self.init(year: c.year!, month: c.month!, day: c.day!) }
+
+    public var description: String { String(format: "%04d-%02d-%02d", year, month, day) }
+
+    public static func < (a: Self, b: Self) -> Bool { (a.year, a.month, a.day) < (b.year, b.month, b.day) }
+
+    /// The day `count` days (or months, or years) on: calendar arithmetic on dates, no zone.
+    public func adding(_ count: Int, _ unit: Calendar.Component = .day) -> LocalDay {
+        Self(Self.plain.dateComponents([.year, .month, .day], from: Self.plain.date(byAdding: unit, value: count, to: noon)!))
+    }
+
+    /// Monday = 1 ... Sunday = 7 (ISO 8601).
+    public var isoWeekday: Int { (Self.plain.component(.weekday, from: noon) + 5) % 7 + 1 }
+
+    /// The ISO 8601 week this day is in: its year and number (`2026-W13`).
+    public var isoWeek: (year: Int, week: Int) {
+        var iso = Calendar(identifier: .iso8601)
+        iso.timeZone = Self.plain.timeZone
+        let c = iso.dateComponents([.yearForWeekOfYear, .weekOfYear], from: noon)
+        return (c.yearForWeekOfYear!, c.weekOfYear!)
+    }
+
+    /// Days from this day to `other` (negative when `other` is earlier).
+    public func days(to other: LocalDay) -> Int {
+        Self.plain.dateComponents([.day], from: noon, to: other.noon).day!
+    }
+
+    var components: DateComponents { DateComponents(year: year, month: month, day: day) }
+    /// Noon UTC of this date: where plain date arithmetic happens.
+    private var noon: Date { Self.plain.date(from: DateComponents(year: year, month: month, day: day, hour: 12))! }
+
+    /// The Gregorian calendar in UTC, which has no DST: arithmetic on dates only.
+    private static let plain: Calendar = {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        return calendar
+    }()
+}
+
+/// The one definition of a local day, which every view, report and summary uses
+/// (docs/days.md):
+///
+/// - A day starts at the user's *day start* (`Preferences.dayStartMinutes`, midnight unless set,
+///   e.g. 04:00) in their time zone, and lasts until the next day's start: 23 or 25 hours on a
+///   day the clocks change, 24 otherwise. An entry at 01:30 with a 04:00 day start belongs to the
+///   day before.
+/// - When the day start does not exist on a date (the clocks jump over it), the day starts at the
+///   first instant after the jump; when it happens twice (the clocks go back over it), at the
+///   first of the two.
+/// - A night of sleep (any sleep session) belongs to the day in which it ends.
+/// - Weeks are ISO weeks (Monday first), months and years the calendar's; each starts at the day
+///   start of its first day.
+public struct DayBoundary: Hashable, Sendable {
+    public let timeZone: TimeZone
+    /// Minutes after local midnight at which a day starts, in ``allowedStart``.
+    public let startMinutes: Int
+    /// The Gregorian calendar in ``timeZone``.
+    public let calendar: Calendar
+
+    /// A day start from midnight up to (not including) noon.
+    public static let allowedStart = 0..<720
+
+    public init(timeZone: TimeZone, startMinutes: Int = 0) {
+        precondition(Self.allowedStart.contains(startMinutes), "a day start is 00:00 to 11:59")
+        self.timeZone = timeZone
+        self.startMinutes = startMinutes
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        self.calendar = calendar
+    }
+
+    /// Days that start at local midnight in `timeZone`.
+    public static func midnight(in timeZone: TimeZone) -> DayBoundary { DayBoundary(timeZone: timeZone) }
+
+    /// The local day holding `instant`.
+    public func day(of instant: Date) -> LocalDay {
+        let day = LocalDay(calendar.dateComponents([.year, .month, .day], from: instant))
+        // Compared as instants, not as wall times: when the clocks go back over the day start,
+        // the repeated hour after its first occurrence is already the new day.
+        return startMinutes > 0 && instant < start(of: day) ? day.adding(-1) : day
+    }
+
+    /// The day a night of sleep (or any session) belongs to: the one in which it ends.
+    public func day(ofNightEnding end: Date) -> LocalDay { day(of: end) }
+
+    /// The instant `day` starts.
+    public func start(of day: LocalDay) -> Date {
+        var noon = day.components
+        noon.hour = 12
+        // Local midnight, or the first instant of the day where the clocks skip midnight.
+        let midnight = calendar.startOfDay(for: calendar.date(from: noon)!)
+        guard startMinutes > 0 else { return midnight }
+        // No clock change between midnight and the day start (nearly every day): the wall
+        // time shows exactly the day start, for the first time.
+        let plain = midnight.addingTimeInterval(TimeInterval(startMinutes * 60))
+        let shown = calendar.dateComponents([.day, .hour, .minute], from: plain)
+        if shown.day == day.day, shown.hour! * 60 + shown.minute! == startMinutes { return plain }
+        // The first instant after midnight that shows the day start, or the first after it
+        // where the clocks skip it.
+        return calendar.nextDate(after: midnight, matching: DateComponents(hour: startMinutes / 60, minute: startMinutes % 60, second: 0),
+                                 matchingPolicy: .nextTime, repeatedTimePolicy: .first, direction: .forward)!
+    }
+
+    /// The start of the day holding `instant`.
+    public func start(ofDayHolding instant: Date) -> Date { start(of: day(of: instant)) }
+
+    /// The instants bounding the day holding `instant`: `start ..< end`.
+    public func bounds(ofDayHolding instant: Date) -> Range<Date> {
+        let day = day(of: instant)
+        return start(of: day)..<start(of: day.adding(1))
+    }
+
+    /// `04:00`.
+    public var startText: String { Self.text(minutes: startMinutes) }
+
+    /// `HH:MM` as minutes after midnight, within ``allowedStart``; nil otherwise.
+    public static func minutes(_ text: String) -> Int? {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, (1...2).contains(parts[0].count), parts[1].count == 2,
+              let h = Int(parts[0]), let m = Int(parts[1]), (0..<60).contains(m), h >= 0 else { return nil }
+        let minutes = h * 60 + m
+        return allowedStart.contains(minutes) ? minutes : nil
+    }
+
+    public static func text(minutes: Int) -> String { String(format: "%02d:%02d", minutes / 60, minutes % 60) }
+}
