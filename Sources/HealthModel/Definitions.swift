@@ -151,7 +151,8 @@ public struct BodyProfile: Hashable, Sendable {
     public init(weightKg: Double) { self.weightKg = weightKg }
 }
 
-/// The units the user reads and types; values are stored in SI units (ml, kg) whatever these say.
+/// The units the user reads and types (values are stored in SI units, ml and kg, whatever these
+/// say) and where their day starts.
 public struct Preferences: Hashable, Sendable {
     public enum VolumeUnit: String, Codable, Sendable, CaseIterable {
         case ml
@@ -169,11 +170,18 @@ public struct Preferences: Hashable, Sendable {
 
     public var volume: VolumeUnit
     public var mass: MassUnit
+    /// Minutes after local midnight at which the user's day starts (``DayBoundary``): 0 for
+    /// midnight, 240 for 04:00; within ``DayBoundary/allowedStart``.
+    public var dayStartMinutes: Int
 
-    public init(volume: VolumeUnit = .ml, mass: MassUnit = .kg) {
+    public init(volume: VolumeUnit = .ml, mass: MassUnit = .kg, dayStartMinutes: Int = 0) {
         self.volume = volume
         self.mass = mass
+        self.dayStartMinutes = dayStartMinutes
     }
+
+    /// The user's days in `timeZone`.
+    public func days(in timeZone: TimeZone) -> DayBoundary { DayBoundary(timeZone: timeZone, startMinutes: dayStartMinutes) }
 }
 
 /// The names of the habits the apps themselves fill, as stored in ``HabitEvent/habit``, and what

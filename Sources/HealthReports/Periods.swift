@@ -2,41 +2,34 @@ public import Foundation
 public import HealthModel
 public import HealthStore
 
-/// Consecutive periods of one kind (local days, ISO weeks, months, years) of a calendar, as the
-/// instants that bound them: period `i` runs from `bounds[i]` (inclusive) to `bounds[i + 1]`.
-/// Local days follow the calendar's time zone: a DST day is 23 or 25 hours long.
+/// Consecutive periods of one kind (local days, ISO weeks, months, years) as the instants that
+/// bound them: period `i` runs from `bounds[i]` (inclusive) to `bounds[i + 1]`. Days are
+/// ``DayBoundary``'s (a day start in a time zone: a DST day is 23 or 25 hours long); a week,
+/// month or year starts at the start of its first day.
 public struct Periods: Sendable {
     public let unit: StatsPeriod
-    public let calendar: Calendar
+    public let boundary: DayBoundary
     public let bounds: [Date]
 
+    /// The Gregorian calendar in the days' time zone.
+    public var calendar: Calendar { boundary.calendar }
+
     /// The periods from the one holding `from` through the one holding `through`.
-    public init(_ unit: StatsPeriod, calendar: Calendar, from: Date, through: Date) {
+    public init(_ unit: StatsPeriod, boundary: DayBoundary, from: Date, through: Date) {
         self.unit = unit
-        self.calendar = calendar
-        var bounds = [unit.bucket(from, calendar: calendar).start]
+        self.boundary = boundary
+        var first = unit.first(of: boundary.day(of: from))
+        var bounds = [boundary.start(of: first)]
         while bounds[bounds.count - 1] <= through {
-            bounds.append(Self.next(after: bounds[bounds.count - 1], unit: unit, calendar: calendar))
+            first = unit.next(after: first)
+            bounds.append(boundary.start(of: first))
         }
         self.bounds = bounds
     }
 
-    /// The start of the period after the one starting at `start`.
-    static func next(after start: Date, unit: StatsPeriod, calendar: Calendar) -> Date {
-        switch unit {
-        case .day:
-            // A day is 23 to 25 hours long: 36 hours on is always inside the next day.
-            let plain = start.addingTimeInterval(86_400)
-            let zone = calendar.timeZone
-            if zone.secondsFromGMT(for: start) == zone.secondsFromGMT(for: plain) { return plain }
-            return calendar.startOfDay(for: start.addingTimeInterval(36 * 3600))
-        case .week:
-            return unit.bucket(start.addingTimeInterval(8 * 86_400 - 12 * 3600), calendar: calendar).start
-        case .month:
-            return unit.bucket(start.addingTimeInterval(32 * 86_400), calendar: calendar).start
-        case .year:
-            return unit.bucket(start.addingTimeInterval(367 * 86_400), calendar: calendar).start
-        }
+    /// Periods of days that start at midnight in `calendar`'s time zone.
+    public init(_ unit: StatsPeriod, calendar: Calendar, from: Date, through: Date) {
+        self.init(unit, boundary: .midnight(in: calendar.timeZone), from: from, through: through)
     }
 
     public var count: Int { bounds.count - 1 }
@@ -53,19 +46,14 @@ public struct Periods: Sendable {
     }
 
     /// The period's label (`2026-03-29`, `2026-W13`, `2026-03`, `2026`).
-    public func label(_ i: Int) -> String {
-        unit.bucket(bounds[i].addingTimeInterval(1), calendar: calendar).label
-    }
+    public func label(_ i: Int) -> String { unit.label(boundary.day(of: bounds[i])) }
 
     /// The period's length in local days (a month 28-31, a DST day still 1).
     public func days(_ i: Int) -> Int {
         switch unit {
         case .day: return 1
         case .week: return 7
-        case .month, .year:
-            let from = calendar.dateComponents([.year, .month, .day], from: bounds[i])
-            let to = calendar.dateComponents([.year, .month, .day], from: bounds[i + 1])
-            return calendar.dateComponents([.day], from: from, to: to).day ?? 0
+        case .month, .year: return boundary.day(of: bounds[i]).days(to: boundary.day(of: bounds[i + 1]))
         }
     }
 

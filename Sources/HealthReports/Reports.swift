@@ -1,28 +1,41 @@
 public import Foundation
-import HealthModel
+public import HealthModel
 public import HealthStore
 
 /// Calendar periods for `healthgate stats`.
 public enum StatsPeriod: String, Sendable, CaseIterable {
     case day, week, month, year
 
-    /// The period's label and start for `date` (ISO weeks: `2019-W20`).
-    func bucket(_ date: Date, calendar: Calendar) -> (label: String, start: Date) {
+    /// The first day of the period holding `day`: itself, its ISO week's Monday, the 1st of
+    /// its month or of its year.
+    func first(of day: LocalDay) -> LocalDay {
         switch self {
-        case .day:
-            let c = calendar.dateComponents([.year, .month, .day], from: date)
-            return (String(format: "%04d-%02d-%02d", c.year!, c.month!, c.day!), calendar.date(from: c)!)
+        case .day: day
+        case .week: day.adding(1 - day.isoWeekday)
+        case .month: LocalDay(year: day.year, month: day.month, day: 1)
+        case .year: LocalDay(year: day.year, month: 1, day: 1)
+        }
+    }
+
+    /// The first day of the period after the one starting on `first`.
+    func next(after first: LocalDay) -> LocalDay {
+        switch self {
+        case .day: first.adding(1)
+        case .week: first.adding(7)
+        case .month: first.adding(1, .month)
+        case .year: first.adding(1, .year)
+        }
+    }
+
+    /// The label of the period holding `day` (ISO weeks: `2019-W20`).
+    func label(_ day: LocalDay) -> String {
+        switch self {
+        case .day: return day.description
         case .week:
-            var iso = Calendar(identifier: .iso8601)
-            iso.timeZone = calendar.timeZone
-            let c = iso.dateComponents([.yearForWeekOfYear, .weekOfYear], from: date)
-            return (String(format: "%04d-W%02d", c.yearForWeekOfYear!, c.weekOfYear!), iso.date(from: c)!)
-        case .month:
-            let c = calendar.dateComponents([.year, .month], from: date)
-            return (String(format: "%04d-%02d", c.year!, c.month!), calendar.date(from: c)!)
-        case .year:
-            let c = calendar.dateComponents([.year], from: date)
-            return (String(format: "%04d", c.year!), calendar.date(from: c)!)
+            let week = day.isoWeek
+            return String(format: "%04d-W%02d", week.year, week.week)
+        case .month: return String(format: "%04d-%02d", day.year, day.month)
+        case .year: return String(format: "%04d", day.year)
         }
     }
 }
@@ -128,13 +141,13 @@ public enum Reports {
     /// Statistics per period, oldest first, for periods that hold any record. Totals are summed
     /// in SQL per period of the local calendar (``HealthStore/habitTotals(_:bounds:byCategory:)``).
     /// Per-day means divide by the period's days from the first record's day to `now`'s.
-    /// `history` (``habitHistory(_:calendar:now:)`` at the same `now` and time zone), when the
+    /// `history` (``habitHistory(_:days:now:)`` at the same `now` and days), when the
     /// caller has it, saves reading every habit's daily totals again.
     public static func stats(_ store: HealthStore, period: StatsPeriod, range: DateRange = DateRange(),
-                             timeZone: TimeZone = .current, now: Date = Date(), history: HabitHistory? = nil) async throws -> [PeriodStats] {
-        let calendar = Calendar.gregorian(in: timeZone)
+                             days boundary: DayBoundary = .midnight(in: .current), now: Date = Date(),
+                             history: HabitHistory? = nil) async throws -> [PeriodStats] {
         guard let span = try await store.recordSpan(in: range) else { return [] }
-        let periods = Periods(period, calendar: calendar, from: span.first, through: span.last)
+        let periods = Periods(period, boundary: boundary, from: span.first, through: span.last)
         // The range cuts the first and last periods: their bounds move to the range's.
         var bounds = periods.bounds
         if let since = range.since, since > bounds[0] { bounds[0] = since }
@@ -168,13 +181,13 @@ public enum Reports {
 
         // Habits: per period; daily goals counted per local day within each period.
         let goals = try await Self.goals(store)
-        let days = Periods(.day, calendar: calendar, from: max(range.since ?? span.first, span.first),
+        let days = Periods(.day, boundary: boundary, from: max(range.since ?? span.first, span.first),
                            through: max(min(now, range.until ?? now), span.last))
         let periodTotals = try await store.everyHabitTotals(bounds: bounds)
         // Daily totals for the goals: the history's when it has them (its days may start
         // earlier: only those within `days` count), else read for `days`.
         let goalDays: Periods, dayTotals: [String: [BucketTotal]]
-        if let history, let historyDays = history.days, historyDays.calendar == calendar {
+        if let history, let historyDays = history.days, historyDays.boundary == boundary {
             (goalDays, dayTotals) = (historyDays, history.daily)
         } else if goals.values.contains(where: { $0.period == .day }) {
             (goalDays, dayTotals) = (days, try await store.everyHabitTotals(bounds: days.bounds))

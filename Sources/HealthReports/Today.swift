@@ -6,7 +6,8 @@ public import HealthStore
 /// progress (streaks), read by the caller; nothing here reads the clock or the database.
 public struct TodayInput: Sendable {
     public var now: Date
-    public var calendar: Calendar
+    /// Where days start (``DayBoundary``).
+    public var days: DayBoundary
     public var definitions: [Definition]
     /// Habit events of today's local day up to `now` (drinks, vaping sessions, meals, habits).
     public var events: [HabitEvent]
@@ -23,11 +24,11 @@ public struct TodayInput: Sendable {
     /// Each counted habit's progress up to now, by habit name (case-folded).
     public var progress: [String: HabitProgress]
 
-    public init(now: Date, calendar: Calendar, definitions: [Definition] = [], events: [HabitEvent] = [], lastVape: HabitEvent? = nil,
+    public init(now: Date, days: DayBoundary, definitions: [Definition] = [], events: [HabitEvent] = [], lastVape: HabitEvent? = nil,
                 workouts: [WorkoutSummary] = [], steps: Double = 0, measuredEnergyKcal: Double = 0, sleep: [SleepSession] = [],
                 progress: [String: HabitProgress] = [:]) {
         self.now = now
-        self.calendar = calendar
+        self.days = days
         self.definitions = definitions
         self.events = events
         self.lastVape = lastVape
@@ -177,8 +178,7 @@ public struct TodayReport: Sendable, Equatable, Encodable {
 
     /// Today's report from `input` (pure).
     public static func compute(_ input: TodayInput) -> TodayReport {
-        let calendar = input.calendar
-        let dayStart = calendar.startOfDay(for: input.now)
+        let dayStart = input.days.start(ofDayHolding: input.now)
         let today = input.events.filter { $0.time >= dayStart && $0.time <= input.now && $0.isCheckIn }
         func habits(_ name: String) -> [HabitEvent] { today.filter { Definition.key($0.habit) == Definition.key(name) } }
         var definitions: [String: (Definition, HabitDefinition)] = [:]
@@ -241,8 +241,7 @@ public struct TodayReport: Sendable, Equatable, Encodable {
             .max { ($0.totalSleepS, $0.end) < ($1.totalSleepS, $1.end) }
         let steps = input.steps
 
-        let c = calendar.dateComponents([.year, .month, .day], from: input.now)
-        return TodayReport(date: String(format: "%04d-%02d-%02d", c.year!, c.month!, c.day!), timeZone: calendar.timeZone.identifier,
+        return TodayReport(date: input.days.day(of: input.now).description, timeZone: input.days.timeZone.identifier,
                            now: input.now, water: water, vaping: vaping, habits: rows, energy: energy,
                            sleep: night.map { Sleep(start: $0.start, end: $0.end, asleepS: $0.totalSleepS) }, steps: steps)
     }

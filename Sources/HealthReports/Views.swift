@@ -1,5 +1,5 @@
 public import Foundation
-import HealthModel
+public import HealthModel
 public import HealthStore
 
 /// Every counted habit's progress up to a time, with the daily totals it was computed from.
@@ -22,7 +22,7 @@ public struct HabitHistory: Sendable {
 extension Reports {
     /// Every counted habit's progress up to `now`: one read of every habit's daily totals,
     /// whatever the number of habits (weekly goals regroup them).
-    public static func habitHistory(_ store: HealthStore, calendar: Calendar, now: Date) async throws -> HabitHistory {
+    public static func habitHistory(_ store: HealthStore, days boundary: DayBoundary, now: Date) async throws -> HabitHistory {
         var starts: [(HabitGoal, Date)] = []
         let spans = try await store.everyHabitSpan()
         for d in try await store.definitions(.habit) {
@@ -32,9 +32,9 @@ extension Reports {
         }
         let vapeStart = spans[Definition.key(BuiltInHabit.vaping)]?.first
         guard let earliest = (starts.map(\.1) + [vapeStart].compactMap { $0 }).min(), earliest <= now else { return .empty }
-        let days = Periods(.day, calendar: calendar, from: earliest, through: now)
+        let days = Periods(.day, boundary: boundary, from: earliest, through: now)
         let daily = try await store.everyHabitTotals(bounds: days.bounds)
-        let weeks = starts.contains { $0.0.period == .week } ? Periods(.week, calendar: calendar, from: earliest, through: now) : nil
+        let weeks = starts.contains { $0.0.period == .week } ? Periods(.week, boundary: boundary, from: earliest, through: now) : nil
         // A week is seven local days: weekly totals are the daily ones regrouped.
         let weekly = weeks.map { weeks in daily.mapValues { weeks.regroup($0, from: days) } } ?? [:]
         var progress: [HabitProgress] = []
@@ -48,15 +48,15 @@ extension Reports {
                             daily: daily)
     }
 
-    /// Today's report at `now` in `calendar`'s time zone.
-    public static func today(_ store: HealthStore, calendar: Calendar, now: Date) async throws -> TodayReport {
-        let dayStart = calendar.startOfDay(for: now)
+    /// Today's report at `now`: the day of `days` that holds it.
+    public static func today(_ store: HealthStore, days: DayBoundary, now: Date) async throws -> TodayReport {
+        let dayStart = days.start(ofDayHolding: now)
         let today = DateRange(since: dayStart, until: now.addingTimeInterval(0.001))
         let todayBounds = [dayStart, now.addingTimeInterval(0.001)]
         var byName: [String: HabitProgress] = [:]
-        for p in try await Self.habitHistory(store, calendar: calendar, now: now).progress { byName[Definition.key(p.habit)] = p }
+        for p in try await Self.habitHistory(store, days: days, now: now).progress { byName[Definition.key(p.habit)] = p }
         let input = TodayInput(
-            now: now, calendar: calendar, definitions: try await store.definitions(),
+            now: now, days: days, definitions: try await store.definitions(),
             events: try await store.habitEvents(in: today),
             lastVape: try await store.lastHabitEvent(BuiltInHabit.vaping, atOrBefore: now),
             workouts: try await store.workouts(in: today),
@@ -67,8 +67,8 @@ extension Reports {
     }
 
     /// The achievements reached by `now`.
-    public static func achievements(_ store: HealthStore, calendar: Calendar, now: Date) async throws -> [Achievement] {
-        let history = try await Self.habitHistory(store, calendar: calendar, now: now)
+    public static func achievements(_ store: HealthStore, days: DayBoundary, now: Date) async throws -> [Achievement] {
+        let history = try await Self.habitHistory(store, days: days, now: now)
         guard let days = history.days else { return [] }
         return Achievements.compute(days: days, now: now, vaping: history.vaping, progress: history.progress)
     }

@@ -352,12 +352,13 @@ struct RecordWriter {
             d.id.description, d.version, d.kind.rawValue, d.name, ISO8601.string(d.time),
             habit?.valueKind.rawValue, habit?.unit, categories, habit?.target?.amount, habit?.target?.period.rawValue,
             habit?.target?.direction.rawValue, meal?.kcal, ingredients, weight, preferences?.volume.rawValue, preferences?.mass.rawValue,
+            preferences.flatMap { $0.dayStartMinutes == 0 ? nil : $0.dayStartMinutes },
         ]
         try run("""
             INSERT INTO definitions (id, version, kind, name, time, value_kind, unit, categories, target_amount, target_period,
-                target_direction, kcal, ingredients, weight_kg, volume_unit, mass_unit,
+                target_direction, kcal, ingredients, weight_kg, volume_unit, mass_unit, day_start_min,
                 source_driver, source_device, source_file, import_hash, updated_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, StatementArguments(columns) + sourceArguments(d.source, importHash))
     }
 

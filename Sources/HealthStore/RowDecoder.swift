@@ -89,7 +89,7 @@ enum RowDecoder {
     /// The columns ``definition(_:)`` reads, in its order.
     static let definitionColumns = """
         id, version, kind, name, time, value_kind, unit, categories, target_amount, target_period, target_direction, kcal,
-        ingredients, weight_kg, volume_unit, mass_unit, source_driver, source_device, source_file
+        ingredients, weight_kg, volume_unit, mass_unit, source_driver, source_device, source_file, day_start_min
         """
 
     /// A row of ``definitionColumns``; nil for a kind or spelling this version does not know.
@@ -123,7 +123,7 @@ enum RowDecoder {
         case .preferences:
             guard let volume = Preferences.VolumeUnit(rawValue: row[14] as String? ?? ""),
                   let mass = Preferences.MassUnit(rawValue: row[15] as String? ?? "") else { return nil }
-            body = .preferences(Preferences(volume: volume, mass: mass))
+            body = .preferences(Preferences(volume: volume, mass: mass, dayStartMinutes: row[19] as Int? ?? 0))
         }
         return Definition(id: id, version: row[1], name: row[3], time: date(row[4]), body: body,
                           source: Source(driver: row[16], device: row[17], file: row[18]))

@@ -20,6 +20,7 @@ enum Schema {
         migrator.registerMigration("v11-i15-pair-glucose-sync", migrate: createGlucoseSync)
         migrator.registerMigration("v12-glucose-last-record", migrate: addGlucoseLastRecord)
         migrator.registerMigration("v13-driver-checkpoints", migrate: createDriverCheckpoints)
+        migrator.registerMigration("v14-day-start", migrate: addDayStart)
         return migrator
     }
 
@@ -393,6 +394,15 @@ enum Schema {
     /// one JSON value per driver and device, written in the transaction that stores the records it
     /// covers. Replaces `glucose_sync`, whose rows become the `ble` driver's checkpoints:
     /// `{"record":"<hex>","sequence":N}` (no `record` for a row that had none).
+    /// Preferences: the minute of the day at which the user's day starts (NULL: midnight). Nights
+    /// belong to the day they end in (``DayBoundary``): sleep is found by its end.
+    private static func addDayStart(_ db: Database) throws {
+        try db.execute(sql: """
+            ALTER TABLE definitions ADD COLUMN day_start_min INTEGER CHECK (day_start_min BETWEEN 0 AND 719);
+            CREATE INDEX sleep_by_end ON sleep_sessions(end_time);
+            """)
+    }
+
     private static func createDriverCheckpoints(_ db: Database) throws {
         try db.execute(sql: """
             CREATE TABLE driver_checkpoints (

@@ -194,7 +194,7 @@ extension HealthStore {
         }
     }
 
-    /// Sleep sessions per bucket of their start.
+    /// Sleep sessions per bucket of their end: a night belongs to the day it ends in (DayBoundary).
     public func sleepTotals(bounds: [Date]) async throws -> [SleepBucketTotal] {
         guard bounds.count > 1 else { return [] }
         let json = Self.boundsJSON(bounds)
@@ -202,7 +202,7 @@ extension HealthStore {
             try Row.fetchAll(db, sql: """
                 \(Self.bucketsCTE)
                 SELECT r.i, count(*), total(s.total_sleep_s) FROM r
-                JOIN sleep_sessions s ON s.start_time >= r.s AND s.start_time < r.e
+                JOIN sleep_sessions s ON s.end_time >= r.s AND s.end_time < r.e
                 WHERE +s.deleted = 0 GROUP BY r.i ORDER BY r.i
                 """, arguments: [json]).map { SleepBucketTotal(bucket: $0[0], count: $0[1], sleepS: $0[2]) }
         }

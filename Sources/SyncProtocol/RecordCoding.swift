@@ -405,16 +405,27 @@ extension BodyProfile: Codable {
 }
 
 extension Preferences: Codable {
-    enum CodingKeys: String, CodingKey { case volume, mass }
+    /// `day_start` (`04:00`) only when the day does not start at midnight: the preferences of
+    /// earlier versions read and write as they did.
+    enum CodingKeys: String, CodingKey { case volume, mass, dayStart = "day_start" }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(volume: try c.decode(VolumeUnit.self, forKey: .volume), mass: try c.decode(MassUnit.self, forKey: .mass))
+        var minutes = 0
+        if let text = try c.decodeIfPresent(String.self, forKey: .dayStart) {
+            guard let parsed = DayBoundary.minutes(text) else {
+                throw DecodingError.dataCorruptedError(forKey: .dayStart, in: c, debugDescription: "a day start is HH:MM from 00:00 to 11:59")
+            }
+            minutes = parsed
+        }
+        self.init(volume: try c.decode(VolumeUnit.self, forKey: .volume), mass: try c.decode(MassUnit.self, forKey: .mass),
+                  dayStartMinutes: minutes)
     }
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(volume, forKey: .volume)
         try c.encode(mass, forKey: .mass)
+        if dayStartMinutes != 0 { try c.encode(DayBoundary.text(minutes: dayStartMinutes), forKey: .dayStart) }
     }
 }

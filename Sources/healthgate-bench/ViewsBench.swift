@@ -73,12 +73,12 @@ func viewsBenchmarks(rounds: Int = 15) async throws {
     var inProcess: [String: [Double]] = [:]
     for _ in 0..<rounds {
         var t0 = now()
-        _ = try await Reports.today(store, calendar: calendar, now: end)
+        _ = try await Reports.today(store, days: .midnight(in: calendar.timeZone), now: end)
         inProcess["today", default: []].append(now() - t0)
         t0 = now()
         // As `healthgate stats` does: the habit history (streaks) once, shared with the stats.
-        let history = try await Reports.habitHistory(store, calendar: calendar, now: end)
-        _ = try await Reports.stats(store, period: .week, timeZone: zone, now: end, history: history)
+        let history = try await Reports.habitHistory(store, days: .midnight(in: calendar.timeZone), now: end)
+        _ = try await Reports.stats(store, period: .week, days: .midnight(in: zone), now: end, history: history)
         inProcess["stats", default: []].append(now() - t0)
     }
 

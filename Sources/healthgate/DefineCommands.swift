@@ -12,7 +12,7 @@ struct DefineCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "define", abstract: "Define a habit, a vaping trigger, a saved meal, your body profile, units or a goal.",
         discussion: "Defining again what is defined stores a new version of it (synced like any record). `healthgate definitions` lists them.",
-        subcommands: [DefineHabit.self, DefineTrigger.self, DefineMeal.self, DefineProfile.self, DefineUnits.self, DefineGoal.self])
+        subcommands: [DefineHabit.self, DefineTrigger.self, DefineMeal.self, DefineProfile.self, DefineUnits.self, DefineDayStart.self, DefineGoal.self])
 }
 
 /// Options every `define` command takes.
@@ -189,10 +189,33 @@ struct DefineUnits: AsyncParsableCommand {
 
     func run() async throws {
         let store = try await options.database.open()
-        var preferences = Preferences()
-        if case .preferences(let current)? = try await store.definition(.preferences, name: "preferences")?.body { preferences = current }
+        var preferences = try await Output.preferences(store)
         if let volume { preferences.volume = volume == "ml" ? .ml : .flOz }
         if let mass, let unit = Preferences.MassUnit(rawValue: mass) { preferences.mass = unit }
+        try await options.define("preferences", .preferences(preferences), store: store)
+    }
+}
+
+struct DefineDayStart: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "day-start",
+        abstract: "When your day starts (00:00 to 11:59; default midnight).",
+        discussion: """
+            Entries before it count for the day before: with 04:00, a drink at 01:30 is yesterday's. \
+            today, stats, achievements and the dashboard use it, and it syncs with your other \
+            installs (docs/days.md).
+            """)
+    @OptionGroup var options: DefineOptions
+    @Argument(help: ArgumentHelp("The local time your day starts at: 04:00.", valueName: "HH:MM")) var time: String
+
+    func validate() throws {
+        guard DayBoundary.minutes(time) != nil else { throw ValidationError("the day start must be HH:MM from 00:00 to 11:59, not \(time)") }
+    }
+
+    func run() async throws {
+        let store = try await options.database.open()
+        var preferences = try await Output.preferences(store)
+        preferences.dayStartMinutes = DayBoundary.minutes(time)!
         try await options.define("preferences", .preferences(preferences), store: store)
     }
 }
@@ -284,7 +307,7 @@ struct DefinitionListing: Encodable {
         case .meal(let meal):
             details = "\(LoggedEntryNumber.show(meal.kcal)) kcal" + (meal.ingredients.isEmpty ? "" : ": " + meal.ingredients.map { "\($0.name) \(LoggedEntryNumber.show($0.kcal))" }.joined(separator: ", "))
         case .profile(let profile): details = "weight \(Quantities.text(kilograms: profile.weightKg, in: units.mass))"
-        case .preferences(let p): details = "volume \(p.volume.rawValue), mass \(p.mass.rawValue)"
+        case .preferences(let p): details = "volume \(p.volume.rawValue), mass \(p.mass.rawValue), day start \(DayBoundary.text(minutes: p.dayStartMinutes))"
         }
     }
 }

@@ -35,6 +35,12 @@ enum Output {
         return preferences
     }
 
+    /// The user's days (``DayBoundary``): their day start (`define day-start`) in this machine's
+    /// time zone.
+    static func days(_ store: HealthStore) async throws -> DayBoundary {
+        try await preferences(store).days(in: .current)
+    }
+
     /// `1 meal`, `2 meals`, `0 days`.
     static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
 

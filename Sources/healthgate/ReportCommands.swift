@@ -49,8 +49,10 @@ struct StatsCommand: AsyncParsableCommand {
     func run() async throws {
         let store = try await database.open()
         let now = try asOf.now()
-        let history = try await Reports.habitHistory(store, calendar: .gregorian(in: .current), now: now)
-        let stats = try await Reports.stats(store, period: StatsPeriod(rawValue: period)!, range: try range.range(), now: now, history: history)
+        let days = try await Output.days(store)
+        let history = try await Reports.habitHistory(store, days: days, now: now)
+        let stats = try await Reports.stats(store, period: StatsPeriod(rawValue: period)!, range: try range.range(), days: days, now: now,
+                                            history: history)
         let progress = history.progress
         if output.json { return try Output.printJSON(StatsJSON(periods: stats, habits: progress)) }
         guard !stats.isEmpty else { return print("No records.") }
@@ -173,7 +175,8 @@ struct TodayCommand: AsyncParsableCommand {
     @OptionGroup var asOf: AsOfOptions
 
     func run() async throws {
-        let report = try await Reports.today(database.open(), calendar: .gregorian(in: .current), now: try asOf.now())
+        let store = try await database.open()
+        let report = try await Reports.today(store, days: try await Output.days(store), now: try asOf.now())
         if output.json { return try Output.printJSON(report) }
         print("Today \(report.date) (\(report.timeZone))")
         let unit = Preferences.VolumeUnit(rawValue: report.water.unit) ?? .ml
@@ -246,7 +249,8 @@ struct AchievementsCommand: AsyncParsableCommand {
     @OptionGroup var asOf: AsOfOptions
 
     func run() async throws {
-        let list = try await Reports.achievements(database.open(), calendar: .gregorian(in: .current), now: try asOf.now())
+        let store = try await database.open()
+        let list = try await Reports.achievements(store, days: try await Output.days(store), now: try asOf.now())
         if output.json { return try Output.printJSON(list) }
         guard !list.isEmpty else { return print("No achievements yet.") }
         Output.printTable(["EARNED", "ACHIEVEMENT", "HABIT"], list.map { [$0.earned, $0.title, $0.habit] })

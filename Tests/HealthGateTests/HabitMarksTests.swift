@@ -35,7 +35,7 @@ import Testing
         #expect(totals.map(\.bucket) == [0, 1, 5] && totals.map(\.count) == [1, 1, 1])
 
         // Today on day 4 (marked unknown): not done today; the streak ended at the skipped day.
-        let today = try await Reports.today(store, calendar: c, now: c.date(from: DateComponents(year: 2026, month: 5, day: 4, hour: 20))!)
+        let today = try await Reports.today(store, days: .midnight(in: c.timeZone), now: c.date(from: DateComponents(year: 2026, month: 5, day: 4, hour: 20))!)
         let row = try #require(today.habits.first { $0.name == "Meditate" })
         #expect(row.entries == 0 && row.met == false)
         #expect(row.currentStreak == 0 && row.longestStreak == 2)

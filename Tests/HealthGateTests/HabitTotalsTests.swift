@@ -92,12 +92,12 @@ import Testing
         let c = Calendar.gregorian(in: zone)
         let store = try await HealthStore.inMemory()
         let now = try await Self.fill(store, c)
-        let history = try await Reports.habitHistory(store, calendar: c, now: now)
+        let history = try await Reports.habitHistory(store, days: .midnight(in: c.timeZone), now: now)
         #expect(history.days != nil && !history.daily.isEmpty)
         let cut = c.date(from: DateComponents(year: 2026, month: 3, day: 17, hour: 13))!
         for range in [DateRange(), DateRange(since: cut), DateRange(since: cut, until: c.date(byAdding: .day, value: 9, to: cut)!)] {
-            let without = try await Reports.stats(store, period: period, range: range, timeZone: zone, now: now)
-            let with = try await Reports.stats(store, period: period, range: range, timeZone: zone, now: now, history: history)
+            let without = try await Reports.stats(store, period: period, range: range, days: .midnight(in: zone), now: now)
+            let with = try await Reports.stats(store, period: period, range: range, days: .midnight(in: zone), now: now, history: history)
             #expect(!without.isEmpty)
             #expect(with == without)
             #expect(without.contains { $0.habits.contains { $0.daysMet != nil } })

@@ -125,6 +125,10 @@ import TestSupport
         let walk = try await Self.logJSON(scratch, ["workout", "walking", "--duration", "2h", "--at", "2025-06-01T14:00"])
         #expect(walk["value"] as? Double == 560 && (walk["notes"] as? [String])?.isEmpty == true)
         #expect(try await Self.healthgate(scratch, ["define", "units", "--volume", "fl-oz"]).status == 0)
+        // The day start goes into the same preferences, keeping the units; a bad one is refused.
+        #expect(try await Self.healthgate(scratch, ["define", "day-start", "4:30"]).status == 0)
+        let late = try await Self.healthgate(scratch, ["define", "day-start", "13:00"])
+        #expect(late.status != 0 && late.stderr.contains("the day start must be HH:MM from 00:00 to 11:59, not 13:00"), "\(late.stderr)")
         #expect(try await Self.logJSON(scratch, ["water", "8"])["value"] as? Double == 236.6)
         #expect(try await Self.healthgate(scratch, ["define", "goal", "water", "2l"]).status == 0)
 
@@ -139,7 +143,7 @@ import TestSupport
         #expect(find("trigger", "after coffee")?["default"] as? Bool == false)
         #expect(find("meal", "porridge")?["details"] as? String == "420 kcal: oats 300, milk 120")
         #expect(find("profile", "profile")?["details"] as? String == "weight 80 kg")
-        #expect(find("preferences", "preferences")?["details"] as? String == "volume fl_oz, mass kg")
+        #expect(find("preferences", "preferences")?["details"] as? String == "volume fl_oz, mass kg, day start 04:30")
 
         let store = try await scratch.store()
         #expect(try await store.definition(.habit, name: "READING")?.version == 2)

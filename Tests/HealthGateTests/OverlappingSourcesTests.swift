@@ -33,17 +33,17 @@ import Testing
             // Energy: both measured 12:00-13:00 (the watch 90 kcal, the phone 60).
             Self.steps("iPhone", at(12, 10), 60, kind: .energy), Self.steps("Apple Watch", at(12, 30), 90, kind: .energy),
         ])
-        let today = try await Reports.today(store, calendar: c, now: at(20, 0))
+        let today = try await Reports.today(store, days: .midnight(in: c.timeZone), now: at(20, 0))
         #expect(today.steps == 1200 + 1000 + 2000)
         #expect(today.energy.burnedKcal == 90)
 
-        let week = try await Reports.stats(store, period: .week, timeZone: Self.zone, now: at(20, 0))
+        let week = try await Reports.stats(store, period: .week, days: .midnight(in: Self.zone), now: at(20, 0))
         #expect(week.map(\.steps) == [4200])
 
         // A deleted record no longer counts, and its hour falls back to the other source.
         let phone10 = RecordID.derive("overlap", "iPhone", "steps", ISO8601.string(at(10, 15)))
         _ = try await store.delete(id: phone10.description)
-        #expect(try await Reports.today(store, calendar: c, now: at(20, 0)).steps == 1200 + 1000 + 1500)
+        #expect(try await Reports.today(store, days: .midnight(in: c.timeZone), now: at(20, 0)).steps == 1200 + 1000 + 1500)
     }
 
     @Test func oneSourceIsThePlainSum() async throws {
@@ -52,6 +52,6 @@ import Testing
         let c = Self.calendar
         func at(_ h: Int, _ m: Int) -> Date { c.date(from: DateComponents(year: 2026, month: 6, day: 3, hour: h, minute: m))! }
         try await store.write((0..<48).map { Self.steps("band", at($0 / 4 + 6, ($0 % 4) * 15), Double(100 + $0)) })
-        #expect(try await Reports.today(store, calendar: c, now: at(20, 0)).steps == Double((0..<48).reduce(0) { $0 + 100 + $1 }))
+        #expect(try await Reports.today(store, days: .midnight(in: c.timeZone), now: at(20, 0)).steps == Double((0..<48).reduce(0) { $0 + 100 + $1 }))
     }
 }

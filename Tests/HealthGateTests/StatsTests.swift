@@ -80,8 +80,9 @@ import TestSupport
             let amount = Double(1 << i)
             records.append(.workout(Workout(id: RecordID.derive("workout", "stats", String(i)), sport: "running", start: t,
                                             end: t.addingTimeInterval(60), timerS: 60, distanceM: amount, source: source)))
-            records.append(.sleep(SleepSession(id: RecordID.derive("sleep", "stats", String(i)), start: t,
-                                               end: t.addingTimeInterval(1800), source: source)))
+            // A night belongs to the day it ends in (DayBoundary): this one ends at `t`.
+            records.append(.sleep(SleepSession(id: RecordID.derive("sleep", "stats", String(i)), start: t.addingTimeInterval(-1800),
+                                               end: t, source: source)))
             records.append(.measurement(Measurement(id: RecordID.derive("steps", "stats", String(i)), kind: .steps, time: t,
                                                     end: t.addingTimeInterval(60), value: amount, source: source)))
             records.append(.habit(HabitEvent(id: RecordID.derive("habit", "stats", String(i)), habit: "water", time: t,

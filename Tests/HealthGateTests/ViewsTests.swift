@@ -116,18 +116,18 @@ import Testing
         let events = [Self.event(BuiltInHabit.hydration, Self.local(c, 2026, 3, 28, 12), value: 1500),
                       Self.event(BuiltInHabit.hydration, Self.local(c, 2026, 3, 28, 23, 59), value: 500),
                       Self.event(BuiltInHabit.hydration, Self.local(c, 2026, 3, 29, 0, 1), value: 330)]
-        let before = TodayReport.compute(TodayInput(now: Self.local(c, 2026, 3, 28, 23, 59), calendar: c, definitions: [goal],
+        let before = TodayReport.compute(TodayInput(now: Self.local(c, 2026, 3, 28, 23, 59), days: .midnight(in: c.timeZone), definitions: [goal],
                                                     events: events))
         #expect(before.date == "2026-03-28")
         #expect(before.water.ml == 2000 && before.water.met == true && before.water.progress == 1)
-        let after = TodayReport.compute(TodayInput(now: Self.local(c, 2026, 3, 29, 0, 1), calendar: c, definitions: [goal],
+        let after = TodayReport.compute(TodayInput(now: Self.local(c, 2026, 3, 29, 0, 1), days: .midnight(in: c.timeZone), definitions: [goal],
                                                    events: events))
         #expect(after.date == "2026-03-29")
         #expect(after.water.ml == 330 && after.water.met == false && after.water.drinks == 1)
         // In fluid ounces when preferred.
         let prefs = Definition(name: "preferences", time: Self.local(c, 2026, 3, 1), body: .preferences(Preferences(volume: .flOz)),
                                source: Self.source)
-        let oz = TodayReport.compute(TodayInput(now: Self.local(c, 2026, 3, 29, 0, 1), calendar: c, definitions: [goal, prefs],
+        let oz = TodayReport.compute(TodayInput(now: Self.local(c, 2026, 3, 29, 0, 1), days: .midnight(in: c.timeZone), definitions: [goal, prefs],
                                                 events: events))
         #expect(oz.water.unit == "fl_oz" && abs(oz.water.amount - 330 / Units.millilitresPerFluidOunce) < 1e-9)
         #expect(abs(oz.water.goal! - 2000 / Units.millilitresPerFluidOunce) < 1e-9)
@@ -141,7 +141,7 @@ import Testing
                      Self.event(BuiltInHabit.vaping, Self.local(c, 2026, 3, 28, 23, 30), value: 1, category: "boredom")]
         let limit = Self.habit(BuiltInHabit.vaping, .numeric, target: HabitTarget(amount: 1, direction: .atMost),
                                defined: Self.local(c, 2026, 3, 1))
-        let today = TodayReport.compute(TodayInput(now: Self.local(c, 2026, 3, 29, 1, 30), calendar: c, definitions: [limit],
+        let today = TodayReport.compute(TodayInput(now: Self.local(c, 2026, 3, 29, 1, 30), days: .midnight(in: c.timeZone), definitions: [limit],
                                                    events: vapes, lastVape: vapes[1]))
         #expect(today.vaping.sessions == 0 && today.vaping.withinGoal == true && today.vaping.goalAtMost == 1)
         // 23:30 to 01:30, before the clocks go forward at 02:00: two hours.

@@ -45,6 +45,8 @@ import Testing
             .definition(Definition(name: "profile", time: t0, body: .profile(BodyProfile(weightKg: 71.5)), source: Source(driver: "manual"))),
             .definition(Definition(name: "preferences", time: t0, body: .preferences(Preferences(volume: .flOz, mass: .lb)),
                                    source: Source(driver: "manual"))),
+            .definition(Definition(name: "preferences", time: t0, body: .preferences(Preferences(dayStartMinutes: 270)),
+                                   source: Source(driver: "manual"))),
         ]
         for record in [HealthRecord.workout(workout()), .measurement(m), .sleep(sleep), .habit(habit)] + definitions {
             let back = try roundTrip(record)
@@ -55,6 +57,19 @@ import Testing
         let json = String(decoding: try SyncAPI.encoder().encode(goal), as: UTF8.self)
         #expect(json.contains("\"kind\":\"habit\"") && json.contains("\"value_kind\":\"numeric\"")
                     && json.contains("\"target\":{\"amount\":20,\"direction\":\"at_least\",\"period\":\"week\"}"), "\(json)")
+    }
+
+    /// A day start is `"day_start":"04:30"`, written only when the day does not start at
+    /// midnight (preferences of earlier versions read and write as before); a bad one is refused.
+    @Test func theDayStartOnTheWire() throws {
+        let encoder = SyncAPI.encoder()
+        #expect(String(decoding: try encoder.encode(Preferences(dayStartMinutes: 270)), as: UTF8.self).contains("\"day_start\":\"04:30\""))
+        #expect(!String(decoding: try encoder.encode(Preferences()), as: UTF8.self).contains("day_start"))
+        let decoder = JSONDecoder()
+        #expect(try decoder.decode(Preferences.self, from: Data(#"{"volume":"ml","mass":"kg"}"#.utf8)).dayStartMinutes == 0)
+        for bad in ["12:00", "4", "25:00", "04:61"] {
+            #expect(throws: DecodingError.self) { try decoder.decode(Preferences.self, from: Data(#"{"volume":"ml","mass":"kg","day_start":"\#(bad)"}"#.utf8)) }
+        }
     }
 
     @Test func keysAreSnakeCaseAndExtraKeysAreKept() throws {
