@@ -248,8 +248,14 @@ let package = Package(
                                                       "HealthStore", "DriverKit", "DriverRegistry",
                                                       .product(name: "ArgumentParser", package: "swift-argument-parser")],
                 path: "Drivers/Watch/Commands"),
+        // The pages and charts (`healthgate dashboard`): HTML and SVG made here, served by Hummingbird.
+        .target(name: "Dashboard", dependencies: [
+            "HealthModel", "HealthStore", "HealthReports",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Logging", package: "swift-log"),
+        ], path: "Sources/Dashboard"),
         .executableTarget(name: "healthgate", dependencies: [
-            "HealthPipeline", "HealthReports", "HealthGateDaemon", "HealthModel", "HealthStore", "HealthSync", "SyncProtocol", "DriverKit",
+            "Dashboard", "HealthPipeline", "HealthReports", "HealthGateDaemon", "HealthModel", "HealthStore", "HealthSync", "SyncProtocol", "DriverKit",
             "DriverRegistry", "LinuxAdapters", "ManualDriver", "CommandSupport", "ANTCommands", "ANTDriver", "WatchCommands",
             "FITDriver", "BLEHost", "BLERuntime", "GATTProfiles", "BLEDriver", "BLEBlueZ",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -304,6 +310,8 @@ let package = Package(
         .testTarget(name: "AppleHealthDriverTests", dependencies: [
             "AppleHealthDriver", "ZipStream", "DriverKit", "HealthModel", "HealthPipeline", "HealthStore", "TestSupport", "XMLStream",
         ]),
+        .testTarget(name: "DashboardTests", dependencies: ["Dashboard", "HealthReports", "HealthStore", "HealthModel", "TestSupport",
+                                                   .product(name: "Hummingbird", package: "hummingbird")]),
         .testTarget(name: "HealthGateTests", dependencies: [
             "TestSupport", "HealthPipeline", "HealthReports", "HealthGateDaemon", "HealthSync", "HealthStore", "HealthModel",
             "DriverKit", "DriverRegistry", "LinuxAdapters", "Timing",

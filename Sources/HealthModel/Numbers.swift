@@ -25,6 +25,13 @@ extension FixedWidthInteger {
 
 /// Durations as people type them: `90` (seconds), `1.5`, `10s`, `250ms`, `5m`, `1h30m`, `2d`.
 public enum Durations {
+    /// A duration as people read it at a glance: `12m`, `3h 05m`, `4d 20h` (whole minutes).
+    public static func short(_ seconds: Double) -> String {
+        let minutes = Int(max(0, seconds) / 60)
+        if minutes >= 24 * 60 { return "\(minutes / 1440)d \(minutes % 1440 / 60)h" }
+        return minutes >= 60 ? String(format: "%dh %02dm", minutes / 60, minutes % 60) : "\(minutes)m"
+    }
+
     /// The duration in seconds, or nil when `text` is not one (negative, not finite, unknown unit).
     public static func seconds(_ text: String) -> Double? {
         let text = text.trimmingCharacters(in: .whitespaces).lowercased()

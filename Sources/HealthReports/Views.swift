@@ -17,6 +17,14 @@ public struct HabitHistory: Sendable {
     static let empty = HabitHistory(days: nil, progress: [], vaping: [], daily: [:])
 }
 
+/// A habit's entries on one local day.
+public struct DailyTotal: Sendable, Equatable {
+    /// `2026-03-29`.
+    public var day: String
+    public var entries: Int
+    public var sum: Double
+}
+
 /// The views' reads: what ``TodayReport``, ``HabitProgress`` and ``Achievements`` are computed
 /// from, read from the store with totals per local day summed in SQL.
 extension Reports {
@@ -64,6 +72,28 @@ extension Reports {
             measuredEnergyKcal: try await store.measurementTotals(.energy, bounds: todayBounds).first?.sum ?? 0,
             sleep: try await store.sleepSessions(endingIn: today), progress: byName)
         return TodayReport.compute(input)
+    }
+
+    /// The user's preferences (`define units`, `define day-start`), the defaults when none are
+    /// defined.
+    public static func preferences(_ store: HealthStore) async throws -> Preferences {
+        guard case .preferences(let preferences)? = try await store.definition(.preferences, name: "preferences")?.body else {
+            return Preferences()
+        }
+        return preferences
+    }
+
+    /// One habit's entries per day for the `count` days through the one holding `now`, oldest
+    /// first: each day's label, number of entries and sum of values (as ``HealthStore/habitTotals(_:bounds:byCategory:)``
+    /// counts them).
+    public static func daily(_ store: HealthStore, habit: String, days: DayBoundary, count: Int, now: Date) async throws -> [DailyTotal] {
+        let first = days.day(of: now).adding(1 - max(1, count))
+        let periods = Periods(.day, boundary: days, from: days.start(of: first), through: now)
+        var byBucket: [Int: BucketTotal] = [:]
+        for t in try await store.habitTotals(habit, bounds: periods.bounds) { byBucket[t.bucket] = t }
+        return (0..<periods.count).map { i in
+            DailyTotal(day: periods.label(i), entries: byBucket[i]?.count ?? 0, sum: byBucket[i]?.sum ?? 0)
+        }
     }
 
     /// The achievements reached by `now`.

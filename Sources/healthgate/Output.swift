@@ -1,6 +1,7 @@
 import CommandSupport
 import Foundation
 import HealthModel
+import HealthReports
 import HealthStore
 
 /// Terminal output helpers: JSON, tables, durations, and the progress bar.
@@ -29,10 +30,7 @@ enum Output {
     /// Human output shows volumes and masses in them through HealthModel's ``Quantities``; JSON
     /// keeps the stored ml and kg.
     static func preferences(_ store: HealthStore) async throws -> Preferences {
-        guard case .preferences(let preferences)? = try await store.definition(.preferences, name: "preferences")?.body else {
-            return Preferences()
-        }
-        return preferences
+        try await Reports.preferences(store)
     }
 
     /// The user's days (``DayBoundary``): their day start (`define day-start`) in this machine's

@@ -192,7 +192,7 @@ struct TodayCommand: AsyncParsableCommand {
         rows.append(["Water", water])
         var vaping = Output.count(report.vaping.sessions, "session")
         if let goal = report.vaping.goalAtMost { vaping += " (at most \(Output.number(goal, decimals: 0)))" }
-        vaping += report.vaping.sinceLastS.map { $0 < 60 ? ", last just now" : ", last \(Self.ago($0)) ago" } ?? ", none yet"
+        vaping += report.vaping.sinceLastS.map { $0 < 60 ? ", last just now" : ", last \(Durations.short($0)) ago" } ?? ", none yet"
         rows.append(["Vaping", vaping])
         // The apps' own habits have their rows above (water, vaping) and below (energy eaten).
         for h in report.habits
@@ -219,13 +219,6 @@ struct TodayCommand: AsyncParsableCommand {
         } ?? "-"])
         rows.append(["Steps", Output.number(report.steps, decimals: 0)])
         Output.printTable(["WHAT", "TODAY"], rows)
-    }
-
-    /// `3h 05m`, `12m`.
-    static func ago(_ seconds: Double) -> String {
-        let minutes = Int(seconds / 60)
-        if minutes >= 24 * 60 { return "\(minutes / 1440)d \(minutes % 1440 / 60)h" }
-        return minutes >= 60 ? String(format: "%dh %02dm", minutes / 60, minutes % 60) : "\(minutes)m"
     }
 
     /// Local `HH:MM`.

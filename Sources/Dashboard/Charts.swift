@@ -1,0 +1,120 @@
+public import Foundation
+
+/// One bar per local day, with a goal line, as SVG: what the water page draws (and every daily
+/// chart to come). Days without any entry are drawn as hatched gaps labelled "no data", never as
+/// zero bars and never averaged away. The SVG has a title and a description (`role="img"`,
+/// `aria-labelledby`), and each bar carries its day and value (`data-day`, `data-value`) so a
+/// test or a reader can check it against the table beside it.
+public struct DailyBars: Sendable {
+    public struct Day: Equatable, Sendable {
+        /// `2026-03-29`.
+        public var label: String
+        /// nil: no data that day.
+        public var value: Double?
+
+        public init(label: String, value: Double?) {
+            self.label = label
+            self.value = value
+        }
+    }
+
+    /// Unique on its page (the SVG's element ids start with it).
+    public var id: String
+    public var title: String
+    public var description: String
+    public var unit: String
+    public var days: [Day]
+    public var goal: Double?
+    /// The goal is a most (vaping) rather than a least (water).
+    public var goalIsMaximum = false
+    public var width = 640
+    public var height = 240
+
+    public init(id: String, title: String, description: String, unit: String, days: [Day], goal: Double?, goalIsMaximum: Bool = false) {
+        self.id = id
+        self.title = title
+        self.description = description
+        self.unit = unit
+        self.days = days
+        self.goal = goal
+        self.goalIsMaximum = goalIsMaximum
+    }
+
+    static let left = 56.0, right = 12.0, top = 16.0, bottom = 40.0
+
+    /// A round top for the y axis at or above `value`, and its tick step (1, 2 or 5 times a power of ten).
+    static func scale(_ value: Double) -> (top: Double, step: Double) {
+        guard value > 0, value.isFinite else { return (1, 0.25) }
+        let rough = value / 4
+        let magnitude = pow(10, floor(log10(rough)))
+        let step = [1.0, 2, 5, 10].map { $0 * magnitude }.first { $0 >= rough } ?? 10 * magnitude
+        return (step * ceil(value / step), step)
+    }
+
+    public func svg() -> String {
+        let w = Double(width), h = Double(height)
+        let plotW = w - Self.left - Self.right, plotH = h - Self.top - Self.bottom
+        let highest = max(days.compactMap(\.value).max() ?? 0, goal ?? 0)
+        let (top, step) = Self.scale(highest * 1.05)
+        func y(_ v: Double) -> Double { Self.top + plotH - plotH * v / top }
+        let slot = days.isEmpty ? plotW : plotW / Double(days.count)
+        var out = """
+            <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \(width) \(height)" role="img" \
+            aria-labelledby="\(id)-title \(id)-desc" id="\(id)">
+            <title id="\(id)-title">\(HTML.escape(title))</title>
+            <desc id="\(id)-desc">\(HTML.escape(description))</desc>
+            <defs><pattern id="nodata" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">\
+            <rect width="6" height="6" fill="#f2f2f2"/><line x1="0" y1="0" x2="0" y2="6" stroke="#9a9a9a" stroke-width="2"/></pattern></defs>
+
+            """
+        // The y axis: gridlines and labels at each step.
+        var tick = 0.0
+        while tick <= top + step / 2 {
+            let ty = Self.f(y(tick))
+            out += "<line class=\"grid\" x1=\"\(Self.f(Self.left))\" y1=\"\(ty)\" x2=\"\(Self.f(w - Self.right))\" y2=\"\(ty)\"/>"
+            out += "<text class=\"y-label\" x=\"\(Self.f(Self.left - 6))\" y=\"\(ty)\" text-anchor=\"end\" dominant-baseline=\"middle\">"
+                + "\(Self.number(tick))</text>\n"
+            tick += step
+        }
+        out += "<text x=\"4\" y=\"\(Self.f(Self.top - 4))\">\(HTML.escape(unit))</text>\n"
+        // Bars, and hatched gaps for the days without data.
+        let labelEvery = max(1, Int((Double(days.count) / 8).rounded(.up)))
+        for (i, day) in days.enumerated() {
+            let x = Self.left + Double(i) * slot
+            let barX = Self.f(x + slot * 0.1), barW = Self.f(max(1, slot * 0.8))
+            let label = HTML.escape(day.label)
+            if let value = day.value {
+                let met = goal.map { goalIsMaximum ? value <= $0 : value >= $0 } ?? false
+                out += "<rect class=\"bar\(met ? " met" : "")\" data-day=\"\(label)\" data-value=\"\(Self.number(value))\" "
+                    + "x=\"\(barX)\" y=\"\(Self.f(y(value)))\" width=\"\(barW)\" height=\"\(Self.f(plotH * value / top))\">"
+                    + "<title>\(label): \(Self.number(value)) \(HTML.escape(unit))</title></rect>\n"
+            } else {
+                out += "<rect class=\"gap\" data-day=\"\(label)\" x=\"\(barX)\" y=\"\(Self.f(Self.top))\" width=\"\(barW)\" "
+                    + "height=\"\(Self.f(plotH))\"><title>\(label): no data</title></rect>\n"
+            }
+            if i % labelEvery == 0 {
+                out += "<text class=\"x-label\" x=\"\(Self.f(x + slot / 2))\" y=\"\(Self.f(h - Self.bottom + 16))\" "
+                    + "text-anchor=\"middle\">\(HTML.escape(String(day.label.suffix(5))))</text>\n"
+            }
+        }
+        let baseline = Self.f(Self.top + plotH)
+        out += "<line class=\"axis\" x1=\"\(Self.f(Self.left))\" y1=\"\(baseline)\" x2=\"\(Self.f(w - Self.right))\" y2=\"\(baseline)\"/>\n"
+        if let goal {
+            let gy = Self.f(y(goal))
+            out += "<line class=\"goal\" data-value=\"\(Self.number(goal))\" x1=\"\(Self.f(Self.left))\" y1=\"\(gy)\" "
+                + "x2=\"\(Self.f(w - Self.right))\" y2=\"\(gy)\"/>"
+                + "<text x=\"\(Self.f(w - Self.right))\" y=\"\(Self.f(y(goal) - 4))\" text-anchor=\"end\">"
+                + "goal \(goalIsMaximum ? "at most " : "")\(Self.number(goal)) \(HTML.escape(unit))</text>\n"
+        }
+        return out + "</svg>"
+    }
+
+    /// Coordinates with at most one decimal.
+    static func f(_ v: Double) -> String { number((v * 10).rounded() / 10) }
+
+    /// `1500`, `0.5`: no trailing zeros, no exponent.
+    static func number(_ v: Double) -> String {
+        if v == v.rounded(), abs(v) < 1e15 { return String(Int(v)) }
+        return String(format: "%.2f", v).replacingOccurrences(of: #"\.?0+$"#, with: "", options: .regularExpression)
+    }
+}

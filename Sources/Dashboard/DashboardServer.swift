@@ -1,0 +1,106 @@
+public import Foundation
+import HTTPTypes
+public import HealthModel
+public import HealthReports
+public import HealthStore
+public import Hummingbird
+public import Logging
+
+/// The dashboard's web server: the pages of ``Pages`` over HTTP, read from a store. It listens on
+/// loopback only, answers only requests addressed to it by a loopback name (a forged `Host`, as a
+/// DNS-rebinding page sends, gets 421), and sends no script and allows none
+/// (`Content-Security-Policy`).
+public enum DashboardServer {
+    /// The day ranges the water page offers.
+    static let ranges = [7, 30, 90, 365]
+
+    /// The application serving `store` on `host:port` (a loopback address); `onListening` gets
+    /// its URL once it listens (port 0: the port the kernel chose).
+    public static func application(store: HealthStore, host: String, port: Int, timeZone: TimeZone = .current,
+                                   now: @escaping @Sendable () -> Date = { Date() },
+                                   onListening: @escaping @Sendable (String) -> Void, logger: Logger) -> some ApplicationProtocol {
+        let router = Router()
+        router.add(middleware: LoopbackHostMiddleware())
+        router.get("/") { _, _ -> Response in
+            let preferences = try await Reports.preferences(store)
+            let report = try await Reports.today(store, days: preferences.days(in: timeZone), now: now())
+            return html(Pages.today(report, units: preferences))
+        }
+        router.get("/water") { request, _ -> Response in
+            let range = try days(request)
+            let (days, goal, preferences) = try await water(store, timeZone: timeZone, range: range, now: now())
+            return html(Pages.water(days: days, goalMl: goal, units: preferences, range: range))
+        }
+        router.get("/water.csv") { request, _ -> Response in
+            let range = try days(request)
+            let (days, _, _) = try await water(store, timeZone: timeZone, range: range, now: now())
+            var headers = securityHeaders
+            headers[.contentType] = "text/csv; charset=utf-8"
+            headers[.contentDisposition] = "attachment; filename=\"water-\(range)-days.csv\""
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: Pages.waterCSV(days: days))))
+        }
+        return Application(router: router, configuration: .init(address: .hostname(host, port: port), serverName: "healthgate-dashboard"),
+                           onServerRunning: { channel in
+                               let address = channel.localAddress
+                               let shownHost = address?.ipAddress ?? host
+                               onListening("http://" + (shownHost.contains(":") ? "[\(shownHost)]" : shownHost) + ":\(address?.port ?? port)/")
+                           },
+                           logger: logger)
+    }
+
+    /// `?days=N`, one of ``ranges`` (30 when absent).
+    static func days(_ request: Request) throws -> Int {
+        guard let text = request.uri.queryParameters["days"] else { return 30 }
+        guard let n = Int(String(text)), ranges.contains(n) else {
+            throw HTTPError(.badRequest, message: "days must be one of \(ranges.map(String.init).joined(separator: ", "))")
+        }
+        return n
+    }
+
+    static func water(_ store: HealthStore, timeZone: TimeZone, range: Int, now: Date) async throws
+        -> (days: [DailyBars.Day], goalMl: Double?, preferences: Preferences) {
+        let preferences = try await Reports.preferences(store)
+        let days = preferences.days(in: timeZone)
+        let totals = try await Reports.daily(store, habit: BuiltInHabit.hydration, days: days, count: range, now: now)
+        let report = try await Reports.today(store, days: days, now: now)
+        return (totals.map { DailyBars.Day(label: $0.day, value: $0.entries > 0 ? $0.sum : nil) }, report.water.goalMl, preferences)
+    }
+
+    static let securityHeaders: HTTPFields = [
+        .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; "
+            + "frame-ancestors 'none'; base-uri 'none'",
+        .xContentTypeOptions: "nosniff",
+        .cacheControl: "no-store",
+        HTTPField.Name("Referrer-Policy")!: "no-referrer",
+    ]
+
+    static func html(_ page: String) -> Response {
+        var headers = securityHeaders
+        headers[.contentType] = "text/html; charset=utf-8"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: page)))
+    }
+}
+
+/// Requests for another host are refused (421): a page on another site that resolves its own
+/// name to 127.0.0.1 (DNS rebinding) cannot read the dashboard through the user's browser.
+struct LoopbackHostMiddleware<Context: RequestContext>: RouterMiddleware {
+    static func allowed(_ authority: String?) -> Bool {
+        guard let authority, !authority.isEmpty else { return false }
+        let host: Substring
+        if authority.hasPrefix("[") {
+            guard let end = authority.firstIndex(of: "]") else { return false }
+            host = authority[authority.index(after: authority.startIndex)..<end]
+        } else {
+            host = authority.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        }
+        return ["localhost", "127.0.0.1", "::1"].contains(host.lowercased())
+    }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard Self.allowed(request.head.authority) else {
+            return Response(status: .misdirectedRequest, headers: [.contentType: "text/plain; charset=utf-8"],
+                            body: .init(byteBuffer: ByteBuffer(string: "This dashboard answers only to localhost.\n")))
+        }
+        return try await next(request, context)
+    }
+}

@@ -1,0 +1,75 @@
+/// Text into HTML: everything a user or a device typed (a habit's name, a note, a trigger) goes
+/// through ``escape(_:)`` before it is part of a page, in text and in attribute values alike.
+public enum HTML {
+    public static func escape(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for c in text.unicodeScalars {
+            switch c {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.unicodeScalars.append(c)
+            }
+        }
+        return out
+    }
+
+    /// The pages, in the order of the navigation.
+    static let pages: [(path: String, name: String)] = [("/", "Today"), ("/water", "Water")]
+
+    /// A whole page: the shared head (no script, no external resource), the navigation with
+    /// `current` marked, and `body` (already HTML).
+    static func page(title: String, current: String, body: String) -> String {
+        let nav = pages.map { page in
+            page.path == current
+                ? "<a href=\"\(page.path)\" aria-current=\"page\">\(escape(page.name))</a>"
+                : "<a href=\"\(page.path)\">\(escape(page.name))</a>"
+        }.joined(separator: " ")
+        return """
+            <!DOCTYPE html>
+            <html lang="en">
+            <head>
+            <meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>\(escape(title)) · HealthGate</title>
+            <style>\(style)</style>
+            </head>
+            <body>
+            <header><nav aria-label="Pages">\(nav)</nav></header>
+            <main>
+            <h1>\(escape(title))</h1>
+            \(body)
+            </main>
+            </body>
+            </html>
+
+            """
+    }
+
+    /// One small style sheet: readable at phone width, contrast at WCAG AA, the Okabe-Ito
+    /// colours (told apart by colour-blind readers) for series.
+    static let style = """
+        body{font-family:system-ui,sans-serif;margin:0;color:#1a1a1a;background:#fff;line-height:1.4}
+        header{background:#0b3d62;padding:.5rem 1rem}
+        nav a{color:#fff;margin-right:1rem;text-decoration:none}
+        nav a[aria-current=page]{text-decoration:underline;font-weight:bold}
+        main{max-width:60rem;margin:0 auto;padding:1rem}
+        .cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(15rem,1fr));gap:1rem}
+        .card{border:1px solid #c8c8c8;border-radius:.5rem;padding:.75rem}
+        .card h2{font-size:1.1rem;margin:0 0 .5rem}
+        .big{font-size:1.6rem;font-weight:bold}
+        table{border-collapse:collapse;width:100%}
+        th,td{text-align:left;padding:.25rem .5rem;border-bottom:1px solid #ddd}
+        td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+        svg{width:100%;height:auto;max-width:100%}
+        svg text{font-size:12px;fill:#1a1a1a}
+        .bar{fill:#0072B2}.bar.met{fill:#009E73}.gap{fill:url(#nodata)}.goal{stroke:#D55E00;stroke-width:2;stroke-dasharray:6 4}
+        .axis{stroke:#555;stroke-width:1}.grid{stroke:#ddd;stroke-width:1}
+        .series{fill:none;stroke:#0072B2;stroke-width:1.5}
+        .muted{color:#555}
+        details{margin-top:.5rem}
+        """
+}

@@ -1,0 +1,134 @@
+public import Foundation
+public import HealthModel
+public import HealthReports
+
+/// The pages, as HTML made from the reports: no script, every value also in text.
+public enum Pages {
+    /// *today*: water against the goal, vaping, habits with streaks, energy, last night, steps.
+    public static func today(_ report: TodayReport, units: Preferences) -> String {
+        var cards: [String] = []
+        let water = report.water
+        var waterText = "<p class=\"big\" data-field=\"water-ml\" data-value=\"\(NumberText.plain(water.ml))\">"
+            + HTML.escape(Quantities.text(millilitres: water.ml, in: units.volume)) + "</p>"
+        if let goal = water.goalMl, let progress = water.progress {
+            let percent = Int((progress * 100).rounded())
+            waterText += "<p>of \(HTML.escape(Quantities.text(millilitres: goal, in: units.volume))) (\(percent)%)</p>"
+                + "<progress max=\"\(NumberText.plain(goal))\" value=\"\(NumberText.plain(min(water.ml, goal)))\" "
+                + "aria-label=\"water against the goal\">\(percent)%</progress>"
+        }
+        waterText += "<p>\(count(water.drinks, "drink"))</p>"
+        cards.append(card("Water", waterText))
+
+        let vaping = report.vaping
+        var vapingText = "<p class=\"big\" data-field=\"vaping-sessions\" data-value=\"\(vaping.sessions)\">\(count(vaping.sessions, "session"))</p>"
+        if let goal = vaping.goalAtMost { vapingText += "<p>goal: at most \(NumberText.plain(goal)) a day</p>" }
+        if let since = vaping.sinceLastS, let last = vaping.lastSession {
+            vapingText += "<p>last <time datetime=\"\(ISO8601.string(last))\" data-field=\"since-last-vape\" data-value=\"\(Int(since))\">"
+                + "\(HTML.escape(Durations.short(since))) ago</time></p>"
+        } else {
+            vapingText += "<p>none yet</p>"
+        }
+        cards.append(card("Vaping", vapingText))
+
+        let energy = report.energy
+        cards.append(card("Energy", """
+            <p class="big" data-field="eaten-kcal" data-value="\(NumberText.plain(energy.eatenKcal))">\(NumberText.plain(energy.eatenKcal.rounded())) kcal eaten</p>
+            <p data-field="burned-kcal" data-value="\(NumberText.plain(energy.burnedKcal))">\(NumberText.plain(energy.burnedKcal.rounded())) kcal burned \
+            (\(count(energy.workouts, "workout")))</p>
+            """))
+        if let sleep = report.sleep {
+            cards.append(card("Last night", """
+                <p class="big" data-field="asleep-s" data-value="\(NumberText.plain(sleep.asleepS))">\(HTML.escape(Durations.short(sleep.asleepS))) asleep</p>
+                <p><time datetime="\(ISO8601.string(sleep.start))">\(clock(sleep.start, report))</time> to \
+                <time datetime="\(ISO8601.string(sleep.end))">\(clock(sleep.end, report))</time></p>
+                """))
+        } else {
+            cards.append(card("Last night", "<p>no sleep recorded</p>"))
+        }
+        cards.append(card("Steps", "<p class=\"big\" data-field=\"steps\" data-value=\"\(NumberText.plain(report.steps))\">"
+                              + "\(NumberText.plain(report.steps.rounded()))</p>"))
+
+        var rows = ""
+        for h in report.habits where h.name != BuiltInHabit.meal {
+            var today = NumberText.plain(h.amount)
+            if let unit = h.unit, h.kind != "yes_no" { today += " " + unit }
+            if let target = h.target {
+                today += " (\(h.direction == "at_most" ? "at most" : "at least") \(NumberText.plain(target))/\(h.targetPeriod ?? "day"))"
+            }
+            let state = h.met.map { $0 ? "met" : "not yet" } ?? (h.entries > 0 ? "done" : "not done yet")
+            let streak = h.currentStreak.map { count($0, h.streakUnit ?? "day") } ?? "-"
+            rows += "<tr data-habit=\"\(HTML.escape(h.name))\"><td>\(HTML.escape(h.name))</td><td class=\"num\">\(HTML.escape(today))</td>"
+                + "<td>\(state)</td><td class=\"num\">\(streak)</td></tr>\n"
+        }
+        let habits = rows.isEmpty ? "<p>No habits yet.</p>" : """
+            <table><caption>Habits today</caption>
+            <thead><tr><th scope="col">Habit</th><th scope="col" class="num">Today</th><th scope="col">Goal</th><th scope="col" class="num">Streak</th></tr></thead>
+            <tbody>
+            \(rows)</tbody></table>
+            """
+        let body = """
+            <p class="muted">\(HTML.escape(report.date)) (\(HTML.escape(report.timeZone)))</p>
+            <div class="cards">
+            \(cards.joined(separator: "\n"))
+            </div>
+            <h2>Habits</h2>
+            \(habits)
+            """
+        return HTML.page(title: "Today", current: "/", body: body)
+    }
+
+    /// *water*: the water drunk per day with the goal line, its table and a CSV link.
+    public static func water(days: [DailyBars.Day], goalMl: Double?, units: Preferences, range: Int) -> String {
+        let scale = Quantities.volume(1, in: units.volume)
+        let shown = days.map { DailyBars.Day(label: $0.label, value: $0.value.map { ($0 * scale * 10).rounded() / 10 }) }
+        let withData = days.filter { $0.value != nil }
+        let chart = DailyBars(id: "water", title: "Water per day, last \(range) days",
+                              description: "Water drunk each day in \(units.volume.symbol)"
+                                  + (goalMl.map { ", against the daily goal of \(Quantities.text(millilitres: $0, in: units.volume))" } ?? "")
+                                  + ". \(withData.count) of \(days.count) days have entries; days without any are drawn hatched.",
+                              unit: units.volume.symbol, days: shown, goal: goalMl.map { ($0 * scale * 10).rounded() / 10 })
+        var rows = ""
+        for day in shown {
+            let value = day.value.map { NumberText.plain($0) } ?? "no data"
+            rows += "<tr data-day=\"\(day.label)\"><td>\(day.label)</td><td class=\"num\">\(value)</td></tr>\n"
+        }
+        let links = [7, 30, 90, 365].map { n in
+            n == range ? "<strong>\(n) days</strong>" : "<a href=\"/water?days=\(n)\">\(n) days</a>"
+        }.joined(separator: " · ")
+        let body = """
+            <p>\(links)</p>
+            <figure>
+            \(chart.svg())
+            <figcaption>Source: every drink logged or imported (hydration entries). \
+            <a href="/water.csv?days=\(range)" download>Download as CSV</a></figcaption>
+            </figure>
+            <details><summary>The data as a table</summary>
+            <table><caption>Water per day (\(units.volume.symbol))</caption>
+            <thead><tr><th scope="col">Day</th><th scope="col" class="num">\(units.volume.symbol)</th></tr></thead>
+            <tbody>
+            \(rows)</tbody></table>
+            </details>
+            """
+        return HTML.page(title: "Water", current: "/water", body: body)
+    }
+
+    /// The water page's data as CSV: `day,ml` (empty for a day without data).
+    public static func waterCSV(days: [DailyBars.Day]) -> String {
+        "day,ml\n" + days.map { "\($0.label),\($0.value.map { NumberText.plain($0) } ?? "")\n" }.joined()
+    }
+
+    static func card(_ title: String, _ body: String) -> String {
+        "<section class=\"card\" aria-labelledby=\"card-\(title.lowercased().replacingOccurrences(of: " ", with: "-"))\">"
+            + "<h2 id=\"card-\(title.lowercased().replacingOccurrences(of: " ", with: "-"))\">\(HTML.escape(title))</h2>\(body)</section>"
+    }
+
+    static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
+
+    /// Local `HH:MM` in the report's time zone.
+    static func clock(_ date: Date, _ report: TodayReport) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: report.timeZone) ?? .current
+        let c = calendar.dateComponents([.hour, .minute], from: date)
+        return String(format: "%02d:%02d", c.hour ?? 0, c.minute ?? 0)
+    }
+}

@@ -1,0 +1,168 @@
+import Foundation
+import HealthModel
+import HealthStore
+import Testing
+import TestSupport
+
+/// `healthgate dashboard` end to end: the built binary serving a real database (the views'
+/// month around Berlin's DST change), fetched over HTTP by Python's http.client; every value a
+/// page shows is checked against `today --json` and against the database read by Python's
+/// sqlite3 and zoneinfo, an independent reading of the same rows.
+@Suite struct DashboardCLITests {
+    typealias V = ViewsCLITests
+
+    /// A dashboard on a free loopback port, as of `at`.
+    final class Dashboard: @unchecked Sendable {
+        let process = ChildProcess()
+        let url: String
+
+        init(_ scratch: Scratch, at: String) throws {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["TZ=Europe/Berlin", CLI.executable, "dashboard", "--db", scratch.dbPath, "--listen", "127.0.0.1:0", "--at", at]
+            let out = Pipe()
+            process.standardOutput = out
+            process.standardError = nil
+            try process.run()
+            // "dashboard of PATH on http://127.0.0.1:PORT/"
+            var line: [UInt8] = []
+            while true {
+                guard let b = out.fileHandleForReading.readData(ofLength: 1).first else { throw PeerError("the dashboard exited before listening") }
+                if b == 0x0A { break }
+                line.append(b)
+            }
+            let text = String(decoding: line, as: UTF8.self)
+            guard let range = text.range(of: "http://") else { throw PeerError("unexpected first line: \(text)") }
+            url = String(text[range.lowerBound...])
+        }
+
+        deinit { end(process) }
+    }
+
+    struct Fetched {
+        var status: Int
+        var headers: [String: String]
+        var body: String
+    }
+
+    /// GET `path` with Python's http.client; `host` replaces the Host header.
+    static func get(_ base: String, _ path: String, host: String? = nil) async throws -> Fetched {
+        let script = """
+            import http.client, json, sys, urllib.parse
+            u = urllib.parse.urlsplit(sys.argv[1])
+            c = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+            c.putrequest("GET", sys.argv[2], skip_host=len(sys.argv) > 3)
+            if len(sys.argv) > 3: c.putheader("Host", sys.argv[3])
+            c.endheaders()
+            r = c.getresponse()
+            print(json.dumps({"status": r.status, "headers": {k.lower(): v for k, v in r.getheaders()}, "body": r.read().decode()}))
+            """
+        let result = try await Tool.run("/usr/bin/env", ["python3", "-c", script, base, path] + (host.map { [$0] } ?? []))
+        #expect(result.status == 0, "\(result.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        return Fetched(status: object["status"] as? Int ?? 0, headers: object["headers"] as? [String: String] ?? [:],
+                       body: object["body"] as? String ?? "")
+    }
+
+    /// `data-field="NAME" data-value="V"` pairs of a page.
+    static func fields(_ html: String) -> [String: Double] {
+        var out: [String: Double] = [:]
+        let regex = try! NSRegularExpression(pattern: #"data-field="([a-z-]+)" data-value="([-0-9.]+)""#)
+        for m in regex.matches(in: html, range: NSRange(html.startIndex..., in: html)) {
+            out[String(html[Range(m.range(at: 1), in: html)!])] = Double(html[Range(m.range(at: 2), in: html)!])
+        }
+        return out
+    }
+
+    @Test func thePagesShowWhatTheDatabaseHolds() async throws {
+        let scratch = try await V.database()
+        let at = "2026-04-02T21:00"
+        let dashboard = try Dashboard(scratch, at: at)
+        let today = try #require(try V.json(try await V.run(scratch, ["today", "--json", "--at", at]).stdout) as? [String: Any])
+
+        let page = try await Self.get(dashboard.url, "/")
+        #expect(page.status == 200 && page.headers["content-type"] == "text/html; charset=utf-8")
+        #expect(page.headers["content-security-policy"]?.contains("default-src 'none'") == true)
+        #expect(!page.body.contains("<script"))
+        let fields = Self.fields(page.body)
+        let water = try #require(today["water"] as? [String: Any]), energy = try #require(today["energy"] as? [String: Any])
+        #expect(fields["water-ml"] == water["ml"] as? Double && fields["water-ml"] == 250)
+        #expect(fields["vaping-sessions"] == Double((today["vaping"] as? [String: Any])?["sessions"] as? Int ?? -1))
+        #expect(fields["since-last-vape"] == ((today["vaping"] as? [String: Any])?["since_last_s"] as? Double).map { $0.rounded(.down) })
+        #expect(fields["eaten-kcal"] == energy["eaten_kcal"] as? Double && fields["burned-kcal"] == energy["burned_kcal"] as? Double)
+        #expect(fields["asleep-s"] == (today["sleep"] as? [String: Any])?["asleep_s"] as? Double)
+        #expect(fields["steps"] == today["steps"] as? Double)
+        let habits = (today["habits"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }.filter { $0 != "meal" }
+        for habit in habits { #expect(page.body.contains("data-habit=\"\(habit)\""), "\(habit)") }
+
+        // The water page: each day's bar (or gap) against Python's sum of the rows per Berlin day.
+        let waterPage = try await Self.get(dashboard.url, "/water?days=30")
+        #expect(waterPage.status == 200)
+        let script = """
+            import sqlite3, sys
+            from collections import defaultdict
+            from datetime import datetime, timedelta, date
+            from zoneinfo import ZoneInfo
+            z = ZoneInfo("Europe/Berlin")
+            totals = defaultdict(float)
+            for t, v in sqlite3.connect(sys.argv[1]).execute(
+                    "SELECT time, value FROM habit_events WHERE habit = 'hydration' AND deleted = 0"):
+                totals[datetime.fromisoformat(t.replace("Z", "+00:00")).astimezone(z).date()] += v
+            end = date(2026, 4, 2)
+            for i in range(29, -1, -1):
+                d = end - timedelta(days=i)
+                print(d.isoformat(), totals[d] if d in totals else "none")
+            """
+        let expected = try await Tool.run("/usr/bin/env", ["python3", "-c", script, scratch.dbPath])
+        #expect(expected.status == 0, "\(expected.stderr)")
+        let regex = try NSRegularExpression(pattern: #"<rect class="(bar(?: met)?|gap)" data-day="([0-9-]+)"(?: data-value="([0-9.]+)")?"#)
+        let body = waterPage.body
+        let drawn = regex.matches(in: body, range: NSRange(body.startIndex..., in: body)).map { m -> String in
+            let day = String(body[Range(m.range(at: 2), in: body)!])
+            let value = m.range(at: 3).location == NSNotFound ? "none" : String(body[Range(m.range(at: 3), in: body)!])
+            return "\(day) \(value)"
+        }
+        let python = expected.stdout.split(separator: "\n").map { line -> String in
+            let parts = line.split(separator: " ")
+            return "\(parts[0]) \(Double(parts[1]).map { NumberText.plain($0) } ?? "none")"
+        }
+        #expect(drawn.count == 30 && drawn == python, "\(drawn) vs \(python)")
+        #expect(body.contains("<title id=\"water-title\">") && body.contains("<desc id=\"water-desc\">"))
+        // The table and the CSV hold the same days and values.
+        let csv = try await Self.get(dashboard.url, "/water.csv?days=30")
+        #expect(csv.status == 200 && csv.headers["content-type"] == "text/csv; charset=utf-8")
+        #expect(csv.body.split(separator: "\n").dropFirst().map { $0.replacingOccurrences(of: ",", with: " ") }
+                == python.map { $0.replacingOccurrences(of: " none", with: " ") })
+    }
+
+    @Test func hostileRequestsAreRefused() async throws {
+        let scratch = try await V.database()
+        // HTML in a habit's name and note, shown on the today page.
+        let name = "<img src=x onerror=alert(1)>"
+        try await scratch.store().write([
+            V.definition(name, .habit(HabitDefinition(valueKind: .yesNo))),
+            V.habit(name, V.local(4, 2, 9), note: "<script>alert(2)</script>"),
+        ])
+        let dashboard = try Dashboard(scratch, at: "2026-04-02T21:00")
+        let page = try await Self.get(dashboard.url, "/")
+        #expect(page.status == 200)
+        #expect(!page.body.contains(name) && page.body.contains("&lt;img src=x onerror=alert(1)&gt;"))
+        // A page reached through another name (DNS rebinding): refused.
+        let forged = try await Self.get(dashboard.url, "/", host: "evil.example:8470")
+        #expect(forged.status == 421 && !forged.body.contains("Today"))
+        #expect(try await Self.get(dashboard.url, "/", host: "localhost").status == 200)
+        // Outside the routes, a bad parameter.
+        #expect(try await Self.get(dashboard.url, "/../../etc/passwd").status == 404)
+        #expect(try await Self.get(dashboard.url, "/nope").status == 404)
+        let bad = try await Self.get(dashboard.url, "/water?days=1000000")
+        #expect(bad.status == 400 && bad.body.contains("days must be one of 7, 30, 90, 365"), "\(bad.body)")
+    }
+
+    @Test func itListensOnLoopbackOnly() async throws {
+        let scratch = try Scratch()
+        let result = try await Tool.run(CLI.executable, ["dashboard", "--db", scratch.dbPath, "--listen", "0.0.0.0:8470"])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("--listen 0.0.0.0:8470 is not on loopback"), "\(result.stderr)")
+        let malformed = try await Tool.run(CLI.executable, ["dashboard", "--db", scratch.dbPath, "--listen", "8470"])
+        #expect(malformed.status != 0 && malformed.stderr.contains("--listen must be ADDRESS:PORT"), "\(malformed.stderr)")
+    }
+}
