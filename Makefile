@@ -5,7 +5,7 @@ SWIFT ?= swift
 DEMO_DB ?= demo.sqlite
 BIN = .build/debug/healthgate
 
-.PHONY: setup setup-build build server demo daemon test install-server uninstall-server format format-check peer-test server-test bench bench-capacity bench-apple fuzz fuzz-build fuzz-smoke fuzz-corpus reference reference-check systemd-check vm-image vm-test bench-ble bench-ant bench-watch install uninstall clean
+.PHONY: setup setup-build build server demo daemon test browser-test install-server uninstall-server format format-check peer-test server-test bench bench-capacity bench-apple fuzz fuzz-build fuzz-smoke fuzz-corpus reference reference-check systemd-check vm-image vm-test bench-ble bench-ant bench-watch install uninstall clean
 
 setup:
 	@bash .ci/setup
@@ -51,6 +51,11 @@ peer-test: setup
 # The reference server against its OpenAPI document: schemathesis (PyPI) on a real process.
 server-test: setup server
 	HEALTHGATE_SERVER=.build/debug/healthgate-server python3 -m pytest -q -p no:cacheprovider Tests/server
+
+# The dashboard in a real browser: Chromium driven by Selenium against `healthgate dashboard`,
+# values against the database, axe-core's WCAG 2 A/AA check, screenshots in .build/browser-results.
+browser-test: setup build
+	HEALTHGATE=$(BIN) python3 -m pytest -q -s -p no:cacheprovider Tests/browser
 
 # Release builds carry the Swift runtime and Foundation inside the executable: the installed
 # daemon needs no Swift toolchain on the machine, and an idle daemon maps no library pages that

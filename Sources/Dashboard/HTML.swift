@@ -62,7 +62,8 @@ public enum HTML {
         .card h2{font-size:1.1rem;margin:0 0 .5rem}
         .big{font-size:1.6rem;font-weight:bold}
         table{border-collapse:collapse;width:100%}
-        th,td{text-align:left;padding:.25rem .5rem;border-bottom:1px solid #ddd}
+        th,td{text-align:left;padding:.25rem .4rem;border-bottom:1px solid #ddd;overflow-wrap:anywhere}
+        .table{overflow-x:auto}
         td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
         svg{width:100%;height:auto;max-width:100%}
         svg text{font-size:12px;fill:#1a1a1a}

@@ -61,10 +61,10 @@ public enum Pages {
                 + "<td>\(state)</td><td class=\"num\">\(streak)</td></tr>\n"
         }
         let habits = rows.isEmpty ? "<p>No habits yet.</p>" : """
-            <table><caption>Habits today</caption>
+            <div class="table"><table><caption>Habits today</caption>
             <thead><tr><th scope="col">Habit</th><th scope="col" class="num">Today</th><th scope="col">Goal</th><th scope="col" class="num">Streak</th></tr></thead>
             <tbody>
-            \(rows)</tbody></table>
+            \(rows)</tbody></table></div>
             """
         let body = """
             <p class="muted">\(HTML.escape(report.date)) (\(HTML.escape(report.timeZone)))</p>
@@ -103,10 +103,10 @@ public enum Pages {
             <a href="/water.csv?days=\(range)" download>Download as CSV</a></figcaption>
             </figure>
             <details><summary>The data as a table</summary>
-            <table><caption>Water per day (\(units.volume.symbol))</caption>
+            <div class="table"><table><caption>Water per day (\(units.volume.symbol))</caption>
             <thead><tr><th scope="col">Day</th><th scope="col" class="num">\(units.volume.symbol)</th></tr></thead>
             <tbody>
-            \(rows)</tbody></table>
+            \(rows)</tbody></table></div>
             </details>
             """
         return HTML.page(title: "Water", current: "/water", body: body)

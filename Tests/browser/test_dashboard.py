@@ -1,0 +1,190 @@
+"""The dashboard in a real browser: Debian's Chromium driven by Selenium (chromedriver from
+Debian too), against `healthgate dashboard` on a database filled through the CLI as a person
+would (`define`, `log`), in Berlin's time zone with a 04:00 day start.
+
+Every value shown is checked against the database (read here with sqlite3 and zoneinfo, by the
+one day rule of docs/days.md), every page has no WCAG 2 A/AA violation by axe-core, and
+screenshots of every page at desktop and phone sizes are written to $HEALTHGATE_BROWSER_RESULTS
+(default .build/browser-results, beside the guest tests' .build/vm-results). The first contentful
+paint of each page is printed, not asserted (a measurement, not a test).
+"""
+import json
+import os
+import pathlib
+import re
+import sqlite3
+import subprocess
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import axe_core_python
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+HEALTHGATE = os.environ.get("HEALTHGATE", str(ROOT / ".build/debug/healthgate"))
+OUTPUT = pathlib.Path(os.environ.get("HEALTHGATE_BROWSER_RESULTS", ROOT / ".build/browser-results"))
+ZONE = ZoneInfo("Europe/Berlin")
+ENV = dict(os.environ, TZ="Europe/Berlin")
+AT = "2026-04-02T21:00"
+END = date(2026, 4, 2)
+DAY_START_MIN = 4 * 60
+SIZES = {"desktop": (1280, 900), "phone": (390, 844)}
+
+
+def healthgate(db, *arguments):
+    result = subprocess.run([HEALTHGATE, *arguments, "--db", db], env=ENV, capture_output=True, text=True)
+    assert result.returncode == 0, f"{arguments}: {result.stderr}"
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory):
+    db = str(tmp_path_factory.mktemp("dashboard") / "healthgate.sqlite")
+    healthgate(db, "define", "day-start", "04:00")
+    healthgate(db, "define", "goal", "water", "2l")
+    healthgate(db, "define", "habit", "stretch", "--kind", "yes-no")
+    healthgate(db, "define", "habit", "<b>reading</b>", "--kind", "numeric", "--unit", "pages", "--target", "20")
+    # Three weeks of water, with days left out (gaps) and drinks before the 04:00 day start.
+    for back in range(21):
+        day = END - timedelta(days=back)
+        if back % 5 == 3:
+            continue
+        for hour, volume in [(8, "500ml"), (13, "750ml"), (19, "330ml")][: 1 + back % 3]:
+            healthgate(db, "log", "water", volume, "--at", f"{day.isoformat()}T{hour:02d}:00")
+        if back % 4 == 1:
+            healthgate(db, "log", "water", "250ml", "--at", f"{day.isoformat()}T02:30")
+        healthgate(db, "log", "habit", "stretch", "--done", "--at", f"{day.isoformat()}T07:00")
+    healthgate(db, "log", "vape", "--trigger", "stress", "--thoughts", "<i>after the call</i>", "--at", f"{END.isoformat()}T11:15")
+    healthgate(db, "log", "meal", "pasta", "--kcal", "650", "--at", f"{END.isoformat()}T12:30")
+    healthgate(db, "log", "habit", "<b>reading</b>", "12", "--at", f"{END.isoformat()}T20:00")
+    healthgate(db, "log", "sleep", "--from", "23:10", "--to", "06:40", "--at", END.isoformat())
+    return db
+
+
+@pytest.fixture(scope="module")
+def dashboard(database):
+    process = subprocess.Popen([HEALTHGATE, "dashboard", "--db", database, "--listen", "127.0.0.1:0", "--at", AT],
+                               env=ENV, stdout=subprocess.PIPE, text=True)
+    line = process.stdout.readline()
+    match = re.search(r"(http://\S+)", line)
+    assert match, f"unexpected first line: {line!r}"
+    yield match.group(1).rstrip("/")
+    process.terminate()
+    process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    options = Options()
+    options.binary_location = "/usr/bin/chromium"
+    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--lang=en-US"]:
+        options.add_argument(argument)
+    # No network beyond loopback: a page that asked for anything else would fail to load it.
+    options.add_argument("--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
+    driver = webdriver.Chrome(service=Service(executable_path="/usr/bin/chromedriver"), options=options)
+    driver.set_script_timeout(60)
+    yield driver
+    driver.quit()
+
+
+def day_of(instant):
+    """The local day of an instant, by docs/days.md: the date of its local time, the day before
+    when that is before the day start (no DST change falls between 00:00 and 04:00 here)."""
+    local = instant.astimezone(ZONE)
+    if local.hour * 60 + local.minute < DAY_START_MIN:
+        return local.date() - timedelta(days=1)
+    return local.date()
+
+
+def water_by_day(db):
+    totals = {}
+    rows = sqlite3.connect(db).execute("SELECT time, value FROM habit_events WHERE habit = 'hydration' AND deleted = 0")
+    for time, value in rows:
+        day = day_of(datetime.fromisoformat(time.replace("Z", "+00:00")))
+        totals[day] = totals.get(day, 0) + value
+    return totals
+
+
+def number(value):
+    return str(int(value)) if value == int(value) else f"{value:g}"
+
+
+def look(browser, url, name):
+    """Loads the page, checks it with axe-core, takes its screenshots, prints its first paint."""
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    for size, (width, height) in SIZES.items():
+        browser.set_window_size(width, height)
+        browser.get(url)
+        # The paint entry is reported once the browser has painted: waited for (at most 5 s).
+        paint = browser.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            "new PerformanceObserver((list, observer) => {"
+            "  const entry = list.getEntriesByName('first-contentful-paint')[0];"
+            "  if (entry) { observer.disconnect(); done(entry.startTime); }"
+            "}).observe({type: 'paint', buffered: true});"
+            "setTimeout(() => done(null), 5000);")
+        print(f"{name} {size}: first contentful paint {paint:.0f} ms" if paint is not None else f"{name} {size}: no paint entry")
+        browser.save_screenshot(str(OUTPUT / f"{name}-{size}.png"))
+        # Nothing wider than the window at phone width.
+        overflow = browser.execute_script("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        wide = browser.execute_script(
+            "const w = document.documentElement.clientWidth;"
+            "return [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > w + 0.5)"
+            ".slice(0, 5).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right));")
+        assert overflow <= 0, f"{name} at {size} width is {overflow} px wider than the window: {wide}"
+    axe = pathlib.Path(axe_core_python.__file__).with_name("axe.min.js").read_text()
+    browser.execute_script(axe)
+    result = browser.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}}).then(done);")
+    violations = [(v["id"], v["help"], [n["target"] for n in v["nodes"]][:3]) for v in result["violations"]]
+    assert violations == [], f"{name}: {violations}"
+
+
+def test_today_shows_what_the_database_holds(database, dashboard, browser):
+    look(browser, dashboard + "/", "today")
+    today = json.loads(healthgate(database, "today", "--json", "--at", AT))
+    fields = {e.get_attribute("data-field"): e for e in browser.find_elements(By.CSS_SELECTOR, "[data-field]")}
+    water = water_by_day(database).get(END, 0)
+    assert today["water"]["ml"] == water
+    assert fields["water-ml"].get_attribute("data-value") == number(water)
+    assert fields["water-ml"].text == f"{number(water)} ml"
+    assert fields["vaping-sessions"].text == "1 session"
+    assert fields["eaten-kcal"].text == "650 kcal eaten"
+    assert fields["asleep-s"].text == "7h 30m asleep"
+    # The habits' table, with the HTML in a name shown as text.
+    names = [e.get_attribute("data-habit") for e in browser.find_elements(By.CSS_SELECTOR, "tr[data-habit]")]
+    assert "<b>reading</b>" in names and "stretch" in names
+    assert browser.find_elements(By.CSS_SELECTOR, "td b") == []
+    assert "<b>reading</b>" in browser.find_element(By.TAG_NAME, "table").text
+
+
+def test_water_bars_and_table_equal_the_database(database, dashboard, browser):
+    look(browser, dashboard + "/water?days=30", "water")
+    totals = water_by_day(database)
+    days = [END - timedelta(days=back) for back in range(29, -1, -1)]
+    rects = browser.find_elements(By.CSS_SELECTOR, "svg#water rect[data-day]")
+    assert [r.get_attribute("data-day") for r in rects] == [d.isoformat() for d in days]
+    for rect, day in zip(rects, days):
+        if day in totals:
+            assert rect.get_attribute("class") in ("bar", "bar met") and rect.get_attribute("data-value") == number(totals[day]), day
+            assert (rect.get_attribute("class") == "bar met") == (totals[day] >= 2000), day
+        else:
+            assert rect.get_attribute("class") == "gap", day
+    # The days before the first entry and the left-out ones are gaps, drawn.
+    assert sum(1 for r in rects if r.get_attribute("class") == "gap") == sum(1 for d in days if d not in totals) > 0
+    rows = browser.find_elements(By.CSS_SELECTOR, "tbody tr[data-day]")
+    table = {r.get_attribute("data-day"): r.find_elements(By.TAG_NAME, "td")[1].get_attribute("textContent") for r in rows}
+    assert table == {d.isoformat(): number(totals[d]) if d in totals else "no data" for d in days}
+    assert browser.find_element(By.CSS_SELECTOR, "svg#water title").get_attribute("textContent") == "Water per day, last 30 days"
+
+
+def test_other_ranges_and_the_csv(database, dashboard, browser):
+    look(browser, dashboard + "/water?days=7", "water-7")
+    assert len(browser.find_elements(By.CSS_SELECTOR, "svg#water rect[data-day]")) == 7
+    browser.get(dashboard + "/water?days=12")
+    assert "days must be one of 7, 30, 90, 365" in browser.find_element(By.TAG_NAME, "body").text
