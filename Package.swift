@@ -250,7 +250,7 @@ let package = Package(
                 path: "Drivers/Watch/Commands"),
         // The pages and charts (`healthgate dashboard`): HTML and SVG made here, served by Hummingbird.
         .target(name: "Dashboard", dependencies: [
-            "HealthModel", "HealthStore", "HealthReports",
+            "HealthModel", "HealthStore", "HealthReports", "HealthPipeline", "ManualDriver",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/Dashboard"),

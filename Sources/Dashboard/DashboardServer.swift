@@ -2,14 +2,16 @@ public import Foundation
 import HTTPTypes
 public import HealthModel
 public import HealthReports
+import HealthPipeline
 public import HealthStore
 public import Hummingbird
+import ManualDriver
 public import Logging
 
 /// The dashboard's web server: the pages of ``Pages`` over HTTP, read from a store. It listens on
 /// loopback only, answers only requests addressed to it by a loopback name (a forged `Host`, as a
-/// DNS-rebinding page sends, gets 421), and sends no script and allows none
-/// (`Content-Security-Policy`).
+/// DNS-rebinding page sends, gets 421), runs only its own one script (`Content-Security-Policy`),
+/// and takes a form only with the token of its own pages, from its own origin.
 public enum DashboardServer {
     /// The day ranges the water page offers.
     static let ranges = [7, 30, 90, 365]
@@ -21,10 +23,50 @@ public enum DashboardServer {
                                    onListening: @escaping @Sendable (String) -> Void, logger: Logger) -> some ApplicationProtocol {
         let router = Router()
         router.add(middleware: LoopbackHostMiddleware())
-        router.get("/") { _, _ -> Response in
+        let token = FormToken()
+        let notices = Notices()
+        @Sendable func todayPage(notice: String? = nil, problem: String? = nil) async throws -> String {
             let preferences = try await Reports.preferences(store)
             let report = try await Reports.today(store, days: preferences.days(in: timeZone), now: now())
-            return html(Pages.today(report, units: preferences))
+            let definitions = DefinitionsSnapshot(try await store.definitions())
+            let forms = Pages.Forms(token: token.value, triggers: definitions.triggers,
+                                    habits: definitions.habits.values.map(\.name).filter { !BuiltInHabit.all.contains(Definition.key($0)) }
+                                        .sorted { $0.lowercased() < $1.lowercased() })
+            return Pages.today(report, units: preferences, forms: forms, notice: notice, problem: problem)
+        }
+        router.get("/") { request, _ -> Response in
+            let notice = request.uri.queryParameters["done"].flatMap { notices.take(String($0)) }
+            return html(try await todayPage(notice: notice))
+        }
+        router.get("/static/tick.js") { _, _ -> Response in
+            var headers = securityHeaders
+            headers[.contentType] = "text/javascript; charset=utf-8"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: HTML.tickScript)))
+        }
+        // A form: from this origin, with this dashboard's token, at most 16 KiB; stored through
+        // the entry builder `healthgate log` uses; then back to the page (post, redirect, get).
+        router.post("/log") { request, _ -> Response in
+            guard sameOrigin(request) else { return refusal(.forbidden, "This form was sent from another site.") }
+            let body = try await request.body.collect(upTo: 16_384)
+            let form: LogForm
+            do {
+                form = try URLEncodedFormDecoder().decode(LogForm.self, from: String(buffer: body))
+            } catch {
+                return refusal(.badRequest, "This is not a form of the dashboard.")
+            }
+            guard token.matches(form.csrf) else {
+                return refusal(.forbidden, "This form is out of date or from elsewhere: reload the page and send it again.")
+            }
+            do {
+                let preferences = try await Reports.preferences(store)
+                let logged = try await ManualEntries.log(try form.request(), into: store, now: now(), timeZone: timeZone)
+                let key = notices.add("Logged " + logged.map { $0.line(in: preferences) }.joined(separator: "; "))
+                return Response(status: .seeOther, headers: [.location: "/?done=\(key)", .cacheControl: "no-store"])
+            } catch let error as EntryError {
+                var response = html(try await todayPage(problem: error.description))
+                response.status = .unprocessableContent
+                return response
+            }
         }
         router.get("/water") { request, _ -> Response in
             let range = try days(request)
@@ -66,12 +108,29 @@ public enum DashboardServer {
         return (totals.map { DailyBars.Day(label: $0.day, value: $0.entries > 0 ? $0.sum : nil) }, report.water.goalMl, preferences)
     }
 
+    /// Whether a form comes from a page of this dashboard: a browser says where it was sent from
+    /// (`Origin`, `Sec-Fetch-Site`); a form from another site says so. A client that says
+    /// nothing (a script on this machine) still needs the token.
+    static func sameOrigin(_ request: Request) -> Bool {
+        // Browsers of the last years say it in Sec-Fetch-Site; older ones only in Origin.
+        if let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!] { return site == "same-origin" || site == "none" }
+        if let origin = request.headers[.origin] {
+            guard let authority = request.head.authority, origin == "http://" + authority else { return false }
+        }
+        return true
+    }
+
+    static func refusal(_ status: HTTPResponse.Status, _ text: String) -> Response {
+        Response(status: status, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: text + "\n")))
+    }
+
     static let securityHeaders: HTTPFields = [
-        .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; "
+        .contentSecurityPolicy: "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; "
             + "frame-ancestors 'none'; base-uri 'none'",
         .xContentTypeOptions: "nosniff",
         .cacheControl: "no-store",
-        HTTPField.Name("Referrer-Policy")!: "no-referrer",
+        // Not `no-referrer`: with it a browser sends `Origin: null` on the page's own forms.
+        HTTPField.Name("Referrer-Policy")!: "same-origin",
     ]
 
     static func html(_ page: String) -> Response {

@@ -22,7 +22,8 @@ public enum HTML {
 
     /// A whole page: the shared head (no script, no external resource), the navigation with
     /// `current` marked, and `body` (already HTML).
-    static func page(title: String, current: String, body: String) -> String {
+    /// `script`: the page loads ``tickScript`` (a page is whole without it).
+    static func page(title: String, current: String, body: String, script: Bool = false) -> String {
         let nav = pages.map { page in
             page.path == current
                 ? "<a href=\"\(page.path)\" aria-current=\"page\">\(escape(page.name))</a>"
@@ -35,7 +36,7 @@ public enum HTML {
             <meta charset="utf-8">
             <meta name="viewport" content="width=device-width, initial-scale=1">
             <title>\(escape(title)) · HealthGate</title>
-            <style>\(style)</style>
+            <style>\(style)</style>\(script ? "\n<script src=\"/static/tick.js\" defer></script>" : "")
             </head>
             <body>
             <header><nav aria-label="Pages">\(nav)</nav></header>
@@ -72,5 +73,32 @@ public enum HTML {
         .series{fill:none;stroke:#0072B2;stroke-width:1.5}
         .muted{color:#555}
         details{margin-top:.5rem}
+        .taps{display:flex;flex-wrap:wrap;gap:.5rem}.tap{display:inline}
+        button{font-size:1rem;padding:.5rem .9rem;border-radius:.4rem;border:1px solid #0b3d62;background:#0b3d62;color:#fff}
+        fieldset{border:1px solid #c8c8c8;border-radius:.5rem;margin:.5rem 0;display:grid;gap:.3rem;max-width:28rem}
+        input,select{font-size:1rem;padding:.3rem;max-width:100%}
+        .notice{background:#e6f4ea;border-left:4px solid #009E73;padding:.5rem}
+        .problem{background:#fdecea;border-left:4px solid #D55E00;padding:.5rem}
+        """
+
+    /// The one script: the time since the last vaping session counts up every second. Elements
+    /// with `data-tick` hold the seconds at the time the page was made in `data-value`.
+    static let tickScript = """
+        "use strict";
+        const loaded = Date.now();
+        function text(seconds) {
+          const d = Math.floor(seconds / 86400), h = Math.floor(seconds % 86400 / 3600);
+          const m = Math.floor(seconds % 3600 / 60), s = Math.floor(seconds % 60);
+          const two = n => String(n).padStart(2, "0");
+          return (d > 0 ? d + "d " + h + "h " : h > 0 ? h + "h " : "") + two(m) + "m " + two(s) + "s ago";
+        }
+        function tick() {
+          for (const element of document.querySelectorAll("[data-tick]")) {
+            element.textContent = text(Number(element.dataset.value) + (Date.now() - loaded) / 1000);
+          }
+        }
+        tick();
+        setInterval(tick, 1000);
+
         """
 }

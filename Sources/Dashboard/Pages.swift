@@ -4,8 +4,18 @@ public import HealthReports
 
 /// The pages, as HTML made from the reports: no script, every value also in text.
 public enum Pages {
-    /// *today*: water against the goal, vaping, habits with streaks, energy, last night, steps.
-    public static func today(_ report: TodayReport, units: Preferences) -> String {
+    /// What the today page's forms offer: the token they carry, the triggers and habits to choose.
+    struct Forms {
+        var token: String
+        var triggers: [String]
+        var habits: [String]
+    }
+
+    /// *today*: water against the goal, vaping, habits with streaks, energy, last night, steps;
+    /// with `forms`, the forms that log a drink, a vaping session, a habit or a meal. `notice`:
+    /// what the last form did; `problem`: why it stored nothing.
+    static func today(_ report: TodayReport, units: Preferences, forms: Forms? = nil, notice: String? = nil,
+                      problem: String? = nil) -> String {
         var cards: [String] = []
         let water = report.water
         var waterText = "<p class=\"big\" data-field=\"water-ml\" data-value=\"\(NumberText.plain(water.ml))\">"
@@ -23,8 +33,8 @@ public enum Pages {
         var vapingText = "<p class=\"big\" data-field=\"vaping-sessions\" data-value=\"\(vaping.sessions)\">\(count(vaping.sessions, "session"))</p>"
         if let goal = vaping.goalAtMost { vapingText += "<p>goal: at most \(NumberText.plain(goal)) a day</p>" }
         if let since = vaping.sinceLastS, let last = vaping.lastSession {
-            vapingText += "<p>last <time datetime=\"\(ISO8601.string(last))\" data-field=\"since-last-vape\" data-value=\"\(Int(since))\">"
-                + "\(HTML.escape(Durations.short(since))) ago</time></p>"
+            vapingText += "<p>last <time datetime=\"\(ISO8601.string(last))\" data-field=\"since-last-vape\" data-value=\"\(Int(since))\" "
+                + "data-tick>\(HTML.escape(Durations.short(since))) ago</time></p>"
         } else {
             vapingText += "<p>none yet</p>"
         }
@@ -66,15 +76,19 @@ public enum Pages {
             <tbody>
             \(rows)</tbody></table></div>
             """
+        var messages = ""
+        if let notice { messages += "<p role=\"status\" class=\"notice\">\(HTML.escape(notice))</p>\n" }
+        if let problem { messages += "<p role=\"alert\" class=\"problem\">Nothing was stored: \(HTML.escape(problem))</p>\n" }
         let body = """
-            <p class="muted">\(HTML.escape(report.date)) (\(HTML.escape(report.timeZone)))</p>
+            \(messages)<p class="muted">\(HTML.escape(report.date)) (\(HTML.escape(report.timeZone)))</p>
+            \(forms.map { logForms($0, units: units) } ?? "")
             <div class="cards">
             \(cards.joined(separator: "\n"))
             </div>
             <h2>Habits</h2>
             \(habits)
             """
-        return HTML.page(title: "Today", current: "/", body: body)
+        return HTML.page(title: "Today", current: "/", body: body, script: forms != nil)
     }
 
     /// *water*: the water drunk per day with the goal line, its table and a CSV link.
@@ -115,6 +129,59 @@ public enum Pages {
     /// The water page's data as CSV: `day,ml` (empty for a day without data).
     public static func waterCSV(days: [DailyBars.Day]) -> String {
         "day,ml\n" + days.map { "\($0.label),\($0.value.map { NumberText.plain($0) } ?? "")\n" }.joined()
+    }
+
+    /// The forms: a drink in one tap, water of any volume, a vaping session with its trigger and
+    /// thoughts, a habit check-in, a meal; each with an optional time (now when empty).
+    static func logForms(_ forms: Forms, units: Preferences) -> String {
+        let token = "<input type=\"hidden\" name=\"csrf\" value=\"\(HTML.escape(forms.token))\">"
+        func when(_ id: String) -> String {
+            "<label for=\"\(id)-at\">When</label><input id=\"\(id)-at\" type=\"datetime-local\" name=\"at\">"
+        }
+        let taps = DrinkSize.allCases.map { size in
+            """
+            <form method="post" action="/log" class="tap">\(token)<input type="hidden" name="kind" value="\(size.rawValue)">\
+            <button type="submit">+ \(size.rawValue) (\(HTML.escape(Quantities.text(millilitres: size.millilitres, in: units.volume))))</button></form>
+            """
+        }.joined(separator: "\n")
+        let triggers = (["" ] + forms.triggers).map { t in
+            "<option value=\"\(HTML.escape(t))\">\(t.isEmpty ? "(none)" : HTML.escape(t))</option>"
+        }.joined()
+        let habits = forms.habits.map { "<option value=\"\(HTML.escape($0))\">\(HTML.escape($0))</option>" }.joined()
+        let habitForm = forms.habits.isEmpty ? "" : """
+            <form method="post" action="/log">\(token)<input type="hidden" name="kind" value="habit">
+            <fieldset><legend>A habit</legend>
+            <label for="habit-name">Habit</label><select id="habit-name" name="name">\(habits)</select>
+            <label for="habit-value">Value (empty: done)</label><input id="habit-value" name="value" maxlength="200">
+            <input type="hidden" name="done" value="1">
+            \(when("habit"))
+            <button type="submit">Check in</button></fieldset></form>
+            """
+        return """
+            <section class="log" aria-labelledby="log-title"><h2 id="log-title">Log</h2>
+            <div class="taps">\(taps)</div>
+            <details><summary>More: water, a vape, a habit, a meal</summary>
+            <form method="post" action="/log">\(token)<input type="hidden" name="kind" value="water">
+            <fieldset><legend>Water</legend>
+            <label for="water-value">Volume</label><input id="water-value" name="value" required placeholder="330ml" maxlength="40">
+            \(when("water"))
+            <button type="submit">Log water</button></fieldset></form>
+            <form method="post" action="/log">\(token)<input type="hidden" name="kind" value="vape">
+            <fieldset><legend>A vaping session</legend>
+            <label for="vape-trigger">Trigger</label><select id="vape-trigger" name="trigger">\(triggers)</select>
+            <label for="vape-thoughts">Thoughts</label><input id="vape-thoughts" name="thoughts" maxlength="2000">
+            \(when("vape"))
+            <button type="submit">Log the session</button></fieldset></form>
+            \(habitForm)
+            <form method="post" action="/log">\(token)<input type="hidden" name="kind" value="meal">
+            <fieldset><legend>A meal</legend>
+            <label for="meal-name">Meal</label><input id="meal-name" name="name" required maxlength="200">
+            <label for="meal-kcal">kcal (empty: a saved meal's)</label><input id="meal-kcal" name="kcal" inputmode="decimal" maxlength="20">
+            \(when("meal"))
+            <button type="submit">Log the meal</button></fieldset></form>
+            </details>
+            </section>
+            """
     }
 
     static func card(_ title: String, _ body: String) -> String {

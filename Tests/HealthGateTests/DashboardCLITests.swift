@@ -82,7 +82,8 @@ import TestSupport
         let page = try await Self.get(dashboard.url, "/")
         #expect(page.status == 200 && page.headers["content-type"] == "text/html; charset=utf-8")
         #expect(page.headers["content-security-policy"]?.contains("default-src 'none'") == true)
-        #expect(!page.body.contains("<script"))
+        // One script, the dashboard's own (the ticking timer); the page is whole without it.
+        #expect(page.body.components(separatedBy: "<script").count == 2 && page.body.contains("<script src=\"/static/tick.js\" defer></script>"))
         let fields = Self.fields(page.body)
         let water = try #require(today["water"] as? [String: Any]), energy = try #require(today["energy"] as? [String: Any])
         #expect(fields["water-ml"] == water["ml"] as? Double && fields["water-ml"] == 250)
@@ -155,6 +156,81 @@ import TestSupport
         #expect(try await Self.get(dashboard.url, "/nope").status == 404)
         let bad = try await Self.get(dashboard.url, "/water?days=1000000")
         #expect(bad.status == 400 && bad.body.contains("days must be one of 7, 30, 90, 365"), "\(bad.body)")
+    }
+
+    /// POST with Python's http.client: the form's fields, extra headers.
+    static func post(_ base: String, _ path: String, form: [(String, String)], headers: [String: String] = [:],
+                     rawBody: String? = nil) async throws -> Fetched {
+        let script = """
+            import http.client, json, sys, urllib.parse
+            u = urllib.parse.urlsplit(sys.argv[1])
+            spec = json.loads(sys.argv[3])
+            body = spec["raw"] if spec["raw"] is not None else urllib.parse.urlencode([tuple(p) for p in spec["form"]])
+            c = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+            c.request("POST", sys.argv[2], body=body.encode(), headers=dict({"Content-Type": "application/x-www-form-urlencoded"}, **spec["headers"]))
+            r = c.getresponse()
+            print(json.dumps({"status": r.status, "headers": {k.lower(): v for k, v in r.getheaders()}, "body": r.read().decode()}))
+            """
+        let spec: [String: Any] = ["form": form.map { [$0.0, $0.1] }, "headers": headers, "raw": rawBody as Any? ?? NSNull()]
+        let json = String(decoding: try JSONSerialization.data(withJSONObject: spec), as: UTF8.self)
+        let result = try await Tool.run("/usr/bin/env", ["python3", "-c", script, base, path, json])
+        #expect(result.status == 0, "\(result.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        return Fetched(status: object["status"] as? Int ?? 0, headers: object["headers"] as? [String: String] ?? [:],
+                       body: object["body"] as? String ?? "")
+    }
+
+    /// The forms' token, as a page carries it.
+    static func token(_ page: String) throws -> String {
+        let regex = try NSRegularExpression(pattern: #"name="csrf" value="([0-9a-f]{64})""#)
+        let m = try #require(regex.firstMatch(in: page, range: NSRange(page.startIndex..., in: page)))
+        return String(page[Range(m.range(at: 1), in: page)!])
+    }
+
+    static func hydration(_ scratch: Scratch) async throws -> Int {
+        try await scratch.store().habitEvents(in: DateRange()).filter { $0.habit == "hydration" }.count
+    }
+
+    @Test func aFormLogsThroughTheEntryBuilderOnlyWithItsToken() async throws {
+        let scratch = try await V.database()
+        let dashboard = try Dashboard(scratch, at: "2026-04-02T21:00")
+        let token = try Self.token(try await Self.get(dashboard.url, "/").body)
+        let before = try await Self.hydration(scratch)
+
+        // A glass in one tap: stored, then back to the page, which says so once.
+        let posted = try await Self.post(dashboard.url, "/log", form: [("csrf", token), ("kind", "glass")],
+                                         headers: ["Origin": dashboard.url.replacingOccurrences(of: "/$", with: "", options: .regularExpression)])
+        #expect(posted.status == 303, "\(posted.body)")
+        let location = try #require(posted.headers["location"])
+        #expect(try await Self.hydration(scratch) == before + 1)
+        let after = try await Self.get(dashboard.url, location)
+        #expect(after.body.contains("role=\"status\"") && after.body.contains("Logged "), "\(after.body.prefix(600))")
+        #expect(abs((Self.fields(after.body)["water-ml"] ?? 0) - (250 + DrinkSize.glass.millilitres)) < 0.1)
+        #expect(!(try await Self.get(dashboard.url, location).body.contains("role=\"status\"")))
+
+        // Refused, nothing stored: no token, another token, from another site, a future time,
+        // a kind the pages do not log, a form too large, something not a form.
+        let refusals: [(Fetched, Int, String?)] = [
+            (try await Self.post(dashboard.url, "/log", form: [("kind", "glass")]), 400, "not a form of the dashboard"),
+            (try await Self.post(dashboard.url, "/log", form: [("csrf", String(repeating: "0", count: 64)), ("kind", "glass")]), 403, "out of date"),
+            (try await Self.post(dashboard.url, "/log", form: [("csrf", token), ("kind", "glass")], headers: ["Origin": "http://evil.example"]),
+             403, "another site"),
+            (try await Self.post(dashboard.url, "/log", form: [("csrf", token), ("kind", "glass")], headers: ["Sec-Fetch-Site": "cross-site"]),
+             403, "another site"),
+            (try await Self.post(dashboard.url, "/log", form: [("csrf", token), ("kind", "water"), ("value", "330ml"), ("at", "2026-04-03T08:00")]),
+             422, "2026-04-03 08:00 is in the future"),
+            (try await Self.post(dashboard.url, "/log", form: [("csrf", token), ("kind", "weight"), ("value", "70kg")]), 422, "cannot log &#39;weight&#39;"),
+            (try await Self.post(dashboard.url, "/log", form: [("csrf", token), ("kind", "glass"), ("thoughts", String(repeating: "x", count: 20_000))]),
+             413, nil),
+            (try await Self.post(dashboard.url, "/log", form: [], rawBody: "%%%&&&==="), 400, "not a form of the dashboard"),
+        ]
+        for (response, status, text) in refusals {
+            #expect(response.status == status && text.map(response.body.contains) != false, "\(status) \(text): \(response.status) \(response.body.prefix(300))")
+        }
+        #expect(try await Self.hydration(scratch) == before + 1)
+        // The reason is shown on the page, escaped, as an alert.
+        let future = refusals[4].0.body
+        #expect(future.contains("role=\"alert\"") && future.contains("Nothing was stored: 2026-04-03 08:00 is in the future"))
     }
 
     @Test func itListensOnLoopbackOnly() async throws {

@@ -23,6 +23,8 @@ from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HEALTHGATE = os.environ.get("HEALTHGATE", str(ROOT / ".build/debug/healthgate"))
@@ -136,12 +138,16 @@ def look(browser, url, name):
             "return [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > w + 0.5)"
             ".slice(0, 5).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right));")
         assert overflow <= 0, f"{name} at {size} width is {overflow} px wider than the window: {wide}"
+    # axe-core checks contrast at points of the viewport: a window tall enough for the whole page
+    # (at phone width, an element below the fold was measured against the header's colour).
+    height = browser.execute_script("return document.documentElement.scrollHeight")
+    browser.set_window_size(SIZES["desktop"][0], max(SIZES["desktop"][1], height + 200))
     axe = pathlib.Path(axe_core_python.__file__).with_name("axe.min.js").read_text()
     browser.execute_script(axe)
     result = browser.execute_async_script(
         "const done = arguments[arguments.length - 1];"
         "axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}}).then(done);")
-    violations = [(v["id"], v["help"], [n["target"] for n in v["nodes"]][:3]) for v in result["violations"]]
+    violations = [(v["id"], v["help"], [(n["target"], n.get("failureSummary")) for n in v["nodes"]][:3]) for v in result["violations"]]
     assert violations == [], f"{name}: {violations}"
 
 
@@ -188,3 +194,63 @@ def test_other_ranges_and_the_csv(database, dashboard, browser):
     assert len(browser.find_elements(By.CSS_SELECTOR, "svg#water rect[data-day]")) == 7
     browser.get(dashboard + "/water?days=12")
     assert "days must be one of 7, 30, 90, 365" in browser.find_element(By.TAG_NAME, "body").text
+
+
+def shown(browser, selector):
+    """The element once the page the browser went to shows it (a form's answer loads after the click)."""
+    try:
+        return WebDriverWait(browser, 60).until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, selector)))
+    except Exception:
+        raise AssertionError(f"{selector} not shown at {browser.current_url}: {browser.find_element(By.TAG_NAME, 'body').text[:500]}")
+
+
+def hydration_rows(db):
+    return sqlite3.connect(db).execute("SELECT count(*), total(value) FROM habit_events WHERE habit = 'hydration' AND deleted = 0").fetchone()
+
+
+def test_the_timer_ticks(database, dashboard, browser):
+    browser.get(dashboard + "/")
+    timer = browser.find_element(By.CSS_SELECTOR, "[data-tick]")
+    first = timer.text
+    assert re.fullmatch(r"(\d+d \d+h |\d+h )?\d\dm \d\ds ago", first), first
+    # Within three seconds the text has changed (it counts every second).
+    for _ in range(30):
+        browser.implicitly_wait(0)
+        if timer.text != first:
+            break
+        browser.execute_async_script("setTimeout(arguments[arguments.length - 1], 100)")
+    assert timer.text != first
+
+
+def test_logging_from_the_page(database, dashboard, browser):
+    browser.set_window_size(*SIZES["phone"])
+    browser.get(dashboard + "/")
+    count, total = hydration_rows(database)
+    # A glass in one tap: the page comes back saying so, with the new total; the database has it.
+    browser.find_element(By.XPATH, "//form[input[@name='kind' and @value='glass']]//button").click()
+    notice = shown(browser, "[role=status]")
+    assert notice.text.startswith("Logged ")
+    assert hydration_rows(database)[0] == count + 1
+    new_total = hydration_rows(database)[1]
+    today = day_of(datetime.fromisoformat(AT).replace(tzinfo=ZONE))
+    assert browser.find_element(By.CSS_SELECTOR, "[data-field=water-ml]").get_attribute("data-value") == number(water_by_day(database)[today])
+    assert new_total - total == pytest.approx(236.6, abs=0.05)  # 8 fl oz, stored to 0.1 ml
+    look(browser, browser.current_url, "today-logged")
+    # Water at a future time: refused with the reason shown, nothing stored.
+    browser.find_element(By.TAG_NAME, "summary").click()
+    browser.find_element(By.ID, "water-value").send_keys("330ml")
+    browser.execute_script("document.getElementById('water-at').value = '2026-04-03T08:00'")
+    browser.find_element(By.XPATH, "//form[input[@name='kind' and @value='water']]//button").click()
+    alert = shown(browser, "[role=alert]")
+    assert alert.text == "Nothing was stored: 2026-04-03 08:00 is in the future"
+    assert hydration_rows(database)[0] == count + 1
+    # A vaping session with its trigger and thoughts (HTML in them stays text).
+    browser.find_element(By.TAG_NAME, "summary").click()
+    browser.find_element(By.CSS_SELECTOR, "#vape-trigger option[value='boredom']").click()
+    browser.find_element(By.ID, "vape-thoughts").send_keys("<b>bored</b>")
+    browser.find_element(By.XPATH, "//form[input[@name='kind' and @value='vape']]//button").click()
+    assert shown(browser, "[role=status]").text.startswith("Logged ")
+    stored = sqlite3.connect(database).execute(
+        "SELECT category, note FROM habit_events WHERE habit = 'vaping' ORDER BY time DESC LIMIT 1").fetchone()
+    assert stored == ("boredom", "<b>bored</b>")
+    assert browser.find_element(By.CSS_SELECTOR, "[data-field=vaping-sessions]").get_attribute("data-value") == "2"
