@@ -222,7 +222,7 @@ let package = Package(
         // The daemon: configuration, services, driver supervisor, driver events, status socket,
         // metrics, systemd notify and reloads.
         .target(name: "HealthGateDaemon", dependencies: [
-            "HealthModel", "DriverKit", "HealthStore", "HealthSync", "HealthPipeline", "LinuxAdapters", "Timing", "ManualDriver",
+            "Dashboard", "HealthModel", "DriverKit", "HealthStore", "HealthSync", "HealthPipeline", "LinuxAdapters", "Timing", "ManualDriver",
             "DaemonProtocol",
             .product(name: "TOMLKit", package: "TOMLKit"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

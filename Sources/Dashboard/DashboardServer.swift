@@ -90,6 +90,35 @@ public enum DashboardServer {
                            logger: logger)
     }
 
+    /// Where the dashboard listens when nothing says otherwise.
+    public static let defaultAddress = "127.0.0.1:8470"
+
+    /// `127.0.0.1:8470`, `[::1]:8470`, `localhost:0` as host and port, checked: a loopback
+    /// address only (serving other machines needs TLS and a password, which the dashboard does
+    /// not have yet). The error is one sentence for the person who wrote it.
+    public static func listenAddress(_ text: String) -> Result<(host: String, port: Int), ListenAddressError> {
+        let host: String, portText: Substring
+        if text.hasPrefix("["), let end = text.firstIndex(of: "]") {
+            host = String(text[text.index(after: text.startIndex)..<end])
+            let rest = text[text.index(after: end)...]
+            guard rest.hasPrefix(":") else { return .failure(ListenAddressError("'\(text)' is not ADDRESS:PORT")) }
+            portText = rest.dropFirst()
+        } else {
+            let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count == 2 else { return .failure(ListenAddressError("'\(text)' is not ADDRESS:PORT")) }
+            host = String(parts[0])
+            portText = parts[1]
+        }
+        guard let port = Int(portText), (0...65535).contains(port), !host.isEmpty else {
+            return .failure(ListenAddressError("'\(text)' is not ADDRESS:PORT"))
+        }
+        guard ["127.0.0.1", "::1", "localhost"].contains(host.lowercased()) else {
+            return .failure(ListenAddressError("'\(text)' is not on loopback: serving other machines needs TLS and a password, "
+                                               + "which the dashboard does not have yet (use 127.0.0.1, ::1 or localhost)"))
+        }
+        return .success((host.lowercased() == "localhost" ? "127.0.0.1" : host, port))
+    }
+
     /// `?days=N`, one of ``ranges`` (30 when absent).
     static func days(_ request: Request) throws -> Int {
         guard let text = request.uri.queryParameters["days"] else { return 30 }
@@ -138,6 +167,12 @@ public enum DashboardServer {
         headers[.contentType] = "text/html; charset=utf-8"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: page)))
     }
+}
+
+/// Why a listening address was refused.
+public struct ListenAddressError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    init(_ description: String) { self.description = description }
 }
 
 /// Requests for another host are refused (421): a page on another site that resolves its own

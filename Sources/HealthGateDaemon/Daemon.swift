@@ -1,3 +1,4 @@
+import Dashboard
 public import DriverKit
 import Foundation
 import HealthModel
@@ -80,6 +81,11 @@ public enum Daemon {
             }))
         }
         if let address = config.metricsAddress { services.append(MetricsServer(address: address, logger: logger, exposition: metrics.exposition)) }
+        if let address = config.dashboardAddress, case .success(let (host, port)) = DashboardServer.listenAddress(address) {
+            services.append(DashboardServer.application(store: store, host: host, port: port, onListening: { url in
+                logger.info("dashboard", metadata: ["url": "\(url)"])
+            }, logger: logger))
+        }
         services.append(DaemonControl(options: options, running: config, supervisor: supervisor, factory: factory,
                                       state: state, notifier: notifier, logger: logger))
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint],
@@ -175,7 +181,8 @@ final class DaemonControl: Service, Sendable {
             do {
                 let next = try options.load()
                 for (key, changed) in [("database", next.database != current.database), ("forwarder", next.forwarder != current.forwarder),
-                                       ("api", next.statusSocket != current.statusSocket || next.metricsAddress != current.metricsAddress)]
+                                       ("api", next.statusSocket != current.statusSocket || next.metricsAddress != current.metricsAddress),
+                                       ("dashboard", next.dashboardAddress != current.dashboardAddress)]
                 where changed {
                     logger.warning("a changed [\(key)] takes effect at the next restart")
                 }

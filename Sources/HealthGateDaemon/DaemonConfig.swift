@@ -1,3 +1,4 @@
+import Dashboard
 public import DriverKit
 import Foundation
 public import HealthSync
@@ -21,6 +22,8 @@ public struct DaemonConfig: Sendable, Equatable {
     public var statusSocket: String?
     /// `HOST:PORT` of the Prometheus metrics endpoint (nil: none).
     public var metricsAddress: String?
+    /// `HOST:PORT` (loopback) of the dashboard, `[dashboard] listen` (nil: none).
+    public var dashboardAddress: String?
     /// Forwarding to the tracking server (nil: store only).
     public var forwarder: ForwarderSettings?
     /// Driver instances by name (the table's name under `[drivers]`).
@@ -121,14 +124,32 @@ extension DaemonConfig {
             enum CodingKeys: String, CodingKey { case socket, metrics }
         }
 
+        /// `[dashboard]`: the pages and charts (docs/dashboard.md), on loopback.
+        struct DashboardTable: Decodable {
+            var listen: String?
+            var enabled: Bool
+
+            init(from decoder: any Decoder) throws {
+                let c = try decoder.container(keyedBy: CodingKeys.self)
+                enabled = try c.decodeIfPresent(Bool.self, forKey: .enabled) ?? true
+                listen = try c.decodeIfPresent(String.self, forKey: .listen)
+                if let listen, case .failure(let error) = DashboardServer.listenAddress(listen) {
+                    throw c.configError(.listen, error.description)
+                }
+            }
+
+            enum CodingKeys: String, CodingKey { case listen, enabled }
+        }
+
         var database: String?
         var logLevel: LogLevel?
         var api: API?
+        var dashboard: DashboardTable?
         var forwarder: ForwarderTable?
         var drivers: [String: ConfigValue]?
         var importers: [String: ConfigValue]?
 
-        enum CodingKeys: String, CodingKey { case database, logLevel = "log_level", api, forwarder, drivers, importers }
+        enum CodingKeys: String, CodingKey { case database, logLevel = "log_level", api, dashboard, forwarder, drivers, importers }
     }
 
     /// Parses and validates TOML text; every driver table is checked by its driver in `catalog`.
@@ -138,6 +159,7 @@ extension DaemonConfig {
         config.logLevel = file.logLevel?.rawValue ?? config.logLevel
         config.statusSocket = file.api?.socket
         config.metricsAddress = file.api?.metrics
+        if let dashboard = file.dashboard, dashboard.enabled { config.dashboardAddress = dashboard.listen ?? DashboardServer.defaultAddress }
         config.forwarder = file.forwarder?.settings
         for (name, value) in (file.drivers ?? [:]).sorted(by: { $0.key < $1.key }) {
             let instance = try driver(name, value, catalog: catalog)

@@ -14,6 +14,9 @@ import Testing
         socket = "/run/healthgate/healthgate.sock"
         metrics = "127.0.0.1:9464"
 
+        [dashboard]
+        listen = "[::1]:8471"
+
         [forwarder]
         server = "https://tracking.example.org"
         interval_s = 30
@@ -39,6 +42,7 @@ import Testing
         #expect(config.logLevel == "debug")
         #expect(config.statusSocket == "/run/healthgate/healthgate.sock")
         #expect(config.metricsAddress == "127.0.0.1:9464")
+        #expect(config.dashboardAddress == "[::1]:8471")
         let forwarder = try #require(config.forwarder)
         #expect(forwarder.server.absoluteString == "https://tracking.example.org")
         #expect(forwarder.intervalS == 30 && forwarder.batchRecords == 500 && forwarder.concurrentUploads == 1 && !forwarder.pull)
@@ -65,7 +69,11 @@ import Testing
     @Test func emptyFileAndEmbeddedDefault() throws {
         let empty = try DaemonConfig.parse("", stateDirectory: "/srv/hg", drivers: Registry.catalog)
         #expect(empty.database == "/srv/hg/healthgate.sqlite")
-        #expect(empty.drivers.isEmpty && empty.forwarder == nil && empty.statusSocket == nil)
+        #expect(empty.drivers.isEmpty && empty.forwarder == nil && empty.statusSocket == nil && empty.dashboardAddress == nil)
+        // A [dashboard] table alone serves on the default address; `enabled = false` serves none.
+        #expect(try DaemonConfig.parse("[dashboard]", stateDirectory: "/srv/hg", drivers: Registry.catalog).dashboardAddress == "127.0.0.1:8470")
+        #expect(try DaemonConfig.parse("[dashboard]\nenabled = false\nlisten = \"127.0.0.1:1\"", stateDirectory: "/srv/hg",
+                                       drivers: Registry.catalog).dashboardAddress == nil)
         let embedded = DaemonConfig.embeddedDefault(stateDirectory: "/srv/hg")
         #expect(embedded.database == "/srv/hg/healthgate.sqlite")
         #expect(embedded.drivers["inbox"]?.settings["path"] == .string("/srv/hg/inbox"))
@@ -81,6 +89,11 @@ import Testing
             ("[api]\nmetrics = \"localhost\"", "api.metrics: 'localhost' is not HOST:PORT"),
             ("[api]\nsockets = \"/x\"", "api.sockets: unknown key"),
             ("api = 1", "api: must be a table ([api])"),
+            ("[dashboard]\nlisten = \"0.0.0.0:8470\"",
+             "dashboard.listen: '0.0.0.0:8470' is not on loopback: serving other machines needs TLS and a password, which the dashboard does not have yet (use 127.0.0.1, ::1 or localhost)"),
+            ("[dashboard]\nlisten = \"8470\"", "dashboard.listen: '8470' is not ADDRESS:PORT"),
+            ("[dashboard]\nport = 8470", "dashboard.port: unknown key"),
+            ("[dashboard]\nenabled = 1", "dashboard.enabled: must be true or false"),
             ("[forwarder]\ninterval_s = 30", "forwarder.server: is required (the tracking server's URL)"),
             ("[forwarder]\nserver = \"ftp://x\"", "forwarder.server: 'ftp://x' is not an http or https URL"),
             ("[forwarder]\nserver = \"http://x\"\nbatch_records = 0", "forwarder.batch_records: 0 is out of range (1 to 5000)"),

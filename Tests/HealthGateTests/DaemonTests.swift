@@ -126,6 +126,29 @@ final class DaemonProcess {
 
     /// A configuration that cannot run stops the daemon at start with the key path and reason
     /// (exit status 78, EX_CONFIG), before anything starts.
+    /// `[dashboard]`: the daemon serves the pages on its loopback address, from its own store,
+    /// and stops serving with it.
+    @Test func theDaemonServesTheDashboard() async throws {
+        let folder = try temporaryFolder("daemon-dashboard")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let port = try unusedPort()
+        let config = folder + "/healthgate.toml"
+        try """
+            database = "\(folder)/healthgate.sqlite"
+            [dashboard]
+            listen = "127.0.0.1:\(port)"
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let logged = try await CLI.run(["log", "water", "330ml", "--db", folder + "/healthgate.sqlite"])
+        #expect(logged.status == 0, "\(logged.stderr)")
+        let daemon = try DaemonProcess(folder: folder, arguments: ["--config", config])
+        #expect(await daemon.waitForLog("dashboard"), "\(daemon.log)")
+        let page = try await DashboardCLITests.get("http://127.0.0.1:\(port)", "/")
+        #expect(page.status == 200 && DashboardCLITests.fields(page.body)["water-ml"] == 330, "\(page.status) \(daemon.log)")
+        #expect(try await DashboardCLITests.get("http://127.0.0.1:\(port)", "/water?days=7").status == 200)
+        daemon.signal(SIGTERM)
+        #expect(await daemon.waitForExit() == 0, "\(daemon.log)")
+    }
+
     @Test func invalidConfigurationFailsAtStart() async throws {
         let folder = try temporaryFolder("daemon-bad")
         defer { try? FileManager.default.removeItem(atPath: folder) }

@@ -237,8 +237,8 @@ import TestSupport
         let scratch = try Scratch()
         let result = try await Tool.run(CLI.executable, ["dashboard", "--db", scratch.dbPath, "--listen", "0.0.0.0:8470"])
         #expect(result.status != 0)
-        #expect(result.stderr.contains("--listen 0.0.0.0:8470 is not on loopback"), "\(result.stderr)")
+        #expect(result.stderr.contains("--listen: '0.0.0.0:8470' is not on loopback"), "\(result.stderr)")
         let malformed = try await Tool.run(CLI.executable, ["dashboard", "--db", scratch.dbPath, "--listen", "8470"])
-        #expect(malformed.status != 0 && malformed.stderr.contains("--listen must be ADDRESS:PORT"), "\(malformed.stderr)")
+        #expect(malformed.status != 0 && malformed.stderr.contains("--listen: '8470' is not ADDRESS:PORT"), "\(malformed.stderr)")
     }
 }
