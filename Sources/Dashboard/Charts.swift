@@ -1,7 +1,7 @@
 public import Foundation
 
-/// One bar per local day, with a goal line, as SVG: what the water page draws (and every daily
-/// chart to come). Days without any entry are drawn as hatched gaps labelled "no data", never as
+/// One bar per local day (or per hour of the day, per any label), with a goal line, as SVG: what
+/// the water and vaping pages draw. Days without any entry are drawn as hatched gaps labelled "no data", never as
 /// zero bars and never averaged away. The SVG has a title and a description (`role="img"`,
 /// `aria-labelledby`), and each bar carries its day and value (`data-day`, `data-value`) so a
 /// test or a reader can check it against the table beside it.
@@ -29,6 +29,8 @@ public struct DailyBars: Sendable {
     public var goalIsMaximum = false
     public var width = 640
     public var height = 240
+    /// The label under a bar: `03-29` for a day's `2026-03-29`.
+    public var axisLabel: @Sendable (String) -> String = { String($0.suffix(5)) }
 
     public init(id: String, title: String, description: String, unit: String, days: [Day], goal: Double?, goalIsMaximum: Bool = false) {
         self.id = id
@@ -40,14 +42,16 @@ public struct DailyBars: Sendable {
         self.goalIsMaximum = goalIsMaximum
     }
 
-    static let left = 56.0, right = 12.0, top = 16.0, bottom = 40.0
+    static let left = 56.0, right = 12.0, top = 28.0, bottom = 40.0
 
     /// A round top for the y axis at or above `value`, and its tick step (1, 2 or 5 times a power of ten).
-    static func scale(_ value: Double) -> (top: Double, step: Double) {
-        guard value > 0, value.isFinite else { return (1, 0.25) }
+    /// `counts`: whole numbers only (sessions), so no tick falls between two.
+    static func scale(_ value: Double, counts: Bool = false) -> (top: Double, step: Double) {
+        guard value > 0, value.isFinite else { return (1, counts ? 1 : 0.25) }
         let rough = value / 4
         let magnitude = pow(10, floor(log10(rough)))
-        let step = [1.0, 2, 5, 10].map { $0 * magnitude }.first { $0 >= rough } ?? 10 * magnitude
+        var step = [1.0, 2, 5, 10].map { $0 * magnitude }.first { $0 >= rough } ?? 10 * magnitude
+        if counts { step = max(1, step.rounded(.up)) }
         return (step * ceil(value / step), step)
     }
 
@@ -55,7 +59,8 @@ public struct DailyBars: Sendable {
         let w = Double(width), h = Double(height)
         let plotW = w - Self.left - Self.right, plotH = h - Self.top - Self.bottom
         let highest = max(days.compactMap(\.value).max() ?? 0, goal ?? 0)
-        let (top, step) = Self.scale(highest * 1.05)
+        let counts = days.allSatisfy { $0.value.map { $0 == $0.rounded() } ?? true } && (goal.map { $0 == $0.rounded() } ?? true)
+        let (top, step) = Self.scale(highest * 1.05, counts: counts)
         func y(_ v: Double) -> Double { Self.top + plotH - plotH * v / top }
         let slot = days.isEmpty ? plotW : plotW / Double(days.count)
         var out = """
@@ -63,7 +68,7 @@ public struct DailyBars: Sendable {
             aria-labelledby="\(id)-title \(id)-desc" id="\(id)">
             <title id="\(id)-title">\(HTML.escape(title))</title>
             <desc id="\(id)-desc">\(HTML.escape(description))</desc>
-            <defs><pattern id="nodata" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">\
+            <defs><pattern id="\(id)-nodata" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">\
             <rect width="6" height="6" fill="#f2f2f2"/><line x1="0" y1="0" x2="0" y2="6" stroke="#9a9a9a" stroke-width="2"/></pattern></defs>
 
             """
@@ -76,7 +81,7 @@ public struct DailyBars: Sendable {
                 + "\(Self.number(tick))</text>\n"
             tick += step
         }
-        out += "<text x=\"4\" y=\"\(Self.f(Self.top - 4))\">\(HTML.escape(unit))</text>\n"
+        out += "<text x=\"4\" y=\"14\">\(HTML.escape(unit))</text>\n"
         // Bars, and hatched gaps for the days without data.
         let labelEvery = max(1, Int((Double(days.count) / 8).rounded(.up)))
         for (i, day) in days.enumerated() {
@@ -89,12 +94,12 @@ public struct DailyBars: Sendable {
                     + "x=\"\(barX)\" y=\"\(Self.f(y(value)))\" width=\"\(barW)\" height=\"\(Self.f(plotH * value / top))\">"
                     + "<title>\(label): \(Self.number(value)) \(HTML.escape(unit))</title></rect>\n"
             } else {
-                out += "<rect class=\"gap\" data-day=\"\(label)\" x=\"\(barX)\" y=\"\(Self.f(Self.top))\" width=\"\(barW)\" "
+                out += "<rect class=\"gap\" data-day=\"\(label)\" fill=\"url(#\(id)-nodata)\" x=\"\(barX)\" y=\"\(Self.f(Self.top))\" width=\"\(barW)\" "
                     + "height=\"\(Self.f(plotH))\"><title>\(label): no data</title></rect>\n"
             }
             if i % labelEvery == 0 {
                 out += "<text class=\"x-label\" x=\"\(Self.f(x + slot / 2))\" y=\"\(Self.f(h - Self.bottom + 16))\" "
-                    + "text-anchor=\"middle\">\(HTML.escape(String(day.label.suffix(5))))</text>\n"
+                    + "text-anchor=\"middle\">\(HTML.escape(axisLabel(day.label)))</text>\n"
             }
         }
         let baseline = Self.f(Self.top + plotH)

@@ -73,13 +73,19 @@ public enum DashboardServer {
             let (days, goal, preferences) = try await water(store, timeZone: timeZone, range: range, now: now())
             return html(Pages.water(days: days, goalMl: goal, units: preferences, range: range))
         }
+        router.get("/vaping") { request, _ -> Response in
+            let range = try days(request)
+            return html(Pages.vaping(try await vaping(store, timeZone: timeZone, range: range, now: now()), range: range))
+        }
+        router.get("/vaping.csv") { request, _ -> Response in
+            let range = try days(request)
+            let figures = try await vaping(store, timeZone: timeZone, range: range, now: now())
+            return csv(Pages.vapingCSV(figures), name: "vaping-\(range)-days.csv")
+        }
         router.get("/water.csv") { request, _ -> Response in
             let range = try days(request)
             let (days, _, _) = try await water(store, timeZone: timeZone, range: range, now: now())
-            var headers = securityHeaders
-            headers[.contentType] = "text/csv; charset=utf-8"
-            headers[.contentDisposition] = "attachment; filename=\"water-\(range)-days.csv\""
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: Pages.waterCSV(days: days))))
+            return csv(Pages.waterCSV(days: days), name: "water-\(range)-days.csv")
         }
         return Application(router: router, configuration: .init(address: .hostname(host, port: port), serverName: "healthgate-dashboard"),
                            onServerRunning: { channel in
@@ -151,6 +157,26 @@ public enum DashboardServer {
 
     static func refusal(_ status: HTTPResponse.Status, _ text: String) -> Response {
         Response(status: status, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: text + "\n")))
+    }
+
+    static func vaping(_ store: HealthStore, timeZone: TimeZone, range: Int, now: Date) async throws -> VapingFigures {
+        let preferences = try await Reports.preferences(store)
+        let boundary = preferences.days(in: timeZone)
+        let totals = try await Reports.daily(store, habit: BuiltInHabit.vaping, days: boundary, count: range, now: now)
+        let first = boundary.start(of: boundary.day(of: now).adding(1 - range))
+        let sessions = try await store.habitEvents(in: DateRange(since: first, until: now.addingTimeInterval(0.001)))
+            .filter { Definition.key($0.habit) == BuiltInHabit.vaping && $0.isCheckIn }
+        let firstEver = try await store.everyHabitSpan()[Definition.key(BuiltInHabit.vaping)]?.first
+        let report = try await Reports.today(store, days: boundary, now: now)
+        return VapingFigures.compute(days: totals, firstEver: firstEver, sessions: sessions, boundary: boundary, now: now,
+                                     goal: report.vaping.goalAtMost)
+    }
+
+    static func csv(_ text: String, name: String) -> Response {
+        var headers = securityHeaders
+        headers[.contentType] = "text/csv; charset=utf-8"
+        headers[.contentDisposition] = "attachment; filename=\"\(name)\""
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
     static let securityHeaders: HTTPFields = [

@@ -18,7 +18,7 @@ public enum HTML {
     }
 
     /// The pages, in the order of the navigation.
-    static let pages: [(path: String, name: String)] = [("/", "Today"), ("/water", "Water")]
+    static let pages: [(path: String, name: String)] = [("/", "Today"), ("/water", "Water"), ("/vaping", "Vaping")]
 
     /// A whole page: the shared head (no script, no external resource), the navigation with
     /// `current` marked, and `body` (already HTML).
@@ -66,13 +66,16 @@ public enum HTML {
         th,td{text-align:left;padding:.25rem .4rem;border-bottom:1px solid #ddd;overflow-wrap:anywhere}
         .table{overflow-x:auto}
         td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-        svg{width:100%;height:auto;max-width:100%}
-        svg text{font-size:12px;fill:#1a1a1a}
-        .bar{fill:#0072B2}.bar.met{fill:#009E73}.gap{fill:url(#nodata)}.goal{stroke:#D55E00;stroke-width:2;stroke-dasharray:6 4}
+        figure{margin:1rem 0}
+        svg{width:100%;height:auto;max-width:640px;display:block}
+        svg text{font-size:16px;fill:#1a1a1a}
+        .bar{fill:#0072B2}.bar.met{fill:#009E73}.goal{stroke:#D55E00;stroke-width:2;stroke-dasharray:6 4}
         .axis{stroke:#555;stroke-width:1}.grid{stroke:#ddd;stroke-width:1}
         .series{fill:none;stroke:#0072B2;stroke-width:1.5}
         .muted{color:#555}
         details{margin-top:.5rem}
+        .barcell{width:40%}.hbar{display:inline-block;height:.8rem;background:#E69F00;min-width:2px}
+        .visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
         .taps{display:flex;flex-wrap:wrap;gap:.5rem}.tap{display:inline}
         button{font-size:1rem;padding:.5rem .9rem;border-radius:.4rem;border:1px solid #0b3d62;background:#0b3d62;color:#fff}
         fieldset{border:1px solid #c8c8c8;border-radius:.5rem;margin:.5rem 0;display:grid;gap:.3rem;max-width:28rem}

@@ -106,9 +106,7 @@ public enum Pages {
             let value = day.value.map { NumberText.plain($0) } ?? "no data"
             rows += "<tr data-day=\"\(day.label)\"><td>\(day.label)</td><td class=\"num\">\(value)</td></tr>\n"
         }
-        let links = [7, 30, 90, 365].map { n in
-            n == range ? "<strong>\(n) days</strong>" : "<a href=\"/water?days=\(n)\">\(n) days</a>"
-        }.joined(separator: " · ")
+        let links = rangeLinks("/water", range)
         let body = """
             <p>\(links)</p>
             <figure>
@@ -197,5 +195,112 @@ public enum Pages {
         calendar.timeZone = TimeZone(identifier: report.timeZone) ?? .current
         let c = calendar.dateComponents([.hour, .minute], from: date)
         return String(format: "%02d:%02d", c.hour ?? 0, c.minute ?? 0)
+    }
+}
+
+/// The vaping page's figures over a range of days.
+struct VapingFigures {
+    /// Sessions per day; nil before the first session ever logged (no data yet), 0 after it.
+    var days: [DailyBars.Day]
+    /// The at-most goal per day, if set.
+    var goal: Double?
+    /// Sessions per local hour of the day (0 to 23) in the range.
+    var hours: [Int]
+    /// Sessions per trigger in the range, most first; "" for none given.
+    var triggers: [(trigger: String, sessions: Int)]
+    /// The longest time between two sessions in the range (and up to now), and the median.
+    var longestGapS: Double?
+    var medianGapS: Double?
+    var sessions: Int
+
+    /// From the range's sessions (sorted by time), the day totals and the first session ever.
+    static func compute(days: [DailyTotal], firstEver: Date?, sessions: [HabitEvent], boundary: DayBoundary, now: Date,
+                        goal: Double?) -> VapingFigures {
+        let firstDay = firstEver.map { boundary.day(of: $0).description }
+        let bars = days.map { d in
+            DailyBars.Day(label: d.day, value: firstDay.map { d.day >= $0 } == true ? Double(d.entries) : nil)
+        }
+        var hours = [Int](repeating: 0, count: 24)
+        var byTrigger: [String: Int] = [:]
+        for s in sessions {
+            hours[boundary.calendar.component(.hour, from: s.time)] += 1
+            byTrigger[s.category ?? "", default: 0] += 1
+        }
+        let times = sessions.map(\.time).sorted() + [now]
+        let gaps = zip(times, times.dropFirst()).map { $1.timeIntervalSince($0) }.sorted()
+        return VapingFigures(days: bars, goal: goal, hours: hours,
+                             triggers: byTrigger.map { ($0.key, $0.value) }.sorted { ($0.1, $1.0) > ($1.1, $0.0) },
+                             longestGapS: sessions.isEmpty ? nil : gaps.last,
+                             medianGapS: sessions.count < 2 ? nil : gaps[gaps.count / 2], sessions: sessions.count)
+    }
+}
+
+extension Pages {
+    /// *vaping*: sessions per day against the at-most goal, per hour of the day, per trigger, and
+    /// the times between sessions.
+    static func vaping(_ figures: VapingFigures, range: Int) -> String {
+        let daily = DailyBars(id: "vaping", title: "Vaping sessions per day, last \(range) days",
+                              description: "Sessions each day" + (figures.goal.map { " against the goal of at most \(NumberText.plain($0)) a day" } ?? "")
+                                  + ". Days before the first session logged are drawn hatched (no data).",
+                              unit: "sessions", days: figures.days, goal: figures.goal, goalIsMaximum: true)
+        var hourly = DailyBars(id: "vaping-hours", title: "Sessions by hour of the day, last \(range) days",
+                               description: "All sessions of the range, by the local hour they started in.", unit: "sessions",
+                               days: figures.hours.enumerated().map { DailyBars.Day(label: String(format: "%02d", $0.offset), value: Double($0.element)) },
+                               goal: nil)
+        hourly.axisLabel = { $0 }
+        let most = max(1, figures.triggers.first?.sessions ?? 1)
+        let triggerRows = figures.triggers.map { t in
+            let name = t.trigger.isEmpty ? "(none given)" : t.trigger
+            let percent = Int((Double(t.sessions) / Double(most) * 100).rounded())
+            return "<tr data-trigger=\"\(HTML.escape(t.trigger))\"><td>\(HTML.escape(name))</td><td class=\"num\">\(t.sessions)</td>"
+                + "<td class=\"barcell\" aria-hidden=\"true\"><span class=\"hbar\" style=\"width:\(percent)%\"></span></td></tr>"
+        }.joined(separator: "\n")
+        let gaps = """
+            <p data-field="sessions" data-value="\(figures.sessions)">\(count(figures.sessions, "session")) in the last \(range) days.</p>
+            \(figures.longestGapS.map { "<p data-field=\"longest-gap-s\" data-value=\"\(Int($0))\">Longest time without: \(HTML.escape(Durations.short($0)))</p>" } ?? "")
+            \(figures.medianGapS.map { "<p data-field=\"median-gap-s\" data-value=\"\(Int($0))\">Usual time between sessions (median): \(HTML.escape(Durations.short($0)))</p>" } ?? "")
+            """
+        var dayRows = ""
+        for day in figures.days {
+            dayRows += "<tr data-day=\"\(day.label)\"><td>\(day.label)</td><td class=\"num\">\(day.value.map { NumberText.plain($0) } ?? "no data")</td></tr>\n"
+        }
+        let body = """
+            <p>\(rangeLinks("/vaping", range))</p>
+            \(gaps)
+            <figure>
+            \(daily.svg())
+            <figcaption>Source: every vaping session logged or imported. <a href="/vaping.csv?days=\(range)" download>Download as CSV</a></figcaption>
+            </figure>
+            <details><summary>The data as a table</summary>
+            <div class="table"><table><caption>Vaping sessions per day</caption>
+            <thead><tr><th scope="col">Day</th><th scope="col" class="num">Sessions</th></tr></thead>
+            <tbody>
+            \(dayRows)</tbody></table></div>
+            </details>
+            <figure>
+            \(hourly.svg())
+            </figure>
+            <h2>Triggers</h2>
+            \(triggerRows.isEmpty ? "<p>No sessions in the range.</p>" : """
+            <div class="table"><table><caption>Sessions per trigger, last \(range) days</caption>
+            <thead><tr><th scope="col">Trigger</th><th scope="col" class="num">Sessions</th><th scope="col"><span class="visually-hidden">Share</span></th></tr></thead>
+            <tbody>
+            \(triggerRows)
+            </tbody></table></div>
+            """)
+            """
+        return HTML.page(title: "Vaping", current: "/vaping", body: body)
+    }
+
+    /// The vaping page's days as CSV: `day,sessions` (empty before the first session).
+    static func vapingCSV(_ figures: VapingFigures) -> String {
+        "day,sessions\n" + figures.days.map { "\($0.label),\($0.value.map { NumberText.plain($0) } ?? "")\n" }.joined()
+    }
+
+    /// `7 days · 30 days · ...` with the current one in bold.
+    static func rangeLinks(_ path: String, _ range: Int) -> String {
+        [7, 30, 90, 365].map { n in
+            n == range ? "<strong>\(n) days</strong>" : "<a href=\"\(path)?days=\(n)\">\(n) days</a>"
+        }.joined(separator: " · ")
     }
 }

@@ -135,6 +135,60 @@ import TestSupport
                 == python.map { $0.replacingOccurrences(of: " none", with: " ") })
     }
 
+    /// The vaping page: sessions per day (hatched before the first), per hour, per trigger and
+    /// the gaps, against Python's reading of the rows.
+    @Test func theVapingPageCountsEverySession() async throws {
+        let scratch = try await V.database()
+        let dashboard = try Dashboard(scratch, at: "2026-04-02T21:00")
+        let page = try await Self.get(dashboard.url, "/vaping?days=30")
+        #expect(page.status == 200)
+        let script = """
+            import sqlite3, sys, json
+            from datetime import datetime, timedelta, date
+            from zoneinfo import ZoneInfo
+            z = ZoneInfo("Europe/Berlin")
+            rows = [(datetime.fromisoformat(t.replace("Z", "+00:00")), c) for t, c in sqlite3.connect(sys.argv[1]).execute(
+                "SELECT time, category FROM habit_events WHERE habit = 'vaping' AND deleted = 0 ORDER BY time")]
+            now = datetime(2026, 4, 2, 21, 0, tzinfo=z)
+            end = date(2026, 4, 2)
+            first = min(t.astimezone(z).date() for t, _ in rows)
+            days = []
+            for i in range(29, -1, -1):
+                d = end - timedelta(days=i)
+                days.append([d.isoformat(), None if d < first else sum(1 for t, _ in rows if t.astimezone(z).date() == d)])
+            hours = [sum(1 for t, _ in rows if t.astimezone(z).hour == h) for h in range(24)]
+            times = [t for t, _ in rows] + [now]
+            gaps = [(b - a).total_seconds() for a, b in zip(times, times[1:])]
+            print(json.dumps({"days": days, "hours": hours, "longest": int(max(gaps)),
+                              "triggers": sorted([c or "" for _, c in rows])}))
+            """
+        let expected = try await Tool.run("/usr/bin/env", ["python3", "-c", script, scratch.dbPath])
+        #expect(expected.status == 0, "\(expected.stderr)")
+        let python = try #require(try JSONSerialization.jsonObject(with: Data(expected.stdout.utf8)) as? [String: Any])
+        let body = page.body
+        func bars(_ id: String) -> [String] {
+            let svg = body.components(separatedBy: "id=\"\(id)\"")[1].components(separatedBy: "</svg>")[0]
+            let regex = try! NSRegularExpression(pattern: #"<rect class="(?:bar(?: met)?|gap)" data-day="([0-9-]+)"(?: data-value="([0-9.]+)")?"#)
+            return regex.matches(in: svg, range: NSRange(svg.startIndex..., in: svg)).map { m in
+                let value = m.range(at: 2).location == NSNotFound ? "none" : String(svg[Range(m.range(at: 2), in: svg)!])
+                return String(svg[Range(m.range(at: 1), in: svg)!]) + " " + value
+            }
+        }
+        let days = (python["days"] as? [[Any]] ?? []).map { "\($0[0]) \(($0[1] as? Int).map(String.init) ?? "none")" }
+        #expect(bars("vaping") == days && days.count == 30, "\(bars("vaping")) vs \(days)")
+        let hours = (python["hours"] as? [Int] ?? []).enumerated().map { String(format: "%02d", $0.offset) + " \($0.element)" }
+        #expect(bars("vaping-hours") == hours)
+        #expect(Self.fields(body)["longest-gap-s"] == Double(python["longest"] as? Int ?? -1))
+        let triggers = try NSRegularExpression(pattern: #"data-trigger="([^"]*)"><td>[^<]*</td><td class="num">([0-9]+)"#)
+        let shown = triggers.matches(in: body, range: NSRange(body.startIndex..., in: body)).flatMap { m in
+            Array(repeating: String(body[Range(m.range(at: 1), in: body)!]), count: Int(body[Range(m.range(at: 2), in: body)!])!)
+        }
+        #expect(shown.sorted() == (python["triggers"] as? [String] ?? []), "\(shown)")
+        let csv = try await Self.get(dashboard.url, "/vaping.csv?days=30")
+        #expect(csv.body.split(separator: "\n").dropFirst().map { $0.replacingOccurrences(of: ",", with: " ") }
+                == days.map { $0.replacingOccurrences(of: " none", with: " ") })
+    }
+
     @Test func hostileRequestsAreRefused() async throws {
         let scratch = try await V.database()
         // HTML in a habit's name and note, shown on the today page.

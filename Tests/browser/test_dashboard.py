@@ -254,3 +254,17 @@ def test_logging_from_the_page(database, dashboard, browser):
         "SELECT category, note FROM habit_events WHERE habit = 'vaping' ORDER BY time DESC LIMIT 1").fetchone()
     assert stored == ("boredom", "<b>bored</b>")
     assert browser.find_element(By.CSS_SELECTOR, "[data-field=vaping-sessions]").get_attribute("data-value") == "2"
+
+
+def test_vaping_page(database, dashboard, browser):
+    look(browser, dashboard + "/vaping?days=30", "vaping")
+    rows = sqlite3.connect(database).execute("SELECT time FROM habit_events WHERE habit = 'vaping' AND deleted = 0").fetchall()
+    first_day = END - timedelta(days=29)
+    in_range = [t for (t,) in rows if first_day <= day_of(datetime.fromisoformat(t.replace("Z", "+00:00"))) <= END]
+    shown = browser.find_element(By.CSS_SELECTOR, "[data-field=sessions]")
+    assert shown.get_attribute("data-value") == str(len(in_range)) and len(in_range) >= 1
+    bars = browser.find_elements(By.CSS_SELECTOR, "svg#vaping rect[data-day]")
+    assert len(bars) == 30
+    assert sum(float(b.get_attribute("data-value") or 0) for b in bars) == len(in_range)
+    hours = browser.find_elements(By.CSS_SELECTOR, "svg#vaping-hours rect[data-day]")
+    assert len(hours) == 24 and sum(float(b.get_attribute("data-value")) for b in hours) == len(in_range)
