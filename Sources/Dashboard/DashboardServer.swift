@@ -77,6 +77,25 @@ public enum DashboardServer {
             let range = try days(request)
             return html(Pages.vaping(try await vaping(store, timeZone: timeZone, range: range, now: now()), range: range))
         }
+        router.get("/habits") { _, _ -> Response in
+            let boundary = try await Reports.preferences(store).days(in: timeZone)
+            let history = try await Reports.habitHistory(store, days: boundary, now: now())
+            let definitions = try await store.definitions(.habit)
+            var goals: [String: HabitGoal] = [:]
+            for d in definitions { goals[Definition.key(d.name)] = HabitGoal(d) }
+            let names = definitions.map(\.name).filter { !BuiltInHabit.all.contains(Definition.key($0)) }
+                .sorted { $0.lowercased() < $1.lowercased() }
+            return html(Pages.habits(history.progress, names: names, goals: goals))
+        }
+        router.get("/habit") { request, _ -> Response in
+            guard let name = request.uri.queryParameters["name"].map(String.init), !name.isEmpty, name.count <= 200 else {
+                throw HTTPError(.badRequest, message: "name the habit: /habit?name=NAME")
+            }
+            guard let definition = try await store.definition(.habit, name: name) else {
+                throw HTTPError(.notFound, message: "no habit is called that")
+            }
+            return html(Pages.habit(try await habit(store, definition, timeZone: timeZone, now: now())))
+        }
         router.get("/vaping.csv") { request, _ -> Response in
             let range = try days(request)
             let figures = try await vaping(store, timeZone: timeZone, range: range, now: now())
@@ -170,6 +189,35 @@ public enum DashboardServer {
         let report = try await Reports.today(store, days: boundary, now: now)
         return VapingFigures.compute(days: totals, firstEver: firstEver, sessions: sessions, boundary: boundary, now: now,
                                      goal: report.vaping.goalAtMost)
+    }
+
+    /// A habit's last 53 weeks, by the same totals and goal rule as `today` and `stats`.
+    static func habit(_ store: HealthStore, _ definition: Definition, timeZone: TimeZone, now: Date) async throws -> HabitFigures {
+        let boundary = try await Reports.preferences(store).days(in: timeZone)
+        let today = boundary.day(of: now)
+        let firstDay = today.adding(1 - today.isoWeekday - 52 * 7)
+        let count = firstDay.days(to: today) + 1
+        let totals = try await Reports.daily(store, habit: definition.name, days: boundary, count: count, now: now)
+        let history = try await Reports.habitHistory(store, days: boundary, now: now)
+        let progress = history.progress.first { Definition.key($0.habit) == Definition.key(definition.name) }
+        let goal = HabitGoal(definition)
+        let span = try await store.everyHabitSpan()[Definition.key(definition.name)]?.first
+        let start = boundary.day(of: min(definition.time, span ?? definition.time)).description
+        var cells: [HabitFigures.Cell] = totals.map { t in
+            let total = BucketTotal(bucket: 0, count: t.entries, sum: t.sum)
+            let before = t.day < start
+            return HabitFigures.Cell(day: t.day, amount: goal?.amount(total) ?? Double(t.entries), entries: t.entries,
+                                     met: before || goal?.period != .day ? nil : goal?.isMet(total), before: before, future: false)
+        }
+        var day = today.adding(1)
+        while cells.count % 7 != 0 {
+            cells.append(HabitFigures.Cell(day: day.description, amount: 0, entries: 0, met: nil, before: false, future: true))
+            day = day.adding(1)
+        }
+        let unit: String?
+        if case .habit(let h) = definition.body { unit = h.unit } else { unit = nil }
+        return HabitFigures(name: definition.name, goal: goal, unit: unit, progress: progress,
+                            weeks: stride(from: 0, to: cells.count, by: 7).map { Array(cells[$0..<$0 + 7]) })
     }
 
     static func csv(_ text: String, name: String) -> Response {

@@ -189,6 +189,56 @@ import TestSupport
                 == days.map { $0.replacingOccurrences(of: " none", with: " ") })
     }
 
+    /// The habit pages: the list with streaks as `today` has them, and one habit's calendar,
+    /// each day against Python's reading of the rows.
+    @Test func theHabitPagesShowStreaksAndEveryDay() async throws {
+        let scratch = try await V.database()
+        let at = "2026-04-02T21:00"
+        let dashboard = try Dashboard(scratch, at: at)
+        let today = try #require(try V.json(try await V.run(scratch, ["today", "--json", "--at", at]).stdout) as? [String: Any])
+        let stretch = try #require((today["habits"] as? [[String: Any]])?.first { $0["name"] as? String == "stretch" })
+        let list = try await Self.get(dashboard.url, "/habits")
+        #expect(list.status == 200 && list.body.contains("data-habit=\"stretch\"") && list.body.contains("href=\"/habit?name=stretch\""))
+        #expect(!list.body.contains("data-habit=\"hydration\""))
+        let page = try await Self.get(dashboard.url, "/habit?name=stretch")
+        #expect(page.status == 200)
+        let fields = Self.fields(page.body)
+        #expect(fields["current-streak"] == Double(stretch["current_streak"] as? Int ?? -1) && fields["current-streak"] == 32)
+        #expect(fields["longest-streak"] == Double(stretch["longest_streak"] as? Int ?? -1))
+        let script = """
+            import sqlite3, sys
+            from datetime import datetime
+            from zoneinfo import ZoneInfo
+            z = ZoneInfo("Europe/Berlin")
+            days = {}
+            for (t,) in sqlite3.connect(sys.argv[1]).execute("SELECT time FROM habit_events WHERE habit = 'stretch' AND deleted = 0"):
+                d = datetime.fromisoformat(t.replace("Z", "+00:00")).astimezone(z).date().isoformat()
+                days[d] = days.get(d, 0) + 1
+            for d in sorted(days): print(d, days[d])
+            """
+        let expected = try await Tool.run("/usr/bin/env", ["python3", "-c", script, scratch.dbPath])
+        let python = Dictionary(uniqueKeysWithValues: expected.stdout.split(separator: "\n").map { line in
+            let parts = line.split(separator: " ")
+            return (String(parts[0]), Int(parts[1])!)
+        })
+        let regex = try NSRegularExpression(pattern: #"<rect class="day ([a-z]+)" data-day="([0-9-]+)" data-value="([0-9.]+)""#)
+        let body = page.body
+        let cells = regex.matches(in: body, range: NSRange(body.startIndex..., in: body)).map { m in
+            (state: String(body[Range(m.range(at: 1), in: body)!]), day: String(body[Range(m.range(at: 2), in: body)!]),
+             value: Double(body[Range(m.range(at: 3), in: body)!])!)
+        }
+        // 53 weeks up to today (Thursday 2 April): 52 whole weeks and this one's first four days.
+        #expect(cells.count == 52 * 7 + 4 && cells.last?.day == "2026-04-02" && cells.first?.day == "2025-03-31")
+        #expect(python.count == 32)
+        for cell in cells {
+            let entries = python[cell.day] ?? 0
+            let expected = cell.day < "2026-03-01" ? "before" : entries > 0 ? "met" : "none"
+            #expect(cell.state == expected && cell.value == Double(entries), "\(cell)")
+        }
+        #expect(try await Self.get(dashboard.url, "/habit?name=nope").status == 404)
+        #expect(try await Self.get(dashboard.url, "/habit").status == 400)
+    }
+
     @Test func hostileRequestsAreRefused() async throws {
         let scratch = try await V.database()
         // HTML in a habit's name and note, shown on the today page.

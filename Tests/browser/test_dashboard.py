@@ -268,3 +268,20 @@ def test_vaping_page(database, dashboard, browser):
     assert sum(float(b.get_attribute("data-value") or 0) for b in bars) == len(in_range)
     hours = browser.find_elements(By.CSS_SELECTOR, "svg#vaping-hours rect[data-day]")
     assert len(hours) == 24 and sum(float(b.get_attribute("data-value")) for b in hours) == len(in_range)
+
+
+def test_habit_pages(database, dashboard, browser):
+    look(browser, dashboard + "/habits", "habits")
+    names = [e.get_attribute("data-habit") for e in browser.find_elements(By.CSS_SELECTOR, "tr[data-habit]")]
+    assert names == ["<b>reading</b>", "stretch"]
+    browser.find_element(By.LINK_TEXT, "stretch").click()
+    shown(browser, "svg#calendar")
+    look(browser, browser.current_url, "habit")
+    done = set()
+    for (t,) in sqlite3.connect(database).execute("SELECT time FROM habit_events WHERE habit = 'stretch' AND deleted = 0"):
+        done.add(day_of(datetime.fromisoformat(t.replace("Z", "+00:00"))).isoformat())
+    met = {r.get_attribute("data-day") for r in browser.find_elements(By.CSS_SELECTOR, "svg#calendar rect.met")}
+    assert met == done and len(done) >= 10
+    today = json.loads(healthgate(database, "today", "--json", "--at", AT))
+    streak = next(h for h in today["habits"] if h["name"] == "stretch")["current_streak"]
+    assert browser.find_element(By.CSS_SELECTOR, "[data-field=current-streak]").get_attribute("data-value") == str(streak)
