@@ -158,8 +158,14 @@ public enum DashboardServer {
         let preferences = try await Reports.preferences(store)
         let days = preferences.days(in: timeZone)
         let totals = try await Reports.daily(store, habit: BuiltInHabit.hydration, days: days, count: range, now: now)
-        let report = try await Reports.today(store, days: days, now: now)
-        return (totals.map { DailyBars.Day(label: $0.day, value: $0.entries > 0 ? $0.sum : nil) }, report.water.goalMl, preferences)
+        let goal = try await dailyGoal(store, BuiltInHabit.hydration, .atLeast)
+        return (totals.map { DailyBars.Day(label: $0.day, value: $0.entries > 0 ? $0.sum : nil) }, goal, preferences)
+    }
+
+    /// A built-in habit's daily goal, as `today` reads it (``HabitTarget/daily(_:)``).
+    static func dailyGoal(_ store: HealthStore, _ habit: String, _ direction: HabitTarget.Direction) async throws -> Double? {
+        guard case .habit(let definition)? = try await store.definition(.habit, name: habit)?.body else { return nil }
+        return definition.target?.daily(direction)
     }
 
     /// Whether a form comes from a page of this dashboard: a browser says where it was sent from
@@ -186,9 +192,8 @@ public enum DashboardServer {
         let sessions = try await store.habitEvents(in: DateRange(since: first, until: now.addingTimeInterval(0.001)))
             .filter { Definition.key($0.habit) == BuiltInHabit.vaping && $0.isCheckIn }
         let firstEver = try await store.everyHabitSpan()[Definition.key(BuiltInHabit.vaping)]?.first
-        let report = try await Reports.today(store, days: boundary, now: now)
         return VapingFigures.compute(days: totals, firstEver: firstEver, sessions: sessions, boundary: boundary, now: now,
-                                     goal: report.vaping.goalAtMost)
+                                     goal: try await dailyGoal(store, BuiltInHabit.vaping, .atMost))
     }
 
     /// A habit's last 53 weeks, by the same totals and goal rule as `today` and `stats`.

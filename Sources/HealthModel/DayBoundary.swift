@@ -31,11 +31,36 @@ public struct LocalDay: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     /// The day `count` days (or months, or years) on: calendar arithmetic on dates, no zone.
     public func adding(_ count: Int, _ unit: Calendar.Component = .day) -> LocalDay {
-        Self(Self.plain.dateComponents([.year, .month, .day], from: Self.plain.date(byAdding: unit, value: count, to: noon)!))
+        if unit == .day { return Self(dayNumber: dayNumber + count) }
+        return Self(Self.plain.dateComponents([.year, .month, .day], from: Self.plain.date(byAdding: unit, value: count, to: noon)!))
     }
 
-    /// Monday = 1 ... Sunday = 7 (ISO 8601).
-    public var isoWeekday: Int { (Self.plain.component(.weekday, from: noon) + 5) % 7 + 1 }
+    /// Days since 1970-01-01 in the proleptic Gregorian calendar (negative before): integer
+    /// arithmetic, no Calendar (a report walks thousands of days).
+    public var dayNumber: Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    /// The date `dayNumber` days after 1970-01-01.
+    public init(dayNumber: Int) {
+        let z = dayNumber + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        self.init(year: yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month: month, day: day)
+    }
+
+    /// Monday = 1 ... Sunday = 7 (ISO 8601; 1970-01-01 was a Thursday).
+    public var isoWeekday: Int { ((dayNumber + 3) % 7 + 7) % 7 + 1 }
 
     /// The ISO 8601 week this day is in: its year and number (`2026-W13`).
     public var isoWeek: (year: Int, week: Int) {
@@ -46,9 +71,7 @@ public struct LocalDay: Hashable, Comparable, Sendable, CustomStringConvertible 
     }
 
     /// Days from this day to `other` (negative when `other` is earlier).
-    public func days(to other: LocalDay) -> Int {
-        Self.plain.dateComponents([.day], from: noon, to: other.noon).day!
-    }
+    public func days(to other: LocalDay) -> Int { other.dayNumber - dayNumber }
 
     var components: DateComponents { DateComponents(year: year, month: month, day: day) }
     /// Noon UTC of this date: where plain date arithmetic happens.

@@ -121,6 +121,10 @@ public struct HabitTarget: Hashable, Sendable {
         case .atMost: total <= amount
         }
     }
+
+    /// The amount of a goal per day in `direction`, else nil: the water goal (at least), the
+    /// vaping goal (at most); a weekly target or the other direction is no daily goal of that kind.
+    public func daily(_ direction: Direction) -> Double? { period == .day && self.direction == direction ? amount : nil }
 }
 
 /// A meal saved once and logged by name: its energy, and optionally what it is made of.

@@ -20,9 +20,18 @@ public struct Periods: Sendable {
         self.boundary = boundary
         var first = unit.first(of: boundary.day(of: from))
         var bounds = [boundary.start(of: first)]
+        let zone = boundary.timeZone
         while bounds[bounds.count - 1] <= through {
             first = unit.next(after: first)
-            bounds.append(boundary.start(of: first))
+            let previous = bounds[bounds.count - 1]
+            // A day 24 hours on when the clocks did not change in between (nearly always): the
+            // same wall time, without the calendar's slower arithmetic.
+            let plain = previous.addingTimeInterval(86_400)
+            if unit == .day, zone.secondsFromGMT(for: previous) == zone.secondsFromGMT(for: plain) {
+                bounds.append(plain)
+            } else {
+                bounds.append(boundary.start(of: first))
+            }
         }
         self.bounds = bounds
     }

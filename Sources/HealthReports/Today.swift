@@ -189,10 +189,7 @@ public struct TodayReport: Sendable, Equatable, Encodable {
         // Water.
         let drinks = habits(BuiltInHabit.hydration)
         let ml = drinks.reduce(0) { $0 + ($1.value ?? 0) }
-        var goalMl: Double?
-        if let target = definitions[BuiltInHabit.hydration]?.1.target, target.period == .day, target.direction == .atLeast {
-            goalMl = target.amount
-        }
+        let goalMl = definitions[BuiltInHabit.hydration]?.1.target?.daily(.atLeast)
         let scale = preferences.volume == .flOz ? 1 / Units.millilitresPerFluidOunce : 1
         let water = Water(drinks: drinks.count, ml: ml, goalMl: goalMl, unit: preferences.volume.rawValue, amount: ml * scale,
                           goal: goalMl.map { $0 * scale }, progress: goalMl.flatMap { $0 > 0 ? ml / $0 : nil },
@@ -200,10 +197,7 @@ public struct TodayReport: Sendable, Equatable, Encodable {
 
         // Vaping.
         let vapes = habits(BuiltInHabit.vaping)
-        var vapeGoal: Double?
-        if let target = definitions[BuiltInHabit.vaping]?.1.target, target.period == .day, target.direction == .atMost {
-            vapeGoal = target.amount
-        }
+        let vapeGoal = definitions[BuiltInHabit.vaping]?.1.target?.daily(.atMost)
         let last = input.lastVape.flatMap { $0.time <= input.now ? $0.time : nil }
         let vaping = Vaping(sessions: vapes.count, goalAtMost: vapeGoal, withinGoal: vapeGoal.map { Double(vapes.count) <= $0 },
                             lastSession: last, sinceLastS: last.map { input.now.timeIntervalSince($0) })

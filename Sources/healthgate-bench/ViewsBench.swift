@@ -1,4 +1,7 @@
+import AsyncHTTPClient
 import Foundation
+import GRDBSQLite
+import Gzip
 import HealthModel
 import HealthReports
 import HealthStore
@@ -51,6 +54,9 @@ func viewsBenchmarks(rounds: Int = 15) async throws {
         records.append(habit("meal", day.addingTimeInterval(12.5 * 3600), 650))
         records.append(habit("meal", day.addingTimeInterval(19.5 * 3600), 800))
         if d % 9 != 0 { records.append(habit("stretch", day.addingTimeInterval(22 * 3600), 1)) }
+        // A night a day (about 1,800), ending in the morning.
+        records.append(.sleep(SleepSession(id: RecordID.derive("bench", "views", "night", String(d)), start: day.addingTimeInterval(-3000),
+                                           end: day.addingTimeInterval(6.5 * 3600), source: source)))
         records.append(habit("reading", day.addingTimeInterval(21 * 3600), 20))
         for extra in 0..<(d % 10 == 3 ? 2 : 1) {
             workouts += 1
@@ -127,4 +133,65 @@ func viewsBenchmarks(rounds: Int = 15) async throws {
     print("  sqlite3, same totals   process \(ms(processes["today-sql"])) (\(p90(processes["today-sql"])))")
     print("  stats --period week    process \(ms(processes["stats"])) (\(p90(processes["stats"])))   in process \(ms(inProcess["stats"]))")
     print("  sqlite3, same totals   process \(ms(processes["stats-sql"])) (\(p90(processes["stats-sql"])))")
+    try await dashboardPages(path: path, rounds: max(rounds, 40), baselines: [("today", todaySQL), ("stats", statsSQL)])
+}
+
+/// The dashboard's pages on the same five years: `healthgate dashboard` running (as a user runs
+/// it), each page fetched `rounds` times over loopback; the time to serve it (p50, p99) and its
+/// size (plain and gzip), next to the plain SQL behind today and stats run in this process
+/// through SQLite's C API on the same file. Targets: under 100 ms p99 and 200 KB gzip per page.
+func dashboardPages(path: String, rounds: Int, baselines: [(String, String)]) async throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["TZ=Europe/Berlin", Tool.path("healthgate"), "dashboard", "--db", path, "--at", "2026-04-02T21:00",
+                         "--listen", "127.0.0.1:0"]
+    let out = Pipe()
+    process.standardOutput = out
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    defer {
+        process.terminate()
+        process.waitUntilExit()
+    }
+    var line = Data()
+    while let byte = try out.fileHandleForReading.read(upToCount: 1), let b = byte.first, b != 0x0A { line.append(b) }
+    let text = String(decoding: line, as: UTF8.self)
+    guard let range = text.range(of: "http://") else { throw PeerError("healthgate dashboard did not start: \(text)") }
+    let base = String(text[range.lowerBound...]).trimmingCharacters(in: CharacterSet(charactersIn: "/\n "))
+    print("dashboard pages, \(rounds) fetches each (server running; p50 / p99; size plain / gzip); targets 100 ms p99, 200 KB gzip")
+    for page in ["/", "/water?days=365", "/vaping?days=365", "/habits", "/habit?name=stretch"] {
+        var times: [Double] = []
+        var body = Data()
+        for _ in 0..<rounds {
+            let t0 = now()
+            let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: base + page), timeout: .seconds(60))
+            let bytes = try await response.body.collect(upTo: 16 << 20)
+            times.append(now() - t0)
+            guard response.status == .ok else { throw PeerError("\(page): \(response.status)") }
+            body = Data(bytes.readableBytesView)
+        }
+        print(String(format: "  %@ %7.1f ms %7.1f ms   %7.1f KB %6.1f KB", page.padding(toLength: 22, withPad: " ", startingAt: 0), median(times) * 1000,
+                     percentile(times, 0.99) * 1000, Double(body.count) / 1024, Double(Gzip.compress(body).count) / 1024))
+    }
+    // The plain SQL, in this process, local days by SQLite's localtime in the same zone.
+    let zone = ProcessInfo.processInfo.environment["TZ"]
+    setenv("TZ", "Europe/Berlin", 1)
+    tzset()
+    defer {
+        if let zone { setenv("TZ", zone, 1) } else { unsetenv("TZ") }
+        tzset()
+    }
+    var db: OpaquePointer?
+    guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK else { throw PeerError("cannot open \(path)") }
+    defer { sqlite3_close(db) }
+    for (name, sql) in baselines {
+        var times: [Double] = []
+        for _ in 0..<rounds {
+            let t0 = now()
+            guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw PeerError("\(name) SQL failed") }
+            times.append(now() - t0)
+        }
+        print(String(format: "  %@ %7.1f ms %7.1f ms   (in process)", ("plain SQL of " + name).padding(toLength: 22, withPad: " ", startingAt: 0), median(times) * 1000,
+                     percentile(times, 0.99) * 1000))
+    }
 }

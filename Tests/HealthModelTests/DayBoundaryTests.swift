@@ -115,3 +115,22 @@ import TestSupport
         #expect(LocalDay(year: 2026, month: 3, day: 30).isoWeekday == 1 && LocalDay(year: 2026, month: 3, day: 29).isoWeekday == 7)
     }
 }
+
+/// ``LocalDay``'s integer day arithmetic against the Gregorian calendar.
+@Suite struct LocalDayTests {
+    @Test func dayNumbersAgreeWithTheCalendar() {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let epoch = calendar.date(from: DateComponents(year: 1970, month: 1, day: 1, hour: 12))!
+        // From 1614 (Foundation's Gregorian calendar is Julian before 1582) to 4160.
+        for n in stride(from: -130_000, through: 800_000, by: 997) {
+            let c = calendar.dateComponents([.year, .month, .day, .weekday], from: calendar.date(byAdding: .day, value: n, to: epoch)!)
+            let day = LocalDay(dayNumber: n)
+            #expect(day == LocalDay(year: c.year!, month: c.month!, day: c.day!) && day.dayNumber == n, "\(n)")
+            #expect(day.isoWeekday == (c.weekday! + 5) % 7 + 1, "\(n)")
+        }
+        #expect(LocalDay(year: 2026, month: 2, day: 28).adding(1) == LocalDay(year: 2026, month: 3, day: 1))
+        #expect(LocalDay(year: 2028, month: 2, day: 28).adding(1) == LocalDay(year: 2028, month: 2, day: 29))
+        #expect(LocalDay(year: 2026, month: 1, day: 31).adding(1, .month) == LocalDay(year: 2026, month: 2, day: 28))
+    }
+}
