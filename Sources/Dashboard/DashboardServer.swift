@@ -30,8 +30,7 @@ public enum DashboardServer {
             let report = try await Reports.today(store, days: preferences.days(in: timeZone), now: now())
             let definitions = DefinitionsSnapshot(try await store.definitions())
             let forms = Pages.Forms(token: token.value, triggers: definitions.triggers,
-                                    habits: definitions.habits.values.map(\.name).filter { !BuiltInHabit.all.contains(Definition.key($0)) }
-                                        .sorted { $0.lowercased() < $1.lowercased() })
+                                    habits: userHabits(definitions.habits.values.map(\.name)))
             return Pages.today(report, units: preferences, forms: forms, notice: notice, problem: problem)
         }
         router.get("/") { request, _ -> Response in
@@ -83,9 +82,7 @@ public enum DashboardServer {
             let definitions = try await store.definitions(.habit)
             var goals: [String: HabitGoal] = [:]
             for d in definitions { goals[Definition.key(d.name)] = HabitGoal(d) }
-            let names = definitions.map(\.name).filter { !BuiltInHabit.all.contains(Definition.key($0)) }
-                .sorted { $0.lowercased() < $1.lowercased() }
-            return html(Pages.habits(history.progress, names: names, goals: goals))
+            return html(Pages.habits(history.progress, names: userHabits(definitions.map(\.name)), goals: goals))
         }
         router.get("/habit") { request, _ -> Response in
             guard let name = request.uri.queryParameters["name"].map(String.init), !name.isEmpty, name.count <= 200 else {
@@ -122,26 +119,36 @@ public enum DashboardServer {
     /// address only (serving other machines needs TLS and a password, which the dashboard does
     /// not have yet). The error is one sentence for the person who wrote it.
     public static func listenAddress(_ text: String) -> Result<(host: String, port: Int), ListenAddressError> {
-        let host: String, portText: Substring
-        if text.hasPrefix("["), let end = text.firstIndex(of: "]") {
-            host = String(text[text.index(after: text.startIndex)..<end])
-            let rest = text[text.index(after: end)...]
-            guard rest.hasPrefix(":") else { return .failure(ListenAddressError("'\(text)' is not ADDRESS:PORT")) }
-            portText = rest.dropFirst()
-        } else {
-            let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-            guard parts.count == 2 else { return .failure(ListenAddressError("'\(text)' is not ADDRESS:PORT")) }
-            host = String(parts[0])
-            portText = parts[1]
-        }
-        guard let port = Int(portText), (0...65535).contains(port), !host.isEmpty else {
+        let (host, portText) = hostAndPort(text)
+        guard let portText, let port = Int(portText), (0...65535).contains(port), let host, !host.isEmpty else {
             return .failure(ListenAddressError("'\(text)' is not ADDRESS:PORT"))
         }
-        guard ["127.0.0.1", "::1", "localhost"].contains(host.lowercased()) else {
+        guard isLoopback(host) else {
             return .failure(ListenAddressError("'\(text)' is not on loopback: serving other machines needs TLS and a password, "
                                                + "which the dashboard does not have yet (use 127.0.0.1, ::1 or localhost)"))
         }
-        return .success((host.lowercased() == "localhost" ? "127.0.0.1" : host, port))
+        return .success((host.lowercased() == "localhost" ? "127.0.0.1" : String(host), port))
+    }
+
+    /// `HOST:PORT`, `[V6]:PORT`, `HOST` as host and port (nil where missing); host nil for an
+    /// unclosed `[` or more than one `:` outside brackets.
+    static func hostAndPort(_ text: String) -> (host: Substring?, port: Substring?) {
+        if text.hasPrefix("[") {
+            guard let end = text.firstIndex(of: "]") else { return (nil, nil) }
+            let rest = text[text.index(after: end)...]
+            return (text[text.index(after: text.startIndex)..<end], rest.hasPrefix(":") ? rest.dropFirst() : nil)
+        }
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count <= 2 else { return (nil, nil) }
+        return (parts[0], parts.count == 2 ? parts[1] : nil)
+    }
+
+    /// The names the dashboard answers to and may listen on.
+    static func isLoopback(_ host: Substring) -> Bool { ["127.0.0.1", "::1", "localhost"].contains(host.lowercased()) }
+
+    /// The habits the user defined (not the apps' own: water, vaping, meals), by name.
+    static func userHabits(_ names: [String]) -> [String] {
+        names.filter { !BuiltInHabit.all.contains(Definition.key($0)) }.sorted { $0.lowercased() < $1.lowercased() }
     }
 
     /// `?days=N`, one of ``ranges`` (30 when absent).
@@ -258,21 +265,13 @@ public struct ListenAddressError: Error, CustomStringConvertible, Sendable {
 /// name to 127.0.0.1 (DNS rebinding) cannot read the dashboard through the user's browser.
 struct LoopbackHostMiddleware<Context: RequestContext>: RouterMiddleware {
     static func allowed(_ authority: String?) -> Bool {
-        guard let authority, !authority.isEmpty else { return false }
-        let host: Substring
-        if authority.hasPrefix("[") {
-            guard let end = authority.firstIndex(of: "]") else { return false }
-            host = authority[authority.index(after: authority.startIndex)..<end]
-        } else {
-            host = authority.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        }
-        return ["localhost", "127.0.0.1", "::1"].contains(host.lowercased())
+        guard let authority, let host = DashboardServer.hostAndPort(authority).host else { return false }
+        return DashboardServer.isLoopback(host)
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard Self.allowed(request.head.authority) else {
-            return Response(status: .misdirectedRequest, headers: [.contentType: "text/plain; charset=utf-8"],
-                            body: .init(byteBuffer: ByteBuffer(string: "This dashboard answers only to localhost.\n")))
+            return DashboardServer.refusal(.misdirectedRequest, "This dashboard answers only to localhost.")
         }
         return try await next(request, context)
     }
