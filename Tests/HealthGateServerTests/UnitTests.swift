@@ -264,8 +264,11 @@ extension Result {
             defer { attempt += 1 }
             let copy = folder + "/copy-\(attempt).sqlite"
             try FileManager.default.copyItem(atPath: folder + "/server.sqlite", toPath: copy)
-            let queue = try DatabaseQueue(path: copy)
-            copied = (try? await queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM records") }) ?? 0  // no table yet: 0
+            // A copy taken while a checkpoint writes the file can be torn ("database disk image is
+            // malformed", seen in a full run), as a naive backup's can: not yet, copied again.
+            // No table yet: 0.
+            guard let queue = try? DatabaseQueue(path: copy) else { return false }
+            copied = (try? await queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM records") }) ?? 0
             return copied == 200
         }, "a copy of the file holds \(copied) of the 200 records")
     }
