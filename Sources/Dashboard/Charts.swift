@@ -11,10 +11,13 @@ public struct DailyBars: Sendable {
         public var label: String
         /// nil: no data that day.
         public var value: Double?
+        /// The value cut into the chart's ``parts`` (stacked, in their order), or nil for one bar.
+        public var parts: [Double]?
 
-        public init(label: String, value: Double?) {
+        public init(label: String, value: Double?, parts: [Double]? = nil) {
             self.label = label
             self.value = value
+            self.parts = parts
         }
     }
 
@@ -29,6 +32,8 @@ public struct DailyBars: Sendable {
     public var goalIsMaximum = false
     public var width = 640
     public var height = 240
+    /// What a stacked bar's parts are (bottom first), and their style sheet classes.
+    public var parts: [(name: String, style: String)] = []
     /// The label under a bar: `03-29` for a day's `2026-03-29`.
     public var axisLabel: @Sendable (String) -> String = { String($0.suffix(5)) }
 
@@ -88,7 +93,17 @@ public struct DailyBars: Sendable {
             let x = Self.left + Double(i) * slot
             let barX = Self.f(x + slot * 0.1), barW = Self.f(max(1, slot * 0.8))
             let label = HTML.escape(day.label)
-            if let value = day.value {
+            if let value = day.value, let parts = day.parts {
+                out += "<g class=\"stack\" data-day=\"\(label)\" data-value=\"\(Self.number(value))\">"
+                var base = 0.0
+                for (part, amount) in zip(self.parts, parts) where amount > 0 {
+                    out += "<rect class=\"\(part.style)\" data-part=\"\(HTML.escape(part.name))\" data-value=\"\(Self.number(amount))\" "
+                        + "x=\"\(barX)\" y=\"\(Self.f(y(base + amount)))\" width=\"\(barW)\" height=\"\(Self.f(plotH * amount / top))\">"
+                        + "<title>\(label): \(HTML.escape(part.name)) \(Self.number(amount)) \(HTML.escape(unit))</title></rect>"
+                    base += amount
+                }
+                out += "</g>\n"
+            } else if let value = day.value {
                 let met = goal.map { goalIsMaximum ? value <= $0 : value >= $0 } ?? false
                 out += "<rect class=\"bar\(met ? " met" : "")\" data-day=\"\(label)\" data-value=\"\(Self.number(value))\" "
                     + "x=\"\(barX)\" y=\"\(Self.f(y(value)))\" width=\"\(barW)\" height=\"\(Self.f(plotH * value / top))\">"

@@ -17,9 +17,13 @@ public enum DashboardServer {
     static let ranges = [7, 30, 90, 365]
 
     /// The application serving `store` on `host:port` (a loopback address); `onListening` gets
-    /// its URL once it listens (port 0: the port the kernel chose).
+    /// its URL once it listens (port 0: the port the kernel chose). `status`: the daemon's own
+    /// (drivers, devices, last sync), for the today page; `onStored` hears of the records a form
+    /// stored (the daemon counts them and wakes its forwarder).
     public static func application(store: HealthStore, host: String, port: Int, timeZone: TimeZone = .current,
                                    now: @escaping @Sendable () -> Date = { Date() },
+                                   status: (@Sendable () async -> DashboardStatus)? = nil,
+                                   onStored: @escaping @Sendable (Int) -> Void = { _ in },
                                    onListening: @escaping @Sendable (String) -> Void, logger: Logger) -> some ApplicationProtocol {
         let router = Router()
         router.add(middleware: LoopbackHostMiddleware())
@@ -31,16 +35,20 @@ public enum DashboardServer {
             let definitions = DefinitionsSnapshot(try await store.definitions())
             let forms = Pages.Forms(token: token.value, triggers: definitions.triggers,
                                     habits: userHabits(definitions.habits.values.map(\.name)))
-            return Pages.today(report, units: preferences, forms: forms, notice: notice, problem: problem)
+            let system = Pages.systemCard(await status?(), outbox: try await store.outboxDepth(),
+                                          refused: try await store.deadLetterCount(), boundary: preferences.days(in: timeZone))
+            return Pages.today(report, units: preferences, forms: forms, notice: notice, problem: problem, system: system)
         }
         router.get("/") { request, _ -> Response in
             let notice = request.uri.queryParameters["done"].flatMap { notices.take(String($0)) }
             return html(try await todayPage(notice: notice))
         }
-        router.get("/static/tick.js") { _, _ -> Response in
-            var headers = securityHeaders
-            headers[.contentType] = "text/javascript; charset=utf-8"
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: HTML.tickScript)))
+        for (path, script) in HTML.scripts {
+            router.get(RouterPath(path)) { _, _ -> Response in
+                var headers = securityHeaders
+                headers[.contentType] = "text/javascript; charset=utf-8"
+                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: script)))
+            }
         }
         // A form: from this origin, with this dashboard's token, at most 16 KiB; stored through
         // the entry builder `healthgate log` uses; then back to the page (post, redirect, get).
@@ -59,6 +67,7 @@ public enum DashboardServer {
             do {
                 let preferences = try await Reports.preferences(store)
                 let logged = try await ManualEntries.log(try form.request(), into: store, now: now(), timeZone: timeZone)
+                onStored(logged.count)
                 let key = notices.add("Logged " + logged.map { $0.line(in: preferences) }.joined(separator: "; "))
                 return Response(status: .seeOther, headers: [.location: "/?done=\(key)", .cacheControl: "no-store"])
             } catch let error as EntryError {
@@ -103,6 +112,7 @@ public enum DashboardServer {
             let (days, _, _) = try await water(store, timeZone: timeZone, range: range, now: now())
             return csv(Pages.waterCSV(days: days), name: "water-\(range)-days.csv")
         }
+        addDataRoutes(to: router, store: store, timeZone: timeZone, now: now)
         return Application(router: router, configuration: .init(address: .hostname(host, port: port), serverName: "healthgate-dashboard"),
                            onServerRunning: { channel in
                                let address = channel.localAddress

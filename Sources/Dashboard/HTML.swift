@@ -18,12 +18,15 @@ public enum HTML {
     }
 
     /// The pages, in the order of the navigation.
-    static let pages: [(path: String, name: String)] = [("/", "Today"), ("/water", "Water"), ("/vaping", "Vaping"), ("/habits", "Habits")]
+    static let pages: [(path: String, name: String)] = [
+        ("/", "Today"), ("/water", "Water"), ("/vaping", "Vaping"), ("/habits", "Habits"), ("/workouts", "Workouts"),
+        ("/sleep", "Sleep"), ("/body", "Body"), ("/stats", "Stats"),
+    ]
 
     /// A whole page: the shared head (no script, no external resource), the navigation with
     /// `current` marked, and `body` (already HTML).
-    /// `script`: the page loads ``tickScript`` (a page is whole without it).
-    static func page(title: String, current: String, body: String, script: Bool = false) -> String {
+    /// `scripts`: the page's own scripts (``scripts``), each optional: a page is whole without them.
+    static func page(title: String, current: String, body: String, scripts: [String] = []) -> String {
         let nav = pages.map { page in
             page.path == current
                 ? "<a href=\"\(page.path)\" aria-current=\"page\">\(escape(page.name))</a>"
@@ -36,7 +39,7 @@ public enum HTML {
             <meta charset="utf-8">
             <meta name="viewport" content="width=device-width, initial-scale=1">
             <title>\(escape(title)) · HealthGate</title>
-            <style>\(style)</style>\(script ? "\n<script src=\"/static/tick.js\" defer></script>" : "")
+            <style>\(style)</style>\(scripts.map { "\n<script src=\"\($0)\" defer></script>" }.joined())
             </head>
             <body>
             <header><nav aria-label="Pages">\(nav)</nav></header>
@@ -85,7 +88,21 @@ public enum HTML {
         input,select{font-size:1rem;padding:.3rem;max-width:100%}
         .notice{background:#e6f4ea;border-left:4px solid #009E73;padding:.5rem}
         .problem{background:#fdecea;border-left:4px solid #D55E00;padding:.5rem}
+        .facts{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.2rem 1rem}.facts dt{font-weight:bold}.facts dd{margin:0;overflow-wrap:anywhere}
+        .legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:.2rem 1rem}
+        .cursor{stroke:#1a1a1a;stroke-width:1}.readout{font-weight:bold;margin-left:.5rem}
+        .trend{fill:none;stroke:#D55E00;stroke-width:2.5}.raw{fill:#0072B2;opacity:.6}
+        .start{fill:#009E73;stroke:#fff;stroke-width:2}.finish{fill:#D55E00;stroke:#fff;stroke-width:2}
+        .hbar.zone0{background:#999}.hbar.zone1{background:#56B4E9}.hbar.zone2{background:#009E73}.hbar.zone3{background:#F0E442}
+        .hbar.zone4{background:#E69F00}.hbar.zone5{background:#D55E00}
+        .stage-deep{fill:#0b3d62}.stage-light{fill:#56B4E9}.stage-rem{fill:#CC79A7}.stage-awake{fill:#E69F00}.stage-unknown{fill:#999}
+        .key.stage-deep{background:#0b3d62}.key.stage-light{background:#56B4E9}.key.stage-rem{background:#CC79A7}
+        .key.stage-awake{background:#E69F00}.key.stage-unknown{background:#999}
+        .filters{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center}
         """
+
+    /// The scripts the pages may load, by path.
+    static let scripts = ["/static/tick.js": tickScript, "/static/crosshair.js": crosshairScript]
 
     /// The one script: the time since the last vaping session counts up every second. Elements
     /// with `data-tick` hold the seconds at the time the page was made in `data-value`.
@@ -105,6 +122,44 @@ public enum HTML {
         }
         tick();
         setInterval(tick, 1000);
+
+        """
+
+    /// A workout's charts share one time axis: pointing at any of them moves a line across all
+    /// and shows each metric's value there (the nearest point drawn). The charts say where their
+    /// plot area is (`data-left`, `data-width`, `data-x-max`).
+    static let crosshairScript = """
+        "use strict";
+        const charts = [...document.querySelectorAll("svg.series-chart")].map(svg => ({
+          svg, cursor: svg.querySelector(".cursor"),
+          readout: svg.closest("figure")?.querySelector(".readout"),
+          points: [...svg.querySelectorAll("polyline.series")].flatMap(line =>
+            line.getAttribute("points").split(" ").map(p => p.split(",").map(Number))),
+          left: Number(svg.dataset.left), width: Number(svg.dataset.width), unit: svg.querySelector("text")?.textContent ?? ""
+        }));
+        function show(share) {
+          for (const c of charts) {
+            const x = c.left + share * c.width;
+            c.cursor.setAttribute("x1", x);
+            c.cursor.setAttribute("x2", x);
+            let best = null;
+            for (const p of c.points) if (best === null || Math.abs(p[0] - x) < Math.abs(best[0] - x)) best = p;
+            if (c.readout && best) c.readout.textContent = value(c, best[1]);
+          }
+        }
+        function value(c, y) {
+          const labels = [...c.svg.querySelectorAll(".y-label")].map(t => [Number(t.getAttribute("y")), Number(t.textContent)]);
+          if (labels.length < 2) return "";
+          const [y0, v0] = labels[0], [y1, v1] = labels[labels.length - 1];
+          return (v0 + (y - y0) * (v1 - v0) / (y1 - y0)).toFixed(1) + " " + c.unit;
+        }
+        for (const c of charts) {
+          c.svg.addEventListener("pointermove", event => {
+            const box = c.svg.getBoundingClientRect(), scale = c.svg.viewBox.baseVal.width / box.width;
+            const x = (event.clientX - box.left) * scale;
+            show(Math.min(1, Math.max(0, (x - c.left) / c.width)));
+          });
+        }
 
         """
 }

@@ -14,8 +14,9 @@ public enum Pages {
     /// *today*: water against the goal, vaping, habits with streaks, energy, last night, steps;
     /// with `forms`, the forms that log a drink, a vaping session, a habit or a meal. `notice`:
     /// what the last form did; `problem`: why it stored nothing.
+    /// `system`: the card on the box (``systemCard(_:outbox:refused:boundary:)``), already HTML.
     static func today(_ report: TodayReport, units: Preferences, forms: Forms? = nil, notice: String? = nil,
-                      problem: String? = nil) -> String {
+                      problem: String? = nil, system: String? = nil) -> String {
         var cards: [String] = []
         let water = report.water
         var waterText = "<p class=\"big\" data-field=\"water-ml\" data-value=\"\(NumberText.plain(water.ml))\">"
@@ -57,6 +58,7 @@ public enum Pages {
         }
         cards.append(card("Steps", "<p class=\"big\" data-field=\"steps\" data-value=\"\(NumberText.plain(report.steps))\">"
                               + "\(NumberText.plain(report.steps.rounded()))</p>"))
+        if let system { cards.append(system) }
 
         var rows = ""
         for h in report.habits where h.name != BuiltInHabit.meal {
@@ -88,7 +90,7 @@ public enum Pages {
             <h2>Habits</h2>
             \(habits)
             """
-        return HTML.page(title: "Today", current: "/", body: body, script: forms != nil)
+        return HTML.page(title: "Today", current: "/", body: body, scripts: forms != nil ? ["/static/tick.js"] : [])
     }
 
     /// *water*: the water drunk per day with the goal line, its table and a CSV link.

@@ -82,7 +82,16 @@ public enum Daemon {
         }
         if let address = config.metricsAddress { services.append(MetricsServer(address: address, logger: logger, exposition: metrics.exposition)) }
         if let address = config.dashboardAddress, case .success(let (host, port)) = DashboardServer.listenAddress(address) {
-            services.append(DashboardServer.application(store: store, host: host, port: port, onListening: { url in
+            let status: @Sendable () async -> DashboardStatus = {
+                let now = await state.current()
+                return DashboardStatus(drivers: now.drivers.map { DashboardStatus.Driver(name: $0.name, type: $0.type, state: $0.state.rawValue,
+                                                                                         devices: $0.devices, detail: $0.detail) },
+                                       lastSyncAt: now.lastSyncAt, lastSyncError: now.lastSyncError, server: now.server)
+            }
+            services.append(DashboardServer.application(store: store, host: host, port: port, status: status, onStored: { count in
+                metrics.stored(count, driver: EntryBuilder.driverID)
+                forwarder?.wake()
+            }, onListening: { url in
                 logger.info("dashboard", metadata: ["url": "\(url)"])
             }, logger: logger))
         }

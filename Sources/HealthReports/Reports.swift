@@ -8,7 +8,7 @@ public enum StatsPeriod: String, Sendable, CaseIterable {
 
     /// The first day of the period holding `day`: itself, its ISO week's Monday, the 1st of
     /// its month or of its year.
-    func first(of day: LocalDay) -> LocalDay {
+    public func first(of day: LocalDay) -> LocalDay {
         switch self {
         case .day: day
         case .week: day.adding(1 - day.isoWeekday)
@@ -18,7 +18,7 @@ public enum StatsPeriod: String, Sendable, CaseIterable {
     }
 
     /// The first day of the period after the one starting on `first`.
-    func next(after first: LocalDay) -> LocalDay {
+    public func next(after first: LocalDay) -> LocalDay {
         switch self {
         case .day: first.adding(1)
         case .week: first.adding(7)
@@ -28,7 +28,7 @@ public enum StatsPeriod: String, Sendable, CaseIterable {
     }
 
     /// The label of the period holding `day` (ISO weeks: `2019-W20`).
-    func label(_ day: LocalDay) -> String {
+    public func label(_ day: LocalDay) -> String {
         switch self {
         case .day: return day.description
         case .week:

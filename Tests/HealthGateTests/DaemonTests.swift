@@ -144,6 +144,12 @@ final class DaemonProcess {
         #expect(await daemon.waitForLog("dashboard"), "\(daemon.log)")
         let page = try await DashboardCLITests.get("http://127.0.0.1:\(port)", "/")
         #expect(page.status == 200 && DashboardCLITests.fields(page.body)["water-ml"] == 330, "\(page.status) \(daemon.log)")
+        // The box's own card, from the daemon's state: no driver, no server, the drink waiting in the outbox.
+        let outbox = try await Tool.run("/usr/bin/env", ["python3", "-c", "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT count(*) FROM outbox').fetchone()[0])",
+                                                         folder + "/healthgate.sqlite"])
+        #expect(DashboardCLITests.fields(page.body)["outbox"] == Double(outbox.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(DashboardCLITests.fields(page.body)["devices-connected"] == 0)
+        #expect(page.body.contains("No server configured") && page.body.contains("No drivers configured."))
         #expect(try await DashboardCLITests.get("http://127.0.0.1:\(port)", "/water?days=7").status == 200)
         daemon.signal(SIGTERM)
         #expect(await daemon.waitForExit() == 0, "\(daemon.log)")

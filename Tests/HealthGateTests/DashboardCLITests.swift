@@ -94,6 +94,11 @@ import TestSupport
         #expect(fields["steps"] == today["steps"] as? Double)
         let habits = (today["habits"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }.filter { $0 != "meal" }
         for habit in habits { #expect(page.body.contains("data-habit=\"\(habit)\""), "\(habit)") }
+        // On a database alone: the outbox from the database, no claim about devices or sync.
+        let outbox = try await Tool.run("/usr/bin/env", ["python3", "-c", "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT count(*) FROM outbox').fetchone()[0])",
+                                                         scratch.dbPath])
+        #expect(fields["outbox"] == Double(outbox.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) && (fields["outbox"] ?? 0) > 0)
+        #expect(fields["devices-connected"] == nil && page.body.contains("served from the database alone"))
 
         // The water page: each day's bar (or gap) against Python's sum of the rows per Berlin day.
         let waterPage = try await Self.get(dashboard.url, "/water?days=30")

@@ -64,6 +64,17 @@ def database(tmp_path_factory):
     healthgate(db, "log", "meal", "pasta", "--kcal", "650", "--at", f"{END.isoformat()}T12:30")
     healthgate(db, "log", "habit", "<b>reading</b>", "12", "--at", f"{END.isoformat()}T20:00")
     healthgate(db, "log", "sleep", "--from", "23:10", "--to", "06:40", "--at", END.isoformat())
+    # Nights, weighings and workouts of the last weeks, and a ride from a FIT file of 2020.
+    for back in range(1, 20):
+        day = END - timedelta(days=back)
+        if back % 6 != 2:
+            healthgate(db, "log", "sleep", "--from", f"23:{back * 2:02d}", "--to", f"0{5 + back % 3}:30", "--at", day.isoformat())
+        if back % 3 == 0:
+            healthgate(db, "log", "weight", f"{80 - back * 0.1:.1f}kg", "--at", f"{day.isoformat()}T07:30")
+        if back % 4 == 1:
+            healthgate(db, "log", "workout", "running" if back % 8 == 1 else "cycling", "--duration", f"{30 + back}m",
+                       "--distance", f"{5 + back % 5}km", "--at", f"{day.isoformat()}T18:00")
+    healthgate(db, "import", str(ROOT / "Fixtures/fit/garmin-edge530-cycling-hrv-power.fit"))
     return db
 
 
@@ -285,3 +296,63 @@ def test_habit_pages(database, dashboard, browser):
     today = json.loads(healthgate(database, "today", "--json", "--at", AT))
     streak = next(h for h in today["habits"] if h["name"] == "stretch")["current_streak"]
     assert browser.find_element(By.CSS_SELECTOR, "[data-field=current-streak]").get_attribute("data-value") == str(streak)
+
+
+def test_workout_pages_and_the_crosshair(database, dashboard, browser):
+    look(browser, dashboard + "/workouts?days=30", "workouts")
+    first = datetime.combine(END - timedelta(days=29), datetime.min.time(), ZONE) + timedelta(minutes=DAY_START_MIN)
+    db = sqlite3.connect(database)
+    ids = [i for i, t in db.execute("SELECT id, start_time FROM workouts WHERE deleted = 0")
+           if datetime.fromisoformat(t.replace("Z", "+00:00")) >= first]
+    rows = browser.find_elements(By.CSS_SELECTOR, "tr[data-workout]")
+    assert sorted(r.get_attribute("data-workout") for r in rows) == sorted(ids) and len(ids) >= 4
+    # Filtered by sport with the form (no script needed).
+    browser.find_element(By.CSS_SELECTOR, "#sport option[value='running']").click()
+    browser.find_element(By.CSS_SELECTOR, "form.filters button").click()
+    shown(browser, "tr[data-workout]")
+    running = db.execute("SELECT count(*) FROM workouts WHERE sport = 'running' AND start_time >= ?",
+                         (first.astimezone(ZoneInfo("UTC")).strftime("%Y-%m-%dT%H:%M:%SZ"),)).fetchone()[0]
+    assert len(browser.find_elements(By.CSS_SELECTOR, "tr[data-workout]")) == running >= 1
+    # The ride from the file: every metric on one time axis, and one crosshair across them all.
+    (ride,) = db.execute("SELECT id FROM workouts WHERE start_time LIKE '2020-%'").fetchone()
+    look(browser, f"{dashboard}/workout?id={ride}", "workout")
+    figures = browser.find_elements(By.CSS_SELECTOR, "figure[data-series]")
+    assert [f.get_attribute("data-series") for f in figures] == ["heart_rate", "speed", "power", "cadence", "altitude"]
+    assert browser.find_elements(By.CSS_SELECTOR, "svg#route polyline")
+    chart = browser.find_element(By.CSS_SELECTOR, "svg#chart-heart_rate")
+    browser.execute_script("arguments[0].scrollIntoView()", chart)
+    box = chart.rect
+    # Pointing at the middle of one chart moves the line in every chart to the same place.
+    from selenium.webdriver.common.action_chains import ActionChains
+    ActionChains(browser).move_to_element_with_offset(chart, int(box["width"] * 0.2), 0).perform()
+    positions = {c.get_attribute("x1") for c in browser.find_elements(By.CSS_SELECTOR, "svg.series-chart line.cursor")}
+    assert len(positions) == 1 and float(positions.pop()) > 56
+    readouts = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "figure[data-series] .readout")]
+    assert all(re.fullmatch(r"-?[0-9.]+ \S+", r) for r in readouts), readouts
+    low, high = float(figures[0].get_attribute("data-low")), float(figures[0].get_attribute("data-high"))
+    assert low - 1 <= float(readouts[0].split()[0]) <= high + 1
+
+
+def test_sleep_body_and_stats_pages(database, dashboard, browser):
+    look(browser, dashboard + "/sleep?nights=30", "sleep")
+    db = sqlite3.connect(database)
+    nights = {}
+    for start, end in db.execute("SELECT start_time, end_time FROM sleep_sessions WHERE deleted = 0"):
+        day = day_of(datetime.fromisoformat(end.replace("Z", "+00:00")))
+        if END - timedelta(days=29) <= day <= END:
+            nights[day.isoformat()] = nights.get(day.isoformat(), 0) + 1
+    stacks = browser.find_elements(By.CSS_SELECTOR, "svg#sleep g.stack")
+    assert sorted(g.get_attribute("data-day") for g in stacks) == sorted(nights) and len(nights) >= 10
+    assert len(browser.find_elements(By.CSS_SELECTOR, "svg#sleep rect.gap")) == 30 - len(nights)
+    assert len(browser.find_elements(By.CSS_SELECTOR, "svg#sleep-times rect.bar")) == len(nights)
+    look(browser, dashboard + "/body?days=30", "body")
+    weights = db.execute("SELECT count(*) FROM measurements WHERE kind = 'weight' AND deleted = 0").fetchone()[0]
+    assert browser.find_element(By.CSS_SELECTOR, "figure[data-kind=weight]").get_attribute("data-readings") == str(weights)
+    assert len(browser.find_elements(By.CSS_SELECTOR, "svg#weight g.raw circle")) == weights
+    look(browser, dashboard + "/stats?period=week", "stats")
+    stats = json.loads(healthgate(database, "stats", "--json", "--period", "week", "--at", AT))
+    rows = {r.get_attribute("data-period"): r for r in browser.find_elements(By.CSS_SELECTOR, "tr[data-active-s]")}
+    for period in stats["periods"]:
+        if period["period"] in rows:
+            assert rows[period["period"]].get_attribute("data-workouts") == str(period["workouts"])
+    assert len(rows) >= 3
