@@ -53,16 +53,10 @@ public enum DashboardServer {
         // A form: from this origin, with this dashboard's token, at most 16 KiB; stored through
         // the entry builder `healthgate log` uses; then back to the page (post, redirect, get).
         router.post("/log") { request, _ -> Response in
-            guard sameOrigin(request) else { return refusal(.forbidden, "This form was sent from another site.") }
-            let body = try await request.body.collect(upTo: 16_384)
             let form: LogForm
-            do {
-                form = try URLEncodedFormDecoder().decode(LogForm.self, from: String(buffer: body))
-            } catch {
-                return refusal(.badRequest, "This is not a form of the dashboard.")
-            }
-            guard token.matches(form.csrf) else {
-                return refusal(.forbidden, "This form is out of date or from elsewhere: reload the page and send it again.")
+            switch try await posted(LogForm.self, request, token: token) {
+            case .refused(let refused): return refused
+            case .form(let f): form = f
             }
             do {
                 let preferences = try await Reports.preferences(store)
@@ -74,6 +68,76 @@ public enum DashboardServer {
                 var response = html(try await todayPage(problem: error.description))
                 response.status = .unprocessableContent
                 return response
+            }
+        }
+        @Sendable func entriesPage(_ day: LocalDay, notice: String? = nil, problem: String? = nil) async throws -> String {
+            let preferences = try await Reports.preferences(store)
+            let boundary = preferences.days(in: timeZone)
+            let entries = try await dayEntries(store, day: day, boundary: boundary, units: preferences)
+            return Pages.entries(entries, day: day, today: boundary.day(of: now()), token: token.value, boundary: boundary,
+                                 notice: notice, problem: problem)
+        }
+        router.get("/entries") { request, _ -> Response in
+            let boundary = try await Reports.preferences(store).days(in: timeZone)
+            var day = boundary.day(of: now())
+            if let text = request.uri.queryParameters["day"] {
+                guard let given = LocalDay(String(text)) else { throw HTTPError(.badRequest, message: "day must be YYYY-MM-DD") }
+                day = given
+            }
+            let notice = request.uri.queryParameters["done"].flatMap { notices.take(String($0)) }
+            return html(try await entriesPage(day, notice: notice))
+        }
+        // An edit or a deletion: of the version the page showed (else 409: it changed since),
+        // through the store's edit and delete, as `healthgate edit` and `delete`.
+        @Sendable func change(_ id: String, version: String, day: String?,
+                              _ act: @Sendable (HealthRecord, DayBoundary) async throws -> String) async throws -> Response {
+            let boundary = try await Reports.preferences(store).days(in: timeZone)
+            let shown = day.flatMap(LocalDay.init) ?? boundary.day(of: now())
+            func answer(_ status: HTTPResponse.Status, _ problem: String) async throws -> Response {
+                var response = html(try await entriesPage(shown, problem: problem))
+                response.status = status
+                return response
+            }
+            guard let recordID = RecordID(string: id), let expected = Int(version) else {
+                return refusal(.badRequest, "This is not a form of the dashboard.")
+            }
+            do {
+                guard let current = try await store.history(id: recordID.description).first, let record = current.record, !current.deleted else {
+                    return try await answer(.conflict, "this entry was deleted since the page was made")
+                }
+                guard current.version == expected else {
+                    return try await answer(.conflict, "this entry changed since the page was made (it is at version \(current.version) now): "
+                                            + "look at it again and change it again")
+                }
+                let key = notices.add(try await act(record, boundary))
+                return Response(status: .seeOther, headers: [.location: "/entries?day=\(shown)&done=\(key)", .cacheControl: "no-store"])
+            } catch let error as EntryError {
+                return try await answer(.unprocessableContent, error.description)
+            } catch let error as EditError {
+                return try await answer(.unprocessableContent, error.description)
+            }
+        }
+        router.post("/edit") { request, _ -> Response in
+            switch try await posted(EditForm.self, request, token: token) {
+            case .refused(let refused): return refused
+            case .form(let form):
+                return try await change(form.id, version: form.version, day: form.day) { record, boundary in
+                    let changes = try form.changes(for: record, units: try await Reports.preferences(store))
+                    let edited = try await store.edit(id: form.id, changes: changes, now: now())
+                    onStored(1)
+                    return "Changed \(DayEntry.what(edited)) of \(Pages.clock(edited.start, boundary)): version \(edited.version)"
+                }
+            }
+        }
+        router.post("/delete") { request, _ -> Response in
+            switch try await posted(DeleteForm.self, request, token: token) {
+            case .refused(let refused): return refused
+            case .form(let form):
+                return try await change(form.id, version: form.version, day: form.day) { record, boundary in
+                    let deleted = try await store.delete(id: form.id)
+                    onStored(1)
+                    return "Deleted \(DayEntry.what(record)) of \(Pages.clock(record.start, boundary)) (version \(deleted.version) is its tombstone)"
+                }
             }
         }
         router.get("/water") { request, _ -> Response in
@@ -185,6 +249,31 @@ public enum DashboardServer {
         return definition.target?.daily(direction)
     }
 
+    /// A form of this dashboard's pages, or the response refusing it: from this origin, at most
+    /// 16 KiB, a form of these fields, with this dashboard's token.
+    static func posted<Form: PostedForm>(_ type: Form.Type, _ request: Request, token: FormToken) async throws -> Posted<Form> {
+        guard sameOrigin(request) else { return .refused(refusal(.forbidden, "This form was sent from another site.")) }
+        let body = try await request.body.collect(upTo: 16_384)
+        let form: Form
+        do {
+            form = try URLEncodedFormDecoder().decode(Form.self, from: String(buffer: body))
+        } catch {
+            return .refused(refusal(.badRequest, "This is not a form of the dashboard."))
+        }
+        guard token.matches(form.csrf) else {
+            return .refused(refusal(.forbidden, "This form is out of date or from elsewhere: reload the page and send it again."))
+        }
+        return .form(form)
+    }
+
+    /// One local day's records, for the entries page.
+    static func dayEntries(_ store: HealthStore, day: LocalDay, boundary: DayBoundary, units: Preferences) async throws -> [DayEntry] {
+        let range = DateRange(since: boundary.start(of: day), until: boundary.start(of: day.adding(1)))
+        return DayEntry.entries(habits: try await store.habitEvents(in: range), weights: try await store.measurements(kind: .weight, in: range),
+                                workouts: try await store.workouts(in: range), nights: try await store.sleepSessions(endingIn: range),
+                                units: units)
+    }
+
     /// Whether a form comes from a page of this dashboard: a browser says where it was sent from
     /// (`Origin`, `Sec-Fetch-Site`); a form from another site says so. A client that says
     /// nothing (a script on this machine) still needs the token.
@@ -263,6 +352,12 @@ public enum DashboardServer {
         headers[.contentType] = "text/html; charset=utf-8"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: page)))
     }
+}
+
+/// A posted form, or the response that refuses it.
+enum Posted<Form: Sendable>: Sendable {
+    case form(Form)
+    case refused(Response)
 }
 
 /// Why a listening address was refused.

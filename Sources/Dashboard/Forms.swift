@@ -1,12 +1,18 @@
 import Foundation
 import HealthModel
+import HealthStore
 import ManualDriver
 import Synchronization
 
 /// A form of the pages, as the browser posts it (`application/x-www-form-urlencoded`): the same
 /// fields as `healthgate log`'s options, turned into the same ``EntryRequest`` and built by the
 /// same entry builder. Empty fields are absent.
-struct LogForm: Decodable {
+/// A form the dashboard takes: it carries the pages' token (``FormToken``).
+protocol PostedForm: Decodable, Sendable {
+    var csrf: String { get }
+}
+
+struct LogForm: PostedForm {
     var csrf: String
     var kind: String
     var value: String?
@@ -73,4 +79,74 @@ final class Notices: Sendable {
     }
 
     func take(_ key: String) -> String? { pending.withLock { $0.removeValue(forKey: key) } }
+}
+
+/// An edit of one entry from the entries page: the record and the version the page showed, and
+/// the fields as typed. Water takes a volume (`330ml`, a bare number in the user's unit), a
+/// weight a mass, a workout a duration, distance and kcal, a night a duration; any habit entry a
+/// value and a note. Turned into the store's ``RecordChanges`` (the edit `healthgate edit` makes).
+struct EditForm: PostedForm {
+    var csrf: String
+    var id: String
+    var version: String
+    var day: String?
+    var value: String?
+    var note: String?
+    var duration: String?
+    var distance: String?
+    var kcal: String?
+
+    /// The changes for `record`, read in the user's units; an empty field changes nothing (a note
+    /// emptied on purpose is cleared: the note field is sent whole).
+    func changes(for record: HealthRecord, units: Preferences) throws(EntryError) -> RecordChanges {
+        func field(_ text: String?) -> String? {
+            guard let text = text?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return nil }
+            return text
+        }
+        func number(_ text: String, _ what: String) throws(EntryError) -> Double {
+            guard let v = Double(text), v.isFinite else { throw EntryError("'\(text)' is not \(what)") }
+            return v
+        }
+        var changes = RecordChanges()
+        switch record {
+        case .habit(let event):
+            if let text = field(value) {
+                if Definition.key(event.habit) == BuiltInHabit.hydration {
+                    do { changes.value = try Quantities.millilitres(text, bare: units.volume) } catch { throw EntryError("\(error)") }
+                } else {
+                    changes.value = try number(text, "a number")
+                }
+            }
+            if let note, note != (event.note ?? "") { changes.note = note.trimmingCharacters(in: .whitespacesAndNewlines) }
+        case .measurement(let m) where m.kind == .weight:
+            if let text = field(value) {
+                do { changes.value = try Quantities.kilograms(text, bare: units.mass) } catch { throw EntryError("\(error)") }
+            }
+        case .workout:
+            if let text = field(duration) {
+                guard let s = Durations.seconds(text), s > 0 else { throw EntryError("'\(text)' is not a duration (45m, 1h30m)") }
+                changes.durationS = s
+            }
+            if let text = field(distance) {
+                do { changes.distanceM = try Quantities.metres(text) } catch { throw EntryError("\(error)") }
+            }
+            if let text = field(kcal) { changes.energyKcal = try number(text, "a number of kcal") }
+        case .sleep:
+            if let text = field(duration) {
+                guard let s = Durations.seconds(text), s > 0 else { throw EntryError("'\(text)' is not a duration (7h30m)") }
+                changes.durationS = s
+            }
+        default:
+            throw EntryError("the pages do not edit this kind of record: use healthgate edit")
+        }
+        return changes
+    }
+}
+
+/// A deletion from the entries page: the record and the version the page showed.
+struct DeleteForm: PostedForm {
+    var csrf: String
+    var id: String
+    var version: String
+    var day: String?
 }

@@ -20,7 +20,7 @@ public enum HTML {
     /// The pages, in the order of the navigation.
     static let pages: [(path: String, name: String)] = [
         ("/", "Today"), ("/water", "Water"), ("/vaping", "Vaping"), ("/habits", "Habits"), ("/workouts", "Workouts"),
-        ("/sleep", "Sleep"), ("/body", "Body"), ("/stats", "Stats"),
+        ("/sleep", "Sleep"), ("/body", "Body"), ("/stats", "Stats"), ("/entries", "Entries"),
     ]
 
     /// A whole page: the shared head (no script, no external resource), the navigation with
@@ -76,7 +76,7 @@ public enum HTML {
         .axis{stroke:#555;stroke-width:1}.grid{stroke:#ddd;stroke-width:1}
         .series{fill:none;stroke:#0072B2;stroke-width:1.5}
         .muted{color:#555}
-        details{margin-top:.5rem}
+        details{margin-top:.5rem}details:not([open])>:not(summary){display:none}
         .barcell{width:40%}.hbar{display:inline-block;height:.8rem;background:#E69F00;min-width:2px}
         .visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
         .day.met{fill:#009E73}.day.some{fill:#56B4E9}.day.none{fill:#e4e4e4}.day.before{fill:#fff;stroke:#e4e4e4}
@@ -98,6 +98,7 @@ public enum HTML {
         .stage-deep{fill:#0b3d62}.stage-light{fill:#56B4E9}.stage-rem{fill:#CC79A7}.stage-awake{fill:#E69F00}.stage-unknown{fill:#999}
         .key.stage-deep{background:#0b3d62}.key.stage-light{background:#56B4E9}.key.stage-rem{background:#CC79A7}
         .key.stage-awake{background:#E69F00}.key.stage-unknown{background:#999}
+        button.delete{background:#fff;color:#a3290f;border-color:#a3290f}
         .filters{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center}
         """
 

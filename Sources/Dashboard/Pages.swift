@@ -83,7 +83,7 @@ public enum Pages {
         if let problem { messages += "<p role=\"alert\" class=\"problem\">Nothing was stored: \(HTML.escape(problem))</p>\n" }
         let body = """
             \(messages)<p class="muted">\(HTML.escape(report.date)) (\(HTML.escape(report.timeZone)))</p>
-            \(forms.map { logForms($0, units: units) } ?? "")
+            \(forms.map { logForms($0, units: units) + "\n<p><a href=\"/entries\">Change or delete today's entries</a></p>" } ?? "")
             <div class="cards">
             \(cards.joined(separator: "\n"))
             </div>

@@ -267,4 +267,75 @@ import TestSupport
         let csv = try await D.get(dashboard.url, "/stats.csv?period=week")
         #expect(csv.status == 200 && csv.body.hasPrefix("period,start,days,workouts,active_s"))
     }
+
+    /// The entries page: a day's records, each changed or deleted through the store's edit and
+    /// delete (new versions, tombstones, in the outbox), only with the token and only from the
+    /// version the page showed.
+    @Test func entriesAreEditedAndDeletedFromThePage() async throws {
+        let scratch = try await ViewsCLITests.database()
+        let dashboard = try D.Dashboard(scratch, at: "2026-04-02T21:00")
+        let origin = ["Origin": dashboard.url.replacingOccurrences(of: "/$", with: "", options: .regularExpression)]
+        let page = try await D.get(dashboard.url, "/entries")
+        #expect(page.status == 200)
+        let token = try D.token(page.body)
+        // April 2 (Berlin): the 00:01 glass, the meal, the run, the night ending that morning, the energy is no entry.
+        let listed = Self.values(page.body, #"<tr data-entry="([0-9a-f-]+)" data-version="([0-9]+)">"#)
+        let store = try await scratch.store()
+        let day = DateRange(since: ViewsCLITests.local(4, 2, 0), until: ViewsCLITests.local(4, 3, 0))
+        let expected = try await store.habitEvents(in: day).map(\.id.description) + (try await store.workouts(in: day)).map(\.id)
+            + (try await store.sleepSessions(endingIn: day)).map(\.id.description)
+        #expect(Set(listed.map { $0[0] }) == Set(expected) && listed.count == 4, "\(listed)")
+        let glass = try #require(try await store.habitEvents(in: day).first { $0.habit == "hydration" })
+
+        // Water changed to 330 ml with a note: version 2, the store's edit, in the outbox.
+        let outboxBefore = try await store.outboxDepth()
+        let edited = try await D.post(dashboard.url, "/edit", form: [("csrf", token), ("id", glass.id.description), ("version", "1"),
+                                                                    ("day", "2026-04-02"), ("value", "330ml"), ("note", "<b>cold</b>")],
+                                      headers: origin)
+        #expect(edited.status == 303, "\(edited.body)")
+        let after = try await D.get(dashboard.url, try #require(edited.headers["location"]))
+        #expect(after.body.contains("Changed water of 00:01: version 2") && after.body.contains("&lt;b&gt;cold&lt;/b&gt;"))
+        let history = try await store.history(id: glass.id.description)
+        #expect(history.first?.version == 2 && history.first?.changed.sorted() == ["note", "value"])
+        guard case .habit(let changed)? = history.first?.record else { Issue.record("not a habit event"); return }
+        #expect(changed.value == 330 && changed.note == "<b>cold</b>")
+        #expect(try await store.outboxDepth() == outboxBefore + 1)
+
+        // The page showed version 1: a second edit from it is refused (409), nothing changed.
+        let stale = try await D.post(dashboard.url, "/edit", form: [("csrf", token), ("id", glass.id.description), ("version", "1"),
+                                                                   ("value", "1l")], headers: origin)
+        #expect(stale.status == 409 && stale.body.contains("changed since the page was made"), "\(stale.status)")
+        // Refused with the reason, nothing changed: a volume that is none, a 50-litre drink, no token, another site.
+        for (form, status, text) in [
+            ([("csrf", token), ("id", glass.id.description), ("version", "2"), ("value", "lots")], 422, "lots"),
+            ([("csrf", token), ("id", glass.id.description), ("version", "2"), ("value", "50l")], 422, "Nothing was changed: "),
+            ([("id", glass.id.description), ("version", "2"), ("value", "1l")], 400, "not a form"),
+            ([("csrf", token), ("id", "%"), ("version", "2"), ("value", "1l")], 400, "not a form"),
+        ] as [([(String, String)], Int, String)] {
+            let refused = try await D.post(dashboard.url, "/edit", form: form, headers: origin)
+            #expect(refused.status == status && refused.body.contains(text), "\(form): \(refused.status) \(refused.body.suffix(300))")
+        }
+        let crossSite = try await D.post(dashboard.url, "/edit", form: [("csrf", token), ("id", glass.id.description), ("version", "2"),
+                                                                       ("value", "1l")], headers: ["Sec-Fetch-Site": "cross-site"])
+        #expect(crossSite.status == 403)
+        #expect(try await store.history(id: glass.id.description).first?.version == 2)
+
+        // The run: 50 minutes, 9 km; then deleted: a tombstone, gone from the page.
+        let run = RecordID.derive("views", "run").description
+        let runEdit = try await D.post(dashboard.url, "/edit", form: [("csrf", token), ("id", run), ("version", "1"), ("duration", "50m"),
+                                                                     ("distance", "9km")], headers: origin)
+        #expect(runEdit.status == 303)
+        let workout = try #require(try await store.workout(id: run))
+        #expect(workout.distanceM == 9000 && workout.elapsedS == 3000 && workout.version == 2)
+        let deleted = try await D.post(dashboard.url, "/delete", form: [("csrf", token), ("id", run), ("version", "2"), ("day", "2026-04-02")],
+                                       headers: origin)
+        #expect(deleted.status == 303)
+        #expect(try await store.workout(id: run) == nil)
+        let gone = try await D.get(dashboard.url, "/entries?day=2026-04-02")
+        #expect(!gone.body.contains("data-entry=\"\(run)\"") && gone.body.contains("data-entry=\"\(glass.id)\""))
+        let again = try await D.post(dashboard.url, "/delete", form: [("csrf", token), ("id", run), ("version", "3")], headers: origin)
+        #expect(again.status == 409 && again.body.contains("deleted since the page was made"))
+        #expect(try await D.get(dashboard.url, "/entries?day=2026-13-01").status == 400)
+        #expect(try await D.get(dashboard.url, "/entries?day=2026-03-01").body.contains("stretch"))
+    }
 }

@@ -356,3 +356,30 @@ def test_sleep_body_and_stats_pages(database, dashboard, browser):
         if period["period"] in rows:
             assert rows[period["period"]].get_attribute("data-workouts") == str(period["workouts"])
     assert len(rows) >= 3
+
+
+def test_changing_and_deleting_an_entry(database, dashboard, browser):
+    browser.set_window_size(*SIZES["phone"])
+    browser.get(dashboard + "/")
+    browser.find_element(By.LINK_TEXT, "Change or delete today's entries").click()
+    shown(browser, "tr[data-entry]")
+    look(browser, browser.current_url, "entries")
+    db = sqlite3.connect(database)
+    # The 08:00 water of the day: changed to 400 ml with a note, through its row's form.
+    row = next(r for r in browser.find_elements(By.CSS_SELECTOR, "tr[data-entry]")
+               if r.find_elements(By.TAG_NAME, "td")[1].text == "water")
+    record = row.get_attribute("data-entry")
+    row.find_element(By.TAG_NAME, "summary").click()
+    row.find_element(By.CSS_SELECTOR, "input[name=value]").send_keys("400ml")
+    note = row.find_element(By.CSS_SELECTOR, "input[name=note]")
+    note.clear()
+    note.send_keys("with lemon")
+    row.find_element(By.XPATH, ".//form[@action='/edit']//button").click()
+    assert shown(browser, "[role=status]").text.startswith("Changed water of 08:00: version 2")
+    assert db.execute("SELECT value, note, version FROM habit_events WHERE id = ?", (record,)).fetchone() == (400.0, "with lemon", 2)
+    # Deleted: a tombstone; the row leaves the page.
+    row = browser.find_element(By.CSS_SELECTOR, f"tr[data-entry='{record}']")
+    row.find_element(By.XPATH, ".//form[@action='/delete']//button").click()
+    assert shown(browser, "[role=status]").text.startswith("Deleted water of 08:00 (version 3 is its tombstone)")
+    assert db.execute("SELECT deleted, version FROM habit_events WHERE id = ?", (record,)).fetchone() == (1, 3)
+    assert browser.find_elements(By.CSS_SELECTOR, f"tr[data-entry='{record}']") == []
