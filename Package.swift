@@ -23,6 +23,8 @@ let package = Package(
             "GadgetbridgeDriver",
             "ANTProtocol", "ANTPlusProfiles", "ANTFS", "PacketCapture",
             "WatchLayout",
+            // What a person types (fuzz-entry): the entry builder and the day rule it reads by.
+            "HealthModel", "ManualDriver",
         ]),
     ],
     dependencies: [

@@ -25,6 +25,7 @@ let targets = [
     "fuzz-btsnoop",
     "fuzz-capture",
     "fuzz-csv",
+    "fuzz-entry",
     "fuzz-exec",
     "fuzz-fit",
     "fuzz-gadgetbridge",

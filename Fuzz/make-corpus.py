@@ -442,6 +442,22 @@ def socket_seeds() -> None:
         write("fuzz-socket", bytes([i * 7 % 64]) + request)
 
 
+def entry_seeds() -> None:
+    """Typed entries for fuzz-entry: kind byte, zone byte, two day-start bytes, then the texts
+    (value, name, duration, distance, from, to, at) cut at NUL bytes."""
+    kinds = ["drink", "glass", "bottle", "water", "vape", "habit", "meal", "workout", "sleep", "weight"]
+    entries = [
+        ("water", 7, 0, ["330ml", "", "", "", "", "", "2026-03-29T02:30"]),
+        ("workout", 31, 240, ["", "running", "45m", "5km", "", "", "-2h"]),
+        ("sleep", 99, 300, ["", "", "", "", "23:10", "06:40", "2026-10-25"]),
+        ("weight", 150, 719, ["160lb", "", "", "", "", "", "07:30"]),
+        ("habit", 200, 60, ["12", "reading", "1h30m", "800m", "00:00", "11:59", "2026-02-29"]),
+        ("vape", 3, 0, ["", "stress", "after the call", "", "", "", "1900-01-01"]),
+    ]
+    for kind, zone, start, texts in entries:
+        write("fuzz-entry", bytes([kinds.index(kind), zone]) + start.to_bytes(2, "little") + b"\0".join(t.encode() for t in texts))
+
+
 # MARK: - ANT (stick framing, ANT+ pages)
 
 def ant_frame(message_id: int, payload: bytes) -> bytes:
@@ -600,6 +616,7 @@ def main() -> None:
     csv_seeds()
     gadgetbridge_seeds()
     socket_seeds()
+    entry_seeds()
     ant_seeds()
     antfs_seeds()
     json_dictionary(sync_seeds())
