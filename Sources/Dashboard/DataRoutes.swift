@@ -43,6 +43,31 @@ extension DashboardServer {
             let (weight, others, preferences, range, _) = try await body(store, request, timeZone: timeZone, now: now())
             return csv(Pages.bodyCSV([weight] + others, units: preferences), name: "body-\(range)-days.csv")
         }
+        router.get("/timeline") { request, _ -> Response in
+            let preferences = try await Reports.preferences(store)
+            let boundary = preferences.days(in: timeZone)
+            let today = boundary.day(of: now())
+            var last = today, count = 1
+            if let text = request.uri.queryParameters["day"] {
+                guard let day = LocalDay(String(text)) else { throw HTTPError(.badRequest, message: "day must be YYYY-MM-DD") }
+                last = day
+            }
+            if let text = request.uri.queryParameters["days"] {
+                guard let n = Int(String(text)), [1, 7].contains(n) else { throw HTTPError(.badRequest, message: "days must be 1 or 7") }
+                count = n
+            }
+            var days: [Timeline] = []
+            for day in (0..<count).map({ last.adding($0 - count + 1) }) {
+                let (start, end) = (boundary.start(of: day), boundary.start(of: day.adding(1)))
+                // What overlaps the day: nights and workouts that began up to a day before it.
+                let around = DateRange(since: start.addingTimeInterval(-86400), until: end)
+                days.append(Timeline.compute(day: day, start: start, end: end, nights: try await store.sleepSessions(in: around),
+                                             workouts: try await store.workouts(in: around),
+                                             events: try await store.habitEvents(in: DateRange(since: start, until: end)),
+                                             boundary: boundary, units: preferences))
+            }
+            return html(Pages.timeline(days, last: last, today: today, count: count))
+        }
         router.get("/stats") { request, _ -> Response in
             let (stats, periods, period, preferences) = try await stats(store, request, timeZone: timeZone, now: now())
             return html(Pages.stats(stats, periods: periods, period: period, units: preferences))

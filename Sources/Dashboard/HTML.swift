@@ -20,7 +20,7 @@ public enum HTML {
     /// The pages, in the order of the navigation.
     static let pages: [(path: String, name: String)] = [
         ("/", "Today"), ("/water", "Water"), ("/vaping", "Vaping"), ("/habits", "Habits"), ("/workouts", "Workouts"),
-        ("/sleep", "Sleep"), ("/body", "Body"), ("/stats", "Stats"), ("/entries", "Entries"),
+        ("/sleep", "Sleep"), ("/body", "Body"), ("/stats", "Stats"), ("/timeline", "Timeline"), ("/entries", "Entries"),
     ]
 
     /// A whole page: the shared head (no script, no external resource), the navigation with
@@ -99,6 +99,9 @@ public enum HTML {
         .key.stage-deep{background:#0b3d62}.key.stage-light{background:#56B4E9}.key.stage-rem{background:#CC79A7}
         .key.stage-awake{background:#E69F00}.key.stage-unknown{background:#999}
         button.delete{background:#fff;color:#a3290f;border-color:#a3290f}
+        .span-workout{fill:#009E73}.mark-water{fill:#0072B2}.mark-vaping{fill:#D55E00}.mark-meal{fill:#E69F00}.mark-habit{fill:#CC79A7}
+        .key.span-workout{background:#009E73}.key.mark-water{background:#0072B2}.key.mark-vaping{background:#D55E00}
+        .key.mark-meal{background:#E69F00}.key.mark-habit{background:#CC79A7}
         .filters{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center}
         """
 

@@ -65,7 +65,7 @@ extension Pages {
                               }, goal: nil)
         chart.parts = SleepNight.stages.map { ($0.rawValue, "stage-\($0.rawValue)") }
         let legend = "<ul class=\"legend\">" + SleepNight.stages.map {
-            "<li><span class=\"key stage-\($0.rawValue)\"></span> \($0.rawValue)</li>"
+            "<li><span class=\"key stage-\($0.rawValue)\"></span> \($0 == .unknown ? "asleep, stage not known" : $0.rawValue)</li>"
         }.joined() + "</ul>"
         let times = NightTimes(id: "sleep-times", nights: zip(days, nights).map { ($0.description, $1) }, boundary: boundary)
         var rows = ""

@@ -338,4 +338,45 @@ import TestSupport
         #expect(try await D.get(dashboard.url, "/entries?day=2026-13-01").status == 400)
         #expect(try await D.get(dashboard.url, "/entries?day=2026-03-01").body.contains("stretch"))
     }
+
+    /// The timeline: per lane, the spans and marks of the day against Python's count of the rows
+    /// overlapping the Berlin day; spans cut at the day's bounds.
+    @Test func theTimelineHasEveryRecordOfTheDayInItsLane() async throws {
+        let scratch = try await ViewsCLITests.database()
+        let dashboard = try D.Dashboard(scratch, at: "2026-04-02T21:00")
+        let expected = try await Self.python("""
+            import json, sqlite3, sys
+            from datetime import datetime, timedelta
+            from zoneinfo import ZoneInfo
+            z = ZoneInfo("Europe/Berlin"); t = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00"))
+            db = sqlite3.connect(sys.argv[1])
+            out = {}
+            for day in ["2026-04-01", "2026-04-02"]:
+                start = datetime.fromisoformat(day).replace(tzinfo=z); end = start + timedelta(days=1)
+                inside = lambda a, b: t(a) < end and t(b) > start
+                lanes = {"sleep": 0, "workouts": 0, "water": 0, "vaping": 0, "meals": 0, "habits": 0}
+                for sid, a, b in db.execute("SELECT id, start_time, end_time FROM sleep_sessions WHERE deleted = 0"):
+                    stages = db.execute("SELECT start_time, end_time FROM sleep_stages WHERE session_id = ?", (sid,)).fetchall() or [(a, b)]
+                    lanes["sleep"] += sum(1 for x, y in stages if inside(x, y))
+                lanes["workouts"] = sum(1 for a, b in db.execute("SELECT start_time, end_time FROM workouts WHERE deleted = 0") if inside(a, b))
+                lane = {"hydration": "water", "vaping": "vaping", "meal": "meals"}
+                for h, when in db.execute("SELECT habit, time FROM habit_events WHERE deleted = 0 AND (label IS NULL OR label NOT IN ('skipped', 'unknown', 'not_done'))"):
+                    if start <= t(when) < end: lanes[lane.get(h, "habits")] += 1
+                out[day] = lanes
+            print(json.dumps(out))
+            """, [scratch.dbPath])
+        let page = try await D.get(dashboard.url, "/timeline?days=7")
+        #expect(page.status == 200)
+        for day in ["2026-04-01", "2026-04-02"] {
+            let svg = try #require(page.body.components(separatedBy: "id=\"timeline-\(day)\"").dropFirst().first?.components(separatedBy: "</svg>").first)
+            let lanes = Dictionary(uniqueKeysWithValues: Self.values(svg, #"data-lane="([a-z]+)" data-count="([0-9]+)""#).map { ($0[0], Int($0[1])!) })
+            #expect(lanes == (expected[day] as? [String: Int]), "\(day): \(lanes) vs \(expected[day] ?? "")")
+        }
+        // The night to April 2 began on April 1 (23:10): on April 2 its light sleep starts at the day's start.
+        let day2 = try #require(page.body.components(separatedBy: "id=\"timeline-2026-04-02\"").last)
+        #expect(day2.contains("<rect class=\"stage-light\" x=\"80\""))
+        #expect(page.body.components(separatedBy: "<figure data-day=").count - 1 == 7)
+        #expect(try await D.get(dashboard.url, "/timeline?days=3").status == 400)
+        #expect(try await D.get(dashboard.url, "/timeline?day=yesterday").status == 400)
+    }
 }

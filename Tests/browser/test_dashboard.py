@@ -383,3 +383,17 @@ def test_changing_and_deleting_an_entry(database, dashboard, browser):
     assert shown(browser, "[role=status]").text.startswith("Deleted water of 08:00 (version 3 is its tombstone)")
     assert db.execute("SELECT deleted, version FROM habit_events WHERE id = ?", (record,)).fetchone() == (1, 3)
     assert browser.find_elements(By.CSS_SELECTOR, f"tr[data-entry='{record}']") == []
+
+
+def test_timeline(database, dashboard, browser):
+    look(browser, dashboard + "/timeline?days=7", "timeline")
+    lanes = {g.get_attribute("data-lane"): int(g.get_attribute("data-count"))
+             for g in browser.find_elements(By.CSS_SELECTOR, f"svg#timeline-{END.isoformat()} g.lane")}
+    assert list(lanes) == ["sleep", "workouts", "water", "vaping", "meals", "habits"]
+    start = datetime.combine(END, datetime.min.time(), ZONE) + timedelta(minutes=DAY_START_MIN)
+    events = [(h, datetime.fromisoformat(t.replace("Z", "+00:00"))) for h, t in
+              sqlite3.connect(database).execute("SELECT habit, time FROM habit_events WHERE deleted = 0")]
+    today = [h for h, t in events if start <= t < start + timedelta(days=1)]
+    assert lanes["water"] == today.count("hydration") and lanes["vaping"] == today.count("vaping") >= 1
+    assert lanes["meals"] == today.count("meal") == 1
+    assert len(browser.find_elements(By.CSS_SELECTOR, "figure[data-day]")) == 7
