@@ -195,8 +195,22 @@ let package = Package(
         // The reference tracking server (`healthgate-server`): accounts, device tokens, record
         // upserts, history, summaries; storage behind a protocol: SQLite by default, PostgreSQL
         // (postgres-nio) for several server processes.
+        // What a web server of ours needs to be safe off loopback, shared by the tracking server and
+        // the dashboard: reloadable TLS (SIGHUP), bcrypt password hashes off the cooperative pool,
+        // random secrets kept as their SHA-256.
+        .target(name: "WebSecurity", dependencies: [
+            "HealthModel",
+            .product(name: "HummingbirdCore", package: "hummingbird"),
+            .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "NIOTLS", package: "swift-nio"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            .product(name: "Logging", package: "swift-log"),
+        ], path: "Sources/WebSecurity"),
         .target(name: "HealthGateServer", dependencies: [
-            "HealthModel", "SyncProtocol", "Gzip", "Timing",
+            "HealthModel", "SyncProtocol", "Gzip", "Timing", "WebSecurity",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
             .product(name: "Crypto", package: "swift-crypto"),
@@ -211,7 +225,7 @@ let package = Package(
             "MetricsEndpoint",
         ], path: "Sources/HealthGateServer"),
         .executableTarget(name: "healthgate-server", dependencies: [
-            "HealthGateServer", "HealthModel", "SyncProtocol", "MetricsEndpoint", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "HealthGateServer", "HealthModel", "SyncProtocol", "MetricsEndpoint", "WebSecurity", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], path: "Sources/healthgate-server"),
 
         // The import pipeline: files through the file importers, the normalizer and the import
@@ -252,7 +266,7 @@ let package = Package(
                 path: "Drivers/Watch/Commands"),
         // The pages and charts (`healthgate dashboard`): HTML and SVG made here, served by Hummingbird.
         .target(name: "Dashboard", dependencies: [
-            "HealthModel", "HealthStore", "HealthReports", "HealthPipeline", "ManualDriver",
+            "HealthModel", "HealthStore", "HealthReports", "HealthPipeline", "ManualDriver", "WebSecurity",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/Dashboard"),
@@ -340,7 +354,7 @@ let package = Package(
         ]),
         // Runs the built `healthgate-server` on loopback with real SQLite files.
         .testTarget(name: "HealthGateServerTests", dependencies: [
-            "TestSupport", "HealthGateServer", "SyncProtocol", "HealthModel", "Gzip", "MetricsEndpoint",
+            "TestSupport", "HealthGateServer", "SyncProtocol", "HealthModel", "Gzip", "MetricsEndpoint", "WebSecurity",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOEmbedded", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -4,6 +4,7 @@ import HummingbirdCore
 public import Logging
 import MetricsEndpoint
 import NIOCore
+public import WebSecurity
 
 /// How a server runs: where it listens and its security and test settings.
 public struct ServerOptions: Sendable {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HealthGateServer
 import HealthModel
+import WebSecurity
 import SyncProtocol
 import Hummingbird
 import Logging

@@ -1,6 +1,7 @@
 import Foundation
 import HealthGateServer
 import HealthModel
+import WebSecurity
 import SyncProtocol
 import Testing
 import TestSupport
@@ -70,7 +71,7 @@ import TestSupport
             #expect(mode == 0o600)
         }
         // What is kept instead: the token's SHA-256, and a bcrypt hash of the password.
-        #expect(database.range(of: Data(DeviceToken.hash(login.token).utf8)) != nil)
+        #expect(database.range(of: Data(SecretToken.hash(login.token).utf8)) != nil)
         #expect(database.range(of: Data("$2b$04$".utf8)) != nil)
     }
 

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import WebSecurity
 import HealthGateServer
 import NIOCore
 import NIOSSL

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Gzip
 import HealthModel
+import WebSecurity
 import SyncProtocol
 import Testing
 import TestSupport
@@ -155,25 +156,25 @@ import TestSupport
     }
 
     @Test func deviceTokensAreRandomAndStoredAsSHA256() {
-        let tokens = (0..<100).map { _ in DeviceToken.generate() }
+        let tokens = (0..<100).map { _ in SecretToken.generate() }
         #expect(Set(tokens).count == 100)
         #expect(tokens.allSatisfy { $0.count == 43 && !$0.contains("+") && !$0.contains("/") && !$0.contains("=") })
-        #expect(DeviceToken.hash("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(SecretToken.hash("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     }
 
     /// Token and password hashes come from swift-crypto's SHA-256 now; what existing databases
     /// hold must still match: FIPS 180-4 vectors, lengths around the padding boundary (against
     /// Python's hashlib), a token hashed and a bcrypt hash made by the former hand-written SHA-256.
     @Test func hashesStoredBeforeStillMatch() async {
-        #expect(DeviceToken.hash("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
-        #expect(DeviceToken.hash("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")
+        #expect(SecretToken.hash("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(SecretToken.hash("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")
                 == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
-        #expect(DeviceToken.hash(String(repeating: "a", count: 55)) == "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318")
-        #expect(DeviceToken.hash(String(repeating: "a", count: 56)) == "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a")
-        #expect(DeviceToken.hash(String(repeating: "a", count: 64)) == "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb")
-        #expect(DeviceToken.hash(String(repeating: "a", count: 1_000_000))
+        #expect(SecretToken.hash(String(repeating: "a", count: 55)) == "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318")
+        #expect(SecretToken.hash(String(repeating: "a", count: 56)) == "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a")
+        #expect(SecretToken.hash(String(repeating: "a", count: 64)) == "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb")
+        #expect(SecretToken.hash(String(repeating: "a", count: 1_000_000))
                 == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
-        #expect(DeviceToken.hash("q3JrWc0Yx9Qb8m1o2n4p6r8t0v2x4z6B8D0F2H4J6L8")
+        #expect(SecretToken.hash("q3JrWc0Yx9Qb8m1o2n4p6r8t0v2x4z6B8D0F2H4J6L8")
                 == "a87e0a2a956655e388e46d27ed7eb720603f2b503371455529f33f1f7ba2a9ef")
         // The bcrypt input: base64 of the password's SHA-256.
         #expect(PasswordHasher.prehash("abc") == "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=")

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import WebSecurity
 
 /// Accepts a request only with `Authorization: Bearer TOKEN` naming a logged-in device (by the
 /// token's hash) that has not expired (``TokenExpiry``); sets ``ServerContext/principal`` for the
@@ -15,7 +16,7 @@ struct BearerAuthMiddleware: RouterMiddleware {
         guard let token = Self.bearerToken(request.headers[.authorization]) else {
             throw APIError.unauthorized("missing device token: send Authorization: Bearer TOKEN (from POST /v1/sessions)")
         }
-        guard let principal = try await store.principal(tokenHash: DeviceToken.hash(token)) else {
+        guard let principal = try await store.principal(tokenHash: SecretToken.hash(token)) else {
             throw APIError.unauthorized("the device token is not valid (wrong, or logged out)")
         }
         let now = Date()

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import SyncProtocol
+import WebSecurity
 
 /// Accounts, logins (device tokens) and devices.
 struct AccountRoutes {
@@ -74,8 +75,8 @@ struct AccountRoutes {
                 context.logger.info("password rehashed", metadata: ["user": "\(account.id)", "cost": "\(deps.hasher.cost)"])
             }
         }
-        let token = DeviceToken.generate()
-        let device = try await deps.store.createDevice(userId: account.id, name: deviceName, tokenHash: DeviceToken.hash(token),
+        let token = SecretToken.generate()
+        let device = try await deps.store.createDevice(userId: account.id, name: deviceName, tokenHash: SecretToken.hash(token),
                                                        now: Date())
         context.logger.info("device logged in", metadata: ["user": "\(account.id)", "device": "\(device.id)"])
         return JSONResponse.make(LoginResponse(userId: account.id, deviceId: device.id, token: token), status: .created)

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HealthModel
 import SyncProtocol
+import WebSecurity
 
 /// What the routes share. Each piece of state has one owner: the store owns everything
 /// persistent, the throttles own failed-login and registration counts.

@@ -1,13 +1,13 @@
 public import Foundation
 import HealthModel
-import HummingbirdCore
-import Logging
-import NIOCore
+public import HummingbirdCore
+public import Logging
+public import NIOCore
 import NIOSSL
 import NIOTLS
-import ServiceLifecycle
+public import ServiceLifecycle
 import Synchronization
-import UnixSignals
+public import UnixSignals
 
 /// The server's certificate chain and private key (PEM files), loaded into a TLS context that a
 /// reload replaces: connections open keep the context they started with, new ones get the new
@@ -22,7 +22,7 @@ public final class TLSCertificates: Sendable {
     private let state: Mutex<(context: NIOSSLContext, notAfter: Date)>
 
     /// SIGHUP, trapped from the moment the certificates were loaded (see ``TLSReloadService``).
-    let hangUps: UnixSignalsSequence
+    public let hangUps: UnixSignalsSequence
 
     /// Loads the files and traps SIGHUP, which reloads them once the server runs.
     public init(certificate: String, key: String) async throws {
@@ -120,12 +120,18 @@ public struct TLSSetupError: Error, CustomStringConvertible {
 /// The signal is trapped before the server starts (``TLSCertificates/hangUps``, made by
 /// ``TLSCertificates/trappingHangUps()``): a SIGHUP that came before this service ran would
 /// otherwise end the process.
-struct TLSReloadService: Service {
+public struct TLSReloadService: Service {
     let certificates: TLSCertificates
     let hangUps: UnixSignalsSequence
     let logger: Logger
 
-    func run() async throws {
+    public init(certificates: TLSCertificates, hangUps: UnixSignalsSequence, logger: Logger) {
+        self.certificates = certificates
+        self.hangUps = hangUps
+        self.logger = logger
+    }
+
+    public func run() async throws {
         for await _ in hangUps.cancelOnGracefulShutdown() {
             do {
                 let notAfter = try certificates.reload()
@@ -140,14 +146,20 @@ struct TLSReloadService: Service {
 
 /// A child channel behind TLS: the server's TLS handler first (with the context current when the
 /// connection came), a handshake deadline, then `base` (the connection guard and HTTP/1).
-struct ReloadableTLSChannel<Base: ServerChildChannel>: ServerChildChannel {
-    typealias Value = Base.Value
+public struct ReloadableTLSChannel<Base: ServerChildChannel>: ServerChildChannel {
+    public typealias Value = Base.Value
     let base: Base
     let certificates: TLSCertificates
     /// How long the handshake may take (a client trickling it would otherwise hold the connection).
     let handshakeTimeout: TimeAmount
 
-    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+    public init(base: Base, certificates: TLSCertificates, handshakeTimeout: TimeAmount) {
+        self.base = base
+        self.certificates = certificates
+        self.handshakeTimeout = handshakeTimeout
+    }
+
+    public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: certificates.context))
             try channel.pipeline.syncOperations.addHandler(HandshakeDeadlineHandler(timeout: handshakeTimeout))
@@ -156,7 +168,7 @@ struct ReloadableTLSChannel<Base: ServerChildChannel>: ServerChildChannel {
         }
     }
 
-    func handle(value: Value, logger: Logger) async {
+    public func handle(value: Value, logger: Logger) async {
         await base.handle(value: value, logger: logger)
     }
 }

@@ -2,9 +2,10 @@ import Crypto
 import Foundation
 import HealthModel
 
-/// Device tokens: 32 random bytes, base64url without padding (43 characters). The server keeps
-/// only ``hash(_:)`` of a token; the token itself is shown once, in the login answer.
-public enum DeviceToken {
+/// Secrets handed to a client: a server's device tokens, a dashboard's session cookies. 32 random
+/// bytes, base64url without padding (43 characters). Only ``hash(_:)`` of a token is kept; the
+/// token itself is shown once (the login answer, the cookie).
+public enum SecretToken {
     public static func generate() -> String {
         var generator = SystemRandomNumberGenerator()
         var bytes: [UInt8] = []

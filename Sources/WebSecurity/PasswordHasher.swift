@@ -21,7 +21,7 @@ public struct PasswordHasher: Sendable {
     public init(cost: UInt8 = PasswordHasher.defaultCost) {
         precondition(Self.costs.contains(cost), "bcrypt cost \(cost) is outside 4...31")
         self.cost = cost
-        decoy = Bcrypt.hash(Self.prehash(DeviceToken.generate()), cost: cost)
+        decoy = Bcrypt.hash(Self.prehash(SecretToken.generate()), cost: cost)
     }
 
     public func hash(_ password: String) async -> String {
@@ -54,12 +54,13 @@ public struct PasswordHasher: Sendable {
         Self.cost(of: hash) != cost
     }
 
-    static func prehash(_ password: String) -> String {
+    /// SHA-256 of the password, base64: what bcrypt is given.
+    public static func prehash(_ password: String) -> String {
         Data(SHA256.hash(data: Array(password.utf8))).base64EncodedString()
     }
 
     /// bcrypt is slow on purpose: it runs on its own queue, not on the concurrency pool.
-    private static let queue = DispatchQueue(label: "healthgate-server.bcrypt", attributes: .concurrent)
+    private static let queue = DispatchQueue(label: "healthgate.bcrypt", attributes: .concurrent)
 
     private static func offload<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
