@@ -239,6 +239,7 @@ let package = Package(
         // metrics, systemd notify and reloads.
         .target(name: "HealthGateDaemon", dependencies: [
             "Dashboard", "HealthModel", "DriverKit", "HealthStore", "HealthSync", "HealthPipeline", "LinuxAdapters", "Timing", "ManualDriver",
+            "WebSecurity",
             "DaemonProtocol",
             .product(name: "TOMLKit", package: "TOMLKit"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -268,12 +269,13 @@ let package = Package(
         .target(name: "Dashboard", dependencies: [
             "HealthModel", "HealthStore", "HealthReports", "HealthPipeline", "ManualDriver", "WebSecurity",
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/Dashboard"),
         .executableTarget(name: "healthgate", dependencies: [
             "Dashboard", "HealthPipeline", "HealthReports", "HealthGateDaemon", "HealthModel", "HealthStore", "HealthSync", "SyncProtocol", "DriverKit",
             "DriverRegistry", "LinuxAdapters", "ManualDriver", "CommandSupport", "ANTCommands", "ANTDriver", "WatchCommands",
-            "FITDriver", "BLEHost", "BLERuntime", "GATTProfiles", "BLEDriver", "BLEBlueZ",
+            "FITDriver", "BLEHost", "BLERuntime", "GATTProfiles", "BLEDriver", "BLEBlueZ", "WebSecurity",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/healthgate"),

@@ -5,6 +5,8 @@ public import HealthReports
 import HealthPipeline
 public import HealthStore
 public import Hummingbird
+import HummingbirdCore
+import WebSecurity
 import ManualDriver
 public import Logging
 
@@ -20,24 +22,70 @@ public enum DashboardServer {
     /// its URL once it listens (port 0: the port the kernel chose). `status`: the daemon's own
     /// (drivers, devices, last sync), for the today page; `onStored` hears of the records a form
     /// stored (the daemon counts them and wakes its forwarder).
-    public static func application(store: HealthStore, host: String, port: Int, timeZone: TimeZone = .current,
+    public static func application(store: HealthStore, host: String, port: Int, access: DashboardAccess = DashboardAccess(),
+                                   timeZone: TimeZone = .current,
                                    now: @escaping @Sendable () -> Date = { Date() },
                                    status: (@Sendable () async -> DashboardStatus)? = nil,
                                    onStored: @escaping @Sendable (Int) -> Void = { _ in },
                                    onListening: @escaping @Sendable (String) -> Void, logger: Logger) -> some ApplicationProtocol {
-        let router = Router()
-        router.add(middleware: LoopbackHostMiddleware())
+        let router = Router(context: DashboardContext.self)
+        // Off loopback the password and TLS protect the pages; on loopback, the Host check does
+        // (a page elsewhere resolving its name to 127.0.0.1 cannot read them).
+        if !access.secured { router.add(middleware: LoopbackHostMiddleware()) }
         let token = FormToken()
         let notices = Notices()
+        let sessions = Sessions(), limit = LoginLimit()
+        let scheme = access.tls == nil ? "http" : "https"
+        if access.passwordHash != nil { router.add(middleware: SessionMiddleware(sessions: sessions, now: { Date() })) }
+        if let hash = access.passwordHash {
+            router.get("/login") { request, _ -> Response in
+                html(Pages.login(next: safeReturn(request.uri.queryParameters["next"].map(String.init) ?? "/")))
+            }
+            router.post("/login") { request, context -> Response in
+                guard sameOrigin(request, scheme: scheme) else { return refusal(.forbidden, "This form was sent from another site.") }
+                if let wait = limit.wait(context.peer, now: Date()) {
+                    var response = html(Pages.login(next: "/", problem: "Too many wrong passwords: try again in \(wait) seconds."))
+                    response.status = .tooManyRequests
+                    response.headers[.retryAfter] = String(wait)
+                    return response
+                }
+                let body = try await request.body.collect(upTo: 4096)
+                guard let form = try? URLEncodedFormDecoder().decode(LoginForm.self, from: String(buffer: body)) else {
+                    return refusal(.badRequest, "This is not a form of the dashboard.")
+                }
+                let next = safeReturn(form.next ?? "/")
+                guard await PasswordHasher.verify(form.password, hash: hash) else {
+                    limit.failed(context.peer, now: Date())
+                    var response = html(Pages.login(next: next, problem: "That is not the password."))
+                    response.status = .unauthorized
+                    return response
+                }
+                limit.succeeded(context.peer)
+                let session = sessions.start(now: Date())
+                var cookie = "\(Sessions.cookie)=\(session); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(Int(Sessions.lifetime))"
+                if access.tls != nil { cookie += "; Secure" }
+                return Response(status: .seeOther, headers: [.location: next, .setCookie: cookie, .cacheControl: "no-store"])
+            }
+            router.post("/logout") { request, _ -> Response in
+                switch try await posted(LogoutForm.self, request, token: token, scheme: scheme) {
+                case .refused(let refused): return refused
+                case .form:
+                    sessions.end(request.cookies[Sessions.cookie]?.value)
+                    return Response(status: .seeOther, headers: [.location: "/login", .cacheControl: "no-store",
+                                                                 .setCookie: "\(Sessions.cookie)=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"])
+                }
+            }
+        }
         @Sendable func todayPage(notice: String? = nil, problem: String? = nil) async throws -> String {
             let preferences = try await Reports.preferences(store)
             let report = try await Reports.today(store, days: preferences.days(in: timeZone), now: now())
             let definitions = DefinitionsSnapshot(try await store.definitions())
-            let forms = Pages.Forms(token: token.value, triggers: definitions.triggers,
-                                    habits: userHabits(definitions.habits.values.map(\.name)))
+            let forms = access.readOnly ? nil : Pages.Forms(token: token.value, triggers: definitions.triggers,
+                                                            habits: userHabits(definitions.habits.values.map(\.name)))
             let system = Pages.systemCard(await status?(), outbox: try await store.outboxDepth(),
                                           refused: try await store.deadLetterCount(), boundary: preferences.days(in: timeZone))
-            return Pages.today(report, units: preferences, forms: forms, notice: notice, problem: problem, system: system)
+            let logout = access.passwordHash == nil ? nil : token.value
+            return Pages.today(report, units: preferences, forms: forms, notice: notice, problem: problem, system: system, logout: logout)
         }
         router.get("/") { request, _ -> Response in
             let notice = request.uri.queryParameters["done"].flatMap { notices.take(String($0)) }
@@ -54,7 +102,7 @@ public enum DashboardServer {
         // the entry builder `healthgate log` uses; then back to the page (post, redirect, get).
         router.post("/log") { request, _ -> Response in
             let form: LogForm
-            switch try await posted(LogForm.self, request, token: token) {
+            switch try await posted(LogForm.self, request, token: token, scheme: scheme, readOnly: access.readOnly) {
             case .refused(let refused): return refused
             case .form(let f): form = f
             }
@@ -74,8 +122,8 @@ public enum DashboardServer {
             let preferences = try await Reports.preferences(store)
             let boundary = preferences.days(in: timeZone)
             let entries = try await dayEntries(store, day: day, boundary: boundary, units: preferences)
-            return Pages.entries(entries, day: day, today: boundary.day(of: now()), token: token.value, boundary: boundary,
-                                 notice: notice, problem: problem)
+            return Pages.entries(entries, day: day, today: boundary.day(of: now()), token: access.readOnly ? nil : token.value,
+                                 boundary: boundary, notice: notice, problem: problem)
         }
         router.get("/entries") { request, _ -> Response in
             let boundary = try await Reports.preferences(store).days(in: timeZone)
@@ -118,7 +166,7 @@ public enum DashboardServer {
             }
         }
         router.post("/edit") { request, _ -> Response in
-            switch try await posted(EditForm.self, request, token: token) {
+            switch try await posted(EditForm.self, request, token: token, scheme: scheme, readOnly: access.readOnly) {
             case .refused(let refused): return refused
             case .form(let form):
                 return try await change(form.id, version: form.version, day: form.day) { record, boundary in
@@ -130,7 +178,7 @@ public enum DashboardServer {
             }
         }
         router.post("/delete") { request, _ -> Response in
-            switch try await posted(DeleteForm.self, request, token: token) {
+            switch try await posted(DeleteForm.self, request, token: token, scheme: scheme, readOnly: access.readOnly) {
             case .refused(let refused): return refused
             case .form(let form):
                 return try await change(form.id, version: form.version, day: form.day) { record, boundary in
@@ -177,29 +225,37 @@ public enum DashboardServer {
             return csv(Pages.waterCSV(days: days), name: "water-\(range)-days.csv")
         }
         addDataRoutes(to: router, store: store, timeZone: timeZone, now: now)
-        return Application(router: router, configuration: .init(address: .hostname(host, port: port), serverName: "healthgate-dashboard"),
-                           onServerRunning: { channel in
-                               let address = channel.localAddress
-                               let shownHost = address?.ipAddress ?? host
-                               onListening("http://" + (shownHost.contains(":") ? "[\(shownHost)]" : shownHost) + ":\(address?.port ?? port)/")
-                           },
-                           logger: logger)
+        var app = Application(router: router,
+                              server: HTTPServerBuilder { responder in
+                                  let plain = HTTP1Channel(responder: responder)
+                                  guard let tls = access.tls else { return plain }
+                                  return ReloadableTLSChannel(base: plain, certificates: tls, handshakeTimeout: .seconds(10))
+                              },
+                              configuration: .init(address: .hostname(host, port: port), serverName: "healthgate-dashboard"),
+                              onServerRunning: { channel in
+                                  let address = channel.localAddress
+                                  let shownHost = address?.ipAddress ?? host
+                                  onListening(scheme + "://" + (shownHost.contains(":") ? "[\(shownHost)]" : shownHost) + ":\(address?.port ?? port)/")
+                              },
+                              logger: logger)
+        if let tls = access.tls { app.addServices(TLSReloadService(certificates: tls, hangUps: tls.hangUps, logger: logger)) }
+        return app
     }
 
     /// Where the dashboard listens when nothing says otherwise.
     public static let defaultAddress = "127.0.0.1:8470"
 
-    /// `127.0.0.1:8470`, `[::1]:8470`, `localhost:0` as host and port, checked: a loopback
-    /// address only (serving other machines needs TLS and a password, which the dashboard does
-    /// not have yet). The error is one sentence for the person who wrote it.
-    public static func listenAddress(_ text: String) -> Result<(host: String, port: Int), ListenAddressError> {
+    /// `127.0.0.1:8470`, `[::1]:8470`, `localhost:0`, `0.0.0.0:8443` as host and port, checked: a
+    /// loopback address unless `secured` (TLS and a password, ``DashboardAccess/secured``). The
+    /// error is one sentence for the person who wrote it.
+    public static func listenAddress(_ text: String, secured: Bool = false) -> Result<(host: String, port: Int), ListenAddressError> {
         let (host, portText) = hostAndPort(text)
         guard let portText, let port = Int(portText), (0...65535).contains(port), let host, !host.isEmpty else {
             return .failure(ListenAddressError("'\(text)' is not ADDRESS:PORT"))
         }
-        guard isLoopback(host) else {
-            return .failure(ListenAddressError("'\(text)' is not on loopback: serving other machines needs TLS and a password, "
-                                               + "which the dashboard does not have yet (use 127.0.0.1, ::1 or localhost)"))
+        guard isLoopback(host) || secured else {
+            return .failure(ListenAddressError("'\(text)' is not on loopback: serving other machines needs TLS and a password "
+                                               + "(a certificate, its key and a password hash from `healthgate dashboard hash-password`)"))
         }
         return .success((host.lowercased() == "localhost" ? "127.0.0.1" : String(host), port))
     }
@@ -251,8 +307,10 @@ public enum DashboardServer {
 
     /// A form of this dashboard's pages, or the response refusing it: from this origin, at most
     /// 16 KiB, a form of these fields, with this dashboard's token.
-    static func posted<Form: PostedForm>(_ type: Form.Type, _ request: Request, token: FormToken) async throws -> Posted<Form> {
-        guard sameOrigin(request) else { return .refused(refusal(.forbidden, "This form was sent from another site.")) }
+    static func posted<Form: PostedForm>(_ type: Form.Type, _ request: Request, token: FormToken, scheme: String,
+                                         readOnly: Bool = false) async throws -> Posted<Form> {
+        guard !readOnly else { return .refused(refusal(.forbidden, "This dashboard is read-only: it takes no form.")) }
+        guard sameOrigin(request, scheme: scheme) else { return .refused(refusal(.forbidden, "This form was sent from another site.")) }
         let body = try await request.body.collect(upTo: 16_384)
         let form: Form
         do {
@@ -277,13 +335,21 @@ public enum DashboardServer {
     /// Whether a form comes from a page of this dashboard: a browser says where it was sent from
     /// (`Origin`, `Sec-Fetch-Site`); a form from another site says so. A client that says
     /// nothing (a script on this machine) still needs the token.
-    static func sameOrigin(_ request: Request) -> Bool {
+    static func sameOrigin(_ request: Request, scheme: String) -> Bool {
         // Browsers of the last years say it in Sec-Fetch-Site; older ones only in Origin.
         if let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!] { return site == "same-origin" || site == "none" }
         if let origin = request.headers[.origin] {
-            guard let authority = request.head.authority, origin == "http://" + authority else { return false }
+            guard let authority = request.head.authority, origin == scheme + "://" + authority else { return false }
         }
         return true
+    }
+
+    /// Where to go back to after the login: a path of this dashboard (`/water?days=7`), never
+    /// another site (`//evil.example`, `https://...`) nor the login page itself.
+    static func safeReturn(_ text: String) -> String {
+        guard text.hasPrefix("/"), !text.hasPrefix("//"), !text.hasPrefix("/\\"), !text.hasPrefix("/login"),
+              !text.contains(where: { $0.isNewline || $0 == "\\" }), text.count <= 500 else { return "/" }
+        return text
     }
 
     static func refusal(_ status: HTTPResponse.Status, _ text: String) -> Response {
@@ -368,7 +434,8 @@ public struct ListenAddressError: Error, CustomStringConvertible, Sendable {
 
 /// Requests for another host are refused (421): a page on another site that resolves its own
 /// name to 127.0.0.1 (DNS rebinding) cannot read the dashboard through the user's browser.
-struct LoopbackHostMiddleware<Context: RequestContext>: RouterMiddleware {
+struct LoopbackHostMiddleware: RouterMiddleware {
+    typealias Context = DashboardContext
     static func allowed(_ authority: String?) -> Bool {
         guard let authority, let host = DashboardServer.hostAndPort(authority).host else { return false }
         return DashboardServer.isLoopback(host)

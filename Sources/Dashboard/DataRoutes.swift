@@ -6,7 +6,7 @@ import Hummingbird
 
 /// The read-only pages of recorded data: workouts, sleep, body, stats, each with its CSV.
 extension DashboardServer {
-    static func addDataRoutes(to router: Router<BasicRequestContext>, store: HealthStore, timeZone: TimeZone,
+    static func addDataRoutes(to router: Router<DashboardContext>, store: HealthStore, timeZone: TimeZone,
                               now: @escaping @Sendable () -> Date) {
         router.get("/workouts") { request, _ -> Response in
             let (list, days, sports, sport, range, boundary) = try await workouts(store, request, timeZone: timeZone, now: now())

@@ -66,9 +66,10 @@ struct DayEntry {
 extension Pages {
     /// *entries*: everything recorded on one day, each with a form to change it and one to
     /// delete it (a new version, a tombstone: both sync as `healthgate edit` and `delete` do).
-    static func entries(_ entries: [DayEntry], day: LocalDay, today: LocalDay, token: String, boundary: DayBoundary,
+    /// `token` nil: read-only, no forms.
+    static func entries(_ entries: [DayEntry], day: LocalDay, today: LocalDay, token: String?, boundary: DayBoundary,
                         notice: String? = nil, problem: String? = nil) -> String {
-        let hidden = "<input type=\"hidden\" name=\"csrf\" value=\"\(HTML.escape(token))\"><input type=\"hidden\" name=\"day\" value=\"\(day)\">"
+        let hidden = "<input type=\"hidden\" name=\"csrf\" value=\"\(HTML.escape(token ?? ""))\"><input type=\"hidden\" name=\"day\" value=\"\(day)\">"
         var rows = ""
         for (i, e) in entries.enumerated() {
             let ids = "<input type=\"hidden\" name=\"id\" value=\"\(e.id)\"><input type=\"hidden\" name=\"version\" value=\"\(e.version)\">"
@@ -84,9 +85,15 @@ extension Pages {
                 + input("kcal", "kcal")
             case .sleep: fields = input("duration", "Duration", placeholder: "7h30m")
             }
-            rows += """
+            let cells = """
                 <tr data-entry="\(e.id)" data-version="\(e.version)"><td>\(clock(e.time, boundary))</td><td>\(HTML.escape(e.what))</td>\
                 <td>\(HTML.escape(e.value))</td><td>\(HTML.escape(e.note ?? ""))</td><td>\(HTML.escape(e.source))</td>
+                """
+            guard token != nil else {
+                rows += cells + "<td>-</td></tr>\n"
+                continue
+            }
+            rows += cells + """
                 <td><details><summary>Edit<span class="visually-hidden"> \(HTML.escape(e.what)) at \(clock(e.time, boundary))</span></summary>
                 <form method="post" action="/edit">\(hidden)\(ids)<fieldset><legend>Change \(HTML.escape(e.what))</legend>\(fields)
                 <button type="submit">Save</button></fieldset></form></details>

@@ -150,3 +150,8 @@ struct DeleteForm: PostedForm {
     var version: String
     var day: String?
 }
+
+/// A logout: only the token.
+struct LogoutForm: PostedForm {
+    var csrf: String
+}

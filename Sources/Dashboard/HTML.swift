@@ -26,7 +26,8 @@ public enum HTML {
     /// A whole page: the shared head (no script, no external resource), the navigation with
     /// `current` marked, and `body` (already HTML).
     /// `scripts`: the page's own scripts (``scripts``), each optional: a page is whole without them.
-    static func page(title: String, current: String, body: String, scripts: [String] = []) -> String {
+    /// `navigation`: false for the login page (nothing else opens before it).
+    static func page(title: String, current: String, body: String, scripts: [String] = [], navigation: Bool = true) -> String {
         let nav = pages.map { page in
             page.path == current
                 ? "<a href=\"\(page.path)\" aria-current=\"page\">\(escape(page.name))</a>"
@@ -42,7 +43,7 @@ public enum HTML {
             <style>\(style)</style>\(scripts.map { "\n<script src=\"\($0)\" defer></script>" }.joined())
             </head>
             <body>
-            <header><nav aria-label="Pages">\(nav)</nav></header>
+            <header>\(navigation ? "<nav aria-label=\"Pages\">\(nav)</nav>" : "<p class=\"brand\">HealthGate</p>")</header>
             <main>
             <h1>\(escape(title))</h1>
             \(body)
@@ -58,7 +59,7 @@ public enum HTML {
     static let style = """
         body{font-family:system-ui,sans-serif;margin:0;color:#1a1a1a;background:#fff;line-height:1.4}
         header{background:#0b3d62;padding:.5rem 1rem}
-        nav a{color:#fff;margin-right:1rem;text-decoration:none}
+        nav a{color:#fff;margin-right:1rem;text-decoration:none}.brand{color:#fff;margin:0;font-weight:bold}
         nav a[aria-current=page]{text-decoration:underline;font-weight:bold}
         main{max-width:60rem;margin:0 auto;padding:1rem}
         .cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(15rem,1fr));gap:1rem}

@@ -16,7 +16,7 @@ public enum Pages {
     /// what the last form did; `problem`: why it stored nothing.
     /// `system`: the card on the box (``systemCard(_:outbox:refused:boundary:)``), already HTML.
     static func today(_ report: TodayReport, units: Preferences, forms: Forms? = nil, notice: String? = nil,
-                      problem: String? = nil, system: String? = nil) -> String {
+                      problem: String? = nil, system: String? = nil, logout: String? = nil) -> String {
         var cards: [String] = []
         let water = report.water
         var waterText = "<p class=\"big\" data-field=\"water-ml\" data-value=\"\(NumberText.plain(water.ml))\">"
@@ -89,6 +89,8 @@ public enum Pages {
             </div>
             <h2>Habits</h2>
             \(habits)
+            \(logout.map { "<form method=\"post\" action=\"/logout\"><input type=\"hidden\" name=\"csrf\" value=\"\(HTML.escape($0))\">"
+                + "<button type=\"submit\" class=\"delete\">Log out</button></form>" } ?? "")
             """
         return HTML.page(title: "Today", current: "/", body: body, scripts: forms != nil ? ["/static/tick.js"] : [])
     }

@@ -81,14 +81,16 @@ public enum Daemon {
             }))
         }
         if let address = config.metricsAddress { services.append(MetricsServer(address: address, logger: logger, exposition: metrics.exposition)) }
-        if let address = config.dashboardAddress, case .success(let (host, port)) = DashboardServer.listenAddress(address) {
+        if let address = config.dashboardAddress,
+           case .success(let (host, port)) = DashboardServer.listenAddress(address, secured: config.dashboardAccess.secured) {
+            let access = try await config.dashboardAccess.load()
             let status: @Sendable () async -> DashboardStatus = {
                 let now = await state.current()
                 return DashboardStatus(drivers: now.drivers.map { DashboardStatus.Driver(name: $0.name, type: $0.type, state: $0.state.rawValue,
                                                                                          devices: $0.devices, detail: $0.detail) },
                                        lastSyncAt: now.lastSyncAt, lastSyncError: now.lastSyncError, server: now.server)
             }
-            services.append(DashboardServer.application(store: store, host: host, port: port, status: status, onStored: { count in
+            services.append(DashboardServer.application(store: store, host: host, port: port, access: access, status: status, onStored: { count in
                 metrics.stored(count, driver: EntryBuilder.driverID)
                 forwarder?.wake()
             }, onListening: { url in
@@ -191,7 +193,7 @@ final class DaemonControl: Service, Sendable {
                 let next = try options.load()
                 for (key, changed) in [("database", next.database != current.database), ("forwarder", next.forwarder != current.forwarder),
                                        ("api", next.statusSocket != current.statusSocket || next.metricsAddress != current.metricsAddress),
-                                       ("dashboard", next.dashboardAddress != current.dashboardAddress)]
+                                       ("dashboard", next.dashboardAddress != current.dashboardAddress || next.dashboardAccess != current.dashboardAccess)]
                 where changed {
                     logger.warning("a changed [\(key)] takes effect at the next restart")
                 }

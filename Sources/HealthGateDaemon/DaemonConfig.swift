@@ -1,10 +1,11 @@
-import Dashboard
+public import Dashboard
 public import DriverKit
 import Foundation
 public import HealthSync
 import MetricsEndpoint
 import TOMLKit
 import Timing
+public import WebSecurity
 
 /// What `healthgate daemon` runs: read from a TOML file (`--config`, sample and reference in
 /// `systemd/healthgate.toml`) or the embedded default for a state directory (`--state-dir`).
@@ -22,8 +23,11 @@ public struct DaemonConfig: Sendable, Equatable {
     public var statusSocket: String?
     /// `HOST:PORT` of the Prometheus metrics endpoint (nil: none).
     public var metricsAddress: String?
-    /// `HOST:PORT` (loopback) of the dashboard, `[dashboard] listen` (nil: none).
+    /// `HOST:PORT` of the dashboard, `[dashboard] listen` (nil: none): loopback, or any address
+    /// with TLS and a password (``dashboardAccess``).
     public var dashboardAddress: String?
+    /// `[dashboard]`'s TLS certificate and key files, password hash and read-only switch.
+    public var dashboardAccess = DashboardAccessSettings()
     /// Forwarding to the tracking server (nil: store only).
     public var forwarder: ForwarderSettings?
     /// Driver instances by name (the table's name under `[drivers]`).
@@ -124,21 +128,34 @@ extension DaemonConfig {
             enum CodingKeys: String, CodingKey { case socket, metrics }
         }
 
-        /// `[dashboard]`: the pages and charts (docs/dashboard.md), on loopback.
+        /// `[dashboard]`: the pages and charts (docs/dashboard.md): on loopback, or on any address
+        /// with `tls_cert`, `tls_key` and `password_hash` all three.
         struct DashboardTable: Decodable {
             var listen: String?
             var enabled: Bool
+            var access = DashboardAccessSettings()
 
             init(from decoder: any Decoder) throws {
                 let c = try decoder.container(keyedBy: CodingKeys.self)
                 enabled = try c.decodeIfPresent(Bool.self, forKey: .enabled) ?? true
                 listen = try c.decodeIfPresent(String.self, forKey: .listen)
-                if let listen, case .failure(let error) = DashboardServer.listenAddress(listen) {
+                access.certificate = try c.decodeIfPresent(String.self, forKey: .tlsCert)
+                access.key = try c.decodeIfPresent(String.self, forKey: .tlsKey)
+                access.passwordHash = try c.decodeIfPresent(String.self, forKey: .passwordHash)
+                access.readOnly = try c.decodeIfPresent(Bool.self, forKey: .readOnly) ?? false
+                if access.certificate != nil, access.key == nil { throw c.configError(.tlsKey, "is required with tls_cert (its private key)") }
+                if access.key != nil, access.certificate == nil { throw c.configError(.tlsCert, "is required with tls_key (its certificate)") }
+                if let hash = access.passwordHash, !DashboardAccess.isPasswordHash(hash) {
+                    throw c.configError(.passwordHash, "is not a password hash: make one with `healthgate dashboard hash-password`")
+                }
+                if let listen, case .failure(let error) = DashboardServer.listenAddress(listen, secured: access.secured) {
                     throw c.configError(.listen, error.description)
                 }
             }
 
-            enum CodingKeys: String, CodingKey { case listen, enabled }
+            enum CodingKeys: String, CodingKey {
+                case listen, enabled, tlsCert = "tls_cert", tlsKey = "tls_key", passwordHash = "password_hash", readOnly = "read_only"
+            }
         }
 
         var database: String?
@@ -159,7 +176,10 @@ extension DaemonConfig {
         config.logLevel = file.logLevel?.rawValue ?? config.logLevel
         config.statusSocket = file.api?.socket
         config.metricsAddress = file.api?.metrics
-        if let dashboard = file.dashboard, dashboard.enabled { config.dashboardAddress = dashboard.listen ?? DashboardServer.defaultAddress }
+        if let dashboard = file.dashboard, dashboard.enabled {
+            config.dashboardAddress = dashboard.listen ?? DashboardServer.defaultAddress
+            config.dashboardAccess = dashboard.access
+        }
         config.forwarder = file.forwarder?.settings
         for (name, value) in (file.drivers ?? [:]).sorted(by: { $0.key < $1.key }) {
             let instance = try driver(name, value, catalog: catalog)
@@ -238,5 +258,31 @@ public enum TOMLConfig {
             return .array(out)
         }
         throw ConfigError(keyPath: path, reason: "dates and times are not settings here: write a string")
+    }
+}
+
+/// `[dashboard]`'s access settings, as written: file paths and the hash (the files are read
+/// when the daemon starts, ``DashboardAccessSettings/load()``).
+public struct DashboardAccessSettings: Sendable, Equatable {
+    public var certificate: String?
+    public var key: String?
+    public var passwordHash: String?
+    public var readOnly = false
+
+    public init(certificate: String? = nil, key: String? = nil, passwordHash: String? = nil, readOnly: Bool = false) {
+        self.certificate = certificate
+        self.key = key
+        self.passwordHash = passwordHash
+        self.readOnly = readOnly
+    }
+
+    /// TLS and a password: fit to listen off loopback.
+    public var secured: Bool { certificate != nil && key != nil && passwordHash != nil }
+
+    /// The certificates read (and SIGHUP trapped for their reload) and the rest as given.
+    public func load() async throws -> DashboardAccess {
+        var access = DashboardAccess(passwordHash: passwordHash, readOnly: readOnly)
+        if let certificate, let key { access.tls = try await TLSCertificates(certificate: certificate, key: key) }
+        return access
     }
 }

@@ -30,7 +30,12 @@ public struct PasswordHasher: Sendable {
     }
 
     public func verify(_ password: String, hash: String) async -> Bool {
-        await Self.offload { Bcrypt.verify(Self.prehash(password), hash: hash) }
+        await Self.verify(password, hash: hash)
+    }
+
+    /// Whether `password` is the one `hash` was made of (any cost).
+    public static func verify(_ password: String, hash: String) async -> Bool {
+        await offload { Bcrypt.verify(prehash(password), hash: hash) }
     }
 
     /// Spends the time of one check for a login without an account: `password` is checked

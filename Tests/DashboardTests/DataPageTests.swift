@@ -172,4 +172,25 @@ import Testing
         #expect(Pages.systemCard(failing, outbox: 0, refused: 0, boundary: boundary).contains("Sync failing: server said &lt;script&gt;"))
         #expect(Pages.systemCard(nil, outbox: 0, refused: 0, boundary: boundary).contains("served from the database alone"))
     }
+
+    @Test func theLoginSendsBackOnlyToThisDashboardAndLimitsGuessing() {
+        #expect(DashboardServer.safeReturn("/water?days=7") == "/water?days=7")
+        for hostile in ["//evil.example/", "https://evil.example/", "/\\evil.example", "/login?next=/", "water", "/x\ny", ""] {
+            #expect(DashboardServer.safeReturn(hostile) == "/", "\(hostile)")
+        }
+        let limit = LoginLimit(), t = Self.t0
+        for i in 0..<LoginLimit.attempts {
+            #expect(limit.wait("10.0.0.2", now: t) == nil, "\(i)")
+            limit.failed("10.0.0.2", now: t.addingTimeInterval(Double(i)))
+        }
+        #expect(limit.wait("10.0.0.2", now: t.addingTimeInterval(10)) == 50 && limit.wait("10.0.0.3", now: t) == nil)
+        #expect(limit.wait("10.0.0.2", now: t.addingTimeInterval(60)) == nil)
+        let sessions = Sessions()
+        let token = sessions.start(now: t)
+        #expect(sessions.isValid(token, now: t.addingTimeInterval(Sessions.lifetime - 1)))
+        #expect(!sessions.isValid(token, now: t.addingTimeInterval(Sessions.lifetime)) && !sessions.isValid(nil, now: t))
+        #expect(!sessions.isValid(token + "x", now: t))
+        sessions.end(token)
+        #expect(!sessions.isValid(token, now: t))
+    }
 }

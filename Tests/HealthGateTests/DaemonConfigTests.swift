@@ -72,6 +72,19 @@ import Testing
         #expect(empty.drivers.isEmpty && empty.forwarder == nil && empty.statusSocket == nil && empty.dashboardAddress == nil)
         // A [dashboard] table alone serves on the default address; `enabled = false` serves none.
         #expect(try DaemonConfig.parse("[dashboard]", stateDirectory: "/srv/hg", drivers: Registry.catalog).dashboardAddress == "127.0.0.1:8470")
+        // Any address with TLS and a password hash.
+        let hash = "$2b$12$" + String(repeating: "a", count: 53)
+        let secured = try DaemonConfig.parse("""
+            [dashboard]
+            listen = "0.0.0.0:8443"
+            tls_cert = "/etc/healthgate/dashboard.pem"
+            tls_key = "/etc/healthgate/dashboard.key"
+            password_hash = "\(hash)"
+            read_only = true
+            """, stateDirectory: "/srv/hg", drivers: Registry.catalog)
+        #expect(secured.dashboardAddress == "0.0.0.0:8443")
+        #expect(secured.dashboardAccess == DashboardAccessSettings(certificate: "/etc/healthgate/dashboard.pem", key: "/etc/healthgate/dashboard.key",
+                                                                   passwordHash: hash, readOnly: true))
         #expect(try DaemonConfig.parse("[dashboard]\nenabled = false\nlisten = \"127.0.0.1:1\"", stateDirectory: "/srv/hg",
                                        drivers: Registry.catalog).dashboardAddress == nil)
         let embedded = DaemonConfig.embeddedDefault(stateDirectory: "/srv/hg")
@@ -90,7 +103,14 @@ import Testing
             ("[api]\nsockets = \"/x\"", "api.sockets: unknown key"),
             ("api = 1", "api: must be a table ([api])"),
             ("[dashboard]\nlisten = \"0.0.0.0:8470\"",
-             "dashboard.listen: '0.0.0.0:8470' is not on loopback: serving other machines needs TLS and a password, which the dashboard does not have yet (use 127.0.0.1, ::1 or localhost)"),
+             "dashboard.listen: '0.0.0.0:8470' is not on loopback: serving other machines needs TLS and a password (a certificate, its key and a password hash from `healthgate dashboard hash-password`)"),
+            // TLS alone, or a password alone, is not enough off loopback.
+            ("[dashboard]\nlisten = \"0.0.0.0:8470\"\ntls_cert = \"/c.pem\"\ntls_key = \"/k.pem\"",
+             "dashboard.listen: '0.0.0.0:8470' is not on loopback: serving other machines needs TLS and a password (a certificate, its key and a password hash from `healthgate dashboard hash-password`)"),
+            ("[dashboard]\ntls_cert = \"/c.pem\"", "dashboard.tls_key: is required with tls_cert (its private key)"),
+            ("[dashboard]\ntls_key = \"/k.pem\"", "dashboard.tls_cert: is required with tls_key (its certificate)"),
+            ("[dashboard]\npassword_hash = \"hunter22\"", "dashboard.password_hash: is not a password hash: make one with `healthgate dashboard hash-password`"),
+            ("[dashboard]\nread_only = \"yes\"", "dashboard.read_only: must be true or false"),
             ("[dashboard]\nlisten = \"8470\"", "dashboard.listen: '8470' is not ADDRESS:PORT"),
             ("[dashboard]\nport = 8470", "dashboard.port: unknown key"),
             ("[dashboard]\nenabled = 1", "dashboard.enabled: must be true or false"),

@@ -16,9 +16,10 @@ import TestSupport
         let process = ChildProcess()
         let url: String
 
-        init(_ scratch: Scratch, at: String) throws {
+        /// `arguments`: more of `dashboard`'s options (TLS, a password, read-only).
+        init(_ scratch: Scratch, at: String, listen: String = "127.0.0.1:0", arguments: [String] = []) throws {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["TZ=Europe/Berlin", CLI.executable, "dashboard", "--db", scratch.dbPath, "--listen", "127.0.0.1:0", "--at", at]
+            process.arguments = ["TZ=Europe/Berlin", CLI.executable, "dashboard", "--db", scratch.dbPath, "--listen", listen, "--at", at] + arguments
             let out = Pipe()
             process.standardOutput = out
             process.standardError = nil
@@ -31,7 +32,7 @@ import TestSupport
                 line.append(b)
             }
             let text = String(decoding: line, as: UTF8.self)
-            guard let range = text.range(of: "http://") else { throw PeerError("unexpected first line: \(text)") }
+            guard let range = text.range(of: "http://") ?? text.range(of: "https://") else { throw PeerError("unexpected first line: \(text)") }
             url = String(text[range.lowerBound...])
         }
 
