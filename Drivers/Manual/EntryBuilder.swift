@@ -20,6 +20,9 @@ public struct EntryRequest: Codable, Hashable, Sendable {
     public var value: String?
     /// A yes/no habit done.
     public var done: Bool?
+    /// A habit skipped on purpose (a day off, ill, travelling): a `skipped` mark, which a daily
+    /// streak passes over (docs/days.md).
+    public var skip: Bool?
     /// A vaping session's trigger.
     public var trigger: String?
     /// A vaping session's thoughts.
@@ -38,13 +41,14 @@ public struct EntryRequest: Codable, Hashable, Sendable {
     /// When: ISO 8601, `HH:MM` today, or `-2h` (ago); now when nil. A workout's start.
     public var at: String?
 
-    public init(kind: Kind, name: String? = nil, value: String? = nil, done: Bool? = nil, trigger: String? = nil,
+    public init(kind: Kind, name: String? = nil, value: String? = nil, done: Bool? = nil, skip: Bool? = nil, trigger: String? = nil,
                 thoughts: String? = nil, podFinished: Bool? = nil, kcal: Double? = nil, duration: String? = nil,
                 distance: String? = nil, from: String? = nil, to: String? = nil, at: String? = nil) {
         self.kind = kind
         self.name = name
         self.value = value
         self.done = done
+        self.skip = skip
         self.trigger = trigger
         self.thoughts = thoughts
         self.podFinished = podFinished
@@ -57,7 +61,7 @@ public struct EntryRequest: Codable, Hashable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case kind, name, value, done, trigger, thoughts, kcal, duration, distance, from, to, at
+        case kind, name, value, done, skip, trigger, thoughts, kcal, duration, distance, from, to, at
         case podFinished = "pod_finished"
     }
 
@@ -218,6 +222,12 @@ public struct EntryBuilder: Sendable {
             throw EntryError("unknown habit '\(name)': define it first, e.g. `healthgate define habit \(name) --kind numeric --unit pages` (or --kind yes-no, --kind categorical --category C ...)")
         }
         let time = try time(request.at)
+        if request.skip == true {
+            guard request.value == nil, request.done != true else {
+                throw EntryError("a skipped day of '\(definedName)' takes no value and no --done: it was not done, on purpose")
+            }
+            return HabitEvent(id: id, habit: definedName, time: time, label: HabitEvent.Mark.skipped, source: source)
+        }
         switch habit.valueKind {
         case .yesNo:
             guard request.value == nil else {

@@ -380,11 +380,16 @@ public enum DashboardServer {
         let goal = HabitGoal(definition)
         let span = try await store.everyHabitSpan()[Definition.key(definition.name)]?.first
         let start = boundary.day(of: min(definition.time, span ?? definition.time)).description
+        let skips = Set(try await store.everyHabitSkip(in: DateRange(since: boundary.start(of: firstDay), until: now))[Definition.key(definition.name)]?
+            .map { boundary.day(of: $0).description } ?? [])
         var cells: [HabitFigures.Cell] = totals.map { t in
             let total = BucketTotal(bucket: 0, count: t.entries, sum: t.sum)
             let before = t.day < start
+            var met = before || goal?.period != .day ? nil : goal?.isMet(total)
+            let skipped = !before && met != true && skips.contains(t.day)
+            if skipped { met = nil }
             return HabitFigures.Cell(day: t.day, amount: goal?.amount(total) ?? Double(t.entries), entries: t.entries,
-                                     met: before || goal?.period != .day ? nil : goal?.isMet(total), before: before, future: false)
+                                     met: met, before: before, future: false, skipped: skipped)
         }
         var day = today.adding(1)
         while cells.count % 7 != 0 {

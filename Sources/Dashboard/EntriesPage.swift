@@ -39,7 +39,8 @@ struct DayEntry {
         var out: [DayEntry] = []
         func source(_ s: Source) -> String { s.device.map { "\(s.driver) (\($0))" } ?? s.driver }
         for e in habits {
-            var value = e.value.map { Quantities.text($0, unit: e.unit, preferences: units) } ?? "done"
+            var value = !e.isCheckIn ? (e.label ?? "").replacingOccurrences(of: "_", with: " ")
+                : e.value.map { Quantities.text($0, unit: e.unit, preferences: units) } ?? "done"
             if Definition.key(e.habit) == BuiltInHabit.vaping { value = e.label == "pod_finished" ? "pod finished" : "" }
             out.append(DayEntry(id: e.id.description, version: e.version, kind: .habit, time: e.time, what: what(.habit(e)), value: value,
                                 note: e.note, source: source(e.source)))

@@ -21,6 +21,7 @@ struct LogForm: PostedForm {
     var thoughts: String?
     var at: String?
     var done: String?
+    var skip: String?
     var kcal: String?
 
     /// What the pages log: drinks, vaping sessions, habit check-ins and meals.
@@ -39,7 +40,9 @@ struct LogForm: PostedForm {
             guard let value = Double(text), value.isFinite else { throw EntryError("'\(text)' is not a number of kcal") }
             energy = value
         }
-        return EntryRequest(kind: kind, name: field(name), value: field(value), done: field(done).map { _ in true },
+        let skipped = field(skip) != nil
+        return EntryRequest(kind: kind, name: field(name), value: skipped ? nil : field(value),
+                            done: skipped ? nil : field(done).map { _ in true }, skip: skipped ? true : nil,
                             trigger: field(trigger), thoughts: field(thoughts), kcal: energy, at: field(at))
     }
 }

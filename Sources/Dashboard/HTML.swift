@@ -80,9 +80,9 @@ public enum HTML {
         details{margin-top:.5rem}details:not([open])>:not(summary){display:none}
         .barcell{width:40%}.hbar{display:inline-block;height:.8rem;background:#E69F00;min-width:2px}
         .visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
-        .day.met{fill:#009E73}.day.some{fill:#56B4E9}.day.none{fill:#e4e4e4}.day.before{fill:#fff;stroke:#e4e4e4}
+        .day.met{fill:#009E73}.day.some{fill:#56B4E9}.day.none{fill:#e4e4e4}.day.before{fill:#fff;stroke:#e4e4e4}.day.skipped{fill:#fff;stroke:#767676;stroke-dasharray:2 2}
         .key{display:inline-block;width:.8rem;height:.8rem;border-radius:2px;vertical-align:middle}
-        .key.met{background:#009E73}.key.some{background:#56B4E9}.key.none{background:#e4e4e4}
+        .key.met{background:#009E73}.key.some{background:#56B4E9}.key.none{background:#e4e4e4}.key.skipped{background:#fff;border:1px dashed #767676}
         .taps{display:flex;flex-wrap:wrap;gap:.5rem}.tap{display:inline}
         button{font-size:1rem;padding:.5rem .9rem;border-radius:.4rem;border:1px solid #0b3d62;background:#0b3d62;color:#fff}
         fieldset{border:1px solid #c8c8c8;border-radius:.5rem;margin:.5rem 0;display:grid;gap:.3rem;max-width:28rem}

@@ -17,6 +17,8 @@ struct HabitFigures {
         var before: Bool
         /// After now (the rest of the current week).
         var future: Bool
+        /// Skipped on purpose (a `skipped` mark) and not met: passed over, neither met nor missed.
+        var skipped = false
     }
 
     var name: String
@@ -96,7 +98,8 @@ extension Pages {
             \(heatmap(figures))
             <figcaption>Each square is a day, Monday at the top: \
             <span class="key met"></span> goal met, <span class="key some"></span> entries (goal not met or none), \
-            <span class="key none"></span> nothing, blank before the habit started.</figcaption>
+            <span class="key none"></span> nothing, <span class="key skipped"></span> skipped (neither met nor missed), \
+            blank before the habit started.</figcaption>
             </figure>
             <div class="table"><table><caption>By month, the last 12</caption>
             <thead><tr><th scope="col">Month</th><th scope="col" class="num">Entries</th>\(daily ? "<th scope=\"col\" class=\"num\">Days met</th>" : "")</tr></thead>
@@ -129,11 +132,11 @@ extension Pages {
                 out += "<text x=\"\(DailyBars.f(x))\" y=\"10\" style=\"font-size:9px\">\(lastMonth.suffix(2))</text>"
             }
             for (row, cell) in week.enumerated() where !cell.future {
-                let state = cell.before ? "before" : cell.met == true ? "met" : cell.entries > 0 ? "some" : "none"
+                let state = cell.before ? "before" : cell.met == true ? "met" : cell.skipped ? "skipped" : cell.entries > 0 ? "some" : "none"
                 out += "<rect class=\"day \(state)\" data-day=\"\(cell.day)\" data-value=\"\(NumberText.plain(cell.amount))\" "
                     + "x=\"\(DailyBars.f(x))\" y=\"\(DailyBars.f(top + Double(row) * (size + gap)))\" width=\"\(size)\" height=\"\(size)\" rx=\"2\">"
                     + "<title>\(cell.day): \(cell.entries == 0 ? "nothing" : NumberText.plain(cell.amount) + (figures.unit.map { " " + HTML.escape($0) } ?? ""))"
-                    + "\(cell.met == true ? ", goal met" : "")</title></rect>"
+                    + "\(cell.met == true ? ", goal met" : cell.skipped ? ", skipped" : "")</title></rect>"
             }
             out += "\n"
         }

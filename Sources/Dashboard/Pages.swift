@@ -156,6 +156,7 @@ public enum Pages {
             <label for="habit-name">Habit</label><select id="habit-name" name="name">\(habits)</select>
             <label for="habit-value">Value (empty: done)</label><input id="habit-value" name="value" maxlength="200">
             <input type="hidden" name="done" value="1">
+            <label><input type="checkbox" name="skip" value="1"> Skipped on purpose (the streak goes on)</label>
             \(when("habit"))
             <button type="submit">Check in</button></fieldset></form>
             """

@@ -83,7 +83,11 @@ public struct HabitProgress: Sendable, Equatable, Encodable {
 
     /// The progress of `goal` over `periods` (which end with the current one, the one holding
     /// `now`), given the habit's totals per period. Periods before `start` are not counted.
-    public static func compute(_ goal: HabitGoal, periods: Periods, totals: [BucketTotal], start: Date, now: Date) -> HabitProgress {
+    /// `skipped`: the periods the habit was skipped on purpose (a `skipped` mark, daily goals
+    /// only): one not met is passed over, neither met nor missed; it neither breaks a streak nor
+    /// extends it, and the completion leaves it out (docs/days.md).
+    public static func compute(_ goal: HabitGoal, periods: Periods, totals: [BucketTotal], start: Date, now: Date,
+                               skipped: Set<Int> = []) -> HabitProgress {
         var byBucket: [Int: BucketTotal] = [:]
         for t in totals {
             var merged = byBucket[t.bucket] ?? BucketTotal(bucket: t.bucket, count: 0, sum: 0)
@@ -98,9 +102,12 @@ public struct HabitProgress: Sendable, Equatable, Encodable {
         guard first <= current else { return progress }
         progress.since = periods.label(first)
         var run = 0
+        var lastCounted: Int?
         for i in first...current {
             let met = goal.isMet(byBucket[i])
+            if !met && skipped.contains(i) { continue }
             if i == current && !met && goal.currentCanStillBeMet { break }
+            lastCounted = i
             progress.counted += 1
             if met {
                 progress.met += 1
@@ -111,9 +118,11 @@ public struct HabitProgress: Sendable, Equatable, Encodable {
                 run = 0
             }
         }
-        // The run that reaches the current period, or the one before it when that is in progress.
-        let lastCounted = first + progress.counted - 1
-        progress.currentStreak = lastCounted >= current - 1 ? run : 0
+        // The run that reaches the current period, or the one before it when that is in progress;
+        // skipped periods between them pass over.
+        if let lastCounted, (lastCounted + 1..<max(lastCounted + 1, current)).allSatisfy({ skipped.contains($0) }) {
+            progress.currentStreak = run
+        }
         if progress.counted > 0 { progress.completionRate = Double(progress.met) / Double(progress.counted) }
         return progress
     }

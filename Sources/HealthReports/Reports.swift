@@ -186,13 +186,13 @@ public enum Reports {
         let periodTotals = try await store.everyHabitTotals(bounds: bounds)
         // Daily totals for the goals: the history's when it has them (its days may start
         // earlier: only those within `days` count), else read for `days`.
-        let goalDays: Periods, dayTotals: [String: [BucketTotal]]
+        let goalDays: Periods, dayTotals: [String: [BucketTotal]], skips: [String: Set<Int>]
         if let history, let historyDays = history.days, historyDays.boundary == boundary {
-            (goalDays, dayTotals) = (historyDays, history.daily)
+            (goalDays, dayTotals, skips) = (historyDays, history.daily, history.skipped)
         } else if goals.values.contains(where: { $0.period == .day }) {
-            (goalDays, dayTotals) = (days, try await store.everyHabitTotals(bounds: days.bounds))
+            (goalDays, dayTotals, skips) = (days, try await store.everyHabitTotals(bounds: days.bounds), try await skippedDays(store, days: days))
         } else {
-            (goalDays, dayTotals) = (days, [:])
+            (goalDays, dayTotals, skips) = (days, [:], [:])
         }
         for name in try await Self.habitNames(store) {
             guard let totals = periodTotals[Definition.key(name)], !totals.isEmpty else { continue }
@@ -204,6 +204,8 @@ public enum Reports {
                     && goalDays.bounds[d] < days.bounds[days.count] {
                     guard let p = periods.index(of: goalDays.bounds[d]) else { continue }
                     let isMet = goal.isMet(daily[d])
+                    // A day skipped on purpose and not met is neither met nor missed.
+                    if !isMet && skips[Definition.key(name)]?.contains(d) == true { continue }
                     // Today counts once met, or when an at-most goal is already exceeded.
                     if goalDays.bounds[d + 1] > now && !isMet && goal.currentCanStillBeMet { continue }
                     met[p, default: (0, 0)].counted += 1

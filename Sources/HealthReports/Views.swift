@@ -13,6 +13,8 @@ public struct HabitHistory: Sendable {
     public var vaping: [BucketTotal]
     /// Every habit's entries per day of `days`, by case-folded name (``Definition/key(_:)``).
     public var daily: [String: [BucketTotal]]
+    /// The days of `days` each habit was skipped on, by case-folded name.
+    public var skipped: [String: Set<Int>] = [:]
 
     static let empty = HabitHistory(days: nil, progress: [], vaping: [], daily: [:])
 }
@@ -45,15 +47,23 @@ extension Reports {
         let weeks = starts.contains { $0.0.period == .week } ? Periods(.week, boundary: boundary, from: earliest, through: now) : nil
         // A week is seven local days: weekly totals are the daily ones regrouped.
         let weekly = weeks.map { weeks in daily.mapValues { weeks.regroup($0, from: days) } } ?? [:]
+        let skips = try await skippedDays(store, days: days)
         var progress: [HabitProgress] = []
         for (goal, start) in starts {
             let key = Definition.key(goal.name)
             let (periods, totals) = goal.period == .week ? (weeks!, weekly[key]) : (days, daily[key])
-            progress.append(HabitProgress.compute(goal, periods: periods, totals: totals ?? [], start: start, now: now))
+            progress.append(HabitProgress.compute(goal, periods: periods, totals: totals ?? [], start: start, now: now,
+                                                  skipped: goal.period == .day ? skips[key] ?? [] : []))
         }
         let vaping = daily[Definition.key(BuiltInHabit.vaping)] ?? []
         return HabitHistory(days: days, progress: progress.sorted { $0.habit.lowercased() < $1.habit.lowercased() }, vaping: vaping,
-                            daily: daily)
+                            daily: daily, skipped: skips)
+    }
+
+    /// The days of `days` each habit was skipped on (a `skipped` mark), by case-folded name.
+    public static func skippedDays(_ store: HealthStore, days: Periods) async throws -> [String: Set<Int>] {
+        guard let first = days.bounds.first, let last = days.bounds.last else { return [:] }
+        return try await store.everyHabitSkip(in: DateRange(since: first, until: last)).mapValues { Set($0.compactMap(days.index(of:))) }
     }
 
     /// Today's report at `now`: the day of `days` that holds it.

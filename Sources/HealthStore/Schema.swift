@@ -21,6 +21,7 @@ enum Schema {
         migrator.registerMigration("v12-glucose-last-record", migrate: addGlucoseLastRecord)
         migrator.registerMigration("v13-driver-checkpoints", migrate: createDriverCheckpoints)
         migrator.registerMigration("v14-day-start", migrate: addDayStart)
+        migrator.registerMigration("v15-skipped-days", migrate: indexSkippedDays)
         return migrator
     }
 
@@ -401,6 +402,12 @@ enum Schema {
             ALTER TABLE definitions ADD COLUMN day_start_min INTEGER CHECK (day_start_min BETWEEN 0 AND 719);
             CREATE INDEX sleep_by_end ON sleep_sessions(end_time);
             """)
+    }
+
+    /// The days a habit was skipped (``HealthStore/everyHabitSkip(in:)``): few rows, read at
+    /// every view, through an index of them alone.
+    private static func indexSkippedDays(_ db: Database) throws {
+        try db.execute(sql: "CREATE INDEX habit_events_skipped ON habit_events(time) WHERE label = 'skipped' AND deleted = 0")
     }
 
     private static func createDriverCheckpoints(_ db: Database) throws {

@@ -129,6 +129,25 @@ extension HealthStore {
         return byKey
     }
 
+    /// The times of the `skipped` marks (``HabitEvent/Mark``) within `range`, by the habit's
+    /// case-folded name: the days a habit was set aside on purpose, which a streak passes over.
+    public func everyHabitSkip(in range: DateRange) async throws -> [String: [Date]] {
+        let (condition, arguments) = range.condition("time")
+        // The mark written out, not bound: only then may SQLite use the partial index.
+        let rows = try await reading { db in
+            try Row.fetchAll(db, sql: """
+                SELECT habit, time FROM habit_events INDEXED BY habit_events_skipped
+                WHERE label = 'skipped' AND deleted = 0 AND \(condition)
+                """, arguments: arguments).map { (Definition.key($0[0] as String), $0[1] as String) }
+        }
+        var out: [String: [Date]] = [:]
+        for (key, text) in rows {
+            guard let time = ISO8601.parse(text) else { continue }
+            out[key, default: []].append(time)
+        }
+        return out
+    }
+
     /// The first and last entry of every habit that has one, by case-folded name (every
     /// spelling counted): two index seeks per stored name, not a pass over every event.
     public func everyHabitSpan() async throws -> [String: (first: Date, last: Date)] {

@@ -105,13 +105,18 @@ struct LogVape: AsyncParsableCommand {
 struct LogHabit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "habit", abstract: "A check-in of a habit defined with `healthgate define habit`.",
-        discussion: "A numeric habit takes a number (`habit reading 30`), a categorical one a category (`habit mood calm`), a yes/no habit --done.")
+        discussion: """
+            A numeric habit takes a number (`habit reading 30`), a categorical one a category (`habit mood calm`), a yes/no \
+            habit --done. --skip marks a day the habit was set aside on purpose (ill, travelling): a daily streak passes \
+            over it, neither broken nor extended, and the completion leaves it out.
+            """)
     @OptionGroup var options: LogOptions
     @Argument(help: "The habit's name.") var name: String
     @Argument(help: "A number or a category.") var value: String?
     @Flag(help: "A yes/no habit done.") var done = false
+    @Flag(help: "Skipped on purpose: the streak goes on across the day.") var skip = false
     func run() async throws {
-        try await options.log(EntryRequest(kind: .habit, name: name, value: value, done: done ? true : nil))
+        try await options.log(EntryRequest(kind: .habit, name: name, value: value, done: done ? true : nil, skip: skip ? true : nil))
     }
 }
 

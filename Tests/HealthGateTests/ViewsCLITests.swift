@@ -81,6 +81,32 @@ import TestSupport
 
     static func json(_ text: String) throws -> Any { try JSONSerialization.jsonObject(with: Data(text.utf8)) }
 
+    /// `log habit --skip`: a day set aside on purpose; the streak goes on across it in `today`,
+    /// on the dashboard's habit page, and the day is not counted as missed.
+    @Test func aSkippedDayKeepsTheStreak() async throws {
+        let scratch = try await Self.database()
+        func streak() async throws -> Int? {
+            let report = try #require(try Self.json(try await Self.run(scratch, ["today", "--json", "--at", "2026-04-03T21:00"]).stdout) as? [String: Any])
+            return (report["habits"] as? [[String: Any]])?.first { $0["name"] as? String == "stretch" }?["current_streak"] as? Int
+        }
+        // April 2 was missed: the streak is broken.
+        #expect(try await streak() == 0)
+        let refused = try await Tool.run("/usr/bin/env", ["TZ=Europe/Berlin", CLI.executable, "log", "habit", "stretch", "--skip", "--done",
+                                                          "--at", "2026-04-02T12:00", "--db", scratch.dbPath])
+        #expect(refused.status != 0 && refused.stderr.contains("takes no value and no --done"), "\(refused.stderr)")
+        let logged = try await Self.run(scratch, ["log", "habit", "stretch", "--skip", "--at", "2026-04-02T12:00"])
+        #expect(logged.stdout.contains("\"skipped\""), "\(logged.stdout)")
+        // Skipped on purpose: passed over, the 32 days before it still count.
+        #expect(try await streak() == 32)
+        let events = try await scratch.store().habitEvents(in: DateRange()).filter { $0.habit == "stretch" && $0.label == HabitEvent.Mark.skipped }
+        #expect(events.count == 1 && events.first?.value == nil)
+        // The habit's calendar shows the day as skipped, and its streak as today's.
+        let dashboard = try DashboardCLITests.Dashboard(scratch, at: "2026-04-03T21:00")
+        let page = try await DashboardCLITests.get(dashboard.url, "/habit?name=stretch")
+        #expect(page.body.contains("<rect class=\"day skipped\" data-day=\"2026-04-02\""))
+        #expect(DashboardCLITests.fields(page.body)["current-streak"] == 32)
+    }
+
     @Test func today() async throws {
         let scratch = try await Self.database()
         let run = try await Self.run(scratch, ["today", "--json", "--at", "2026-04-02T21:00"])

@@ -87,6 +87,35 @@ import Testing
     }
 
     /// A numeric habit with a weekly at-least target: ISO weeks, Monday first, met by the sum.
+    /// A day skipped on purpose is passed over: the streak goes on across it (not longer for it),
+    /// the completion leaves it out; a day skipped but done anyway counts as done.
+    @Test func aSkippedDayNeitherBreaksNorExtendsAStreak() throws {
+        let c = Self.berlin
+        let goal = try #require(HabitGoal(Self.habit("stretch", .yesNo, target: nil, defined: Self.local(c, 2026, 3, 1))))
+        let now = Self.local(c, 2026, 3, 10, 20)
+        let days = Periods(.day, calendar: c, from: Self.local(c, 2026, 3, 1), through: now)
+        // Done March 1-9 but the 4th and the 7th, which were skipped; the 8th skipped and done.
+        let done = [1, 2, 3, 5, 6, 8, 9].map { Self.event("stretch", Self.local(c, 2026, 3, $0, 8)) }
+        let skipped: Set<Int> = [3, 6, 7]  // March 4, 7, 8
+        let p = HabitProgress.compute(goal, periods: days, totals: days.totals(of: done), start: Self.local(c, 2026, 3, 1), now: now,
+                                      skipped: skipped)
+        // March 10 is in progress: 7 days done in a row, the skipped 4th and 7th passed over.
+        #expect(p.currentStreak == 7 && p.longestStreak == 7)
+        #expect(p.met == 7 && p.counted == 7 && p.completionRate == 1)
+        // Without the skips the 4th and the 7th are missed days.
+        let plain = HabitProgress.compute(goal, periods: days, totals: days.totals(of: done), start: Self.local(c, 2026, 3, 1), now: now)
+        #expect(plain.currentStreak == 2 && plain.longestStreak == 3 && plain.counted == 9)
+        // Skipping yesterday and today keeps the streak standing.
+        let later = Self.local(c, 2026, 3, 12, 20)
+        let more = Periods(.day, calendar: c, from: Self.local(c, 2026, 3, 1), through: later)
+        let resting = HabitProgress.compute(goal, periods: more, totals: more.totals(of: done + [Self.event("stretch", Self.local(c, 2026, 3, 10, 8))]),
+                                            start: Self.local(c, 2026, 3, 1), now: later, skipped: skipped.union([10, 11]))
+        #expect(resting.currentStreak == 8)
+        let lapsed = HabitProgress.compute(goal, periods: more, totals: more.totals(of: done + [Self.event("stretch", Self.local(c, 2026, 3, 10, 8))]),
+                                           start: Self.local(c, 2026, 3, 1), now: later, skipped: skipped.union([11]))
+        #expect(lapsed.currentStreak == 0 && lapsed.longestStreak == 8)
+    }
+
     @Test func weeklyTargetStreak() throws {
         let c = Self.berlin
         let goal = try #require(HabitGoal(Self.habit("reading", .numeric, target: HabitTarget(amount: 100, period: .week),
