@@ -12,6 +12,12 @@ protocol PostedForm: Decodable, Sendable {
     var csrf: String { get }
 }
 
+/// A form's field as typed, trimmed; nil when empty (a browser sends every field, filled or not).
+func field(_ text: String?) -> String? {
+    guard let text = text?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return nil }
+    return text
+}
+
 struct LogForm: PostedForm {
     var csrf: String
     var kind: String
@@ -30,10 +36,6 @@ struct LogForm: PostedForm {
     func request() throws(EntryError) -> EntryRequest {
         guard let kind = EntryRequest.Kind(rawValue: kind), Self.kinds.contains(kind) else {
             throw EntryError("the pages cannot log '\(kind)': \(Self.kinds.map(\.rawValue).joined(separator: ", "))")
-        }
-        func field(_ text: String?) -> String? {
-            guard let text = text?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return nil }
-            return text
         }
         var energy: Double?
         if let text = field(kcal) {
@@ -102,10 +104,6 @@ struct EditForm: PostedForm {
     /// The changes for `record`, read in the user's units; an empty field changes nothing (a note
     /// emptied on purpose is cleared: the note field is sent whole).
     func changes(for record: HealthRecord, units: Preferences) throws(EntryError) -> RecordChanges {
-        func field(_ text: String?) -> String? {
-            guard let text = text?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return nil }
-            return text
-        }
         func number(_ text: String, _ what: String) throws(EntryError) -> Double {
             guard let v = Double(text), v.isFinite else { throw EntryError("'\(text)' is not \(what)") }
             return v

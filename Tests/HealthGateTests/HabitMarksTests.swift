@@ -5,7 +5,8 @@ import HealthStore
 import Testing
 
 /// Events that mark a day a habit was not done (a habit tracker's skipped or unknown day, a day
-/// marked not done) are kept, but totals, streaks and `today` do not count them as check-ins.
+/// marked not done) are kept, but totals, streaks and `today` do not count them as check-ins; a
+/// skipped day is passed over by a streak.
 @Suite struct HabitMarksTests {
     static let zone = TimeZone(identifier: "America/New_York")!
     static let calendar = Calendar.gregorian(in: zone)
@@ -34,10 +35,14 @@ import Testing
         let totals = try await store.habitTotals("Meditate", bounds: days)
         #expect(totals.map(\.bucket) == [0, 1, 5] && totals.map(\.count) == [1, 1, 1])
 
-        // Today on day 4 (marked unknown): not done today; the streak ended at the skipped day.
+        // Today on day 4 (marked unknown): not done today, which can still be; the skipped day 3
+        // is passed over (docs/days.md), so the streak of days 1 and 2 stands.
         let today = try await Reports.today(store, days: .midnight(in: c.timeZone), now: c.date(from: DateComponents(year: 2026, month: 5, day: 4, hour: 20))!)
         let row = try #require(today.habits.first { $0.name == "Meditate" })
         #expect(row.entries == 0 && row.met == false)
-        #expect(row.currentStreak == 0 && row.longestStreak == 2)
+        #expect(row.currentStreak == 2 && row.longestStreak == 2)
+        // On day 5 the unknown day 4 is a day missed like any other: the streak is over.
+        let later = try await Reports.today(store, days: .midnight(in: c.timeZone), now: c.date(from: DateComponents(year: 2026, month: 5, day: 5, hour: 20))!)
+        #expect(later.habits.first { $0.name == "Meditate" }?.currentStreak == 0)
     }
 }
