@@ -186,8 +186,8 @@ struct ServeCommand: AsyncParsableCommand {
     private static func seconds(_ duration: Duration) -> Double { duration.inSeconds }
 
     /// The connection caps for the open-file limit in force, `--max-connections` checked against it.
-    private func connectionLimits(openFileLimit: Int) throws -> ConnectionLimits {
-        var limits = ConnectionLimits(openFileLimit: openFileLimit)
+    private func connectionLimits(openFileLimit: Int, storeDescriptors: Int) throws -> ConnectionLimits {
+        var limits = ConnectionLimits(openFileLimit: openFileLimit, storeDescriptors: storeDescriptors)
         if let maxConnections {
             guard maxConnections <= limits.maxConnections else {
                 throw ValidationError("""
@@ -206,7 +206,11 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         // Every connection is a descriptor: take all the process may have, then size the caps to it.
         let openFileLimit = OpenFileLimit.raise()
-        let connections = try connectionLimits(openFileLimit: openFileLimit)
+        let location = try storage.location()
+        // A PostgreSQL pool's connections are descriptors too: kept out of the clients' share.
+        var storeDescriptors = 0
+        if case .postgres(let settings) = location { storeDescriptors = settings.poolMax }
+        let connections = try connectionLimits(openFileLimit: openFileLimit, storeDescriptors: storeDescriptors)
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -215,7 +219,6 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let logger = Logger(label: "healthgate-server")
 
-        let location = try storage.location()
         let store = try StorageOptions.open(location, logger: logger)
         var options = ServerOptions()
         if let tlsCert, let tlsKey {

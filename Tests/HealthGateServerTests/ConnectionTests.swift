@@ -107,13 +107,25 @@ import TestSupport
     /// follows the limit in force now: with it lowered to 128, the server refuses connections
     /// past that budget with 503, never runs out of descriptors, does not spin, stays up and
     /// accepts again once connections close.
+    /// A PostgreSQL pool's connections come out of the clients' share, not the reserve: with
+    /// 128 descriptors and a pool of 20, 32 are left for connections and refusals.
+    @Test func thePoolsConnectionsAreKeptOutOfTheClientsShare() {
+        let plain = OpenFileLimit.budget(openFileLimit: 128), pooled = OpenFileLimit.budget(openFileLimit: 128, storeDescriptors: 20)
+        #expect(plain.connections + plain.refusing == 128 - OpenFileLimit.reserved())
+        #expect(pooled.connections + pooled.refusing == 128 - OpenFileLimit.reserved() - 20)
+        var counts = ConnectionCounts(limits: ConnectionLimits(openFileLimit: 10_000, storeDescriptors: 20))
+        for _ in 0..<pooled.connections { #expect(counts.admit(address: "a", openFileLimit: 128) == .admitted) }
+        #expect(counts.admit(address: "b", openFileLimit: 128) == .refused(.openFiles(pooled.connections)))
+    }
+
     @Test func aLimitLoweredUnderTheServerIsNeverReached() async throws {
         let server = try await ServerProcess.start()
         let port = server.url.port!
         let pid = server.process.processIdentifier
         let lowered = try await Tool.run("/usr/bin/env", ["prlimit", "--pid", String(pid), "--nofile=128:128"])
         #expect(lowered.status == 0, "\(lowered.stderr)")
-        let budget = OpenFileLimit.budget(openFileLimit: 128)
+        // The PostgreSQL pass's store holds up to its pool's connections besides the reserve.
+        let budget = OpenFileLimit.budget(openFileLimit: 128, storeDescriptors: TestStore.current == .postgres ? 20 : 0)
         let held = try await onOwnThread {
             try (0..<200).map { i in try RawConnection(port: port, from: "127.0.0.\(1 + i % 4)") }
         }

@@ -26,11 +26,17 @@ public struct ConnectionLimits: Sendable, Equatable {
     /// `Retry-After` of a refusal, in seconds.
     public var retryAfter = 5
 
-    /// Caps that fit under `openFileLimit` descriptors (see ``OpenFileLimit/budget(openFileLimit:)``).
-    public init(openFileLimit: Int = OpenFileLimit.current()) {
-        let budget = OpenFileLimit.budget(openFileLimit: openFileLimit)
+    /// Descriptors the store may hold besides the reserve: a PostgreSQL pool's connections (its
+    /// maximum), 0 for SQLite (its files are in the reserve).
+    public var storeDescriptors = 0
+
+    /// Caps that fit under `openFileLimit` descriptors with the store's
+    /// (see ``OpenFileLimit/budget(openFileLimit:storeDescriptors:)``).
+    public init(openFileLimit: Int = OpenFileLimit.current(), storeDescriptors: Int = 0) {
+        let budget = OpenFileLimit.budget(openFileLimit: openFileLimit, storeDescriptors: storeDescriptors)
         maxConnections = budget.connections
         maxRefusing = budget.refusing
+        self.storeDescriptors = storeDescriptors
     }
 }
 
@@ -46,8 +52,11 @@ public enum OpenFileLimit {
 
     /// The caps for `openFileLimit`: what is left after ``reserved(cores:)``, a tenth of it for
     /// refusals in progress and the rest for connections.
-    public static func budget(openFileLimit: Int) -> (connections: Int, refusing: Int) {
-        let usable = max(openFileLimit - reserved(), 2)
+    /// `storeDescriptors`: what the store's pool may open on top (a PostgreSQL pool opens its
+    /// connections as requests need them: counted at their maximum, so that the pool growing
+    /// under a full house cannot take the descriptors the caps promised to clients).
+    public static func budget(openFileLimit: Int, storeDescriptors: Int = 0) -> (connections: Int, refusing: Int) {
+        let usable = max(openFileLimit - reserved() - storeDescriptors, 2)
         let refusing = max(usable / 10, 1)
         return (usable - refusing, refusing)
     }
@@ -123,7 +132,7 @@ public struct ConnectionCounts: Sendable {
     /// (SIGILL) when it cannot. So the budget of the limit now bounds the caps too.
     public mutating func admit(address: String, openFileLimit: Int = Int(Int32.max)) -> Admission {
         let fromAddress = perAddress[address, default: 0]
-        let budget = OpenFileLimit.budget(openFileLimit: openFileLimit)
+        let budget = OpenFileLimit.budget(openFileLimit: openFileLimit, storeDescriptors: limits.storeDescriptors)
         let refusal: Refusal
         if open >= budget.connections, budget.connections < limits.maxConnections {
             refusal = .openFiles(budget.connections)
