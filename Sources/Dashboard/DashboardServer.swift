@@ -22,7 +22,9 @@ public enum DashboardServer {
     /// its URL once it listens (port 0: the port the kernel chose). `status`: the daemon's own
     /// (drivers, devices, last sync), for the today page; `onStored` hears of the records a form
     /// stored (the daemon counts them and wakes its forwarder).
-    public static func application(store: HealthStore, host: String, port: Int, access: DashboardAccess = DashboardAccess(),
+    /// The application serving `store` where `listen` says: a TCP address, or a Unix socket
+    /// (for a reverse proxy; mode 0660, so that the proxy's group may connect).
+    public static func application(store: HealthStore, listen: DashboardListen, access: DashboardAccess = DashboardAccess(),
                                    timeZone: TimeZone = .current,
                                    now: @escaping @Sendable () -> Date = { Date() },
                                    status: (@Sendable () async -> DashboardStatus)? = nil,
@@ -30,12 +32,16 @@ public enum DashboardServer {
                                    onListening: @escaping @Sendable (String) -> Void, logger: Logger) -> some ApplicationProtocol {
         let router = Router(context: DashboardContext.self)
         // Off loopback the password and TLS protect the pages; on loopback, the Host check does
-        // (a page elsewhere resolving its name to 127.0.0.1 cannot read them).
-        if !access.secured { router.add(middleware: LoopbackHostMiddleware()) }
+        // (a page elsewhere resolving its name to 127.0.0.1 cannot read them). A Unix socket is
+        // reached through a proxy, which forwards its own name and answers for it.
+        let unix: Bool
+        if case .unix = listen { unix = true } else { unix = false }
+        if !access.secured && !unix { router.add(middleware: LoopbackHostMiddleware()) }
         let token = FormToken()
         let notices = Notices()
         let sessions = Sessions(), limit = LoginLimit()
-        let scheme = access.tls == nil ? "http" : "https"
+        // Behind a proxy on a Unix socket the browser's scheme is the proxy's: either is this origin.
+        let scheme = unix ? "*" : access.tls == nil ? "http" : "https"
         if access.passwordHash != nil { router.add(middleware: SessionMiddleware(sessions: sessions, now: { Date() })) }
         if let hash = access.passwordHash {
             router.get("/login") { request, _ -> Response in
@@ -231,11 +237,19 @@ public enum DashboardServer {
                                   guard let tls = access.tls else { return plain }
                                   return ReloadableTLSChannel(base: plain, certificates: tls, handshakeTimeout: .seconds(10))
                               },
-                              configuration: .init(address: .hostname(host, port: port), serverName: "healthgate-dashboard"),
+                              configuration: .init(address: listen.bindAddress, serverName: "healthgate-dashboard"),
                               onServerRunning: { channel in
-                                  let address = channel.localAddress
-                                  let shownHost = address?.ipAddress ?? host
-                                  onListening(scheme + "://" + (shownHost.contains(":") ? "[\(shownHost)]" : shownHost) + ":\(address?.port ?? port)/")
+                                  switch listen {
+                                  case .unix(let path):
+                                      // The proxy's group may connect; nobody else.
+                                      chmod(path, 0o660)
+                                      onListening("unix:" + path)
+                                  case .tcp(let host, let port):
+                                      let address = channel.localAddress
+                                      let shownHost = address?.ipAddress ?? host
+                                      onListening(scheme + "://" + (shownHost.contains(":") ? "[\(shownHost)]" : shownHost)
+                                                  + ":\(address?.port ?? port)/")
+                                  }
                               },
                               logger: logger)
         if let tls = access.tls { app.addServices(TLSReloadService(certificates: tls, hangUps: tls.hangUps, logger: logger)) }
@@ -335,11 +349,14 @@ public enum DashboardServer {
     /// Whether a form comes from a page of this dashboard: a browser says where it was sent from
     /// (`Origin`, `Sec-Fetch-Site`); a form from another site says so. A client that says
     /// nothing (a script on this machine) still needs the token.
+    /// `scheme`: `http`, `https`, or `*` for either (behind a proxy).
     static func sameOrigin(_ request: Request, scheme: String) -> Bool {
         // Browsers of the last years say it in Sec-Fetch-Site; older ones only in Origin.
         if let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!] { return site == "same-origin" || site == "none" }
         if let origin = request.headers[.origin] {
-            guard let authority = request.head.authority, origin == scheme + "://" + authority else { return false }
+            guard let authority = request.head.authority else { return false }
+            let schemes = scheme == "*" ? ["http", "https"] : [scheme]
+            return schemes.contains { origin == $0 + "://" + authority }
         }
         return true
     }
@@ -422,6 +439,33 @@ public enum DashboardServer {
         var headers = securityHeaders
         headers[.contentType] = "text/html; charset=utf-8"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: page)))
+    }
+}
+
+/// Where the dashboard listens: a TCP address (``DashboardServer/listenAddress(_:secured:)``)
+/// or a Unix socket (`unix:/run/healthgate/dashboard.sock`), for a reverse proxy on the box.
+public enum DashboardListen: Sendable, Equatable {
+    case tcp(host: String, port: Int)
+    case unix(path: String)
+
+    /// `HOST:PORT` as ``DashboardServer/listenAddress(_:secured:)`` reads it, or `unix:PATH`
+    /// (an absolute path, at most 107 bytes: the kernel's limit for a socket's path).
+    public static func parse(_ text: String, secured: Bool = false) -> Result<DashboardListen, ListenAddressError> {
+        if text.hasPrefix("unix:") {
+            let path = String(text.dropFirst(5))
+            guard path.hasPrefix("/"), path.utf8.count <= 107, !path.contains("\0") else {
+                return .failure(ListenAddressError("'\(text)' is not unix:PATH with an absolute path of at most 107 bytes"))
+            }
+            return .success(.unix(path: path))
+        }
+        return DashboardServer.listenAddress(text, secured: secured).map { .tcp(host: $0.host, port: $0.port) }
+    }
+
+    var bindAddress: BindAddress {
+        switch self {
+        case .tcp(let host, let port): .hostname(host, port: port)
+        case .unix(let path): .unixDomainSocket(path: path)
+        }
     }
 }
 

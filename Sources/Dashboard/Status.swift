@@ -2,7 +2,7 @@ import Foundation
 import HealthModel
 
 /// What the daemon says about itself, for the today page: its drivers with the devices connected
-/// now, and the last sync. The daemon gives it (``DashboardServer/application(store:host:port:timeZone:now:status:onListening:logger:)``);
+/// now, and the last sync. The daemon gives it (``DashboardServer/application(store:listen:access:timeZone:now:status:onStored:onListening:logger:)``);
 /// `healthgate dashboard` on a database alone has none.
 public struct DashboardStatus: Sendable, Equatable {
     public struct Driver: Sendable, Equatable {

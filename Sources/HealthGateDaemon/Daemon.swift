@@ -82,7 +82,7 @@ public enum Daemon {
         }
         if let address = config.metricsAddress { services.append(MetricsServer(address: address, logger: logger, exposition: metrics.exposition)) }
         if let address = config.dashboardAddress,
-           case .success(let (host, port)) = DashboardServer.listenAddress(address, secured: config.dashboardAccess.secured) {
+           case .success(let listen) = DashboardListen.parse(address, secured: config.dashboardAccess.secured) {
             let access = try await config.dashboardAccess.load()
             let status: @Sendable () async -> DashboardStatus = {
                 let now = await state.current()
@@ -90,7 +90,7 @@ public enum Daemon {
                                                                                          devices: $0.devices, detail: $0.detail) },
                                        lastSyncAt: now.lastSyncAt, lastSyncError: now.lastSyncError, server: now.server)
             }
-            services.append(DashboardServer.application(store: store, host: host, port: port, access: access, status: status, onStored: { count in
+            services.append(DashboardServer.application(store: store, listen: listen, access: access, status: status, onStored: { count in
                 metrics.stored(count, driver: EntryBuilder.driverID)
                 forwarder?.wake()
             }, onListening: { url in

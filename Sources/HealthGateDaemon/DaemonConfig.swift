@@ -23,8 +23,8 @@ public struct DaemonConfig: Sendable, Equatable {
     public var statusSocket: String?
     /// `HOST:PORT` of the Prometheus metrics endpoint (nil: none).
     public var metricsAddress: String?
-    /// `HOST:PORT` of the dashboard, `[dashboard] listen` (nil: none): loopback, or any address
-    /// with TLS and a password (``dashboardAccess``).
+    /// `HOST:PORT` or `unix:PATH` of the dashboard, `[dashboard] listen` (nil: none): loopback,
+    /// a Unix socket for a proxy, or any address with TLS and a password (``dashboardAccess``).
     public var dashboardAddress: String?
     /// `[dashboard]`'s TLS certificate and key files, password hash and read-only switch.
     public var dashboardAccess = DashboardAccessSettings()
@@ -148,7 +148,7 @@ extension DaemonConfig {
                 if let hash = access.passwordHash, !DashboardAccess.isPasswordHash(hash) {
                     throw c.configError(.passwordHash, "is not a password hash: make one with `healthgate dashboard hash-password`")
                 }
-                if let listen, case .failure(let error) = DashboardServer.listenAddress(listen, secured: access.secured) {
+                if let listen, case .failure(let error) = DashboardListen.parse(listen, secured: access.secured) {
                     throw c.configError(.listen, error.description)
                 }
             }

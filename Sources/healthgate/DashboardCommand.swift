@@ -22,7 +22,8 @@ struct DashboardServe: AsyncParsableCommand {
             vaping, habits, workouts, sleep, body, stats, timeline and the day's entries (docs/dashboard.md). \
             Nothing is loaded from the network.
 
-            On loopback (the default) nothing else is needed. Any other address needs TLS and a \
+            On loopback (the default) or a Unix socket (unix:PATH, for a reverse proxy on this machine, \
+            mode 0660) nothing else is needed. Any other address needs TLS and a \
             password: --tls-cert, --tls-key and --password-hash-file (a hash made by `healthgate \
             dashboard hash-password`). The certificate is read again on SIGHUP.
             """)
@@ -30,8 +31,8 @@ struct DashboardServe: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var asOf: AsOfOptions
 
-    @Option(help: ArgumentHelp("Where to listen: a loopback address and port (port 0: any free port), or any address with TLS and a password.",
-                               valueName: "ADDRESS:PORT"))
+    @Option(help: ArgumentHelp("Where to listen: a loopback address and port (port 0: any free port), unix:PATH (a socket for a reverse proxy), "
+                                   + "or any address with TLS and a password.", valueName: "ADDRESS:PORT"))
     var listen = DashboardServer.defaultAddress
 
     @Option(help: ArgumentHelp("The TLS certificate chain (PEM).", valueName: "FILE"))
@@ -50,7 +51,7 @@ struct DashboardServe: AsyncParsableCommand {
     func validate() throws {
         if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together") }
         let secured = tlsCert != nil && passwordHashFile != nil
-        if case .failure(let error) = DashboardServer.listenAddress(listen, secured: secured) { throw ValidationError("--listen: \(error)") }
+        if case .failure(let error) = DashboardListen.parse(listen, secured: secured) { throw ValidationError("--listen: \(error)") }
     }
 
     func run() async throws {
@@ -70,11 +71,11 @@ struct DashboardServe: AsyncParsableCommand {
             do { access.tls = try await TLSCertificates(certificate: tlsCert, key: tlsKey) } catch { throw RuntimeFailure("\(error)") }
             if let warning = TLSCertificates.keyAccessWarning(path: tlsKey) { FileHandle.standardError.write(Data("warning: \(warning)\n".utf8)) }
         }
-        let (host, port) = try DashboardServer.listenAddress(listen, secured: access.secured).get()
+        let place = try DashboardListen.parse(listen, secured: access.secured).get()
         let fixed = asOf.at == nil ? nil : try asOf.now()
         let store = try await database.open()
         let logger = Logger(label: "healthgate.dashboard")
-        let app = DashboardServer.application(store: store, host: host, port: port, access: access,
+        let app = DashboardServer.application(store: store, listen: place, access: access,
                                               now: { fixed ?? Date() }, onListening: { url in
                                                   // Unbuffered: whoever started it reads the URL at once.
                                                   FileHandle.standardOutput.write(Data("dashboard of \(database.db) on \(url)\n".utf8))

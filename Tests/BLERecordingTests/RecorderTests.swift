@@ -326,7 +326,12 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         let r = try await Recording(peer, devices: [.address(hr), .address(csc)])
         try await r.wait("csc recording after a failed first attempt") { r.connections(csc) >= 1 }
         #expect(r.events.contains { if case .retrying(let a, _, _) = $0 { a.value == csc.value } else { false } })
-        try await r.wait("hr samples") { try r.count("SELECT count(*) FROM samples s JOIN workouts w ON w.id = s.workout_id WHERE w.source_device = ?", [hr.text]) >= 10 }
+        // Both devices' samples stored before the stop: connected alone, the retried csc has no
+        // workout yet (under load its first values came after the stop once, and one workout was found).
+        func samples(_ address: String) throws -> Int {
+            try r.count("SELECT count(*) FROM samples s JOIN workouts w ON w.id = s.workout_id WHERE w.source_device = ?", [address])
+        }
+        try await r.wait("hr and csc samples") { try samples(hr.text) >= 10 && samples(csc.text) >= 3 }
         try await r.stop()
         #expect(try r.count("SELECT count(*) FROM workouts WHERE in_progress = 0") == 2)
     }

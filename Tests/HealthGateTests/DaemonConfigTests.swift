@@ -72,6 +72,9 @@ import Testing
         #expect(empty.drivers.isEmpty && empty.forwarder == nil && empty.statusSocket == nil && empty.dashboardAddress == nil)
         // A [dashboard] table alone serves on the default address; `enabled = false` serves none.
         #expect(try DaemonConfig.parse("[dashboard]", stateDirectory: "/srv/hg", drivers: Registry.catalog).dashboardAddress == "127.0.0.1:8470")
+        // A Unix socket for a reverse proxy.
+        #expect(try DaemonConfig.parse("[dashboard]\nlisten = \"unix:/run/healthgate/dashboard.sock\"", stateDirectory: "/srv/hg",
+                                       drivers: Registry.catalog).dashboardAddress == "unix:/run/healthgate/dashboard.sock")
         // Any address with TLS and a password hash.
         let hash = "$2b$12$" + String(repeating: "a", count: 53)
         let secured = try DaemonConfig.parse("""
@@ -112,6 +115,7 @@ import Testing
             ("[dashboard]\npassword_hash = \"hunter22\"", "dashboard.password_hash: is not a password hash: make one with `healthgate dashboard hash-password`"),
             ("[dashboard]\nread_only = \"yes\"", "dashboard.read_only: must be true or false"),
             ("[dashboard]\nlisten = \"8470\"", "dashboard.listen: '8470' is not ADDRESS:PORT"),
+            ("[dashboard]\nlisten = \"unix:run/x.sock\"", "dashboard.listen: 'unix:run/x.sock' is not unix:PATH with an absolute path of at most 107 bytes"),
             ("[dashboard]\nport = 8470", "dashboard.port: unknown key"),
             ("[dashboard]\nenabled = 1", "dashboard.enabled: must be true or false"),
             ("[forwarder]\ninterval_s = 30", "forwarder.server: is required (the tracking server's URL)"),

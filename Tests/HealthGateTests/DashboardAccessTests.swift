@@ -127,4 +127,47 @@ import TestSupport
             #expect(refused.status == 403 && refused.body.contains("read-only"), "\(path): \(refused.status)")
         }
     }
+
+    /// A Unix socket for a reverse proxy on the box: mode 0660, the proxy's Host and https
+    /// Origin taken (the proxy answers for its name), a stale socket of an earlier run replaced,
+    /// a relative path or a regular file at the path refused.
+    @Test func aUnixSocketForAProxy() async throws {
+        let scratch = try await ViewsCLITests.database()
+        let relative = try await CLI.run(["dashboard", "--db", scratch.dbPath, "--listen", "unix:dashboard.sock"])
+        #expect(relative.status == 64 && relative.stderr.contains("absolute path"), "\(relative.stderr)")
+        let file = scratch.folder + "/file.sock"
+        try "not a socket".write(toFile: file, atomically: true, encoding: .utf8)
+        let occupied = try await CLI.run(["dashboard", "--db", scratch.dbPath, "--listen", "unix:" + file])
+        #expect(occupied.status != 0 && (try? String(contentsOfFile: file, encoding: .utf8)) == "not a socket", "\(occupied.stderr)")
+
+        let socket = scratch.folder + "/dashboard.sock"
+        for round in 0..<2 {
+            // The second round finds the first one's socket file left behind (killed): replaced.
+            let dashboard = try D.Dashboard(scratch, at: "2026-04-02T21:00", listen: "unix:" + socket)
+            #expect(dashboard.url == "unix:" + socket, "\(round)")
+            var info = stat()
+            #expect(stat(socket, &info) == 0 && info.st_mode & 0o777 == 0o660 && info.st_mode & S_IFMT == S_IFSOCK)
+            let script = """
+                import http.client, json, socket, sys, urllib.parse
+                class Unix(http.client.HTTPConnection):
+                    def connect(self):
+                        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); self.sock.connect(sys.argv[1])
+                def request(method, path, body=None, headers={}):
+                    c = Unix("dashboard.example"); c.request(method, path, body=body, headers=headers); r = c.getresponse()
+                    return r.status, r.read().decode()
+                status, page = request("GET", "/")
+                token = page.split('name="csrf" value="')[1].split('"')[0]
+                posted, _ = request("POST", "/log", urllib.parse.urlencode({"csrf": token, "kind": "glass"}).encode(),
+                                    {"Content-Type": "application/x-www-form-urlencoded", "Origin": "https://dashboard.example"})
+                other, _ = request("POST", "/log", urllib.parse.urlencode({"csrf": token, "kind": "glass"}).encode(),
+                                   {"Content-Type": "application/x-www-form-urlencoded", "Origin": "https://evil.example"})
+                print(json.dumps([status, 'data-field="water-ml"' in page, posted, other]))
+                """
+            let run = try await Tool.run("/usr/bin/env", ["python3", "-c", script, socket])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[200, true, 303, 403]", "\(run.stdout)")
+            kill(dashboard.process.processIdentifier, SIGKILL)
+            try await onOwnThread { dashboard.process.waitUntilExit() }
+        }
+    }
 }

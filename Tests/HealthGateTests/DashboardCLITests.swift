@@ -32,7 +32,9 @@ import TestSupport
                 line.append(b)
             }
             let text = String(decoding: line, as: UTF8.self)
-            guard let range = text.range(of: "http://") ?? text.range(of: "https://") else { throw PeerError("unexpected first line: \(text)") }
+            guard let range = text.range(of: "http://") ?? text.range(of: "https://") ?? text.range(of: "unix:") else {
+                throw PeerError("unexpected first line: \(text)")
+            }
             url = String(text[range.lowerBound...])
         }
 
