@@ -40,12 +40,22 @@ import TestSupport
         let stores = try (0..<count).map { i in
             try PostgresServerStore(settings: settings, logger: logger, beforeCommit: i == 0 ? beforeCommit : nil)
         }
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            for store in stores { group.addTask { await store.database.client.run(); return nil } }
-            defer { group.cancelAll() }
+        return try await withPools(stores) {
             try await stores[0].migrate()
             return try await body(cluster, database, stores)
         }
+    }
+
+    /// Runs `body` while the stores' connection pools run, then stops the pools without waiting
+    /// for them to end. Awaiting `PostgresClient.run()` after its cancellation hung the whole
+    /// test run twice in full runs under load: no backend was left in PostgreSQL, and the pool
+    /// never finished its shutdown (a connection whose creation raced with the cancellation). The
+    /// tests need the pools while they run, not their shutdown; the server's own shutdown is
+    /// tested with the server process.
+    static func withPools<T: Sendable>(_ stores: [PostgresServerStore], _ body: () async throws -> T) async throws -> T {
+        let pools = stores.map { store in Task { await store.database.client.run() } }
+        defer { for pool in pools { pool.cancel() } }
+        return try await body()
     }
 
     /// Two uploads of one account through two servers, the first still uncommitted when the
@@ -194,9 +204,7 @@ import TestSupport
             held.ring()
             _ = await release.wait()
         })
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await store.database.client.run() }
-            defer { group.cancelAll() }
+        try await Self.withPools([store]) {
             // The pool's one connection, opened (which may take longer than the wait on a loaded
             // machine): from then on a lease of it is immediate.
             try await eventually("the pool's connection is open", every: .milliseconds(200)) {
@@ -234,9 +242,7 @@ import TestSupport
             let fresh = try await cluster.createDatabase()
             try await cluster.psql(fresh, "CREATE TABLE users (id text)")  // makes pg-v1-schema fail at CREATE TABLE users
             let other = try PostgresServerStore(settings: try Self.settings(cluster, fresh), logger: Logger(label: "test"))
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await other.database.client.run() }
-                defer { group.cancelAll() }
+            try await Self.withPools([other]) {
                 await #expect(throws: (any Error).self) { try await other.migrate() }
                 #expect(try await cluster.psql(fresh, "SELECT to_regclass('server_meta') IS NULL") == "t", "nothing of it was kept")
                 #expect(try await other.appliedMigrations().isEmpty)
