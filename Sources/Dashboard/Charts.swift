@@ -68,25 +68,12 @@ public struct DailyBars: Sendable {
         let (top, step) = Self.scale(highest * 1.05, counts: counts)
         func y(_ v: Double) -> Double { Self.top + plotH - plotH * v / top }
         let slot = days.isEmpty ? plotW : plotW / Double(days.count)
-        var out = """
-            <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \(width) \(height)" role="img" \
-            aria-labelledby="\(id)-title \(id)-desc" id="\(id)">
-            <title id="\(id)-title">\(HTML.escape(title))</title>
-            <desc id="\(id)-desc">\(HTML.escape(description))</desc>
+        var out = SVGChart.open(id: id, width: width, height: h, title: title, description: description, defs: """
             <defs><pattern id="\(id)-nodata" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">\
             <rect width="6" height="6" fill="#f2f2f2"/><line x1="0" y1="0" x2="0" y2="6" stroke="#9a9a9a" stroke-width="2"/></pattern></defs>
-
-            """
+            """)
         // The y axis: gridlines and labels at each step.
-        var tick = 0.0
-        while tick <= top + step / 2 {
-            let ty = Self.f(y(tick))
-            out += "<line class=\"grid\" x1=\"\(Self.f(Self.left))\" y1=\"\(ty)\" x2=\"\(Self.f(w - Self.right))\" y2=\"\(ty)\"/>"
-            out += "<text class=\"y-label\" x=\"\(Self.f(Self.left - 6))\" y=\"\(ty)\" text-anchor=\"end\" dominant-baseline=\"middle\">"
-                + "\(Self.number(tick))</text>\n"
-            tick += step
-        }
-        out += "<text x=\"4\" y=\"14\">\(HTML.escape(unit))</text>\n"
+        out += SVGChart.valueAxis(low: 0, high: top, step: step, left: Self.left, right: w - Self.right, unit: unit, y: y)
         // Bars, and hatched gaps for the days without data.
         let labelEvery = max(1, Int((Double(days.count) / 8).rounded(.up)))
         for (i, day) in days.enumerated() {
@@ -136,5 +123,38 @@ public struct DailyBars: Sendable {
     static func number(_ v: Double) -> String {
         if v == v.rounded(), abs(v) < 1e15 { return String(Int(v)) }
         return String(format: "%.2f", v).replacingOccurrences(of: #"\.?0+$"#, with: "", options: .regularExpression)
+    }
+}
+
+/// What every chart of the pages begins with and how its value axis is drawn: one way.
+enum SVGChart {
+    /// `<svg ...>` with its title and description (`role="img"`, `aria-labelledby`), `id` its
+    /// element id; `attributes` more of the element's (already escaped), `defs` its definitions.
+    static func open(id: String, width: Int, height: Double, title: String, description: String, attributes: String = "",
+                     defs: String = "") -> String {
+        """
+        <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \(width) \(DailyBars.number(height))" role="img" \
+        aria-labelledby="\(id)-title \(id)-desc" id="\(id)"\(attributes.isEmpty ? "" : " " + attributes)>
+        <title id="\(id)-title">\(HTML.escape(title))</title>
+        <desc id="\(id)-desc">\(HTML.escape(description))</desc>
+        \(defs)
+
+        """
+    }
+
+    /// Gridlines across `left...right` and their labels at each `step` from `low` through `high`,
+    /// then the unit at the top left; `y` places a value.
+    static func valueAxis(low: Double, high: Double, step: Double, left: Double, right: Double, unit: String,
+                          y: (Double) -> Double) -> String {
+        var out = ""
+        var tick = low
+        while tick <= high + step / 2 {
+            let ty = DailyBars.f(y(tick))
+            out += "<line class=\"grid\" x1=\"\(DailyBars.f(left))\" y1=\"\(ty)\" x2=\"\(DailyBars.f(right))\" y2=\"\(ty)\"/>"
+                + "<text class=\"y-label\" x=\"\(DailyBars.f(left - 6))\" y=\"\(ty)\" text-anchor=\"end\" dominant-baseline=\"middle\">"
+                + "\(DailyBars.number(tick))</text>\n"
+            tick += step
+        }
+        return out + "<text x=\"4\" y=\"14\">\(HTML.escape(unit))</text>\n"
     }
 }

@@ -114,13 +114,9 @@ extension Pages {
     static func heatmap(_ figures: HabitFigures) -> String {
         let size = 11.0, gap = 2.0, left = 30.0, top = 18.0
         let width = Int(left + Double(figures.weeks.count) * (size + gap) + 4), height = Int(top + 7 * (size + gap) + 4)
-        var out = """
-            <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \(width) \(height)" role="img" aria-labelledby="calendar-title calendar-desc" id="calendar">
-            <title id="calendar-title">\(HTML.escape(figures.name)): the last \(figures.weeks.count) weeks</title>
-            <desc id="calendar-desc">One square per day, \(figures.weeks.joined().filter { $0.met == true }.count) days with the goal met, \
-            \(figures.weeks.joined().filter { $0.entries > 0 }.count) days with entries.</desc>
-
-            """
+        var out = SVGChart.open(id: "calendar", width: width, height: Double(height), title: "\(figures.name): the last \(figures.weeks.count) weeks",
+                                description: "One square per day, \(figures.weeks.joined().filter { $0.met == true }.count) days with the goal met, "
+                                    + "\(figures.weeks.joined().filter { $0.entries > 0 }.count) days with entries.")
         for (row, name) in ["Mon", "", "Wed", "", "Fri", "", "Sun"].enumerated() where !name.isEmpty {
             out += "<text x=\"0\" y=\"\(DailyBars.f(top + Double(row) * (size + gap) + size - 1))\" style=\"font-size:9px\">\(name)</text>"
         }

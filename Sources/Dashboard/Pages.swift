@@ -196,10 +196,7 @@ public enum Pages {
 
     /// Local `HH:MM` in the report's time zone.
     static func clock(_ date: Date, _ report: TodayReport) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: report.timeZone) ?? .current
-        let c = calendar.dateComponents([.hour, .minute], from: date)
-        return String(format: "%02d:%02d", c.hour ?? 0, c.minute ?? 0)
+        clock(date, DayBoundary(timeZone: TimeZone(identifier: report.timeZone) ?? .current))
     }
 }
 

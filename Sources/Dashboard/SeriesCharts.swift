@@ -64,23 +64,10 @@ public struct TimeSeriesChart: Sendable {
         let (low, high, step) = Self.range(values.min() ?? 0, values.max() ?? 1)
         func x(_ v: Double) -> Double { Self.left + plotW * (xMax > 0 ? v / xMax : 0) }
         func y(_ v: Double) -> Double { Self.top + plotH - plotH * (v - low) / (high - low) }
-        var out = """
-            <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \(width) \(height)" role="img" \
-            aria-labelledby="\(id)-title \(id)-desc" id="\(id)" class="series-chart" data-left="\(DailyBars.f(Self.left))" \
-            data-width="\(DailyBars.f(plotW))" data-x-max="\(DailyBars.number(xMax))">
-            <title id="\(id)-title">\(HTML.escape(title))</title>
-            <desc id="\(id)-desc">\(HTML.escape(description))</desc>
-
-            """
-        var tick = low
-        while tick <= high + step / 2 {
-            let ty = DailyBars.f(y(tick))
-            out += "<line class=\"grid\" x1=\"\(DailyBars.f(Self.left))\" y1=\"\(ty)\" x2=\"\(DailyBars.f(w - Self.right))\" y2=\"\(ty)\"/>"
-                + "<text class=\"y-label\" x=\"\(DailyBars.f(Self.left - 6))\" y=\"\(ty)\" text-anchor=\"end\" dominant-baseline=\"middle\">"
-                + "\(DailyBars.number(tick))</text>\n"
-            tick += step
-        }
-        out += "<text x=\"4\" y=\"14\">\(HTML.escape(unit))</text>\n"
+        var out = SVGChart.open(id: id, width: width, height: h, title: title, description: description,
+                                attributes: "class=\"series-chart\" data-left=\"\(DailyBars.f(Self.left))\" "
+                                    + "data-width=\"\(DailyBars.f(plotW))\" data-x-max=\"\(DailyBars.number(xMax))\"")
+        out += SVGChart.valueAxis(low: low, high: high, step: step, left: Self.left, right: w - Self.right, unit: unit, y: y)
         for t in xTicks {
             out += "<text class=\"x-label\" x=\"\(DailyBars.f(x(t.x)))\" y=\"\(DailyBars.f(h - 8))\" text-anchor=\"middle\">"
                 + "\(HTML.escape(t.label))</text>\n"
@@ -215,13 +202,7 @@ public struct RouteMap: Sendable {
             (DailyBars.f(margin + (p.longitude - west) * scaleX * scale), DailyBars.f(margin + (north - p.latitude) * scale))
         }
         func xy(_ p: Point) -> String { let (x, y) = at(p); return x + "," + y }
-        var out = """
-            <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \(width) \(DailyBars.number(h))" role="img" \
-            aria-labelledby="\(id)-title \(id)-desc" id="\(id)" class="route">
-            <title id="\(id)-title">\(HTML.escape(title))</title>
-            <desc id="\(id)-desc">\(HTML.escape(description))</desc>
-
-            """
+        var out = SVGChart.open(id: id, width: width, height: h, title: title, description: description, attributes: "class=\"route\"")
         // Consecutive points of one step form one line; each line starts where the last ended.
         var i = 0
         while i < kept.count - 1 {

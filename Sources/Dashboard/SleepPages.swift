@@ -144,13 +144,9 @@ struct NightTimes {
         let plotW = Double(width) - left - right, plotH = Double(height) - top - bottom
         let slot = nights.isEmpty ? plotW : plotW / Double(nights.count)
         func y(_ hours: Double) -> Double { top + plotH * min(max(hours, 0), Self.span) / Self.span }
-        var out = """
-            <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \(width) \(height)" role="img" aria-labelledby="\(id)-title \(id)-desc" id="\(id)">
-            <title id="\(id)-title">Bed and wake times</title>
-            <desc id="\(id)-desc">For each night, a bar from the time the main sleep started to the time it ended, \
-            on a clock from 18:00 the evening before to 14:00.</desc>
-
-            """
+        var out = SVGChart.open(id: id, width: width, height: Double(height), title: "Bed and wake times",
+                                description: "For each night, a bar from the time the main sleep started to the time it ended, "
+                                    + "on a clock from 18:00 the evening before to 14:00.")
         for h in stride(from: 0.0, through: Self.span, by: 4) {
             let ty = DailyBars.f(y(h))
             out += "<line class=\"grid\" x1=\"\(DailyBars.f(left))\" y1=\"\(ty)\" x2=\"\(DailyBars.f(Double(width) - right))\" y2=\"\(ty)\"/>"

@@ -76,13 +76,8 @@ struct Timeline {
         func x(_ d: Date) -> Double { left + plotW * d.timeIntervalSince(start) / span }
         let id = "timeline-\(day)"
         let counts = lanes.map { "\($0.name.lowercased()) \($0.spans.count + $0.marks.count)" }.joined(separator: ", ")
-        var out = """
-            <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \(width) \(DailyBars.number(height))" role="img" \
-            aria-labelledby="\(id)-title \(id)-desc" id="\(id)" class="timeline">
-            <title id="\(id)-title">\(day) on one time axis</title>
-            <desc id="\(id)-desc">From the day's start to the next day's, one lane each: \(counts).</desc>
-
-            """
+        var out = SVGChart.open(id: id, width: width, height: height, title: "\(day) on one time axis",
+                                description: "From the day's start to the next day's, one lane each: \(counts).", attributes: "class=\"timeline\"")
         // Hour lines every three hours from the day's start.
         var tick = start
         while tick <= end {
