@@ -172,3 +172,42 @@ public struct DayBoundary: Hashable, Sendable {
 
     public static func text(minutes: Int) -> String { String(format: "%02d:%02d", minutes / 60, minutes % 60) }
 }
+
+/// Calendar periods of `stats`, the dashboard and the server's summaries: days, ISO weeks (Monday
+/// first), calendar months and years, each starting at the day start of its first day.
+public enum StatsPeriod: String, Sendable, CaseIterable {
+    case day, week, month, year
+
+    /// The first day of the period holding `day`: itself, its ISO week's Monday, the 1st of
+    /// its month or of its year.
+    public func first(of day: LocalDay) -> LocalDay {
+        switch self {
+        case .day: day
+        case .week: day.adding(1 - day.isoWeekday)
+        case .month: LocalDay(year: day.year, month: day.month, day: 1)
+        case .year: LocalDay(year: day.year, month: 1, day: 1)
+        }
+    }
+
+    /// The first day of the period after the one starting on `first`.
+    public func next(after first: LocalDay) -> LocalDay {
+        switch self {
+        case .day: first.adding(1)
+        case .week: first.adding(7)
+        case .month: first.adding(1, .month)
+        case .year: first.adding(1, .year)
+        }
+    }
+
+    /// The label of the period holding `day` (ISO weeks: `2019-W20`).
+    public func label(_ day: LocalDay) -> String {
+        switch self {
+        case .day: return day.description
+        case .week:
+            let week = day.isoWeek
+            return String(format: "%04d-W%02d", week.year, week.week)
+        case .month: return String(format: "%04d-%02d", day.year, day.month)
+        case .year: return String(format: "%04d", day.year)
+        }
+    }
+}

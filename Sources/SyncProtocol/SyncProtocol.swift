@@ -318,8 +318,9 @@ public struct RawJSON: Decodable, Sendable, Equatable {
 
 // MARK: - Summaries, health, errors
 
-/// `GET /v1/summaries?period=day|week|month|year[&since=..][&until=..]`: totals per period (UTC;
-/// weeks start on Monday).
+/// `GET /v1/summaries?period=day|week|month|year[&since=..][&until=..][&tz=..][&day_start=..]`:
+/// totals per period of the user's days (docs/days.md) in `time_zone` from `day_start`; weeks
+/// start on Monday.
 public struct SummaryResponse: Codable, Sendable, Equatable {
     public struct Bucket: Codable, Sendable, Equatable {
         /// First day of the period, `YYYY-MM-DD`.
@@ -392,9 +393,16 @@ public struct SummaryResponse: Codable, Sendable, Equatable {
         }
     }
     public var period: String
+    /// The zone the days were counted in (`Europe/Berlin`; `UTC` unless asked).
+    public var timeZone: String
+    /// When the days start, `HH:MM` (the user's synced preference unless asked).
+    public var dayStart: String
     public var buckets: [Bucket]
-    public init(period: String, buckets: [Bucket]) {
+    enum CodingKeys: String, CodingKey { case period, timeZone = "time_zone", dayStart = "day_start", buckets }
+    public init(period: String, timeZone: String = "UTC", dayStart: String = "00:00", buckets: [Bucket]) {
         self.period = period
+        self.timeZone = timeZone
+        self.dayStart = dayStart
         self.buckets = buckets
     }
 }

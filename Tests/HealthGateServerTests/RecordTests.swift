@@ -226,8 +226,7 @@ import TestSupport
         }
         #expect(try await summary("period=day") == SummaryResponse(period: "day", buckets: [
             B(start: "2025-12-30", workouts: 1, activeS: 3000, distanceM: 10_000, energyKcal: 600),
-            B(start: "2025-12-31", sleepS: 27_000),
-            B(start: "2026-01-01", workouts: 1, activeS: 1800, distanceM: 5_000, habitEvents: 1, habits: [water(1)]),
+            B(start: "2026-01-01", workouts: 1, activeS: 1800, distanceM: 5_000, sleepS: 27_000, habitEvents: 1, habits: [water(1)]),
             B(start: "2026-03-01", workouts: 1, activeS: 3600, energyKcal: 400),
             B(start: "2026-03-02", habitEvents: 1, measurements: 1, habits: [water(1)]),
         ]))
@@ -237,18 +236,18 @@ import TestSupport
             B(start: "2026-03-02", habitEvents: 1, measurements: 1, habits: [water(1)]),
         ]))
         #expect(try await summary("period=month") == SummaryResponse(period: "month", buckets: [
-            B(start: "2025-12-01", workouts: 1, activeS: 3000, distanceM: 10_000, energyKcal: 600, sleepS: 27_000),
-            B(start: "2026-01-01", workouts: 1, activeS: 1800, distanceM: 5_000, habitEvents: 1, habits: [water(1)]),
+            B(start: "2025-12-01", workouts: 1, activeS: 3000, distanceM: 10_000, energyKcal: 600),
+            B(start: "2026-01-01", workouts: 1, activeS: 1800, distanceM: 5_000, sleepS: 27_000, habitEvents: 1, habits: [water(1)]),
             B(start: "2026-03-01", workouts: 1, activeS: 3600, energyKcal: 400, habitEvents: 1, measurements: 1, habits: [water(1)]),
         ]))
         #expect(try await summary("period=year") == SummaryResponse(period: "year", buckets: [
-            B(start: "2025-01-01", workouts: 1, activeS: 3000, distanceM: 10_000, energyKcal: 600, sleepS: 27_000),
-            B(start: "2026-01-01", workouts: 2, activeS: 5400, distanceM: 5_000, energyKcal: 400, habitEvents: 2, measurements: 1, habits: [water(2)]),
+            B(start: "2025-01-01", workouts: 1, activeS: 3000, distanceM: 10_000, energyKcal: 600),
+            B(start: "2026-01-01", workouts: 2, activeS: 5400, distanceM: 5_000, energyKcal: 400, sleepS: 27_000, habitEvents: 2, measurements: 1,
+              habits: [water(2)]),
         ]))
-        // since and until are whole days, both included.
+        // since and until are whole days, both included; the night counts on the day it ends.
         #expect(try await summary("period=month&since=2025-12-31&until=2026-03-01") == SummaryResponse(period: "month", buckets: [
-            B(start: "2025-12-01", sleepS: 27_000),
-            B(start: "2026-01-01", workouts: 1, activeS: 1800, distanceM: 5_000, habitEvents: 1, habits: [water(1)]),
+            B(start: "2026-01-01", workouts: 1, activeS: 1800, distanceM: 5_000, sleepS: 27_000, habitEvents: 1, habits: [water(1)]),
             B(start: "2026-03-01", workouts: 1, activeS: 3600, energyKcal: 400),
         ]))
         #expect(try await summary("period=day&since=2027-01-01").buckets.isEmpty)

@@ -146,13 +146,30 @@ import TestSupport
         #expect(checker.check(WireRecord(sleep), now: now).failure?.reason == "stages[0] ends before it starts")
     }
 
-    @Test func daysAreRealCalendarDays() {
-        #expect(Day("2026-03-01")?.description == "2026-03-01")
-        #expect(Day("2024-02-29") != nil)
-        for bad in ["2026-02-29", "2026-13-01", "2026-3-1", "2026-03-01T00:00:00Z", "", "yesterday"] {
-            #expect(Day(bad) == nil, "\(bad)")
+    /// Summary periods by the one day rule: a 04:00 day start in Berlin across the spring change
+    /// (the 28th lasts 23 hours), cut to since/until, a half-open lookup, and a limit.
+    @Test func summaryPeriodsFollowTheDayRule() throws {
+        let days = DayBoundary(timeZone: TimeZone(identifier: "Europe/Berlin")!, startMinutes: 240)
+        let t = { (s: String) in ISO8601.parse(s)!.timeIntervalSince1970 }
+        let span = t("2026-03-28T02:59:00Z")...t("2026-03-30T05:00:00Z")
+        let periods = try SummaryPeriods(period: .day, days: days, span: span, since: nil, until: nil)
+        #expect(periods.labels == ["2026-03-27", "2026-03-28", "2026-03-29", "2026-03-30"])
+        #expect(periods.edges == [t("2026-03-27T03:00:00Z"), t("2026-03-28T03:00:00Z"), t("2026-03-29T02:00:00Z"),
+                                  t("2026-03-30T02:00:00Z"), t("2026-03-31T02:00:00Z")])
+        #expect(periods.index(of: t("2026-03-29T01:59:59Z")) == 1 && periods.index(of: t("2026-03-29T02:00:00Z")) == 2)
+        #expect(periods.index(of: t("2026-03-31T02:00:00Z")) == nil && periods.index(of: t("2026-03-27T02:59:59Z")) == nil)
+        // Cut to the 28th and 29th: the week of Monday the 23rd, bounded by those days.
+        let week = try SummaryPeriods(period: .week, days: days, span: span, since: LocalDay("2026-03-28"), until: LocalDay("2026-03-29"))
+        #expect(week.labels == ["2026-03-23"] && week.edges == [t("2026-03-28T03:00:00Z"), t("2026-03-30T02:00:00Z")])
+        #expect(try SummaryPeriods(period: .month, days: days, span: span, since: LocalDay("2027-01-01"), until: nil).labels.isEmpty)
+        #expect(periods.json.hasPrefix("[[\"2026-03-27\",1774580400.0,1774666800.0],"))
+        // A thousand years of days is refused, not laid out.
+        #expect(throws: SummaryPeriods.TooMany.self) {
+            try SummaryPeriods(period: .day, days: days, span: t("1000-01-01T00:00:00Z")...t("2026-01-01T00:00:00Z"), since: nil, until: nil)
         }
-        #expect(Day("2026-03-01")!.end == Day("2026-03-02")!.start)
+        #expect(SummaryScope.dayStart(preferencesBody: #"{"kind":"preferences","preferences":{"day_start":"04:30"}}"#) == 270)
+        #expect(SummaryScope.dayStart(preferencesBody: #"{"preferences":{"day_start":"25:00"}}"#) == 0)
+        #expect(SummaryScope.dayStart(preferencesBody: nil) == 0)
     }
 
     @Test func deviceTokensAreRandomAndStoredAsSHA256() {

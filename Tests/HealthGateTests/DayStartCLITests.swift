@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import HealthModel
 import HealthStore
 import Testing
@@ -6,7 +9,7 @@ import TestSupport
 
 /// A day that starts at 04:00 (`define day-start`), across Berlin's spring DST change (02:00 ->
 /// 03:00 on 2026-03-29): `today` and `stats` put each entry and night on the same day, by
-/// ``DayBoundary``'s one rule.
+/// ``DayBoundary``'s one rule; the tracking server's summaries of the same records, synced, too.
 @Suite struct DayStartCLITests {
     typealias V = ViewsCLITests
 
@@ -58,5 +61,80 @@ import TestSupport
         #expect(byDay["2026-03-29"]?["habit_events"] as? Int == 2 && byDay["2026-03-29"]?["sleep_sessions"] as? Int == 2,
                 "\(byDay["2026-03-29"] ?? [:])")
         #expect(byDay["2026-03-30"] == nil, "\(stats)")
+    }
+
+    /// The records synced to a real server: its summaries in the user's zone count every day,
+    /// week and month as `stats` does (the day start coming from the synced preferences), and
+    /// differently from UTC days, so the comparison can fail.
+    @Test func theServerSummariesCountTheSameDays() async throws {
+        let scratch = try Scratch()
+        // A workout at 01:00 on the 29th (the 28th's) and one at 04:30 (the 29th's) besides.
+        let workouts: [HealthRecord] = [(3, 29, 1, 0), (3, 29, 4, 30)].map { (mo, d, h, mi) in
+            .workout(Workout(id: RecordID.derive("day-start", "w", String(h)), sport: "running", start: V.local(mo, d, h, mi),
+                             end: V.local(mo, d, h, mi).addingTimeInterval(1800), timerS: 1800, distanceM: 5000, energyKcal: 300,
+                             source: V.source))
+        }
+        try await scratch.store().write(Self.records() + workouts)
+        let server = try await ServerProcess.start()
+        let url = server.url.absoluteString
+        let email = "days@example.org", password = "a long passphrase"
+        #expect(try await CLI.run(["register", "--server", url, "--email", email, "--password-stdin"], stdin: password).status == 0)
+        let login = try await CLI.run(["login", "--server", url, "--email", email, "--password-stdin", "--db", scratch.dbPath], stdin: password)
+        #expect(login.status == 0, "\(login.stderr)")
+        let sync = try await CLI.run(["sync", "--db", scratch.dbPath])
+        #expect(sync.status == 0, "\(sync.stderr)")
+
+        // A second device of the account reads the summaries.
+        var request = URLRequest(url: server.url.appendingPathComponent("v1/sessions"))
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = try JSONSerialization.data(withJSONObject: ["email": email, "password": password, "device_name": "reader"])
+        let (body, _) = try await URLSession.shared.data(for: request)
+        let token = try #require((try JSONSerialization.jsonObject(with: body) as? [String: Any])?["token"] as? String)
+        func summaries(_ query: String) async throws -> [String: Any] {
+            var request = URLRequest(url: URL(string: url + "/v1/summaries?" + query)!)
+            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            let (body, response) = try await URLSession.shared.data(for: request)
+            #expect((response as? HTTPURLResponse)?.statusCode == 200, "\(String(decoding: body, as: UTF8.self))")
+            return try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
+        }
+
+        for period in ["day", "week", "month"] {
+            let stats = try #require((try V.json(try await V.run(scratch, ["stats", "--period", period, "--json", "--at", "2026-03-30T12:00"]).stdout)
+                                      as? [String: Any])?["periods"] as? [[String: Any]])
+            let summary = try await summaries("period=\(period)&tz=Europe/Berlin")
+            #expect(summary["time_zone"] as? String == "Europe/Berlin" && summary["day_start"] as? String == "04:00", "\(summary)")
+            let buckets = try #require(summary["buckets"] as? [[String: Any]])
+            let counted = stats.filter { ($0["habit_events"] as? Int ?? 0) + ($0["sleep_sessions"] as? Int ?? 0) + ($0["workouts"] as? Int ?? 0) > 0 }
+            var expected: [String: [Double]] = [:]
+            for s in counted {
+                // The stats' start is the instant the period starts: its local first day.
+                let start = try #require(ISO8601DateFormatter().date(from: s["start"] as? String ?? ""))
+                let day = DayBoundary(timeZone: V.zone, startMinutes: 240).day(of: start).description
+                let sleep = (s["avg_sleep_s"] as? Double ?? 0) * Double(s["sleep_sessions"] as? Int ?? 0)
+                expected[day] = [Double(s["habit_events"] as? Int ?? 0), Double(s["workouts"] as? Int ?? 0), s["active_s"] as? Double ?? 0,
+                                 sleep, s["drinks_ml"] as? Double ?? 0]
+            }
+            var got: [String: [Double]] = [:]
+            for b in buckets {
+                let water = (b["habits"] as? [[String: Any]] ?? []).first { $0["habit"] as? String == "hydration" }?["value"] as? Double ?? 0
+                got[b["start"] as? String ?? "?"] = [Double(b["habit_events"] as? Int ?? 0), Double(b["workouts"] as? Int ?? 0),
+                                                     b["active_s"] as? Double ?? 0, b["sleep_s"] as? Double ?? 0, water]
+            }
+            #expect(got == expected, "\(period): server \(got), stats \(expected)")
+            #expect(!got.isEmpty)
+        }
+        // By UTC days from midnight the same records fall elsewhere: the 28th's bottle (00:30 UTC)
+        // and workout (00:00 UTC) on the 29th, the 02:00 session and the second night on the 30th.
+        let utc = try #require(try await summaries("period=day&day_start=00:00")["buckets"] as? [[String: Any]])
+        #expect(utc.map { $0["start"] as? String ?? "" } == ["2026-03-29", "2026-03-30"], "\(utc)")
+        #expect(utc.first?["workouts"] as? Int == 2 && utc.first?["habit_events"] as? Int == 2, "\(utc)")
+        // Refused: a zone that is not a name, a day start past noon, a day that does not exist.
+        for query in ["period=day&tz=Mars/Olympus", "period=day&tz=%2B02:00", "period=day&day_start=13:00", "period=day&since=2026-02-30"] {
+            var request = URLRequest(url: URL(string: url + "/v1/summaries?" + query)!)
+            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            let (_, response) = try await URLSession.shared.data(for: request)
+            #expect((response as? HTTPURLResponse)?.statusCode == 400, "\(query)")
+        }
     }
 }

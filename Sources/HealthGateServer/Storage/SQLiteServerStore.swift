@@ -403,71 +403,70 @@ public final class SQLiteServerStore: ServerStore {
         }
     }
 
-    public func summaries(userId: String, period: SummaryPeriod, since: Day?, until: Day?) async throws -> [SummaryResponse.Bucket] {
-        let bucket = switch period {
-        case .day: "date(start_time, 'unixepoch')"
-        // Back six days, then forward to the next Monday (or stay on it): the week's Monday.
-        case .week: "date(start_time, 'unixepoch', '-6 days', 'weekday 1')"
-        case .month: "strftime('%Y-%m-01', start_time, 'unixepoch')"
-        case .year: "strftime('%Y-01-01', start_time, 'unixepoch')"
+    public func summaryScope(userId: String) async throws -> SummaryScope {
+        try await pool.read { db in
+            let body = try String.fetchOne(db, sql: """
+                SELECT body FROM records WHERE user_id = ? AND type = 'definition' AND body IS NOT NULL
+                    AND json_extract(body, '$.kind') = 'preferences'
+                ORDER BY start_time DESC LIMIT 1
+                """, arguments: [userId])
+            let row = try Row.fetchOne(db, sql: """
+                SELECT min(start_time) AS first, max(max(start_time, end_time)) AS last FROM records WHERE user_id = ? AND body IS NOT NULL
+                """, arguments: [userId])
+            let first: Double? = row?["first"], last: Double? = row?["last"]
+            return SummaryScope(dayStartMinutes: SummaryScope.dayStart(preferencesBody: body), span: first.flatMap { f in last.map { f...max(f, $0) } })
         }
-        let range: StatementArguments = [since?.start.timeIntervalSince1970 ?? -Double.greatestFiniteMagnitude,
-                                         until?.end.timeIntervalSince1970 ?? Double.greatestFiniteMagnitude]
+    }
+
+    public func summaries(userId: String, periods: SummaryPeriods) async throws -> [SummaryResponse.Bucket] {
+        guard let from = periods.edges.first, let to = periods.edges.last else { return [] }
+        // The periods as a table (label, from, to); each is one range of the (user, start) index.
+        let table = """
+            periods(label, lo, hi) AS (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]')
+                                       FROM json_each(?))
+            """
+        // As the client counts them: skipped, unknown and not-done marks are not entries.
+        let counted = "coalesce(json_extract(r.body, '$.label'), '') NOT IN (" + SummaryBuilder.marks.map { "'\($0)'" }.joined(separator: ", ") + ")"
         return try await pool.read { db in
-            // Habit events per bucket, habit and category, from the stored bodies. As the
-            // client counts them: skipped, unknown and not-done marks are not entries, and the
-            // spellings of one name (`Reading`, `reading`) are one habit, shown as its
-            // definition spells it (else the first spelling).
-            let marks = "(" + HabitEvent.Mark.all.sorted().map { "'\($0)'" }.joined(separator: ", ") + ")"
-            let counted = "coalesce(json_extract(body, '$.label'), '') NOT IN \(marks)"
-            var spelling: [String: String] = [:]
+            var builder = SummaryBuilder(periods: periods)
             for name in try String.fetchAll(db, sql: """
                 SELECT json_extract(body, '$.name') FROM records
                 WHERE user_id = ? AND type = 'definition' AND body IS NOT NULL AND json_extract(body, '$.kind') = 'habit'
                 """, arguments: [userId]) {
-                spelling[Definition.key(name)] = name
+                builder.define(habit: name)
             }
-            var habits: [String: [String: SummaryResponse.HabitTotal]] = [:]
-            let rows = try Row.fetchCursor(db, sql: """
-                SELECT \(bucket) AS bucket, json_extract(body, '$.habit') AS habit, json_extract(body, '$.category') AS category,
-                       count(*) AS events, total(json_extract(body, '$.value')) AS value, max(json_extract(body, '$.unit')) AS unit
-                FROM records
-                WHERE user_id = ? AND type = 'habit' AND start_time >= ? AND start_time < ? AND body IS NOT NULL AND \(counted)
-                GROUP BY bucket, habit, category ORDER BY bucket, habit, category
-                """, arguments: [userId] + range)
-            while let row = try rows.next() {
-                let start: String = row["bucket"]
-                let stored = (row["habit"] as String?) ?? ""
-                let key = Definition.key(stored)
-                let events: Int = row["events"]
-                var total = habits[start]?[key] ?? SummaryResponse.HabitTotal(habit: spelling[key] ?? stored, events: 0, value: 0)
-                total.events += events
-                total.value += row["value"] as Double
-                total.unit = total.unit ?? (row["unit"] as String?)
-                if let category: String = row["category"] {
-                    if let i = total.categories.firstIndex(where: { $0.category == category }) {
-                        total.categories[i].events += events
-                    } else {
-                        total.categories.append(SummaryResponse.CategoryCount(category: category, events: events))
-                        total.categories.sort { $0.category < $1.category }
-                    }
-                }
-                habits[start, default: [:]][key] = total
+            let totals = try Row.fetchCursor(db, sql: """
+                WITH \(table)
+                SELECT p.label AS label, SUM(r.type = 'workout') AS workouts, SUM(r.active_s) AS active_s, SUM(r.distance_m) AS distance_m,
+                       SUM(r.energy_kcal) AS energy_kcal, SUM(r.type = 'habit' AND \(counted)) AS habit_events,
+                       SUM(r.type = 'measurement') AS measurements
+                FROM periods p JOIN records r ON r.user_id = ? AND r.start_time >= p.lo AND r.start_time < p.hi
+                WHERE r.body IS NOT NULL AND r.type NOT IN ('sleep', 'definition')
+                GROUP BY p.label
+                """, arguments: [periods.json, userId])
+            while let row = try totals.next() {
+                builder.add(row["label"], workouts: row["workouts"], activeS: row["active_s"], distanceM: row["distance_m"],
+                            energyKcal: row["energy_kcal"], habitEvents: row["habit_events"], measurements: row["measurements"])
             }
-            return try Row.fetchAll(db, sql: """
-                SELECT \(bucket) AS bucket,
-                       SUM(type = 'workout') AS workouts, SUM(active_s) AS active_s, SUM(distance_m) AS distance_m,
-                       SUM(energy_kcal) AS energy_kcal, SUM(sleep_s) AS sleep_s,
-                       SUM(type = 'habit' AND \(counted)) AS habit_events, SUM(type = 'measurement') AS measurements
-                FROM records
-                WHERE user_id = ? AND start_time >= ? AND start_time < ? AND body IS NOT NULL
-                GROUP BY bucket ORDER BY bucket
-                """, arguments: [userId] + range).map { row in
-                SummaryResponse.Bucket(start: row["bucket"], workouts: row["workouts"], activeS: row["active_s"],
-                                       distanceM: row["distance_m"], energyKcal: row["energy_kcal"], sleepS: row["sleep_s"],
-                                       habitEvents: row["habit_events"], measurements: row["measurements"],
-                                       habits: (habits[row["bucket"]] ?? [:]).values.sorted { $0.habit < $1.habit })
+            let habits = try Row.fetchCursor(db, sql: """
+                WITH \(table)
+                SELECT p.label AS label, json_extract(r.body, '$.habit') AS habit, json_extract(r.body, '$.category') AS category,
+                       count(*) AS events, total(json_extract(r.body, '$.value')) AS value, max(json_extract(r.body, '$.unit')) AS unit
+                FROM periods p JOIN records r ON r.user_id = ? AND r.start_time >= p.lo AND r.start_time < p.hi
+                WHERE r.type = 'habit' AND r.body IS NOT NULL AND \(counted)
+                GROUP BY 1, 2, 3
+                """, arguments: [periods.json, userId])
+            while let row = try habits.next() {
+                builder.addHabit(row["label"], habit: row["habit"], category: row["category"], events: row["events"], value: row["value"],
+                                 unit: row["unit"])
             }
+            // A night counts on the day it ends; a session is at most two days long.
+            let nights = try Row.fetchCursor(db, sql: """
+                SELECT end_time, sleep_s FROM records
+                WHERE user_id = ? AND start_time >= ? AND start_time < ? AND type = 'sleep' AND body IS NOT NULL
+                """, arguments: [userId, from - PhysicalLimits.sleepSpanS, to])
+            while let row = try nights.next() { builder.addSleep(end: row["end_time"], seconds: row["sleep_s"]) }
+            return builder.result()
         }
     }
 

@@ -80,9 +80,13 @@ public protocol ServerStore: Sendable {
     /// The user's records changed after `after`, oldest change first: at most `limit` records,
     /// and stopping early once the bodies reach `byteBudget` bytes (always at least one).
     func history(userId: String, after: Int64, limit: Int, byteBudget: Int) async throws -> HistorySlice
-    /// Totals per period of the user's records starting in `[since, until]` (UTC days, both
-    /// optional), periods without records left out, oldest first. Tombstones count for nothing.
-    func summaries(userId: String, period: SummaryPeriod, since: Day?, until: Day?) async throws -> [SummaryResponse.Bucket]
+    /// What a summary of the user's records needs before its periods can be laid out: the day
+    /// start of the user's synced preferences, and when their records start and end.
+    func summaryScope(userId: String) async throws -> SummaryScope
+    /// Totals of the user's records in `periods` (``SummaryBuilder``): records count in the
+    /// period their start falls in, sleep sessions in the one their end falls in; tombstones
+    /// count for nothing; periods without records are left out, oldest first.
+    func summaries(userId: String, periods: SummaryPeriods) async throws -> [SummaryResponse.Bucket]
 }
 
 extension ServerStore {
@@ -246,28 +250,3 @@ public struct HistorySlice: Sendable, Equatable {
     public var epoch: String
 }
 
-/// Summary periods (UTC; weeks start on Monday).
-public enum SummaryPeriod: String, Sendable, CaseIterable {
-    case day, week, month, year
-}
-
-/// A UTC calendar day, `YYYY-MM-DD`.
-public struct Day: Sendable, Equatable, Comparable, CustomStringConvertible {
-    /// Midnight UTC.
-    public let start: Date
-    public let description: String
-
-    /// Parses exactly `YYYY-MM-DD` (a real calendar day).
-    public init?(_ text: String) {
-        guard text.utf8.count == 10, let date = ISO8601.parse(text), ISO8601.string(date) == text + "T00:00:00Z" else {
-            return nil
-        }
-        start = date
-        description = text
-    }
-
-    /// The day after this one starts.
-    public var end: Date { start.addingTimeInterval(86_400) }
-
-    public static func < (a: Day, b: Day) -> Bool { a.start < b.start }
-}

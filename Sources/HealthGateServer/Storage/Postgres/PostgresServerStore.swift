@@ -437,72 +437,77 @@ public final class PostgresServerStore: ServerStore {
         }
     }
 
-    public func summaries(userId: String, period: SummaryPeriod, since: Day?, until: Day?) async throws -> [SummaryResponse.Bucket] {
-        let utc = "(to_timestamp(start_time) AT TIME ZONE 'UTC')"
-        let bucket = switch period {
-        case .day: "to_char(\(utc), 'YYYY-MM-DD')"
-        case .week: "to_char(date_trunc('week', \(utc)), 'YYYY-MM-DD')"  // ISO weeks: Monday
-        case .month: "to_char(\(utc), 'YYYY-MM') || '-01'"
-        case .year: "to_char(\(utc), 'YYYY') || '-01-01'"
+    public func summaryScope(userId: String) async throws -> SummaryScope {
+        try await database.read { connection in
+            let body = try await Self.first(connection.query("""
+                SELECT body FROM records WHERE user_id = \(userId) AND type = 'definition' AND body IS NOT NULL
+                    AND body::jsonb ->> 'kind' = 'preferences'
+                ORDER BY start_time DESC LIMIT 1
+                """, logger: self.logger), as: String.self)
+            let rows = try await connection.query("""
+                SELECT min(start_time), max(greatest(start_time, end_time)) FROM records WHERE user_id = \(userId) AND body IS NOT NULL
+                """, logger: self.logger)
+            var span: ClosedRange<Double>?
+            for try await (first, last) in rows.decode((Double?, Double?).self) {
+                if let first, let last { span = first...max(first, last) }
+            }
+            return SummaryScope(dayStartMinutes: SummaryScope.dayStart(preferencesBody: body), span: span)
         }
-        let from = since?.start.timeIntervalSince1970 ?? -Double.greatestFiniteMagnitude
-        let to = until?.end.timeIntervalSince1970 ?? Double.greatestFiniteMagnitude
-        // As the SQLite store and the client count them (see SQLiteServerStore.summaries).
-        let marks = HabitEvent.Mark.all.sorted().map { "'\($0)'" }.joined(separator: ", ")
-        let counted = "coalesce(body::jsonb ->> 'label', '') NOT IN (\(marks))"
+    }
+
+    public func summaries(userId: String, periods: SummaryPeriods) async throws -> [SummaryResponse.Bucket] {
+        guard let from = periods.edges.first, let to = periods.edges.last else { return [] }
+        // The periods as a table (label, from, to); each is one range of the (user, start) index.
+        let table = "unnest($2::text[], $3::float8[], $4::float8[]) AS p(label, lo, hi)"
+        var binds = PostgresBindings()
+        binds.append(userId)
+        binds.append(periods.labels)
+        binds.append(Array(periods.edges.dropLast()))
+        binds.append(Array(periods.edges.dropFirst()))
+        let periodBinds = binds
+        // As the SQLite store and the client count them: marks are not entries.
+        let marks = SummaryBuilder.marks.map { "'\($0)'" }.joined(separator: ", ")
+        let counted = "coalesce(r.body::jsonb ->> 'label', '') NOT IN (\(marks))"
         return try await database.read { connection in
-            var spelling: [String: String] = [:]
+            var builder = SummaryBuilder(periods: periods)
             let names = try await connection.query("""
                 SELECT body::jsonb ->> 'name' FROM records
                 WHERE user_id = \(userId) AND type = 'definition' AND body IS NOT NULL AND body::jsonb ->> 'kind' = 'habit'
                 """, logger: self.logger)
             for try await name in names.decode(String?.self) {
-                if let name { spelling[Definition.key(name)] = name }
+                if let name { builder.define(habit: name) }
             }
-            var habits: [String: [String: SummaryResponse.HabitTotal]] = [:]
-            let habitRows = try await connection.query(PostgresQuery(unsafeSQL: """
-                SELECT \(bucket) AS bucket, body::jsonb ->> 'habit', body::jsonb ->> 'category', count(*)::int8,
-                       coalesce(sum(CASE jsonb_typeof(body::jsonb -> 'value') WHEN 'number' THEN (body::jsonb ->> 'value')::float8 END), 0),
-                       max(body::jsonb ->> 'unit')
-                FROM records
-                WHERE user_id = $1 AND type = 'habit' AND start_time >= $2 AND start_time < $3 AND body IS NOT NULL AND \(counted)
-                GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
-                """, binds: Self.binds(userId, from, to)), logger: self.logger)
-            for try await (start, habit, category, events, value, unit)
-                in habitRows.decode((String, String?, String?, Int, Double, String?).self) {
-                let stored = habit ?? ""
-                let key = Definition.key(stored)
-                var total = habits[start]?[key] ?? SummaryResponse.HabitTotal(habit: spelling[key] ?? stored, events: 0, value: 0)
-                total.events += events
-                total.value += value
-                total.unit = total.unit ?? unit
-                if let category {
-                    if let i = total.categories.firstIndex(where: { $0.category == category }) {
-                        total.categories[i].events += events
-                    } else {
-                        total.categories.append(SummaryResponse.CategoryCount(category: category, events: events))
-                        total.categories.sort { $0.category < $1.category }
-                    }
-                }
-                habits[start, default: [:]][key] = total
+            let totals = try await connection.query(PostgresQuery(unsafeSQL: """
+                SELECT p.label, count(*) FILTER (WHERE r.type = 'workout')::int8, sum(r.active_s), sum(r.distance_m), sum(r.energy_kcal),
+                       count(*) FILTER (WHERE r.type = 'habit' AND \(counted))::int8, count(*) FILTER (WHERE r.type = 'measurement')::int8
+                FROM \(table) JOIN records r ON r.user_id = $1 AND r.start_time >= p.lo AND r.start_time < p.hi
+                WHERE r.body IS NOT NULL AND r.type NOT IN ('sleep', 'definition')
+                GROUP BY p.label
+                """, binds: periodBinds), logger: self.logger)
+            for try await (label, workouts, activeS, distanceM, energyKcal, habitEvents, measurements)
+                in totals.decode((String, Int, Double, Double, Double, Int, Int).self) {
+                builder.add(label, workouts: workouts, activeS: activeS, distanceM: distanceM, energyKcal: energyKcal,
+                            habitEvents: habitEvents, measurements: measurements)
             }
-            var buckets: [SummaryResponse.Bucket] = []
-            let rows = try await connection.query(PostgresQuery(unsafeSQL: """
-                SELECT \(bucket) AS bucket,
-                       count(*) FILTER (WHERE type = 'workout')::int8, sum(active_s), sum(distance_m), sum(energy_kcal), sum(sleep_s),
-                       count(*) FILTER (WHERE type = 'habit' AND \(counted))::int8, count(*) FILTER (WHERE type = 'measurement')::int8
-                FROM records
-                WHERE user_id = $1 AND start_time >= $2 AND start_time < $3 AND body IS NOT NULL
-                GROUP BY 1 ORDER BY 1
-                """, binds: Self.binds(userId, from, to)), logger: self.logger)
-            for try await (start, workouts, activeS, distanceM, energyKcal, sleepS, habitEvents, measurements)
-                in rows.decode((String, Int, Double, Double, Double, Double, Int, Int).self) {
-                buckets.append(SummaryResponse.Bucket(start: start, workouts: workouts, activeS: activeS, distanceM: distanceM,
-                                                      energyKcal: energyKcal, sleepS: sleepS, habitEvents: habitEvents,
-                                                      measurements: measurements,
-                                                      habits: (habits[start] ?? [:]).values.sorted { $0.habit < $1.habit }))
+            let habits = try await connection.query(PostgresQuery(unsafeSQL: """
+                SELECT p.label, r.body::jsonb ->> 'habit', r.body::jsonb ->> 'category', count(*)::int8,
+                       coalesce(sum(CASE jsonb_typeof(r.body::jsonb -> 'value') WHEN 'number' THEN (r.body::jsonb ->> 'value')::float8 END), 0),
+                       max(r.body::jsonb ->> 'unit')
+                FROM \(table) JOIN records r ON r.user_id = $1 AND r.start_time >= p.lo AND r.start_time < p.hi
+                WHERE r.type = 'habit' AND r.body IS NOT NULL AND \(counted)
+                GROUP BY 1, 2, 3
+                """, binds: periodBinds), logger: self.logger)
+            for try await (label, habit, category, events, value, unit)
+                in habits.decode((String, String?, String?, Int, Double, String?).self) {
+                builder.addHabit(label, habit: habit, category: category, events: events, value: value, unit: unit)
             }
-            return buckets
+            // A night counts on the day it ends; a session is at most two days long.
+            let nights = try await connection.query(PostgresQuery(unsafeSQL: """
+                SELECT end_time, sleep_s FROM records
+                WHERE user_id = $1 AND start_time >= $2 AND start_time < $3 AND type = 'sleep' AND body IS NOT NULL
+                """, binds: Self.binds(userId, from - PhysicalLimits.sleepSpanS, to)), logger: self.logger)
+            for try await (end, seconds) in nights.decode((Double, Double).self) { builder.addSleep(end: end, seconds: seconds) }
+            return builder.result()
         }
     }
 
