@@ -46,6 +46,31 @@ struct BodySeries: Equatable {
         let sxy = zip(xs, ys).reduce(0) { $0 + ($1.0 - mx) * ($1.1 - my) }
         return sxy / sxx * 7
     }
+
+    /// Where the trend stands against a goal.
+    enum Outlook: Equatable {
+        /// Within 0.1 of the goal.
+        case reached
+        /// At the current weekly change the trend reaches the goal on this day.
+        case reaches(Date)
+        /// Steady, moving away from the goal, or more than two years away at this rate.
+        case notOnCourse
+        /// Too few readings for a rate.
+        case unknown
+    }
+
+    /// When the trend reaches `goal` at its ``weeklyChange``, projected in a straight line from
+    /// the last trend point.
+    func outlook(goal: Double) -> Outlook {
+        guard let last = points.last else { return .unknown }
+        let gap = goal - last.trend
+        if abs(gap) < 0.1 { return .reached }
+        guard let weekly = weeklyChange else { return .unknown }
+        guard weekly != 0, (gap < 0) == (weekly < 0) else { return .notOnCourse }
+        let days = gap / weekly * 7
+        guard days <= 730 else { return .notOnCourse }
+        return .reaches(last.time.addingTimeInterval(days * 86400))
+    }
 }
 
 extension Pages {
@@ -53,13 +78,14 @@ extension Pages {
     static let bodyKinds: [MeasurementKind] = [.bodyFat, .muscleMass, .bodyWater, .bmi, .restingHeartRate, .hrv, .spo2, .respiratoryRate, .temperature]
 
     /// *body*: weight with its raw readings and smoothed trend, and the other body measurements.
-    static func body(weight: BodySeries, others: [BodySeries], units: Preferences, range: Int, since: Date, now: Date) -> String {
+    static func body(weight: BodySeries, others: [BodySeries], goal: Double? = nil, units: Preferences, range: Int, since: Date, now: Date,
+                     boundary: DayBoundary? = nil) -> String {
         let span = now.timeIntervalSince(since)
         let step = [1.0, 2, 7, 14, 30, 61, 91].first { span / 86400 / $0 <= 7 } ?? 91
         let ticks = stride(from: 0.0, through: span, by: step * 86400).map { x in
             (x: x, label: String(ISO8601.string(since.addingTimeInterval(x)).prefix(10).suffix(5)))
         }
-        func chart(_ series: BodySeries, id: String, title: String, unit: String) -> String {
+        func chart(_ series: BodySeries, id: String, title: String, unit: String, goal: Double? = nil) -> String {
             let raw = series.points.map { ChartPoint(x: $0.time.timeIntervalSince(since), y: $0.value) }
             let trend = series.points.map { ChartPoint(x: $0.time.timeIntervalSince(since), y: ($0.trend * 100).rounded() / 100) }
             let gap = 14 * 86400.0
@@ -68,7 +94,7 @@ extension Pages {
                                           + "the line breaks where two readings are more than 14 days apart.", unit: unit,
                                       lines: [.init(style: "raw", runs: [raw], dots: true),
                                               .init(style: "trend", runs: TimeSeriesChart.runs(trend, gap: gap))],
-                                      xMax: span, xTicks: ticks).svg()
+                                      xMax: span, xTicks: ticks, goal: goal.map { (value: $0, label: "goal \(NumberText.plain($0))") }).svg()
             return "<figure data-kind=\"\(series.kind.rawValue)\" data-readings=\"\(series.points.count)\">\n\(svg)\n</figure>"
         }
         var weightPart = "<p>No weight readings in the last \(range) days.</p>"
@@ -78,11 +104,30 @@ extension Pages {
                 let rounded = (abs(c) * 100).rounded() / 100
                 return rounded == 0 ? ", steady" : ", \(c < 0 ? "falling" : "rising") \(NumberText.plain(rounded)) \(unit) a week"
             } ?? ""
+            var outlook = ""
+            if let goal {
+                let goalText = "Goal \(NumberText.plain(goal)) \(unit)"
+                switch weight.outlook(goal: goal) {
+                case .reached:
+                    outlook = "<p data-field=\"goal\" data-outlook=\"reached\">\(goalText): the trend is there.</p>"
+                case .reaches(let date):
+                    let day = (boundary ?? .midnight(in: TimeZone(identifier: "UTC")!)).day(of: date)
+                    let weeks = Int((date.timeIntervalSince(now) / 86400 / 7).rounded())
+                    outlook = "<p data-field=\"goal\" data-outlook=\"reaches\" data-value=\"\(day)\">\(goalText): at this rate the trend "
+                        + "reaches it around <time datetime=\"\(day)\">\(day)</time>\(weeks > 0 ? " (in about \(weeks) week\(weeks == 1 ? "" : "s"))" : "").</p>"
+                case .notOnCourse:
+                    outlook = "<p data-field=\"goal\" data-outlook=\"not-on-course\">\(goalText): at this rate the trend does not reach it "
+                        + "within two years.</p>"
+                case .unknown:
+                    outlook = "<p data-field=\"goal\" data-outlook=\"unknown\">\(goalText): too few readings to tell when the trend reaches it.</p>"
+                }
+            }
             weightPart = """
                 <p class="big" data-field="weight-trend" data-value="\(NumberText.plain((last.trend * 100).rounded() / 100))">\
                 Trend \(NumberText.plain((last.trend * 10).rounded() / 10)) \(unit)\(change)</p>
                 <p class="muted">Last reading \(NumberText.plain(last.value)) \(unit) on \(String(ISO8601.string(last.time).prefix(10))).</p>
-                \(chart(weight, id: "weight", title: "Weight, last \(range) days", unit: unit))
+                \(outlook)
+                \(chart(weight, id: "weight", title: "Weight, last \(range) days", unit: unit, goal: goal))
                 """
         }
         var rows = ""

@@ -37,7 +37,12 @@ extension DashboardServer {
         }
         router.get("/body") { request, _ -> Response in
             let (weight, others, preferences, range, since) = try await body(store, request, timeZone: timeZone, now: now())
-            return html(Pages.body(weight: weight, others: others, units: preferences, range: range, since: since, now: now()))
+            var goal: Double?
+            if case .profile(let profile)? = try await store.definition(.profile, name: "profile")?.body, let kg = profile.goalWeightKg {
+                goal = (Quantities.mass(kg, in: preferences.mass) * 10).rounded() / 10
+            }
+            return html(Pages.body(weight: weight, others: others, goal: goal, units: preferences, range: range, since: since, now: now(),
+                                   boundary: preferences.days(in: timeZone)))
         }
         router.get("/body.csv") { request, _ -> Response in
             let (weight, others, preferences, range, _) = try await body(store, request, timeZone: timeZone, now: now())

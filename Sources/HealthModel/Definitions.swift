@@ -148,11 +148,16 @@ public struct SavedMeal: Hashable, Sendable {
     }
 }
 
-/// The body figures energy estimates use.
+/// The body figures energy estimates use, and the weight the user is aiming for.
 public struct BodyProfile: Hashable, Sendable {
     public var weightKg: Double
+    /// The goal weight the body page draws and projects the trend to; nil when not set.
+    public var goalWeightKg: Double?
 
-    public init(weightKg: Double) { self.weightKg = weightKg }
+    public init(weightKg: Double, goalWeightKg: Double? = nil) {
+        self.weightKg = weightKg
+        self.goalWeightKg = goalWeightKg
+    }
 }
 
 /// The units the user reads and types (values are stored in SI units, ml and kg, whatever these

@@ -181,6 +181,7 @@ public struct RecordValidator: Sendable {
             }
         case .profile(let profile):
             try value("weight", profile.weightKg, PhysicalLimits.range(of: .weight), "kg")
+            if let goal = profile.goalWeightKg { try value("goal weight", goal, PhysicalLimits.range(of: .weight), "kg") }
         case .preferences(let p):
             guard DayBoundary.allowedStart.contains(p.dayStartMinutes) else {
                 throw Problem("day start \(p.dayStartMinutes) minutes is outside 00:00 to 11:59")

@@ -335,13 +335,13 @@ struct RecordWriter {
     private func insert(_ d: Definition, importHash: String?) throws {
         var habit: HabitDefinition?
         var meal: SavedMeal?
-        var weight: Double?
+        var weight: Double?, goal: Double?
         var preferences: Preferences?
         switch d.body {
         case .habit(let h): habit = h
         case .trigger: break
         case .meal(let m): meal = m
-        case .profile(let p): weight = p.weightKg
+        case .profile(let p): (weight, goal) = (p.weightKg, p.goalWeightKg)
         case .preferences(let p): preferences = p
         }
         let categories = habit.map { $0.categories.isEmpty ? nil : Self.jsonText($0.categories) } ?? nil
@@ -352,13 +352,13 @@ struct RecordWriter {
             d.id.description, d.version, d.kind.rawValue, d.name, ISO8601.string(d.time),
             habit?.valueKind.rawValue, habit?.unit, categories, habit?.target?.amount, habit?.target?.period.rawValue,
             habit?.target?.direction.rawValue, meal?.kcal, ingredients, weight, preferences?.volume.rawValue, preferences?.mass.rawValue,
-            preferences.flatMap { $0.dayStartMinutes == 0 ? nil : $0.dayStartMinutes },
+            preferences.flatMap { $0.dayStartMinutes == 0 ? nil : $0.dayStartMinutes }, goal,
         ]
         try run("""
             INSERT INTO definitions (id, version, kind, name, time, value_kind, unit, categories, target_amount, target_period,
-                target_direction, kcal, ingredients, weight_kg, volume_unit, mass_unit, day_start_min,
+                target_direction, kcal, ingredients, weight_kg, volume_unit, mass_unit, day_start_min, goal_weight_kg,
                 source_driver, source_device, source_file, import_hash, updated_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, StatementArguments(columns) + sourceArguments(d.source, importHash))
     }
 

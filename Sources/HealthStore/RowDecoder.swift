@@ -89,7 +89,7 @@ enum RowDecoder {
     /// The columns ``definition(_:)`` reads, in its order.
     static let definitionColumns = """
         id, version, kind, name, time, value_kind, unit, categories, target_amount, target_period, target_direction, kcal,
-        ingredients, weight_kg, volume_unit, mass_unit, source_driver, source_device, source_file, day_start_min
+        ingredients, weight_kg, volume_unit, mass_unit, source_driver, source_device, source_file, day_start_min, goal_weight_kg
         """
 
     /// A row of ``definitionColumns``; nil for a kind or spelling this version does not know.
@@ -119,7 +119,7 @@ enum RowDecoder {
             body = .meal(SavedMeal(kcal: kcal, ingredients: ingredients))
         case .profile:
             guard let weight: Double = row[13] else { return nil }
-            body = .profile(BodyProfile(weightKg: weight))
+            body = .profile(BodyProfile(weightKg: weight, goalWeightKg: row[20]))
         case .preferences:
             guard let volume = Preferences.VolumeUnit(rawValue: row[14] as String? ?? ""),
                   let mass = Preferences.MassUnit(rawValue: row[15] as String? ?? "") else { return nil }

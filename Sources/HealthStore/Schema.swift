@@ -22,6 +22,7 @@ enum Schema {
         migrator.registerMigration("v13-driver-checkpoints", migrate: createDriverCheckpoints)
         migrator.registerMigration("v14-day-start", migrate: addDayStart)
         migrator.registerMigration("v15-skipped-days", migrate: indexSkippedDays)
+        migrator.registerMigration("v16-goal-weight", migrate: addGoalWeight)
         return migrator
     }
 
@@ -408,6 +409,11 @@ enum Schema {
     /// every view, through an index of them alone.
     private static func indexSkippedDays(_ db: Database) throws {
         try db.execute(sql: "CREATE INDEX habit_events_skipped ON habit_events(time) WHERE label = 'skipped' AND deleted = 0")
+    }
+
+    /// The profile's goal weight (``BodyProfile/goalWeightKg``).
+    private static func addGoalWeight(_ db: Database) throws {
+        try db.execute(sql: "ALTER TABLE definitions ADD COLUMN goal_weight_kg REAL")
     }
 
     private static func createDriverCheckpoints(_ db: Database) throws {

@@ -391,16 +391,18 @@ extension SavedMeal.Ingredient: Codable {
 }
 
 extension BodyProfile: Codable {
-    enum CodingKeys: String, CodingKey { case weightKg = "weight_kg" }
+    /// `goal_weight_kg` only when a goal is set: a profile without one encodes as before.
+    enum CodingKeys: String, CodingKey { case weightKg = "weight_kg", goalWeightKg = "goal_weight_kg" }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(weightKg: try c.decode(Double.self, forKey: .weightKg))
+        self.init(weightKg: try c.decode(Double.self, forKey: .weightKg), goalWeightKg: try c.decodeIfPresent(Double.self, forKey: .goalWeightKg))
     }
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(weightKg, forKey: .weightKg)
+        try c.encodeIfPresent(goalWeightKg, forKey: .goalWeightKg)
     }
 }
 

@@ -162,16 +162,34 @@ struct DefineMeal: AsyncParsableCommand {
 
 struct DefineProfile: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "profile", abstract: "Your body profile: the weight energy estimates use.")
+        commandName: "profile", abstract: "Your body profile: the weight energy estimates use, and a goal weight.",
+        discussion: """
+            The goal weight is drawn on the dashboard's body page, which tells when the weight's \
+            trend reaches it at its current rate. Either option keeps the other's value.
+            """)
     @OptionGroup var options: DefineOptions
-    @Option(help: "71.5kg, 160lb; a bare number in the unit of `define units --mass`.") var weight: String
+    @Option(help: "71.5kg, 160lb; a bare number in the unit of `define units --mass`.") var weight: String?
+    @Option(help: "The weight you aim for, as --weight.") var goalWeight: String?
+    @Flag(help: "Remove the goal weight.") var noGoalWeight = false
+
+    func validate() throws {
+        guard weight != nil || goalWeight != nil || noGoalWeight else { throw ValidationError("give --weight, --goal-weight or --no-goal-weight") }
+        guard !(goalWeight != nil && noGoalWeight) else { throw ValidationError("--goal-weight and --no-goal-weight contradict each other") }
+    }
+
     func run() async throws {
         let store = try await options.database.open()
-        let kg: Double
-        do { kg = try await ManualEntries.builder(store: store).massKg(weight) } catch let error as EntryError {
-            throw RuntimeFailure(error.description)
+        let builder = try await ManualEntries.builder(store: store)
+        func kg(_ text: String) throws -> Double {
+            do { return (try builder.massKg(text) * 1000).rounded() / 1000 } catch let error as EntryError { throw RuntimeFailure(error.description) }
         }
-        try await options.define("profile", .profile(BodyProfile(weightKg: (kg * 1000).rounded() / 1000)), store: store)
+        var profile: BodyProfile?
+        if case .profile(let current)? = try await store.definition(.profile, name: "profile")?.body { profile = current }
+        guard let weightKg = try weight.map(kg) ?? profile?.weightKg else {
+            throw RuntimeFailure("no weight in the profile yet: give --weight too")
+        }
+        let goal = noGoalWeight ? nil : try goalWeight.map(kg) ?? profile?.goalWeightKg
+        try await options.define("profile", .profile(BodyProfile(weightKg: weightKg, goalWeightKg: goal)), store: store)
     }
 }
 
@@ -306,7 +324,9 @@ struct DefinitionListing: Encodable {
         case .trigger: details = "own"
         case .meal(let meal):
             details = "\(LoggedEntryNumber.show(meal.kcal)) kcal" + (meal.ingredients.isEmpty ? "" : ": " + meal.ingredients.map { "\($0.name) \(LoggedEntryNumber.show($0.kcal))" }.joined(separator: ", "))
-        case .profile(let profile): details = "weight \(Quantities.text(kilograms: profile.weightKg, in: units.mass))"
+        case .profile(let profile):
+            details = "weight \(Quantities.text(kilograms: profile.weightKg, in: units.mass))"
+                + (profile.goalWeightKg.map { ", goal \(Quantities.text(kilograms: $0, in: units.mass))" } ?? "")
         case .preferences(let p): details = "volume \(p.volume.rawValue), mass \(p.mass.rawValue), day start \(DayBoundary.text(minutes: p.dayStartMinutes))"
         }
     }

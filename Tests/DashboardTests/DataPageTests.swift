@@ -141,6 +141,27 @@ import Testing
         #expect(BodySeries.compute(.weight, Array(readings.prefix(1)), scale: 2).points.first?.trend == 160)
     }
 
+    /// A steady fall of 0.1 kg a day: the trend reaches a lower goal on the projected day, is
+    /// off course for a higher one, and there for the goal it stands at.
+    @Test func theTrendIsProjectedToTheGoal() throws {
+        let readings = (0..<60).map { i in
+            HealthModel.Measurement(id: RecordID.derive("f\(i)"), kind: .weight, time: Self.t0.addingTimeInterval(Double(i) * 86400),
+                                    value: 80 - 0.1 * Double(i), source: Self.source)
+        }
+        let series = BodySeries.compute(.weight, readings)
+        let last = try #require(series.points.last), weekly = try #require(series.weeklyChange)
+        // The trend lags a steady fall by 0.9 days' worth, and falls 0.7 kg a week once settled.
+        #expect(abs(weekly + 0.7) < 0.02, "\(weekly)")
+        guard case .reaches(let date) = series.outlook(goal: 70) else { Issue.record("\(series.outlook(goal: 70))"); return }
+        #expect(abs(date.timeIntervalSince(last.time) / 86400 - (70 - last.trend) / weekly * 7) < 1e-6)
+        #expect(series.outlook(goal: 85) == .notOnCourse)
+        #expect(series.outlook(goal: last.trend + 0.05) == .reached)
+        // 80 kg away at 0.7 kg a week is more than two years.
+        #expect(series.outlook(goal: last.trend - 80) == .notOnCourse)
+        #expect(BodySeries.compute(.weight, Array(readings.prefix(1))).outlook(goal: 70) == .unknown)
+        #expect(BodySeries(kind: .weight, points: []).outlook(goal: 70) == .unknown)
+    }
+
     @Test func theStatsPageShowsTheLastPeriodsUpToToday() {
         let today = LocalDay("2026-04-02")!
         let weeks = Pages.statsPeriods(.week, today: today, firstRecord: nil)

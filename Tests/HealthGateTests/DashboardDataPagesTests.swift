@@ -221,14 +221,20 @@ import TestSupport
             db = sqlite3.connect(sys.argv[1])
             rows = [(t(a), v) for a, v in db.execute("SELECT time, value FROM measurements WHERE kind = 'weight' AND deleted = 0 ORDER BY time")]
             rows = [r for r in rows if r[0] >= since]
-            trend = None; last = None
+            trend = None; last = None; trends = []
             for time, v in rows:
                 if trend is None: trend = v
                 else: trend += (1 - 0.9 ** max((time - last).total_seconds() / 86400, 1 / 24)) * (v - trend)
                 last = time
+                trends.append((time, trend))
+            # The weekly change: a least-squares line through the trend of the last 28 days.
+            recent = [(-(last - a).total_seconds() / 86400, b) for a, b in trends if (last - a).total_seconds() <= 28 * 86400]
+            mx = sum(x for x, _ in recent) / len(recent); my = sum(y for _, y in recent) / len(recent)
+            weekly = sum((x - mx) * (y - my) for x, y in recent) / sum((x - mx) ** 2 for x, _ in recent) * 7
             rhr = db.execute("SELECT count(*) FROM measurements WHERE kind = 'resting_heart_rate' AND time >= ?",
                              (since.astimezone(ZoneInfo("UTC")).strftime("%Y-%m-%dT%H:%M:%SZ"),)).fetchone()[0]
-            print(json.dumps({"readings": len(rows), "trend": round(trend, 2), "rhr": rhr}))
+            print(json.dumps({"readings": len(rows), "trend": round(trend, 2), "rawtrend": trend, "weekly": weekly,
+                              "last": last.timestamp(), "rhr": rhr}))
             """, [scratch.dbPath])
         let fields = D.fields(page.body)
         #expect(Self.close(fields["weight-trend"].map { "\($0)" }, expected["trend"]))
@@ -242,6 +248,30 @@ import TestSupport
         #expect(weightSVG.components(separatedBy: "<polyline class=\"trend\"").count - 1 == 2)
         let csv = try await D.get(dashboard.url, "/body.csv?days=30")
         #expect(csv.body.split(separator: "\n").filter { $0.contains(",weight,") }.count == expected["readings"] as? Int)
+        #expect(!page.body.contains("data-field=\"goal\""))
+
+        // A goal weight four weeks ahead at the trend's weekly change (Python's): the chart's goal
+        // line, and the day the trend reaches it, projected from the last reading.
+        let weekly = try #require(expected["weekly"] as? Double), trend = try #require(expected["rawtrend"] as? Double)
+        #expect(abs(weekly) > 0.05, "the fixture's weight moves: \(weekly)")
+        let goal = ((trend + 4 * weekly) * 10).rounded() / 10
+        let defined = try await CLI.run(["define", "profile", "--weight", "80kg", "--goal-weight", "\(goal)kg", "--db", scratch.dbPath])
+        #expect(defined.status == 0, "\(defined.stderr)")
+        let withGoal = try await D.get(dashboard.url, "/body?days=30")
+        let lastReading = Date(timeIntervalSince1970: try #require(expected["last"] as? Double))
+        let reaches = lastReading.addingTimeInterval((goal - trend) / weekly * 7 * 86400)
+        let day = DayBoundary.midnight(in: TimeZone(identifier: "Europe/Berlin")!).day(of: reaches)
+        #expect(withGoal.body.contains("data-outlook=\"reaches\" data-value=\"\(day)\""), "\(day): \(withGoal.body)")
+        let goalLine = try #require(withGoal.body.components(separatedBy: "id=\"weight\"").last?.components(separatedBy: "</svg>").first)
+        #expect(goalLine.contains("<line class=\"goal\" data-value=\"\(NumberText.plain(goal))\""))
+        // A goal the trend moves away from is said to be out of reach, not given a date.
+        let away = try await CLI.run(["define", "profile", "--goal-weight", "\(((trend - 20 * weekly) * 10).rounded() / 10)kg", "--db", scratch.dbPath])
+        #expect(away.status == 0, "\(away.stderr)")
+        #expect(try await D.get(dashboard.url, "/body?days=30").body.contains("data-outlook=\"not-on-course\""))
+        // A goal out of this world is refused, and nothing is changed.
+        let silly = try await CLI.run(["define", "profile", "--goal-weight", "4000kg", "--db", scratch.dbPath])
+        #expect(silly.status != 0 && silly.stderr.contains("goal weight"), "\(silly.stderr)")
+        #expect(try await D.get(dashboard.url, "/body?days=30").body.contains("data-outlook=\"not-on-course\""))
     }
 
     @Test func theStatsPageAgreesWithTheCommand() async throws {

@@ -54,6 +54,7 @@ import Testing
             (definition("feast", .meal(SavedMeal(kcal: -10))), "kcal -10 kcal is outside 0...10000 kcal"),
             (definition("feast", .meal(SavedMeal(kcal: 10, ingredients: [.init(name: "x", kcal: .nan)]))), "ingredients[0].kcal is not a number"),
             (definition("profile", .profile(BodyProfile(weightKg: 7000))), "weight 7000 kg is outside"),
+            (definition("profile", .profile(BodyProfile(weightKg: 70, goalWeightKg: -1))), "goal weight -1 kg is outside"),
         ]
         for (d, reason) in cases {
             let text = problem(.definition(d))

@@ -18,7 +18,7 @@ import Testing
             Definition(name: "porridge", time: t0, body: .meal(SavedMeal(kcal: 350, ingredients: [.init(name: "oats \"rolled\"", kcal: 300),
                                                                                                    .init(name: "milk", kcal: 50.5)])), source: s),
             Definition(name: "toast", time: t0, body: .meal(SavedMeal(kcal: 120)), source: s),
-            Definition(name: "profile", time: t0, body: .profile(BodyProfile(weightKg: 71.5)), source: s),
+            Definition(name: "profile", time: t0, body: .profile(BodyProfile(weightKg: 71.5, goalWeightKg: 68.25)), source: s),
             Definition(name: "preferences", time: t0, body: .preferences(Preferences(volume: .flOz, mass: .lb)), source: s),
         ]
     }

@@ -43,6 +43,8 @@ import Testing
             .definition(Definition(name: "porridge", time: t0, body: .meal(SavedMeal(kcal: 350, ingredients: [.init(name: "oats", kcal: 300)])),
                                    source: Source(driver: "manual"))),
             .definition(Definition(name: "profile", time: t0, body: .profile(BodyProfile(weightKg: 71.5)), source: Source(driver: "manual"))),
+            .definition(Definition(name: "profile", time: t0, body: .profile(BodyProfile(weightKg: 71.5, goalWeightKg: 68)),
+                                   source: Source(driver: "manual"))),
             .definition(Definition(name: "preferences", time: t0, body: .preferences(Preferences(volume: .flOz, mass: .lb)),
                                    source: Source(driver: "manual"))),
             .definition(Definition(name: "preferences", time: t0, body: .preferences(Preferences(dayStartMinutes: 270)),
