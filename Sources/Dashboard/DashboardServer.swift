@@ -8,6 +8,8 @@ public import Hummingbird
 import HummingbirdCore
 import WebSecurity
 import ManualDriver
+import ServiceLifecycle
+import Synchronization
 public import Logging
 
 /// The dashboard's web server: the pages of ``Pages`` over HTTP, read from a store. It listens on
@@ -28,6 +30,7 @@ public enum DashboardServer {
                                    timeZone: TimeZone = .current,
                                    now: @escaping @Sendable () -> Date = { Date() },
                                    status: (@Sendable () async -> DashboardStatus)? = nil,
+                                   liveInterval: Duration = .seconds(1),
                                    onStored: @escaping @Sendable (Int) -> Void = { _ in },
                                    onListening: @escaping @Sendable (String) -> Void, logger: Logger) -> some ApplicationProtocol {
         let router = Router(context: DashboardContext.self)
@@ -88,10 +91,51 @@ public enum DashboardServer {
             let definitions = DefinitionsSnapshot(try await store.definitions())
             let forms = access.readOnly ? nil : Pages.Forms(token: token.value, triggers: definitions.triggers,
                                                             habits: userHabits(definitions.habits.values.map(\.name)))
-            let system = Pages.systemCard(await status?(), outbox: try await store.outboxDepth(),
-                                          refused: try await store.deadLetterCount(), boundary: preferences.days(in: timeZone))
+            let system = try await systemCard(preferences.days(in: timeZone))
             let logout = access.passwordHash == nil ? nil : token.value
             return Pages.today(report, units: preferences, forms: forms, notice: notice, problem: problem, system: system, logout: logout)
+        }
+        @Sendable func systemCard(_ boundary: DayBoundary) async throws -> String {
+            Pages.systemCard(await status?(), outbox: try await store.outboxDepth(), refused: try await store.deadLetterCount(), boundary: boundary)
+        }
+        // The box's card, live (server-sent events): sent at once, then whenever it changes
+        // (looked at every `liveInterval`), with a comment every 15 s to keep proxies from
+        // closing a quiet stream. At most 8 streams at once; one more is told to retry in 30 s.
+        // A stream ends with the server's graceful shutdown.
+        let streams = Mutex(0)
+        router.get("/events/status") { _, _ -> Response in
+            var headers = securityHeaders
+            headers[.contentType] = "text/event-stream; charset=utf-8"
+            headers[.cacheControl] = "no-store"
+            return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+                guard streams.withLock({ open in open < 8 ? { open += 1; return true }() : false }) else {
+                    try await writer.write(ByteBuffer(string: "retry: 30000\n\n"))
+                    try await writer.finish(nil)
+                    return
+                }
+                defer { streams.withLock { $0 -= 1 } }
+                let stopping = Mutex(false)
+                try? await withGracefulShutdownHandler {
+                    var shown: String?
+                    var quiet = Duration.zero
+                    while !Task.isCancelled, !stopping.withLock({ $0 }) {
+                        let card = try await systemCard(try await Reports.preferences(store).days(in: timeZone))
+                        if card != shown {
+                            try await writer.write(ByteBuffer(string: Pages.statusEvent(card)))
+                            shown = card
+                            quiet = .zero
+                        } else if quiet >= .seconds(15) {
+                            try await writer.write(ByteBuffer(string: ": still here\n\n"))
+                            quiet = .zero
+                        }
+                        try await Task.sleep(for: liveInterval)
+                        quiet += liveInterval
+                    }
+                } onGracefulShutdown: {
+                    stopping.withLock { $0 = true }
+                }
+                try? await writer.finish(nil)
+            })
         }
         router.get("/") { request, _ -> Response in
             let notice = request.uri.queryParameters["done"].flatMap { notices.take(String($0)) }
@@ -427,7 +471,7 @@ public enum DashboardServer {
     }
 
     static let securityHeaders: HTTPFields = [
-        .contentSecurityPolicy: "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; "
+        .contentSecurityPolicy: "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; "
             + "frame-ancestors 'none'; base-uri 'none'",
         .xContentTypeOptions: "nosniff",
         .cacheControl: "no-store",

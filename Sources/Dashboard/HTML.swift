@@ -107,7 +107,25 @@ public enum HTML {
         """
 
     /// The scripts the pages may load, by path.
-    static let scripts = ["/static/tick.js": tickScript, "/static/crosshair.js": crosshairScript]
+    static let scripts = ["/static/tick.js": tickScript, "/static/crosshair.js": crosshairScript, "/static/live.js": liveScript]
+
+    /// The box's card on the today page follows the daemon live: `/events/status` sends the card
+    /// again whenever it changes (a device connects, a sync ends, the outbox moves), and this
+    /// puts it in place of the one shown. Without it the page shows the card as it was made.
+    static let liveScript = """
+        "use strict";
+        if (window.EventSource && document.getElementById("live-status")) {
+          const source = new EventSource("/events/status");
+          source.addEventListener("status", event => {
+            const shown = document.getElementById("live-status");
+            const next = document.createElement("template");
+            next.innerHTML = event.data;
+            const card = next.content.firstElementChild;
+            if (shown && card && card.id === "live-status") shown.replaceWith(card);
+          });
+        }
+
+        """
 
     /// The one script: the time since the last vaping session counts up every second. Elements
     /// with `data-tick` hold the seconds at the time the page was made in `data-value`.

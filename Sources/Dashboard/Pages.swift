@@ -92,7 +92,7 @@ public enum Pages {
             \(logout.map { "<form method=\"post\" action=\"/logout\"><input type=\"hidden\" name=\"csrf\" value=\"\(HTML.escape($0))\">"
                 + "<button type=\"submit\" class=\"delete\">Log out</button></form>" } ?? "")
             """
-        return HTML.page(title: "Today", current: "/", body: body, scripts: forms != nil ? ["/static/tick.js"] : [])
+        return HTML.page(title: "Today", current: "/", body: body, scripts: ["/static/tick.js", "/static/live.js"])
     }
 
     /// *water*: the water drunk per day with the goal line, its table and a CSV link.
@@ -187,8 +187,8 @@ public enum Pages {
             """
     }
 
-    static func card(_ title: String, _ body: String) -> String {
-        "<section class=\"card\" aria-labelledby=\"card-\(title.lowercased().replacingOccurrences(of: " ", with: "-"))\">"
+    static func card(_ title: String, _ body: String, attributes: String = "") -> String {
+        "<section class=\"card\"\(attributes) aria-labelledby=\"card-\(title.lowercased().replacingOccurrences(of: " ", with: "-"))\">"
             + "<h2 id=\"card-\(title.lowercased().replacingOccurrences(of: " ", with: "-"))\">\(HTML.escape(title))</h2>\(body)</section>"
     }
 

@@ -46,7 +46,8 @@ extension Pages {
                 + "(<code>healthgate outbox</code>)</p>"
         }
         guard let status else {
-            return card("This box", text + "<p class=\"muted\">Devices and sync are the daemon's: this page is served from the database alone.</p>")
+            return card("This box", text + "<p class=\"muted\">Devices and sync are the daemon's: this page is served from the database alone.</p>",
+                        attributes: liveAttributes)
         }
         if let error = status.lastSyncError {
             text += "<p class=\"problem\" data-field=\"sync-failing\">Sync failing: \(HTML.escape(DisplayText.safe(error, limit: 200)))</p>"
@@ -64,6 +65,14 @@ extension Pages {
         }
         text += "<p data-field=\"devices-connected\" data-value=\"\(connected)\">\(count(connected, "device")) connected</p>"
             + (rows.isEmpty ? "<p>No drivers configured.</p>" : "<ul class=\"drivers\">\(rows)</ul>")
-        return card("This box", text)
+        return card("This box", text, attributes: liveAttributes)
+    }
+
+    /// The card ``HTML/liveScript`` replaces with each one `/events/status` sends.
+    static let liveAttributes = " id=\"live-status\" aria-live=\"polite\""
+
+    /// One server-sent event of type `status` carrying `html` (one `data:` line per line).
+    static func statusEvent(_ html: String) -> String {
+        "event: status\n" + html.split(separator: "\n", omittingEmptySubsequences: false).map { "data: \($0)\n" }.joined() + "\n"
     }
 }

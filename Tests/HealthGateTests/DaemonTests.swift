@@ -151,7 +151,48 @@ final class DaemonProcess {
         #expect(DashboardCLITests.fields(page.body)["devices-connected"] == 0)
         #expect(page.body.contains("No server configured") && page.body.contains("No drivers configured."))
         #expect(try await DashboardCLITests.get("http://127.0.0.1:\(port)", "/water?days=7").status == 200)
-        daemon.signal(SIGTERM)
+        #expect(page.body.contains("id=\"live-status\"") && page.body.contains("<script src=\"/static/live.js\" defer></script>"))
+
+        // Live (server-sent events): the card at once; after a drink logged elsewhere, the card
+        // again with the outbox one longer; on SIGTERM the stream ends and the daemon exits.
+        let live = try await Tool.run("/usr/bin/env", ["python3", "-c", """
+            import http.client, json, os, re, signal, subprocess, sys
+            c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=30)
+            c.request("GET", "/events/status")
+            r = c.getresponse()
+            def event():
+                data = []
+                while True:
+                    line = r.readline()
+                    if not line: return None
+                    line = line.decode().rstrip("\\n")
+                    if line == "" and data: return "\\n".join(data)
+                    if line.startswith("data: "): data.append(line[6:])
+            def outbox(card): return int(re.search(r'data-field="outbox" data-value="([0-9]+)"', card).group(1))
+            first = event()
+            subprocess.run([sys.argv[2], "log", "water", "250ml", "--db", sys.argv[3]], check=True, capture_output=True)
+            second = event()
+            # Seven more streams make eight; a ninth is told to come back in 30 s, and closed.
+            others = []
+            for _ in range(7):
+                o = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=30)
+                o.request("GET", "/events/status")
+                others.append(o.getresponse())
+                others[-1].readline()
+            n = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=30)
+            n.request("GET", "/events/status")
+            ninth = n.getresponse().read().decode()
+            os.kill(int(sys.argv[4]), signal.SIGTERM)
+            r.read()  # raises on the 30 s timeout unless the stream ends
+            print(json.dumps({"type": r.getheader("Content-Type"), "first": outbox(first), "second": outbox(second),
+                              "live": 'id="live-status"' in second, "ninth": ninth}))
+            """, String(port), CLI.executable, folder + "/healthgate.sqlite", String(daemon.process.processIdentifier)])
+        #expect(live.status == 0, "\(live.stderr)")
+        let events = try #require(try JSONSerialization.jsonObject(with: Data(live.stdout.utf8)) as? [String: Any], "\(live.stdout)")
+        #expect(events["type"] as? String == "text/event-stream; charset=utf-8")
+        #expect(events["first"] as? Int == DashboardCLITests.fields(page.body)["outbox"].map { Int($0) }, "\(events)")
+        #expect(events["second"] as? Int == (events["first"] as? Int ?? -9) + 1, "\(events)")
+        #expect(events["live"] as? Bool == true && events["ninth"] as? String == "retry: 30000\n\n", "\(events)")
         #expect(await daemon.waitForExit() == 0, "\(daemon.log)")
     }
 

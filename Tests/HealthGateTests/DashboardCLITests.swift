@@ -85,8 +85,10 @@ import TestSupport
         let page = try await Self.get(dashboard.url, "/")
         #expect(page.status == 200 && page.headers["content-type"] == "text/html; charset=utf-8")
         #expect(page.headers["content-security-policy"]?.contains("default-src 'none'") == true)
-        // One script, the dashboard's own (the ticking timer); the page is whole without it.
-        #expect(page.body.components(separatedBy: "<script").count == 2 && page.body.contains("<script src=\"/static/tick.js\" defer></script>"))
+        // Two scripts, the dashboard's own (the ticking timer, the live box card); the page is whole without them.
+        #expect(page.body.components(separatedBy: "<script").count == 3 && page.body.contains("<script src=\"/static/tick.js\" defer></script>")
+            && page.body.contains("<script src=\"/static/live.js\" defer></script>"))
+        #expect(page.headers["content-security-policy"]?.contains("connect-src 'self'") == true)
         let fields = Self.fields(page.body)
         let water = try #require(today["water"] as? [String: Any]), energy = try #require(today["energy"] as? [String: Any])
         #expect(fields["water-ml"] == water["ml"] as? Double && fields["water-ml"] == 250)

@@ -22,6 +22,7 @@ import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
@@ -231,6 +232,22 @@ def test_the_timer_ticks(database, dashboard, browser):
             break
         browser.execute_async_script("setTimeout(arguments[arguments.length - 1], 100)")
     assert timer.text != first
+
+
+def test_the_box_card_follows_live(database, dashboard, browser):
+    """The box's card follows the database through server-sent events: a drink logged elsewhere
+    (years before the days the other tests look at) lengthens the outbox shown, without a reload."""
+    browser.get(dashboard + "/")
+    outbox = lambda: int(browser.find_element(By.CSS_SELECTOR, "#live-status [data-field=outbox]").get_attribute("data-value"))
+    (before,) = WebDriverWait(browser, 10, ignored_exceptions=(StaleElementReferenceException,)).until(lambda _: (outbox(),))
+    marker = browser.find_element(By.CSS_SELECTOR, "h1")
+    healthgate(database, "log", "water", "100ml", "--at", "2020-01-01T12:00")
+    queued = sqlite3.connect(database).execute("SELECT count(*) FROM outbox").fetchone()[0]
+    assert queued == before + 1
+    # The card is replaced by each event: an element read as it goes is looked up again.
+    WebDriverWait(browser, 30, ignored_exceptions=(StaleElementReferenceException,)).until(lambda _: outbox() == queued)
+    # The same page, not a new one: an element found before is still attached.
+    assert marker.is_displayed()
 
 
 def test_logging_from_the_page(database, dashboard, browser):
