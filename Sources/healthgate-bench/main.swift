@@ -30,8 +30,10 @@ if arguments.contains(where: { ["-h", "--help", "help"].contains($0) }) {
                    (default sqlite,postgres)
           log      `healthgate log water 250ml` start to committed row, 200 runs, vs sqlite3 inserting one row
           views    `today` and `stats --period week` over five years of daily entries (20,000 habit events,
-                   2,000 workouts, 1,800 nights), each next to sqlite3 running a plain SQL query of the same totals;
-                   then the dashboard's pages served over loopback (p50/p99, size plain and gzip) next to that SQL
+                   2,000 workouts with a million samples, 1,800 nights, a weight a day), each next to sqlite3
+                   running a plain SQL query of the same totals; then every dashboard page served over loopback
+                   (p50/p99, size plain and gzip) next to the SQL behind it, and its first contentful paint in
+                   Chromium from the DevTools protocol (Tests/browser/paint.py)
           apple    Apple Health: a synthetic export.xml of --size MB (default 1024; Drivers/AppleHealth/tools/make-export.py),
                    or the --export FILE given, imported end to end into a fresh database, next to XMLStream reading the
                    same bytes (the floor) and healthkit-to-sqlite (PyPI) importing them: records/s, MB/s, peak RSS, and
