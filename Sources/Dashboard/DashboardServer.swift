@@ -52,17 +52,17 @@ public enum DashboardServer {
             }
             router.post("/login") { request, context -> Response in
                 guard sameOrigin(request, scheme: scheme) else { return refusal(.forbidden, "This form was sent from another site.") }
-                if let wait = limit.wait(context.peer, now: Date()) {
-                    var response = html(Pages.login(next: "/", problem: "Too many wrong passwords: try again in \(wait) seconds."))
-                    response.status = .tooManyRequests
-                    response.headers[.retryAfter] = String(wait)
-                    return response
-                }
                 let body = try await request.body.collect(upTo: 4096)
                 guard let form = try? URLEncodedFormDecoder().decode(LoginForm.self, from: String(buffer: body)) else {
                     return refusal(.badRequest, "This is not a form of the dashboard.")
                 }
                 let next = safeReturn(form.next ?? "/")
+                if let wait = limit.wait(context.peer, now: Date()) {
+                    var response = html(Pages.login(next: next, problem: "Too many wrong passwords: try again in \(wait) seconds."))
+                    response.status = .tooManyRequests
+                    response.headers[.retryAfter] = String(wait)
+                    return response
+                }
                 guard await PasswordHasher.verify(form.password, hash: hash) else {
                     limit.failed(context.peer, now: Date())
                     var response = html(Pages.login(next: next, problem: "That is not the password."))

@@ -11,17 +11,12 @@ import HummingbirdBcrypt
 public struct PasswordHasher: Sendable {
     /// bcrypt's cost (log2 of the rounds), 4...31, of new hashes.
     public let cost: UInt8
-    /// A hash of a random password at `cost`: what an unknown email is checked against while the
-    /// server holds no account (otherwise it is a stored hash, see ``verifyDecoy(_:against:)``).
-    private let decoy: String
-
     public static let defaultCost: UInt8 = 12
     public static let costs: ClosedRange<UInt8> = 4...31
 
     public init(cost: UInt8 = PasswordHasher.defaultCost) {
         precondition(Self.costs.contains(cost), "bcrypt cost \(cost) is outside 4...31")
         self.cost = cost
-        decoy = Bcrypt.hash(Self.prehash(SecretToken.generate()), cost: cost)
     }
 
     public func hash(_ password: String) async -> String {
@@ -43,7 +38,9 @@ public struct PasswordHasher: Sendable {
     /// the accounts' hashes cost, whatever cost they were made with) and the answer thrown away;
     /// against a hash at ``cost`` when the server has no account.
     public func verifyDecoy(_ password: String, against storedHash: String?) async {
-        _ = await verify(password, hash: storedHash ?? decoy)
+        // Without an account, a random password hashed at ``cost`` takes what checking one takes
+        // (both are one bcrypt at that cost), and needs no hash made in advance.
+        if let storedHash { _ = await verify(password, hash: storedHash) } else { _ = await hash(SecretToken.generate()) }
     }
 
     /// The cost a bcrypt hash was made with (`$2b$12$...` -> 12); nil for anything else.
