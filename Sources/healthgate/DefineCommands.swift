@@ -181,7 +181,7 @@ struct DefineProfile: AsyncParsableCommand {
         let store = try await options.database.open()
         let builder = try await ManualEntries.builder(store: store)
         func kg(_ text: String) throws -> Double {
-            do { return (try builder.massKg(text) * 1000).rounded() / 1000 } catch let error as EntryError { throw RuntimeFailure(error.description) }
+            do { return (try builder.massKg(text) * 1000).rounded() / 1000 } catch { throw RuntimeFailure(error.description) }
         }
         var profile: BodyProfile?
         if case .profile(let current)? = try await store.definition(.profile, name: "profile")?.body { profile = current }
