@@ -439,7 +439,8 @@ public enum DashboardServer {
         let history = try await Reports.habitHistory(store, days: boundary, now: now)
         let progress = history.progress.first { Definition.key($0.habit) == Definition.key(definition.name) }
         let goal = HabitGoal(definition)
-        let span = try await store.everyHabitSpan()[Definition.key(definition.name)]?.first
+        var span = try await store.everyHabitSpan()[Definition.key(definition.name)]?.first
+        if case .habit(let h) = definition.body, let derivation = h.derivation { span = try await Reports.derivationStart(store, derivation) }
         let start = boundary.day(of: min(definition.time, span ?? definition.time)).description
         let skips = Set(try await store.everyHabitSkip(in: DateRange(since: boundary.start(of: firstDay), until: now))[Definition.key(definition.name)]?
             .map { boundary.day(of: $0).description } ?? [])

@@ -23,15 +23,8 @@ struct SleepNight: Equatable {
 
     var asleepS: Double { zip(Self.stages, stageSeconds).filter { $0.0 != .awake }.reduce(0) { $0 + $1.1 } }
 
-    /// The kept sessions of a day's candidates: most sleep first, each kept unless it overlaps one kept.
-    static func kept(_ sessions: [SleepSession]) -> [SleepSession] {
-        var kept: [SleepSession] = []
-        for s in sessions.sorted(by: { ($0.totalSleepS, $1.start) > ($1.totalSleepS, $0.start) })
-        where !kept.contains(where: { $0.start < s.end && s.start < $0.end }) {
-            kept.append(s)
-        }
-        return kept
-    }
+    /// The kept sessions of a day's candidates (``SleepSession/countedOnce(_:)``, the rule derived habits use too).
+    static func kept(_ sessions: [SleepSession]) -> [SleepSession] { SleepSession.countedOnce(sessions) }
 
     /// The nights of `days` (oldest first) from the sessions ending in them; nil where none.
     static func nights(_ sessions: [SleepSession], days: [LocalDay], boundary: DayBoundary) -> [SleepNight?] {

@@ -86,12 +86,17 @@ public struct HabitDefinition: Hashable, Sendable {
     /// The allowed values of a categorical habit, in the user's order.
     public var categories: [String]
     public var target: HabitTarget?
+    /// Where a derived habit's values come from (a numeric habit whose values are computed from
+    /// what was recorded, never typed); nil for a habit people log.
+    public var derivation: HabitDerivation?
 
-    public init(valueKind: ValueKind, unit: String? = nil, categories: [String] = [], target: HabitTarget? = nil) {
+    public init(valueKind: ValueKind, unit: String? = nil, categories: [String] = [], target: HabitTarget? = nil,
+                derivation: HabitDerivation? = nil) {
         self.valueKind = valueKind
         self.unit = unit
         self.categories = categories
         self.target = target
+        self.derivation = derivation
     }
 }
 

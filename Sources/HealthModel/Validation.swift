@@ -168,6 +168,16 @@ public struct RecordValidator: Sendable {
             if let target = habit.target {
                 try value("target", target.amount, 0...PhysicalLimits.habitValue.upperBound, habit.unit ?? "")
             }
+            if let derivation = habit.derivation {
+                if habit.valueKind != .numeric { throw Problem("a derived habit is numeric") }
+                if let problem = derivation.problem { throw Problem("derived: \(problem)") }
+                // A built-in habit's entries are what hydration and vaping derive from: a habit of
+                // that name deriving from them would count itself.
+                let own: [HabitDerivation.Source: String] = [.hydration: BuiltInHabit.hydration, .vaping: BuiltInHabit.vaping]
+                if let name = own[derivation.source], Definition.key(d.name) == name {
+                    throw Problem("'\(d.name)' cannot derive from its own entries (\(derivation.source.rawValue))")
+                }
+            }
         case .trigger:
             break
         case .meal(let meal):

@@ -23,10 +23,12 @@ public struct TodayInput: Sendable {
     public var sleep: [SleepSession]
     /// Each counted habit's progress up to now, by habit name (case-folded).
     public var progress: [String: HabitProgress]
+    /// Each derived habit's value today so far, by habit name (case-folded).
+    public var derived: [String: Double]
 
     public init(now: Date, days: DayBoundary, definitions: [Definition] = [], events: [HabitEvent] = [], lastVape: HabitEvent? = nil,
                 workouts: [WorkoutSummary] = [], steps: Double = 0, measuredEnergyKcal: Double = 0, sleep: [SleepSession] = [],
-                progress: [String: HabitProgress] = [:]) {
+                progress: [String: HabitProgress] = [:], derived: [String: Double] = [:]) {
         self.now = now
         self.days = days
         self.definitions = definitions
@@ -37,6 +39,7 @@ public struct TodayInput: Sendable {
         self.measuredEnergyKcal = measuredEnergyKcal
         self.sleep = sleep
         self.progress = progress
+        self.derived = derived
     }
 }
 
@@ -212,7 +215,8 @@ public struct TodayReport: Sendable, Equatable, Encodable {
             let entries = habits(name)
             let definition = definitions[key]?.1
             let numeric = definition.map { $0.valueKind == .numeric } ?? entries.contains { $0.value != nil && $0.category == nil }
-            let amount = numeric ? entries.reduce(0) { $0 + ($1.value ?? 0) } : Double(entries.count)
+            var amount = numeric ? entries.reduce(0) { $0 + ($1.value ?? 0) } : Double(entries.count)
+            if definition?.derivation != nil { amount = input.derived[key] ?? 0 }
             let target = definition?.target
             var met: Bool?
             if let target, target.period == .day { met = target.isMet(by: amount) }

@@ -34,16 +34,25 @@ extension Reports {
     /// whatever the number of habits (weekly goals regroup them).
     public static func habitHistory(_ store: HealthStore, days boundary: DayBoundary, now: Date) async throws -> HabitHistory {
         var starts: [(HabitGoal, Date)] = []
+        var derived: [String: HabitDerivation] = [:]
         let spans = try await store.everyHabitSpan()
         for d in try await store.definitions(.habit) {
             guard let goal = HabitGoal(d) else { continue }
-            let first = spans[Definition.key(d.name)]?.first
+            // A derived habit counts from its definition or its source's first record, whichever
+            // is earlier (as a logged one from its first entry): its history fills itself.
+            var first = spans[Definition.key(d.name)]?.first
+            if case .habit(let habit) = d.body, let derivation = habit.derivation {
+                derived[Definition.key(d.name)] = derivation
+                first = try await derivationStart(store, derivation)
+            }
             starts.append((goal, min(d.time, first ?? d.time)))
         }
         let vapeStart = spans[Definition.key(BuiltInHabit.vaping)]?.first
         guard let earliest = (starts.map(\.1) + [vapeStart].compactMap { $0 }).min(), earliest <= now else { return .empty }
         let days = Periods(.day, boundary: boundary, from: earliest, through: now)
-        let daily = try await store.everyHabitTotals(bounds: days.bounds)
+        var daily = try await store.everyHabitTotals(bounds: days.bounds)
+        // A derived habit's days are its values, never entries typed under its name.
+        for (key, derivation) in derived { daily[key] = try await derivedTotals(store, derivation, days: days) }
         let weeks = starts.contains { $0.0.period == .week } ? Periods(.week, boundary: boundary, from: earliest, through: now) : nil
         // A week is seven local days: weekly totals are the daily ones regrouped.
         let weekly = weeks.map { weeks in daily.mapValues { weeks.regroup($0, from: days) } } ?? [:]
@@ -72,7 +81,17 @@ extension Reports {
         let today = DateRange(since: dayStart, until: now.addingTimeInterval(0.001))
         let todayBounds = [dayStart, now.addingTimeInterval(0.001)]
         var byName: [String: HabitProgress] = [:]
-        for p in try await Self.habitHistory(store, days: days, now: now).progress { byName[Definition.key(p.habit)] = p }
+        let history = try await Self.habitHistory(store, days: days, now: now)
+        for p in history.progress { byName[Definition.key(p.habit)] = p }
+        // Today's value of each derived habit: the history's last day, computed with the rest.
+        var derived: [String: Double] = [:]
+        if let periods = history.days, let today = periods.index(of: now) {
+            for d in try await store.definitions(.habit) {
+                guard case .habit(let habit) = d.body, habit.derivation != nil else { continue }
+                let key = Definition.key(d.name)
+                derived[key] = history.daily[key]?.first { $0.bucket == today }?.sum ?? 0
+            }
+        }
         let input = TodayInput(
             now: now, days: days, definitions: try await store.definitions(),
             events: try await store.habitEvents(in: today),
@@ -80,7 +99,7 @@ extension Reports {
             workouts: try await store.workouts(in: today),
             steps: try await store.measurementTotals(.steps, bounds: todayBounds).first?.sum ?? 0,
             measuredEnergyKcal: try await store.measurementTotals(.energy, bounds: todayBounds).first?.sum ?? 0,
-            sleep: try await store.sleepSessions(endingIn: today), progress: byName)
+            sleep: try await store.sleepSessions(endingIn: today), progress: byName, derived: derived)
         return TodayReport.compute(input)
     }
 
@@ -100,7 +119,12 @@ extension Reports {
         let first = days.day(of: now).adding(1 - max(1, count))
         let periods = Periods(.day, boundary: days, from: days.start(of: first), through: now)
         var byBucket: [Int: BucketTotal] = [:]
-        for t in try await store.habitTotals(habit, bounds: periods.bounds) { byBucket[t.bucket] = t }
+        // A derived habit's days are its values (one "entry" a day with a value).
+        if case .habit(let h)? = try await store.definition(.habit, name: habit)?.body, let derivation = h.derivation {
+            for t in try await derivedTotals(store, derivation, days: periods) { byBucket[t.bucket] = t }
+        } else {
+            for t in try await store.habitTotals(habit, bounds: periods.bounds) { byBucket[t.bucket] = t }
+        }
         return (0..<periods.count).map { i in
             DailyTotal(day: periods.label(i), entries: byBucket[i]?.count ?? 0, sum: byBucket[i]?.sum ?? 0)
         }

@@ -143,6 +143,12 @@ public struct DateRange: Sendable, Equatable {
     }
 }
 
+/// What ``HealthStore/earliest(_:)`` looks for.
+public enum EarliestOf: Sendable {
+    case workout, sleep
+    case measurement(MeasurementKind)
+}
+
 extension HealthStore {
     /// Workouts starting within `range`, oldest first, without deleted ones.
     public func workouts(in range: DateRange = DateRange()) async throws -> [WorkoutSummary] {
@@ -158,6 +164,29 @@ extension HealthStore {
                 ORDER BY w.start_time, w.id
                 """, arguments: arguments).map(WorkoutSummary.init(row:))
         }
+    }
+
+    /// Whole workouts (laps, lengths and, when `samples`, their sample series) starting within
+    /// `range`, oldest first, without deleted ones.
+    public func wholeWorkouts(in range: DateRange, samples: Bool) async throws -> [Workout] {
+        let (condition, arguments) = range.condition("start_time")
+        return try await reading { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM workouts WHERE deleted = 0 AND \(condition) ORDER BY start_time, id", arguments: arguments)
+                .map { try RowDecoder.workout(db, $0, series: samples) }
+        }
+    }
+
+    /// The earliest time of any live record of a table (`workouts`: start, `sleep_sessions`:
+    /// end, `measurements` of `kind`: time), nil when it holds none.
+    public func earliest(_ table: EarliestOf) async throws -> Date? {
+        let sql = switch table {
+        case .workout: "SELECT min(start_time) FROM workouts WHERE deleted = 0"
+        case .sleep: "SELECT min(end_time) FROM sleep_sessions WHERE deleted = 0"
+        case .measurement: "SELECT min(time) FROM measurements WHERE deleted = 0 AND kind = ?"
+        }
+        let arguments: StatementArguments = if case .measurement(let kind) = table { [kind.rawValue] } else { [] }
+        let text = try await reading { db in try String.fetchOne(db, sql: sql, arguments: arguments) }
+        return text.map(date)
     }
 
     /// One workout with its laps, lengths and samples, or nil (also for a deleted one). `id` may

@@ -353,13 +353,21 @@ struct RecordWriter {
             habit?.valueKind.rawValue, habit?.unit, categories, habit?.target?.amount, habit?.target?.period.rawValue,
             habit?.target?.direction.rawValue, meal?.kcal, ingredients, weight, preferences?.volume.rawValue, preferences?.mass.rawValue,
             preferences.flatMap { $0.dayStartMinutes == 0 ? nil : $0.dayStartMinutes }, goal,
+            habit?.derivation.flatMap(Self.derivedText),
         ]
         try run("""
             INSERT INTO definitions (id, version, kind, name, time, value_kind, unit, categories, target_amount, target_period,
-                target_direction, kcal, ingredients, weight_kg, volume_unit, mass_unit, day_start_min, goal_weight_kg,
+                target_direction, kcal, ingredients, weight_kg, volume_unit, mass_unit, day_start_min, goal_weight_kg, derived,
                 source_driver, source_device, source_file, import_hash, updated_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, StatementArguments(columns) + sourceArguments(d.source, importHash))
+    }
+
+    /// A derivation as the wire spells it, keys sorted (`{"bpm":120,"from":"heart_rate_above"}`).
+    static func derivedText(_ derivation: HabitDerivation) -> String? {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(derivation)).map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Compact JSON text with sorted keys (arrays of names, ingredients).

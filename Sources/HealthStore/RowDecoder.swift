@@ -89,7 +89,7 @@ enum RowDecoder {
     /// The columns ``definition(_:)`` reads, in its order.
     static let definitionColumns = """
         id, version, kind, name, time, value_kind, unit, categories, target_amount, target_period, target_direction, kcal,
-        ingredients, weight_kg, volume_unit, mass_unit, source_driver, source_device, source_file, day_start_min, goal_weight_kg
+        ingredients, weight_kg, volume_unit, mass_unit, source_driver, source_device, source_file, day_start_min, goal_weight_kg, derived
         """
 
     /// A row of ``definitionColumns``; nil for a kind or spelling this version does not know.
@@ -106,7 +106,13 @@ enum RowDecoder {
                 target = HabitTarget(amount: amount, period: period, direction: direction)
             }
             let categories = (row[7] as String?).flatMap { jsonArray($0) as? [String] } ?? []
-            body = .habit(HabitDefinition(valueKind: valueKind, unit: row[6], categories: categories, target: target))
+            // A derivation this version cannot read makes the definition unreadable, not a typed habit.
+            var derivation: HabitDerivation?
+            if let text: String = row[21] {
+                guard let read = try? JSONDecoder().decode(HabitDerivation.self, from: Data(text.utf8)) else { return nil }
+                derivation = read
+            }
+            body = .habit(HabitDefinition(valueKind: valueKind, unit: row[6], categories: categories, target: target, derivation: derivation))
         case .trigger:
             body = .trigger
         case .meal:

@@ -23,6 +23,7 @@ enum Schema {
         migrator.registerMigration("v14-day-start", migrate: addDayStart)
         migrator.registerMigration("v15-skipped-days", migrate: indexSkippedDays)
         migrator.registerMigration("v16-goal-weight", migrate: addGoalWeight)
+        migrator.registerMigration("v17-derived-habits", migrate: addDerivedHabits)
         return migrator
     }
 
@@ -414,6 +415,11 @@ enum Schema {
     /// The profile's goal weight (``BodyProfile/goalWeightKg``).
     private static func addGoalWeight(_ db: Database) throws {
         try db.execute(sql: "ALTER TABLE definitions ADD COLUMN goal_weight_kg REAL")
+    }
+
+    /// A derived habit's source and conditions (``HabitDerivation``), as the JSON the wire uses.
+    private static func addDerivedHabits(_ db: Database) throws {
+        try db.execute(sql: "ALTER TABLE definitions ADD COLUMN derived TEXT CHECK (derived IS NULL OR json_valid(derived))")
     }
 
     private static func createDriverCheckpoints(_ db: Database) throws {

@@ -324,13 +324,15 @@ extension Definition: Codable {
 }
 
 extension HabitDefinition: Codable {
-    enum CodingKeys: String, CodingKey { case valueKind = "value_kind", unit, categories, target }
+    /// `derived` only for a derived habit: a habit people log encodes as before.
+    enum CodingKeys: String, CodingKey { case valueKind = "value_kind", unit, categories, target, derived }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(valueKind: try c.decode(ValueKind.self, forKey: .valueKind), unit: try c.decodeIfPresent(String.self, forKey: .unit),
                   categories: try c.decodeIfPresent([String].self, forKey: .categories) ?? [],
-                  target: try c.decodeIfPresent(HabitTarget.self, forKey: .target))
+                  target: try c.decodeIfPresent(HabitTarget.self, forKey: .target),
+                  derivation: try c.decodeIfPresent(HabitDerivation.self, forKey: .derived))
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -339,6 +341,29 @@ extension HabitDefinition: Codable {
         try c.encodeIfPresent(unit, forKey: .unit)
         if !categories.isEmpty { try c.encode(categories, forKey: .categories) }
         try c.encodeIfPresent(target, forKey: .target)
+        try c.encodeIfPresent(derivation, forKey: .derived)
+    }
+}
+
+extension HabitDerivation: Codable {
+    /// `{"from": "heart_rate_above", "bpm": 120}`: the source and only the conditions given.
+    enum CodingKeys: String, CodingKey { case from, sport, minMinutes = "min_minutes", bpm, stage, kind }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(source: try c.decode(Source.self, forKey: .from), sport: try c.decodeIfPresent(String.self, forKey: .sport),
+                  minMinutes: try c.decodeIfPresent(Double.self, forKey: .minMinutes), bpm: try c.decodeIfPresent(Int.self, forKey: .bpm),
+                  stage: try c.decodeIfPresent(SleepStage.self, forKey: .stage), kind: try c.decodeIfPresent(MeasurementKind.self, forKey: .kind))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(source, forKey: .from)
+        try c.encodeIfPresent(sport, forKey: .sport)
+        try c.encodeIfPresent(minMinutes, forKey: .minMinutes)
+        try c.encodeIfPresent(bpm, forKey: .bpm)
+        try c.encodeIfPresent(stage, forKey: .stage)
+        try c.encodeIfPresent(kind, forKey: .kind)
     }
 }
 

@@ -49,6 +49,14 @@ struct DefineHabit: AsyncParsableCommand {
             values, the others the number of entries. Defining a habit that exists (its name in any case) changes it: \
             a new version of the same definition (`healthgate history ID` lists them), with what is given replaced and \
             the rest kept (--kind may be left out; it cannot change, nor the name's spelling). --no-target drops the goal.
+
+            A derived habit fills itself from what was recorded (docs/derived-habits.md): --from steps, active_minutes, \
+            workouts, heart_rate_above, heart_rate_below, sleep, measurement, hydration or vaping, with --sport and \
+            --min-minutes (workouts), --bpm (heart rate), --stage (sleep), --measurement KIND, and a goal (--target). \
+            Its values are computed per day from the store, never typed; `healthgate habit explain NAME --day DATE` \
+            lists what counted. Examples: `define habit steps10k --from steps --target 10000`, \
+            `define habit cardio --from heart_rate_above --bpm 120 --target 20`, \
+            `define habit runs --from workouts --sport running --target 3 --per week`.
             """)
     @OptionGroup var options: DefineOptions
     @Argument(help: "The habit's name.") var name: String
@@ -60,6 +68,42 @@ struct DefineHabit: AsyncParsableCommand {
     @Flag(help: "The goal is a most (e.g. at most 2 coffees), not a least.") var atMost = false
     @Flag(help: "The goal is a least (the default for a new goal).") var atLeast = false
     @Flag(help: "An existing habit: drop its goal.") var noTarget = false
+    @Option(help: "A derived habit's source: steps, active_minutes, workouts, heart_rate_above, heart_rate_below, sleep, measurement, hydration, vaping.")
+    var from: String?
+    @Option(help: "Derived from workouts: of this sport only.") var sport: String?
+    @Option(help: "Derived from workouts: those at least this many minutes long only.") var minMinutes: Double?
+    @Option(help: "Derived from heart rate: the threshold in bpm.") var bpm: Int?
+    @Option(help: "Derived from sleep: one stage only (light, deep, rem).") var stage: String?
+    @Option(help: "Derived from a measurement: its kind (resting_heart_rate, weight, hrv ...).") var measurement: String?
+
+    /// The derivation the options describe, nil without --from.
+    func derivation() throws -> HabitDerivation? {
+        guard let from else {
+            if sport != nil || minMinutes != nil || bpm != nil || stage != nil || measurement != nil {
+                throw ValidationError("--sport, --min-minutes, --bpm, --stage and --measurement describe a derived habit: give --from SOURCE")
+            }
+            return nil
+        }
+        guard let source = HabitDerivation.Source(rawValue: from.replacingOccurrences(of: "-", with: "_")) else {
+            throw ValidationError("--from '\(from)' is not a source: one of " + HabitDerivation.Source.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        var stageValue: SleepStage?
+        if let stage {
+            guard let s = SleepStage(rawValue: stage) else { throw ValidationError("--stage must be light, deep or rem (not '\(stage)')") }
+            stageValue = s
+        }
+        var kind: MeasurementKind?
+        if let measurement {
+            guard let k = MeasurementKind(rawValue: measurement.replacingOccurrences(of: "-", with: "_")) else {
+                throw ValidationError("--measurement '\(measurement)' is not a measurement kind: one of "
+                    + MeasurementKind.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            kind = k
+        }
+        let derivation = HabitDerivation(source: source, sport: sport, minMinutes: minMinutes, bpm: bpm, stage: stageValue, kind: kind)
+        if let problem = derivation.problem { throw ValidationError(problem) }
+        return derivation
+    }
 
     var valueKind: HabitDefinition.ValueKind? {
         kind.map { $0 == "numeric" ? .numeric : $0 == "categorical" ? .categorical : .yesNo }
@@ -73,6 +117,11 @@ struct DefineHabit: AsyncParsableCommand {
         if let target, !(target.isFinite && target > 0) { throw ValidationError("--target must be more than zero") }
         if atMost && atLeast { throw ValidationError("--at-most and --at-least exclude each other") }
         if noTarget, target != nil || per != nil || atMost || atLeast { throw ValidationError("--no-target goes without --target, --per, --at-most, --at-least") }
+        if try derivation() != nil {
+            if let valueKind, valueKind != .numeric { throw ValidationError("a derived habit is numeric: leave --kind out") }
+            if unit != nil || !categories.isEmpty { throw ValidationError("a derived habit's unit is its source's: leave --unit and --category out") }
+            if noTarget { throw ValidationError("a derived habit needs its goal: --no-target does not apply") }
+        }
     }
 
     /// The rules of a new habit's options (an existing one's are the edit's).
@@ -86,8 +135,16 @@ struct DefineHabit: AsyncParsableCommand {
 
     func run() async throws {
         let store = try await options.database.open()
+        let derivation = try derivation()
         if let existing = try await store.definition(.habit, name: name), case .habit(let habit) = existing.body {
+            if habit.derivation != nil || derivation != nil { return try await redefine(existing, habit, derivation, store: store) }
             return try await change(existing, habit, store: store)
+        }
+        if let derivation {
+            guard let target else { throw ValidationError("a derived habit needs its goal: --target N [--per day|week] [--at-most]") }
+            let goal = HabitTarget(amount: target, period: per.flatMap(HabitTarget.Period.init(rawValue:)) ?? .day, direction: atMost ? .atMost : .atLeast)
+            return try await options.define(name, .habit(HabitDefinition(valueKind: .numeric, unit: derivation.unit, target: goal,
+                                                                         derivation: derivation)), store: store)
         }
         guard let valueKind else { throw ValidationError("'\(name)' is a new habit: give --kind numeric, categorical or yes-no") }
         try validateNew(valueKind)
@@ -96,6 +153,24 @@ struct DefineHabit: AsyncParsableCommand {
         }
         try await options.define(name, .habit(HabitDefinition(valueKind: valueKind, unit: unit, categories: categories, target: goal)),
                                  store: store)
+    }
+
+    /// A derived habit defined again, or a habit turned derived: a new version with the source
+    /// (and its conditions) given or kept, and the goal's parts given or kept. A logged habit
+    /// does not turn into a derived one (its entries would stop counting).
+    func redefine(_ existing: Definition, _ habit: HabitDefinition, _ derivation: HabitDerivation?, store: HealthStore) async throws {
+        guard let kept = derivation ?? habit.derivation else { return }
+        guard habit.derivation != nil else {
+            throw RuntimeFailure("'\(existing.name)' is a habit you log: a derived habit needs a name of its own (its entries would stop counting)")
+        }
+        if noTarget { throw ValidationError("a derived habit needs its goal: --no-target does not apply") }
+        var goal = habit.target ?? HabitTarget(amount: target ?? 1)
+        if let target { goal.amount = target }
+        if let period = per.flatMap(HabitTarget.Period.init(rawValue:)) { goal.period = period }
+        if atMost { goal.direction = .atMost } else if atLeast { goal.direction = .atLeast }
+        let body = HabitDefinition(valueKind: .numeric, unit: kept.unit, target: goal, derivation: kept)
+        if body == habit { return try await options.print(existing, unchanged: true, store: store) }
+        try await options.define(existing.name, .habit(body), store: store)
     }
 
     /// A habit defined again: an edit of its definition (a new version), what is given replaced.
@@ -313,7 +388,7 @@ struct DefinitionListing: Encodable {
         isDefault = false
         switch definition.body {
         case .habit(let habit):
-            var text = habit.valueKind.rawValue
+            var text = habit.derivation.map { "derived from \($0.text)" } ?? habit.valueKind.rawValue
             if let unit = habit.unit { text += " (\(unit))" }
             if !habit.categories.isEmpty { text += ": " + habit.categories.joined(separator: ", ") }
             if let target = habit.target {

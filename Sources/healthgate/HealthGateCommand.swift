@@ -35,7 +35,7 @@ struct HealthGateCommand: AsyncParsableCommand {
             DaemonCommand.self, DriversCommand.self,
             LogCommand.self, DefineCommand.self, DefinitionsCommand.self,
             EditCommand.self, DeleteCommand.self, HistoryCommand.self,
-            TodayCommand.self, AchievementsCommand.self, DashboardCommand.self,
+            TodayCommand.self, AchievementsCommand.self, DashboardCommand.self, HabitCommand.self,
         ]
     )
 

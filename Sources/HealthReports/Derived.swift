@@ -1,0 +1,64 @@
+public import Foundation
+public import HealthModel
+public import HealthStore
+
+/// Derived habits read from the store: the records a derivation needs over some days, given to
+/// ``DerivedHabit`` (the one implementation of the values).
+extension Reports {
+    /// What `derivation` reads for the days from `first` through `last`: the records of its
+    /// source in those days' bounds (workouts that started up to their longest span before).
+    public static func derivationInput(_ store: HealthStore, _ derivation: HabitDerivation, boundary: DayBoundary,
+                                       from first: LocalDay, through last: LocalDay) async throws -> DerivationInput {
+        let range = DateRange(since: boundary.start(of: first), until: boundary.start(of: last.adding(1)))
+        let widened = DateRange(since: range.since.map { $0.addingTimeInterval(-PhysicalLimits.workoutSpanS) }, until: range.until)
+        switch derivation.source {
+        case .steps:
+            return DerivationInput(measurements: try await store.measurements(kind: .steps, in: range))
+        case .activeMinutes, .workouts:
+            return DerivationInput(workouts: try await store.wholeWorkouts(in: widened, samples: false))
+        case .heartRateAbove, .heartRateBelow:
+            return DerivationInput(workouts: try await store.wholeWorkouts(in: widened, samples: true),
+                                   measurements: try await store.measurements(kind: .heartRate, in: range))
+        case .sleep:
+            return DerivationInput(sleep: try await store.sleepSessions(endingIn: range))
+        case .measurement:
+            return DerivationInput(measurements: try await store.measurements(kind: derivation.kind ?? .weight, in: range))
+        case .hydration, .vaping:
+            return DerivationInput(habitEvents: try await store.habitEvents(in: range))
+        }
+    }
+
+    /// When the records a derivation reads begin (nil: there are none yet).
+    public static func derivationStart(_ store: HealthStore, _ derivation: HabitDerivation) async throws -> Date? {
+        switch derivation.source {
+        case .steps: try await store.earliest(.measurement(.steps))
+        case .activeMinutes, .workouts: try await store.earliest(.workout)
+        case .heartRateAbove, .heartRateBelow:
+            [try await store.earliest(.workout), try await store.earliest(.measurement(.heartRate))].compactMap { $0 }.min()
+        case .sleep: try await store.earliest(.sleep)
+        case .measurement: try await store.earliest(.measurement(derivation.kind ?? .weight))
+        case .hydration: try await store.everyHabitSpan()[BuiltInHabit.hydration]?.first
+        case .vaping: try await store.everyHabitSpan()[BuiltInHabit.vaping]?.first
+        }
+    }
+
+    /// A derived habit's values per day of `days` (its buckets), as totals the goals count.
+    static func derivedTotals(_ store: HealthStore, _ derivation: HabitDerivation, days: Periods) async throws -> [BucketTotal] {
+        guard days.count > 0 else { return [] }
+        let first = days.boundary.day(of: days.bounds[0]), last = days.boundary.day(of: days.bounds[days.count - 1])
+        let input = try await derivationInput(store, derivation, boundary: days.boundary, from: first, through: last)
+        let values = DerivedHabit.values(derivation, input, boundary: days.boundary, days: first...last)
+        return values.compactMap { day, value in
+            days.index(of: days.boundary.start(of: day)).map { BucketTotal(bucket: $0, count: 1, sum: value) }
+        }.sorted { $0.bucket < $1.bucket }
+    }
+
+    /// What made a derived habit's value on `day` (`healthgate habit explain`): its value and
+    /// every contribution, oldest first.
+    public static func explain(_ store: HealthStore, _ derivation: HabitDerivation, boundary: DayBoundary,
+                               day: LocalDay) async throws -> (value: Double?, contributions: [DerivedContribution]) {
+        let input = try await derivationInput(store, derivation, boundary: boundary, from: day, through: day)
+        return (DerivedHabit.values(derivation, input, boundary: boundary, days: day...day)[day],
+                DerivedHabit.contributions(derivation, input, boundary: boundary, days: day...day))
+    }
+}
