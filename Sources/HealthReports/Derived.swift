@@ -42,14 +42,41 @@ extension Reports {
         }
     }
 
-    /// A derived habit's values per day of `days` (its buckets), as totals the goals count.
-    static func derivedTotals(_ store: HealthStore, _ derivation: HabitDerivation, days: Periods) async throws -> [BucketTotal] {
+    /// A derived habit's values per day of `days` (its buckets), as totals the goals count. Days
+    /// computed before and untouched since come from the store's cache of them; the others are
+    /// computed (each run of consecutive days from one read of its records) and kept.
+    static func derivedTotals(_ store: HealthStore, _ definition: Definition, _ derivation: HabitDerivation,
+                              days: Periods) async throws -> [BucketTotal] {
         guard days.count > 0 else { return [] }
-        let first = days.boundary.day(of: days.bounds[0]), last = days.boundary.day(of: days.bounds[days.count - 1])
-        let input = try await derivationInput(store, derivation, boundary: days.boundary, from: first, through: last)
-        let values = DerivedHabit.values(derivation, input, boundary: days.boundary, days: first...last)
+        let boundary = days.boundary
+        let first = boundary.day(of: days.bounds[0]), last = boundary.day(of: days.bounds[days.count - 1])
+        let habit = definition.id.description
+        let signature = "\(derivation)|v\(definition.version)|\(boundary.timeZone.identifier)|\(boundary.startMinutes)"
+        try await store.prepareDerivedDays(habit: habit, signature: signature)
+        var values = try await store.derivedDays(habit: habit, from: first, through: last)
+        var day = first
+        while day <= last {
+            guard values[day] == nil else {
+                day = day.adding(1)
+                continue
+            }
+            var end = day
+            while end < last, values[end.adding(1)] == nil { end = end.adding(1) }
+            let input = try await derivationInput(store, derivation, boundary: boundary, from: day, through: end)
+            let computed = DerivedHabit.values(derivation, input, boundary: boundary, days: day...end)
+            var kept: [(day: LocalDay, value: Double?)] = []
+            var d = day
+            while d <= end {
+                kept.append((d, computed[d]))
+                values[d] = .some(computed[d])
+                d = d.adding(1)
+            }
+            try await store.keepDerivedDays(habit: habit, kept)
+            day = end.adding(1)
+        }
         return values.compactMap { day, value in
-            days.index(of: days.boundary.start(of: day)).map { BucketTotal(bucket: $0, count: 1, sum: value) }
+            guard let value else { return nil }
+            return days.index(of: boundary.start(of: day)).map { BucketTotal(bucket: $0, count: 1, sum: value) }
         }.sorted { $0.bucket < $1.bucket }
     }
 

@@ -34,7 +34,7 @@ extension Reports {
     /// whatever the number of habits (weekly goals regroup them).
     public static func habitHistory(_ store: HealthStore, days boundary: DayBoundary, now: Date) async throws -> HabitHistory {
         var starts: [(HabitGoal, Date)] = []
-        var derived: [String: HabitDerivation] = [:]
+        var derived: [String: (Definition, HabitDerivation)] = [:]
         let spans = try await store.everyHabitSpan()
         for d in try await store.definitions(.habit) {
             guard let goal = HabitGoal(d) else { continue }
@@ -42,7 +42,7 @@ extension Reports {
             // is earlier (as a logged one from its first entry): its history fills itself.
             var first = spans[Definition.key(d.name)]?.first
             if case .habit(let habit) = d.body, let derivation = habit.derivation {
-                derived[Definition.key(d.name)] = derivation
+                derived[Definition.key(d.name)] = (d, derivation)
                 first = try await derivationStart(store, derivation)
             }
             starts.append((goal, min(d.time, first ?? d.time)))
@@ -52,7 +52,7 @@ extension Reports {
         let days = Periods(.day, boundary: boundary, from: earliest, through: now)
         var daily = try await store.everyHabitTotals(bounds: days.bounds)
         // A derived habit's days are its values, never entries typed under its name.
-        for (key, derivation) in derived { daily[key] = try await derivedTotals(store, derivation, days: days) }
+        for (key, (definition, derivation)) in derived { daily[key] = try await derivedTotals(store, definition, derivation, days: days) }
         let weeks = starts.contains { $0.0.period == .week } ? Periods(.week, boundary: boundary, from: earliest, through: now) : nil
         // A week is seven local days: weekly totals are the daily ones regrouped.
         let weekly = weeks.map { weeks in daily.mapValues { weeks.regroup($0, from: days) } } ?? [:]
@@ -120,8 +120,8 @@ extension Reports {
         let periods = Periods(.day, boundary: days, from: days.start(of: first), through: now)
         var byBucket: [Int: BucketTotal] = [:]
         // A derived habit's days are its values (one "entry" a day with a value).
-        if case .habit(let h)? = try await store.definition(.habit, name: habit)?.body, let derivation = h.derivation {
-            for t in try await derivedTotals(store, derivation, days: periods) { byBucket[t.bucket] = t }
+        if let definition = try await store.definition(.habit, name: habit), case .habit(let h) = definition.body, let derivation = h.derivation {
+            for t in try await derivedTotals(store, definition, derivation, days: periods) { byBucket[t.bucket] = t }
         } else {
             for t in try await store.habitTotals(habit, bounds: periods.bounds) { byBucket[t.bucket] = t }
         }

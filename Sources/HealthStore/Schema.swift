@@ -24,6 +24,7 @@ enum Schema {
         migrator.registerMigration("v15-skipped-days", migrate: indexSkippedDays)
         migrator.registerMigration("v16-goal-weight", migrate: addGoalWeight)
         migrator.registerMigration("v17-derived-habits", migrate: addDerivedHabits)
+        migrator.registerMigration("v18-derived-days", migrate: createDerivedDays)
         return migrator
     }
 
@@ -420,6 +421,49 @@ enum Schema {
     /// A derived habit's source and conditions (``HabitDerivation``), as the JSON the wire uses.
     private static func addDerivedHabits(_ db: Database) throws {
         try db.execute(sql: "ALTER TABLE definitions ADD COLUMN derived TEXT CHECK (derived IS NULL OR json_valid(derived))")
+    }
+
+    /// Derived habits' values per local day, computed once and kept until a record near the day
+    /// changes (``HealthStore/prepareDerivedDays(habit:signature:)``). Every write of a workout,
+    /// sleep session, measurement or habit event (insert, new version, tombstone, removal),
+    /// through any path, notes its UTC days in `derived_changes` by trigger, while a derived
+    /// habit is defined.
+    private static func createDerivedDays(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE derived_days (
+                habit TEXT NOT NULL,                    -- the derived habit's definition id
+                day TEXT NOT NULL,                      -- the local day, YYYY-MM-DD
+                value REAL,                             -- NULL: computed, nothing counted
+                PRIMARY KEY (habit, day)
+            ) STRICT, WITHOUT ROWID;
+            CREATE TABLE derived_signatures (
+                habit TEXT PRIMARY KEY,
+                signature TEXT NOT NULL                 -- the definition version and day rule the days were computed by
+            ) STRICT, WITHOUT ROWID;
+            CREATE TABLE derived_changes (
+                utc_day TEXT PRIMARY KEY                -- a UTC date a record written since touched
+            ) STRICT, WITHOUT ROWID;
+            """)
+        let tables: [(table: String, first: String, last: String)] = [
+            ("workouts", "start_time", "end_time"), ("sleep_sessions", "start_time", "end_time"),
+            ("measurements", "time", "coalesce(%.end_time, %.time)"), ("habit_events", "time", "time"),
+        ]
+        let defined = "EXISTS (SELECT 1 FROM definitions WHERE derived IS NOT NULL AND deleted = 0)"
+        for t in tables {
+            func days(_ row: String) -> String {
+                let first = t.first.contains("%") ? t.first.replacingOccurrences(of: "%", with: row) : "\(row).\(t.first)"
+                let last = t.last.contains("%") ? t.last.replacingOccurrences(of: "%", with: row) : "\(row).\(t.last)"
+                return "(substr(\(first), 1, 10)), (substr(\(last), 1, 10))"
+            }
+            try db.execute(sql: """
+                CREATE TRIGGER \(t.table)_derived_insert AFTER INSERT ON \(t.table) WHEN \(defined)
+                BEGIN INSERT OR IGNORE INTO derived_changes VALUES \(days("NEW")); END;
+                CREATE TRIGGER \(t.table)_derived_update AFTER UPDATE ON \(t.table) WHEN \(defined)
+                BEGIN INSERT OR IGNORE INTO derived_changes VALUES \(days("OLD")), \(days("NEW")); END;
+                CREATE TRIGGER \(t.table)_derived_delete AFTER DELETE ON \(t.table) WHEN \(defined)
+                BEGIN INSERT OR IGNORE INTO derived_changes VALUES \(days("OLD")); END;
+                """)
+        }
     }
 
     private static func createDriverCheckpoints(_ db: Database) throws {

@@ -206,6 +206,15 @@ import TestSupport
             for (day, value) in want { #expect(abs((have[day] ?? -1) - value) < 1e-6, "\(zone) \(name) \(day): \(have[day] ?? -1) vs \(value)") }
             #expect(!want.isEmpty, "\(name) has values to compare")
         }
+        // `today` (from the cache of daily values, filled by the first run) shows the same values.
+        for round in 0..<2 {
+            let today = try await run(["today", "--json", "--at", "2026-03-30T21:00"], scratch, zone: zone)
+            let rows = (try JSONSerialization.jsonObject(with: Data(today.stdout.utf8)) as? [String: Any])?["habits"] as? [[String: Any]] ?? []
+            for (name, _) in Self.habits {
+                let amount = rows.first { $0["name"] as? String == name }?["amount"] as? Double
+                #expect(abs((amount ?? -1) - (expected[name]?["2026-03-30"] ?? 0)) < 1e-6, "\(zone) round \(round) \(name): \(amount ?? -1)")
+            }
+        }
         // Both devices' minutes are counted once: the strap's and the watch's overlap is not doubled.
         let cardio = try await run(["habit", "explain", "cardio", "--day", "2026-03-28", "--json"], scratch, zone: zone)
         let parts = (try JSONSerialization.jsonObject(with: Data(cardio.stdout.utf8)) as? [String: Any])?["contributions"] as? [[String: Any]] ?? []
@@ -256,9 +265,47 @@ import TestSupport
         #expect(edited.status == 0 && edited.stdout.contains("version 2"), "\(edited.stdout) \(edited.stderr)")
         let after = try await today()
         #expect(after["current_streak"] as? Int == 0 && after["longest_streak"] as? Int == 0, "\(after)")
+        // Deleted records take their steps out of today's value (a tombstone is a write like any).
+        let store = try await scratch.store()
+        let todaySteps = all.compactMap { r -> HealthModel.Measurement? in
+            if case .measurement(let m) = r, m.kind == .steps, m.source == Self.phone, m.time > d29.addingTimeInterval(86_400) { return m }
+            return nil
+        }
+        let removed = todaySteps.reduce(0) { $0 + $1.value }
+        let valueBefore = after["amount"] as? Double ?? 0
+        for m in todaySteps { _ = try await store.delete(id: m.id.description) }
+        let valueAfter = try await today()["amount"] as? Double ?? -1
+        #expect(valueAfter < valueBefore && valueAfter > 0, "\(valueBefore) -> \(valueAfter), \(removed) of the phone's steps deleted")
         let stats = try await run(["stats", "--period", "day", "--json", "--at", "2026-03-30T21:00"], scratch, zone: zone)
         let progress = (try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any])?["habits"] as? [[String: Any]]
         #expect(progress?.first { $0["habit"] as? String == "walk" }?["met"] as? Int == 0, "\(stats.stdout)")
+    }
+
+    /// The store notes which days records were written on only while a derived habit is defined
+    /// (the trigger costs nothing otherwise), and a view forgets them once it has recomputed.
+    @Test func changesAreNotedOnlyWhileADerivedHabitIsDefined() async throws {
+        let scratch = try Scratch()
+        let store = try await scratch.store()
+        func changes() async throws -> Int {
+            let result = try await Tool.run("/usr/bin/env", ["sqlite3", scratch.dbPath, "SELECT count(*) FROM derived_changes"])
+            return Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        }
+        let drink = { (id: String, day: Int) in
+            HealthRecord.habit(HabitEvent(id: RecordID.derive("changes", id), habit: "hydration", time: Date(timeIntervalSince1970: 1_774_000_000 + Double(day) * 86400),
+                                          value: 250, unit: "ml", source: Source(driver: "manual")))
+        }
+        try await store.write([drink("a", 0)])
+        #expect(try await changes() == 0)
+        #expect(try await run(["define", "habit", "water", "--from", "hydration", "--target", "1000"], scratch, zone: "UTC").status == 0)
+        try await store.write([drink("b", 0), drink("c", 3)])
+        #expect(try await changes() == 2)
+        #expect(try await run(["today", "--json"], scratch, zone: "UTC").status == 0)
+        #expect(try await changes() == 0)
+        // The days computed are kept: one row per day from the first drink through today.
+        let kept = try await Tool.run("/usr/bin/env", ["sqlite3", scratch.dbPath, "SELECT count(*), count(value), total(value) FROM derived_days"])
+        let first = LocalDay(String(ISO8601.string(Date(timeIntervalSince1970: 1_774_000_000)).prefix(10)))!
+        let today = LocalDay(String(ISO8601.string(Date()).prefix(10)))!
+        #expect(kept.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "\(first.days(to: today) + 1)|2|750.0", "\(kept.stdout)")
     }
 
     /// Bad definitions: a clear error, nothing stored.
