@@ -44,7 +44,7 @@ extension Reports {
 
     /// A derived habit's values per day of `days` (its buckets), as totals the goals count. Days
     /// computed before and untouched since come from the store's cache of them; the others are
-    /// computed (each run of consecutive days from one read of its records) and kept.
+    /// computed (each run of up to 31 consecutive days from one read of its records) and kept.
     static func derivedTotals(_ store: HealthStore, _ definition: Definition, _ derivation: HabitDerivation,
                               days: Periods) async throws -> [BucketTotal] {
         guard days.count > 0 else { return [] }
@@ -60,8 +60,9 @@ extension Reports {
                 day = day.adding(1)
                 continue
             }
+            // At most 31 days at a time: years of minute-level readings are never held at once.
             var end = day
-            while end < last, values[end.adding(1)] == nil { end = end.adding(1) }
+            while end < last, values[end.adding(1)] == nil, day.days(to: end) < 30 { end = end.adding(1) }
             let input = try await derivationInput(store, derivation, boundary: boundary, from: day, through: end)
             let computed = DerivedHabit.values(derivation, input, boundary: boundary, days: day...end)
             var kept: [(day: LocalDay, value: Double?)] = []

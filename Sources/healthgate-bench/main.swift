@@ -2,7 +2,7 @@
 // same run on the same machine (these machines are noisy, so only the ratios mean much). Not a
 // test: it asserts nothing and never runs in CI.
 //
-//     healthgate-bench [all|files|ble|sync|daemon|server-load|log|views|apple|capacity] [--records N] [--backlog N] [--idle S]
+//     healthgate-bench [all|files|ble|sync|daemon|server-load|log|views|derived|apple|capacity] [--records N] [--backlog N] [--idle S]
 //                      [--seconds S] [--accounts N] [--size MB] [--export FILE] [--baseline-mb MB] [FIXTURES]
 import Foundation
 import TestSupport
@@ -15,7 +15,7 @@ if arguments.first == "apple-stage", arguments.count == 3 {
 }
 if arguments.contains(where: { ["-h", "--help", "help"].contains($0) }) {
     print("""
-        USAGE: healthgate-bench [all|files|ble|sync|daemon|server-load|log|views|apple|capacity] [--records N] [--backlog N] [--idle S]
+        USAGE: healthgate-bench [all|files|ble|sync|daemon|server-load|log|views|derived|apple|capacity] [--records N] [--backlog N] [--idle S]
                                 [--seconds S] [--accounts N] [--size MB] [--export FILE] [--baseline-mb MB] [FIXTURES]
 
         Speed and footprint figures of the release build, each next to a baseline measured in the same run.
@@ -34,6 +34,10 @@ if arguments.contains(where: { ["-h", "--help", "help"].contains($0) }) {
                    running a plain SQL query of the same totals; then every dashboard page served over loopback
                    (p50/p99, size plain and gzip) next to the SQL behind it, and its first contentful paint in
                    Chromium from the DevTools protocol (Tests/browser/paint.py)
+          derived  ten derived habits over five years of minute-level heart rate and steps (2.6 million readings):
+                   `today` and `stats --period year` first and cached, next to sqlite3 running the plain SQL of the
+                   same numbers per day; a 30-day backlog's write with and without the change triggers, and the
+                   recomputation it causes against the import's time. Not part of `all` (it takes minutes).
           apple    Apple Health: a synthetic export.xml of --size MB (default 1024; Drivers/AppleHealth/tools/make-export.py),
                    or the --export FILE given, imported end to end into a fresh database, next to XMLStream reading the
                    same bytes (the floor) and healthkit-to-sqlite (PyPI) importing them: records/s, MB/s, peak RSS, and
@@ -81,7 +85,7 @@ if let index = arguments.firstIndex(of: "--export"), index + 1 < arguments.count
     appleExport = arguments[index + 1]
     arguments.removeSubrange(index...index + 1)
 }
-let modes = ["all", "files", "ble", "sync", "daemon", "server-load", "log", "views", "apple", "capacity"]
+let modes = ["all", "files", "ble", "sync", "daemon", "server-load", "log", "views", "derived", "apple", "capacity"]
 let mode = arguments.first.flatMap { modes.contains($0) ? $0 : nil } ?? "all"
 let fixtures = arguments.first { !modes.contains($0) } ?? "Fixtures"
 if let unknown = arguments.first(where: { $0.hasPrefix("-") }) {
@@ -128,6 +132,9 @@ if mode == "all" || mode == "log" {
 }
 if mode == "all" || mode == "views" {
     try await viewsBenchmarks()
+}
+if mode == "derived" {
+    try await derivedBenchmarks()
 }
 if mode == "apple" {
     try await appleBenchmarks(export: appleExport, sizeMB: appleSizeMB, baselineMB: appleBaselineMB > 0 ? appleBaselineMB : nil)
