@@ -7,10 +7,30 @@ public import HealthStore
 extension Reports {
     /// What `derivation` reads for the days from `first` through `last`: the records of its
     /// source in those days' bounds (workouts that started up to their longest span before).
+    /// `reduced`: heart rate and steps come reduced in SQL (a reading per minute; a sum per
+    /// source and slot), which gives the same values but not the sources of each contribution.
     public static func derivationInput(_ store: HealthStore, _ derivation: HabitDerivation, boundary: DayBoundary,
-                                       from first: LocalDay, through last: LocalDay) async throws -> DerivationInput {
+                                       from first: LocalDay, through last: LocalDay, reduced: Bool = false) async throws -> DerivationInput {
         let range = DateRange(since: boundary.start(of: first), until: boundary.start(of: last.adding(1)))
         let widened = DateRange(since: range.since.map { $0.addingTimeInterval(-PhysicalLimits.workoutSpanS) }, until: range.until)
+        if reduced, derivation.source == .heartRateAbove || derivation.source == .heartRateBelow {
+            let minutes = try await store.heartRateByMinute(in: range, highest: derivation.source == .heartRateAbove,
+                                                            lookBack: PhysicalLimits.workoutSpanS)
+            let source = Source(driver: "reduced")
+            return DerivationInput(measurements: minutes.map { m in
+                Measurement(id: reducedID, kind: .heartRate, time: Date(timeIntervalSince1970: Double(m.minute) * 60),
+                            value: m.bpm, source: source)
+            })
+        }
+        if reduced, derivation.source == .steps {
+            // Slots that never straddle a quarter hour or a day start: the day starts on a
+            // multiple of 15 minutes in every zone (offsets are), or of 5, or of 1.
+            let slot = [15, 5, 3, 1].first { boundary.startMinutes % $0 == 0 }!
+            return DerivationInput(measurements: try await store.stepsBySlot(in: range, slotMinutes: slot).map { s in
+                Measurement(id: reducedID, kind: .steps, time: Date(timeIntervalSince1970: Double(s.slot) * 60),
+                            value: s.steps, source: s.source)
+            })
+        }
         switch derivation.source {
         case .steps:
             return DerivationInput(measurements: try await store.measurements(kind: .steps, in: range))
@@ -27,6 +47,9 @@ extension Reports {
             return DerivationInput(habitEvents: try await store.habitEvents(in: range))
         }
     }
+
+    /// The id of the readings reduced in SQL (the rules never read it).
+    static let reducedID = RecordID.derive("derived", "reduced")
 
     /// When the records a derivation reads begin (nil: there are none yet).
     public static func derivationStart(_ store: HealthStore, _ derivation: HabitDerivation) async throws -> Date? {
@@ -63,7 +86,7 @@ extension Reports {
             // At most 31 days at a time: years of minute-level readings are never held at once.
             var end = day
             while end < last, values[end.adding(1)] == nil, day.days(to: end) < 30 { end = end.adding(1) }
-            let input = try await derivationInput(store, derivation, boundary: boundary, from: day, through: end)
+            let input = try await derivationInput(store, derivation, boundary: boundary, from: day, through: end, reduced: true)
             let computed = DerivedHabit.values(derivation, input, boundary: boundary, days: day...end)
             var kept: [(day: LocalDay, value: Double?)] = []
             var d = day

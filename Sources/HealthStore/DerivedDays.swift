@@ -53,3 +53,49 @@ extension HealthStore {
         }
     }
 }
+
+/// Readings reduced in SQL for the derived habits that read the most (heart rate each minute,
+/// steps each minute): what ``DerivedHabit`` would reduce them to anyway, without a record in
+/// memory per reading.
+extension HealthStore {
+    /// Per clock minute (minutes since 1970) within `range`, the highest (or lowest) heart rate
+    /// of any source: heart-rate measurements and the samples of workouts that started up to
+    /// `lookBack` seconds before `range`.
+    public func heartRateByMinute(in range: DateRange, highest: Bool, lookBack: TimeInterval) async throws -> [(minute: Int, bpm: Double)] {
+        let (condition, arguments) = range.condition("time")
+        let workouts = DateRange(since: range.since.map { $0.addingTimeInterval(-lookBack) }, until: range.until).condition("w.start_time")
+        let from = range.since?.timeIntervalSince1970 ?? -Double.greatestFiniteMagnitude
+        let to = range.until?.timeIntervalSince1970 ?? Double.greatestFiniteMagnitude
+        let pick = highest ? "max" : "min"
+        return try await reading { db in
+            var minutes: [Int: Double] = [:]
+            let readings = try Row.fetchCursor(db, sql: """
+                SELECT CAST(strftime('%s', time) AS INTEGER) / 60 AS m, \(pick)(value) FROM measurements
+                WHERE kind = 'heart_rate' AND deleted = 0 AND value > 0 AND \(condition) GROUP BY m
+                """, arguments: arguments)
+            while let row = try readings.next() { minutes[row[0]] = row[1] }
+            let samples = try Row.fetchCursor(db, sql: """
+                SELECT CAST(s.time / 60 AS INTEGER) AS m, \(pick)(s.heart_rate) FROM workouts w JOIN samples s ON s.workout_id = w.id
+                WHERE w.deleted = 0 AND \(workouts.sql) AND s.heart_rate > 0 AND s.time >= ? AND s.time < ? GROUP BY m
+                """, arguments: workouts.arguments + [from, to])
+            while let row = try samples.next() {
+                let m: Int = row[0], bpm: Double = row[1]
+                minutes[m] = minutes[m].map { highest ? max($0, bpm) : min($0, bpm) } ?? bpm
+            }
+            return minutes.map { ($0.key, $0.value) }
+        }
+    }
+
+    /// Steps within `range` summed per source and slot of `slotMinutes` (a divisor of 15; slots
+    /// start at multiples of it since 1970): `slot` is the slot's start in minutes since 1970.
+    public func stepsBySlot(in range: DateRange, slotMinutes: Int) async throws -> [(source: Source, slot: Int, steps: Double)] {
+        let (condition, arguments) = range.condition("time")
+        return try await reading { db in
+            try Row.fetchAll(db, sql: """
+                SELECT source_driver, source_device, CAST(strftime('%s', time) AS INTEGER) / \(slotMinutes * 60) * \(slotMinutes) AS slot, total(value)
+                FROM measurements WHERE kind = 'steps' AND deleted = 0 AND value > 0 AND \(condition)
+                GROUP BY source_driver, source_device, slot
+                """, arguments: arguments).map { (Source(driver: $0[0], device: $0[1]), $0[2], $0[3]) }
+        }
+    }
+}

@@ -179,10 +179,12 @@ extension HealthStore {
     /// The earliest time of any live record of a table (`workouts`: start, `sleep_sessions`:
     /// end, `measurements` of `kind`: time), nil when it holds none.
     public func earliest(_ table: EarliestOf) async throws -> Date? {
+        // The first live row in the time index's order (a min() with the deleted filter would
+        // read every row of the kind).
         let sql = switch table {
-        case .workout: "SELECT min(start_time) FROM workouts WHERE deleted = 0"
-        case .sleep: "SELECT min(end_time) FROM sleep_sessions WHERE deleted = 0"
-        case .measurement: "SELECT min(time) FROM measurements WHERE deleted = 0 AND kind = ?"
+        case .workout: "SELECT start_time FROM workouts WHERE deleted = 0 ORDER BY start_time LIMIT 1"
+        case .sleep: "SELECT end_time FROM sleep_sessions WHERE deleted = 0 ORDER BY end_time LIMIT 1"
+        case .measurement: "SELECT time FROM measurements WHERE kind = ? AND deleted = 0 ORDER BY time LIMIT 1"
         }
         let arguments: StatementArguments = if case .measurement(let kind) = table { [kind.rawValue] } else { [] }
         let text = try await reading { db in try String.fetchOne(db, sql: sql, arguments: arguments) }

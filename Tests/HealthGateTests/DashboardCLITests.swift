@@ -17,9 +17,9 @@ import TestSupport
         let url: String
 
         /// `arguments`: more of `dashboard`'s options (TLS, a password, read-only).
-        init(_ scratch: Scratch, at: String, listen: String = "127.0.0.1:0", arguments: [String] = []) throws {
+        init(_ scratch: Scratch, at: String, listen: String = "127.0.0.1:0", arguments: [String] = [], zone: String = "Europe/Berlin") throws {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["TZ=Europe/Berlin", CLI.executable, "dashboard", "--db", scratch.dbPath, "--listen", listen, "--at", at] + arguments
+            process.arguments = ["TZ=\(zone)", CLI.executable, "dashboard", "--db", scratch.dbPath, "--listen", listen, "--at", at] + arguments
             let out = Pipe()
             process.standardOutput = out
             process.standardError = nil

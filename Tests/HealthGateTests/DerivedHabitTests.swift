@@ -215,6 +215,17 @@ import TestSupport
                 #expect(abs((amount ?? -1) - (expected[name]?["2026-03-30"] ?? 0)) < 1e-6, "\(zone) round \(round) \(name): \(amount ?? -1)")
             }
         }
+        // The dashboard's habit calendars (the cached values, read reduced in SQL) hold every day's value too.
+        let dashboard = try DashboardCLITests.Dashboard(scratch, at: "2026-03-30T21:00", zone: zone)
+        for (name, _) in Self.habits where name != "runs" {
+            let page = try await DashboardCLITests.get(dashboard.url, "/habit?name=\(name)")
+            for day in days {
+                let pattern = "data-day=\"\(day)\" data-value=\"([-0-9.]+)\""
+                let shown = page.body.range(of: pattern, options: .regularExpression).map { String(page.body[$0]) }
+                let value = shown.flatMap { $0.split(separator: "\"").last }.flatMap { Double($0) }
+                #expect(value.map { abs($0 - (expected[name]?[day] ?? 0)) < 0.01 } == true, "\(zone) \(name) \(day): \(shown ?? "none")")
+            }
+        }
         // Both devices' minutes are counted once: the strap's and the watch's overlap is not doubled.
         let cardio = try await run(["habit", "explain", "cardio", "--day", "2026-03-28", "--json"], scratch, zone: zone)
         let parts = (try JSONSerialization.jsonObject(with: Data(cardio.stdout.utf8)) as? [String: Any])?["contributions"] as? [[String: Any]] ?? []
