@@ -119,7 +119,7 @@ import TestSupport
 
     /// The commands that use the local database (`devices` is `devices list`), and those that do not.
     static let databaseCommands: [[String]] = [
-        ["import"], ["workouts"], ["sleep"], ["measurements"], ["show"], ["stats"], ["export"], ["record"], ["ble", "replay"],
+        ["import"], ["workouts"], ["sleep"], ["measurements"], ["show"], ["stats"], ["export"], ["record"], ["habit", "explain"], ["ble", "replay"],
         ["login"], ["logout"], ["sync"], ["status"], ["dead-letters"], ["devices", "list"], ["devices", "revoke"],
         ["password"], ["account", "delete"],
     ]
