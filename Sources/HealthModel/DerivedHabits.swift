@@ -269,6 +269,8 @@ public enum DerivedHabit {
         }
         for m in input.measurements where m.kind == .heartRate && m.value > 0 { add(m.time, m.value, sourceName(m.source)) }
         // Consecutive counted minutes of one day, from the same sources, are one contribution.
+        let side = above ? "above" : "below"
+        func what(_ count: Double) -> String { "\(NumberText.plain(count)) minute\(count == 1 ? "" : "s") \(side) \(NumberText.plain(bpm)) bpm" }
         var parts: [DerivedContribution] = []
         for m in minutes.keys.sorted() {
             let reading = minutes[m]!
@@ -278,18 +280,13 @@ public enum DerivedHabit {
             if var last = parts.last, last.day == day, last.end == start, last.sources == sources {
                 last.end = start.addingTimeInterval(60)
                 last.amount += 1
-                last.what = "\(NumberText.plain(last.amount)) minutes \(above ? "above" : "below") \(NumberText.plain(bpm)) bpm"
+                last.what = what(last.amount)
                 parts[parts.count - 1] = last
             } else {
-                parts.append(DerivedContribution(day: day, start: start, end: start.addingTimeInterval(60),
-                                                 what: "1 minutes \(above ? "above" : "below") \(NumberText.plain(bpm)) bpm", sources: sources, amount: 1))
+                parts.append(DerivedContribution(day: day, start: start, end: start.addingTimeInterval(60), what: what(1), sources: sources, amount: 1))
             }
         }
-        return parts.map { p in
-            var p = p
-            if p.amount == 1 { p.what = p.what.replacingOccurrences(of: "1 minutes", with: "1 minute") }
-            return p
-        }
+        return parts
     }
 
     /// Minutes asleep (or in `stage`) in the sessions ending in each day; where sessions of

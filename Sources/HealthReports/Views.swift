@@ -84,16 +84,17 @@ extension Reports {
         let history = try await Self.habitHistory(store, days: days, now: now)
         for p in history.progress { byName[Definition.key(p.habit)] = p }
         // Today's value of each derived habit: the history's last day, computed with the rest.
+        let definitions = try await store.definitions()
         var derived: [String: Double] = [:]
         if let periods = history.days, let today = periods.index(of: now) {
-            for d in try await store.definitions(.habit) {
+            for d in definitions {
                 guard case .habit(let habit) = d.body, habit.derivation != nil else { continue }
                 let key = Definition.key(d.name)
                 derived[key] = history.daily[key]?.first { $0.bucket == today }?.sum ?? 0
             }
         }
         let input = TodayInput(
-            now: now, days: days, definitions: try await store.definitions(),
+            now: now, days: days, definitions: definitions,
             events: try await store.habitEvents(in: today),
             lastVape: try await store.lastHabitEvent(BuiltInHabit.vaping, atOrBefore: now),
             workouts: try await store.workouts(in: today),

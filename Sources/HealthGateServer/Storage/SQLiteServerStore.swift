@@ -411,9 +411,12 @@ public final class SQLiteServerStore: ServerStore {
                 ORDER BY start_time DESC LIMIT 1
                 """, arguments: [userId])
             let row = try Row.fetchOne(db, sql: """
-                SELECT min(start_time) AS first, max(max(start_time, end_time)) AS last FROM records WHERE user_id = ? AND body IS NOT NULL
-                """, arguments: [userId])
-            let first: Double? = row?["first"], last: Double? = row?["last"]
+                SELECT (SELECT min(start_time) FROM records WHERE user_id = ? AND start_time > 0) AS first,
+                       (SELECT max(start_time) FROM records WHERE user_id = ? AND start_time > 0) AS last
+                """, arguments: [userId, userId])
+            // Two seeks of the (user, start) index (tombstones start at 0); a night ends at most
+            // two days after the latest start.
+            let first: Double? = row?["first"], last: Double? = (row?["last"] as Double?).map { $0 + PhysicalLimits.sleepSpanS }
             return SummaryScope(dayStartMinutes: SummaryScope.dayStart(preferencesBody: body), span: first.flatMap { f in last.map { f...max(f, $0) } })
         }
     }

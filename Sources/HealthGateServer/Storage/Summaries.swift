@@ -6,8 +6,8 @@ public import SyncProtocol
 public struct SummaryScope: Sendable, Equatable {
     /// Minutes after midnight (``Preferences/dayStartMinutes``; 0 without preferences).
     public var dayStartMinutes: Int
-    /// The earliest start and the latest start or end among the user's live records (Unix
-    /// seconds); nil without records.
+    /// From the earliest start among the user's records to two days (the longest night) after
+    /// the latest (Unix seconds); nil without records.
     public var span: ClosedRange<Double>?
 
     public init(dayStartMinutes: Int, span: ClosedRange<Double>?) {

@@ -445,11 +445,14 @@ public final class PostgresServerStore: ServerStore {
                 ORDER BY start_time DESC LIMIT 1
                 """, logger: self.logger), as: String.self)
             let rows = try await connection.query("""
-                SELECT min(start_time), max(greatest(start_time, end_time)) FROM records WHERE user_id = \(userId) AND body IS NOT NULL
+                SELECT (SELECT min(start_time) FROM records WHERE user_id = \(userId) AND start_time > 0),
+                       (SELECT max(start_time) FROM records WHERE user_id = \(userId) AND start_time > 0)
                 """, logger: self.logger)
+            // Two seeks of the (user, start) index (tombstones start at 0); a night ends at most
+            // two days after the latest start.
             var span: ClosedRange<Double>?
             for try await (first, last) in rows.decode((Double?, Double?).self) {
-                if let first, let last { span = first...max(first, last) }
+                if let first, let last { span = first...(last + PhysicalLimits.sleepSpanS) }
             }
             return SummaryScope(dayStartMinutes: SummaryScope.dayStart(preferencesBody: body), span: span)
         }
