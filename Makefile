@@ -29,7 +29,7 @@ demo: build
 # A failed run repeats the failed tests' issues at its end (.ci/swift-test).
 # Every suite on SQLite, then again on PostgreSQL the suites that run servers: the server's own,
 # the forwarder's, and the CLI's sync tests (Tests/TestSupport/ServerProcess.swift, TestStore).
-POSTGRES_SUITES = HealthGateServerTests|HealthSyncTests|AccountCommandTests|EditSyncTests
+POSTGRES_SUITES = HealthGateServerTests|HealthSyncTests|AccountCommandTests|EditSyncTests|DayStartCLITests|DerivedSyncTests
 test: setup
 	SWIFT=$(SWIFT) bash .ci/swift-test
 	HEALTHGATE_TEST_STORE=postgres SWIFT=$(SWIFT) bash .ci/swift-test --skip-build --filter '$(POSTGRES_SUITES)'

@@ -150,6 +150,29 @@ public struct DerivationInput: Sendable {
     }
 }
 
+extension DerivationInput {
+    /// The id of readings a store reduced before giving them (the rules never read it).
+    public static let reducedID = RecordID.derive("derived", "reduced")
+
+    /// Heart-rate readings reduced by a store to one a minute (the highest, or the lowest, of
+    /// every reading in that minute), with `workouts` whose samples count besides: the rules
+    /// count the same minutes from them as from every reading, but cannot name the sources.
+    public static func heartRate(minutes: [(minute: Int, bpm: Double)], workouts: [Workout] = []) -> DerivationInput {
+        let source = Source(driver: "reduced")
+        return DerivationInput(workouts: workouts, measurements: minutes.map { m in
+            Measurement(id: reducedID, kind: .heartRate, time: Date(timeIntervalSince1970: Double(m.minute) * 60), value: m.bpm, source: source)
+        })
+    }
+
+    /// Steps summed by a store per source and slot of ``DerivedHabit/stepSlotMinutes(_:)``
+    /// (`slot`: its start in minutes since 1970).
+    public static func steps(slots: [(source: Source, slot: Int, steps: Double)]) -> DerivationInput {
+        DerivationInput(measurements: slots.map { s in
+            Measurement(id: reducedID, kind: .steps, time: Date(timeIntervalSince1970: Double(s.slot) * 60), value: s.steps, source: s.source)
+        })
+    }
+}
+
 /// The one implementation of derived habits' values, shared by every view (and by any other
 /// side holding the same records): pure, from records and the day rule to values per local day.
 public enum DerivedHabit {
@@ -187,6 +210,11 @@ public enum DerivedHabit {
         }
         return parts.filter { days.contains($0.day) }.sorted { ($0.start, $0.what) < ($1.start, $1.what) }
     }
+
+    /// The slot (minutes) in which a store may sum a source's steps before the rules see them:
+    /// a slot never straddles a quarter hour or a day start (a day starts on a multiple of 15
+    /// minutes in every zone, or of 5, 3 or 1).
+    public static func stepSlotMinutes(_ boundary: DayBoundary) -> Int { [15, 5, 3, 1].first { boundary.startMinutes % $0 == 0 }! }
 
     /// `fit (watch)`, `manual`.
     public static func sourceName(_ s: Source) -> String { s.device.map { "\(s.driver) (\($0))" } ?? s.driver }

@@ -14,22 +14,11 @@ extension Reports {
         let range = DateRange(since: boundary.start(of: first), until: boundary.start(of: last.adding(1)))
         let widened = DateRange(since: range.since.map { $0.addingTimeInterval(-PhysicalLimits.workoutSpanS) }, until: range.until)
         if reduced, derivation.source == .heartRateAbove || derivation.source == .heartRateBelow {
-            let minutes = try await store.heartRateByMinute(in: range, highest: derivation.source == .heartRateAbove,
-                                                            lookBack: PhysicalLimits.workoutSpanS)
-            let source = Source(driver: "reduced")
-            return DerivationInput(measurements: minutes.map { m in
-                Measurement(id: reducedID, kind: .heartRate, time: Date(timeIntervalSince1970: Double(m.minute) * 60),
-                            value: m.bpm, source: source)
-            })
+            return .heartRate(minutes: try await store.heartRateByMinute(in: range, highest: derivation.source == .heartRateAbove,
+                                                                          lookBack: PhysicalLimits.workoutSpanS))
         }
         if reduced, derivation.source == .steps {
-            // Slots that never straddle a quarter hour or a day start: the day starts on a
-            // multiple of 15 minutes in every zone (offsets are), or of 5, or of 1.
-            let slot = [15, 5, 3, 1].first { boundary.startMinutes % $0 == 0 }!
-            return DerivationInput(measurements: try await store.stepsBySlot(in: range, slotMinutes: slot).map { s in
-                Measurement(id: reducedID, kind: .steps, time: Date(timeIntervalSince1970: Double(s.slot) * 60),
-                            value: s.steps, source: s.source)
-            })
+            return .steps(slots: try await store.stepsBySlot(in: range, slotMinutes: DerivedHabit.stepSlotMinutes(boundary)))
         }
         switch derivation.source {
         case .steps:
@@ -47,9 +36,6 @@ extension Reports {
             return DerivationInput(habitEvents: try await store.habitEvents(in: range))
         }
     }
-
-    /// The id of the readings reduced in SQL (the rules never read it).
-    static let reducedID = RecordID.derive("derived", "reduced")
 
     /// When the records a derivation reads begin (nil: there are none yet).
     public static func derivationStart(_ store: HealthStore, _ derivation: HabitDerivation) async throws -> Date? {

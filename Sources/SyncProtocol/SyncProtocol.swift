@@ -335,12 +335,16 @@ public struct SummaryResponse: Codable, Sendable, Equatable {
         /// The habit events per habit, by name (absent in a server's answer before habits were
         /// summed: empty).
         public var habits: [HabitTotal]
+        /// The user's derived habits' values in the period, by name (absent in a server's answer
+        /// before derived habits: empty).
+        public var derived: [DerivedTotal]
         enum CodingKeys: String, CodingKey {
             case start, workouts, activeS = "active_s", distanceM = "distance_m", energyKcal = "energy_kcal", sleepS = "sleep_s"
-            case habitEvents = "habit_events", measurements, habits
+            case habitEvents = "habit_events", measurements, habits, derived
         }
         public init(start: String, workouts: Int = 0, activeS: Double = 0, distanceM: Double = 0, energyKcal: Double = 0,
-                    sleepS: Double = 0, habitEvents: Int = 0, measurements: Int = 0, habits: [HabitTotal] = []) {
+                    sleepS: Double = 0, habitEvents: Int = 0, measurements: Int = 0, habits: [HabitTotal] = [],
+                    derived: [DerivedTotal] = []) {
             self.start = start
             self.workouts = workouts
             self.activeS = activeS
@@ -350,6 +354,7 @@ public struct SummaryResponse: Codable, Sendable, Equatable {
             self.habitEvents = habitEvents
             self.measurements = measurements
             self.habits = habits
+            self.derived = derived
         }
         public init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -357,7 +362,28 @@ public struct SummaryResponse: Codable, Sendable, Equatable {
                       activeS: try c.decode(Double.self, forKey: .activeS), distanceM: try c.decode(Double.self, forKey: .distanceM),
                       energyKcal: try c.decode(Double.self, forKey: .energyKcal), sleepS: try c.decode(Double.self, forKey: .sleepS),
                       habitEvents: try c.decode(Int.self, forKey: .habitEvents), measurements: try c.decode(Int.self, forKey: .measurements),
-                      habits: try c.decodeIfPresent([HabitTotal].self, forKey: .habits) ?? [])
+                      habits: try c.decodeIfPresent([HabitTotal].self, forKey: .habits) ?? [],
+                      derived: try c.decodeIfPresent([DerivedTotal].self, forKey: .derived) ?? [])
+        }
+    }
+
+    /// A derived habit's values in a period (docs/derived-habits.md): computed by the server from
+    /// the synced records by the same rule as the client's, per day of the period.
+    public struct DerivedTotal: Codable, Sendable, Equatable {
+        /// The habit's name, as its definition spells it.
+        public var habit: String
+        /// The values' unit: `steps`, `min`, `workouts`, `ml`, `sessions`, a measurement's unit.
+        public var unit: String
+        /// The sum of the period's daily values (for a measurement, each day's mean reading: the
+        /// period's mean is `value / days`).
+        public var value: Double
+        /// The days of the period with a value.
+        public var days: Int
+        public init(habit: String, unit: String, value: Double, days: Int) {
+            self.habit = habit
+            self.unit = unit
+            self.value = value
+            self.days = days
         }
     }
 

@@ -85,19 +85,8 @@ import TestSupport
         #expect(sync.status == 0, "\(sync.stderr)")
 
         // A second device of the account reads the summaries.
-        var request = URLRequest(url: server.url.appendingPathComponent("v1/sessions"))
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = try JSONSerialization.data(withJSONObject: ["email": email, "password": password, "device_name": "reader"])
-        let (body, _) = try await URLSession.shared.data(for: request)
-        let token = try #require((try JSONSerialization.jsonObject(with: body) as? [String: Any])?["token"] as? String)
-        func summaries(_ query: String) async throws -> [String: Any] {
-            var request = URLRequest(url: URL(string: url + "/v1/summaries?" + query)!)
-            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-            let (body, response) = try await URLSession.shared.data(for: request)
-            #expect((response as? HTTPURLResponse)?.statusCode == 200, "\(String(decoding: body, as: UTF8.self))")
-            return try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
-        }
+        let reader = try await SummaryReader(server: server.url, email: email, password: password)
+        func summaries(_ query: String) async throws -> [String: Any] { try await reader.get(query) }
 
         for period in ["day", "week", "month"] {
             let stats = try #require((try V.json(try await V.run(scratch, ["stats", "--period", period, "--json", "--at", "2026-03-30T12:00"]).stdout)
@@ -131,10 +120,7 @@ import TestSupport
         #expect(utc.first?["workouts"] as? Int == 2 && utc.first?["habit_events"] as? Int == 2, "\(utc)")
         // Refused: a zone that is not a name, a day start past noon, a day that does not exist.
         for query in ["period=day&tz=Mars/Olympus", "period=day&tz=%2B02:00", "period=day&day_start=13:00", "period=day&since=2026-02-30"] {
-            var request = URLRequest(url: URL(string: url + "/v1/summaries?" + query)!)
-            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-            let (_, response) = try await URLSession.shared.data(for: request)
-            #expect((response as? HTTPURLResponse)?.statusCode == 400, "\(query)")
+            #expect(try await reader.answer(query).status == 400, "\(query)")
         }
     }
 }

@@ -15,7 +15,7 @@ struct SummaryRoutes {
     /// records are counted in the period of their start (a sleep session in that of its end) by
     /// the one day rule (docs/days.md): days in `tz` (UTC unless asked) starting at `day_start`
     /// (the user's synced preference unless asked), weeks from Monday; only days from `since`
-    /// to `until`, both included.
+    /// to `until`, both included. Each derived habit's values are summed per period too.
     @Sendable func summaries(_ request: Request, context: ServerContext) async throws -> Response {
         let principal = try context.requirePrincipal()
         let query = Query(request)
@@ -56,6 +56,7 @@ struct SummaryRoutes {
                 throw APIError.badRequest("more than \(SummaryPeriods.limit) periods: narrow since and until, or take a longer period")
             }
             buckets = try await deps.store.summaries(userId: principal.userId, periods: periods)
+            buckets = try await DerivedSummaries(store: deps.store, userId: principal.userId).add(to: buckets, periods: periods, days: days)
         }
         return JSONResponse.make(SummaryResponse(period: period.rawValue, timeZone: zoneName, dayStart: days.startText,
                                                  buckets: buckets))

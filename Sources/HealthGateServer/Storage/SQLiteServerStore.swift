@@ -1,6 +1,6 @@
 public import Foundation
 import GRDB
-import HealthModel
+public import HealthModel
 public import Logging
 public import SyncProtocol
 
@@ -470,6 +470,50 @@ public final class SQLiteServerStore: ServerStore {
                 """, arguments: [userId, from - PhysicalLimits.sleepSpanS, to])
             while let row = try nights.next() { builder.addSleep(end: row["end_time"], seconds: row["sleep_s"]) }
             return builder.result()
+        }
+    }
+
+    public func definitionBodies(userId: String, kind: String) async throws -> [String] {
+        try await pool.read { db in
+            try String.fetchAll(db, sql: """
+                SELECT body FROM records
+                WHERE user_id = ? AND type = 'definition' AND body IS NOT NULL AND json_extract(body, '$.kind') = ?
+                """, arguments: [userId, kind])
+        }
+    }
+
+    public func recordBodies(userId: String, type: RecordType, kind: MeasurementKind?, from: Double, to: Double) async throws -> [String] {
+        try await pool.read { db in
+            try String.fetchAll(db, sql: """
+                SELECT body FROM records
+                WHERE user_id = ? AND start_time >= ? AND start_time < ? AND type = ? AND body IS NOT NULL
+                    AND (? IS NULL OR json_extract(body, '$.kind') = ?)
+                ORDER BY start_time
+                """, arguments: [userId, from, to, type.rawValue, kind?.rawValue, kind?.rawValue])
+        }
+    }
+
+    public func heartRateByMinute(userId: String, from: Double, to: Double, highest: Bool) async throws -> [(minute: Int, bpm: Double)] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT CAST(start_time AS INTEGER) / 60 AS m, \(highest ? "max" : "min")(json_extract(body, '$.value')) FROM records
+                WHERE user_id = ? AND start_time >= ? AND start_time < ? AND type = 'measurement' AND body IS NOT NULL
+                    AND json_extract(body, '$.kind') = 'heart_rate' AND json_extract(body, '$.value') > 0
+                GROUP BY m
+                """, arguments: [userId, from, to]).map { ($0[0], $0[1]) }
+        }
+    }
+
+    public func stepsBySlot(userId: String, from: Double, to: Double, slotMinutes: Int) async throws -> [(source: Source, slot: Int, steps: Double)] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT json_extract(body, '$.source.driver') AS driver, json_extract(body, '$.source.device') AS device,
+                       CAST(start_time AS INTEGER) / \(slotMinutes * 60) * \(slotMinutes) AS slot, total(json_extract(body, '$.value'))
+                FROM records
+                WHERE user_id = ? AND start_time >= ? AND start_time < ? AND type = 'measurement' AND body IS NOT NULL
+                    AND json_extract(body, '$.kind') = 'steps' AND json_extract(body, '$.value') > 0
+                GROUP BY driver, device, slot
+                """, arguments: [userId, from, to]).map { (Source(driver: $0[0], device: $0[1]), $0[2], $0[3]) }
         }
     }
 

@@ -87,6 +87,20 @@ public protocol ServerStore: Sendable {
     /// period their start falls in, sleep sessions in the one their end falls in; tombstones
     /// count for nothing; periods without records are left out, oldest first.
     func summaries(userId: String, periods: SummaryPeriods) async throws -> [SummaryResponse.Bucket]
+
+    // What derived habits read (``DerivedSummaries``), as the client's store gives it.
+
+    /// The stored bodies of the user's definitions of `kind` (`habit`), deletions left out.
+    func definitionBodies(userId: String, kind: String) async throws -> [String]
+    /// The stored bodies of the user's records of `type` (measurements of `kind` only, when
+    /// given) that start at or after `from` and before `to` (Unix seconds), oldest first.
+    func recordBodies(userId: String, type: RecordType, kind: MeasurementKind?, from: Double, to: Double) async throws -> [String]
+    /// The user's heart-rate measurements from `from` to `to`, one reading per minute (minutes
+    /// since 1970): the highest of the minute's, or the lowest.
+    func heartRateByMinute(userId: String, from: Double, to: Double, highest: Bool) async throws -> [(minute: Int, bpm: Double)]
+    /// The user's step measurements from `from` to `to` summed per source and slot of
+    /// `slotMinutes` (`slot`: its start in minutes since 1970).
+    func stepsBySlot(userId: String, from: Double, to: Double, slotMinutes: Int) async throws -> [(source: Source, slot: Int, steps: Double)]
 }
 
 extension ServerStore {

@@ -1,5 +1,5 @@
 public import Foundation
-import HealthModel
+public import HealthModel
 public import Logging
 import PostgresNIO
 public import ServiceLifecycle
@@ -511,6 +511,64 @@ public final class PostgresServerStore: ServerStore {
                 """, binds: Self.binds(userId, from - PhysicalLimits.sleepSpanS, to)), logger: self.logger)
             for try await (end, seconds) in nights.decode((Double, Double).self) { builder.addSleep(end: end, seconds: seconds) }
             return builder.result()
+        }
+    }
+
+    public func definitionBodies(userId: String, kind: String) async throws -> [String] {
+        try await database.read { connection in
+            let rows = try await connection.query("""
+                SELECT body FROM records
+                WHERE user_id = \(userId) AND type = 'definition' AND body IS NOT NULL AND body::jsonb ->> 'kind' = \(kind)
+                """, logger: self.logger)
+            var bodies: [String] = []
+            for try await body in rows.decode(String.self) { bodies.append(body) }
+            return bodies
+        }
+    }
+
+    public func recordBodies(userId: String, type: RecordType, kind: MeasurementKind?, from: Double, to: Double) async throws -> [String] {
+        try await database.read { connection in
+            let rows = try await connection.query("""
+                SELECT body FROM records
+                WHERE user_id = \(userId) AND start_time >= \(from) AND start_time < \(to) AND type = \(type.rawValue) AND body IS NOT NULL
+                    AND (\(kind?.rawValue)::text IS NULL OR body::jsonb ->> 'kind' = \(kind?.rawValue))
+                ORDER BY start_time
+                """, logger: self.logger)
+            var bodies: [String] = []
+            for try await body in rows.decode(String.self) { bodies.append(body) }
+            return bodies
+        }
+    }
+
+    public func heartRateByMinute(userId: String, from: Double, to: Double, highest: Bool) async throws -> [(minute: Int, bpm: Double)] {
+        try await database.read { connection in
+            let rows = try await connection.query(PostgresQuery(unsafeSQL: """
+                SELECT floor(start_time / 60)::int8 AS m, \(highest ? "max" : "min")((body::jsonb ->> 'value')::float8) FROM records
+                WHERE user_id = $1 AND start_time >= $2 AND start_time < $3 AND type = 'measurement' AND body IS NOT NULL
+                    AND body::jsonb ->> 'kind' = 'heart_rate' AND (body::jsonb ->> 'value')::float8 > 0
+                GROUP BY m
+                """, binds: Self.binds(userId, from, to)), logger: self.logger)
+            var minutes: [(minute: Int, bpm: Double)] = []
+            for try await (m, bpm) in rows.decode((Int, Double).self) { minutes.append((m, bpm)) }
+            return minutes
+        }
+    }
+
+    public func stepsBySlot(userId: String, from: Double, to: Double, slotMinutes: Int) async throws -> [(source: Source, slot: Int, steps: Double)] {
+        try await database.read { connection in
+            let rows = try await connection.query(PostgresQuery(unsafeSQL: """
+                SELECT body::jsonb -> 'source' ->> 'driver' AS driver, body::jsonb -> 'source' ->> 'device' AS device,
+                       (floor(start_time / \(slotMinutes * 60)) * \(slotMinutes))::int8 AS slot, sum((body::jsonb ->> 'value')::float8)
+                FROM records
+                WHERE user_id = $1 AND start_time >= $2 AND start_time < $3 AND type = 'measurement' AND body IS NOT NULL
+                    AND body::jsonb ->> 'kind' = 'steps' AND (body::jsonb ->> 'value')::float8 > 0
+                GROUP BY 1, 2, 3
+                """, binds: Self.binds(userId, from, to)), logger: self.logger)
+            var slots: [(source: Source, slot: Int, steps: Double)] = []
+            for try await (driver, device, slot, steps) in rows.decode((String, String?, Int, Double).self) {
+                slots.append((Source(driver: driver, device: device), slot, steps))
+            }
+            return slots
         }
     }
 
