@@ -90,6 +90,37 @@ extension Reports {
         }.sorted { $0.bucket < $1.bucket }
     }
 
+    /// A derived habit's value on one day (`healthgate export`).
+    public struct DerivedDay: Sendable, Equatable {
+        public var definition: Definition
+        public var derivation: HabitDerivation
+        public var day: LocalDay
+        /// The day's bounds by the day rule.
+        public var start: Date
+        public var end: Date
+        public var value: Double
+    }
+
+    /// Every derived habit's values on the days from its source's first record (or its
+    /// definition) through the one holding `now`, the days starting within `range` only; by
+    /// habit name, then oldest first. From the cache of daily values, as every view reads them.
+    public static func derivedDays(_ store: HealthStore, boundary: DayBoundary, range: DateRange = DateRange(), now: Date) async throws
+        -> [DerivedDay] {
+        var out: [DerivedDay] = []
+        for d in try await store.definitions(.habit).sorted(by: { $0.name < $1.name }) {
+            guard case .habit(let habit) = d.body, let derivation = habit.derivation else { continue }
+            let first = min(d.time, try await derivationStart(store, derivation) ?? d.time)
+            let from = max(first, range.since ?? first), through = min(now, (range.until ?? now).addingTimeInterval(-0.001))
+            guard from <= through else { continue }
+            let days = Periods(.day, boundary: boundary, from: from, through: through)
+            for t in try await derivedTotals(store, d, derivation, days: days) where range.contains(days.bounds[t.bucket]) {
+                out.append(DerivedDay(definition: d, derivation: derivation, day: boundary.day(of: days.bounds[t.bucket]),
+                                      start: days.bounds[t.bucket], end: days.bounds[t.bucket + 1], value: t.sum))
+            }
+        }
+        return out
+    }
+
     /// What made a derived habit's value on `day` (`healthgate habit explain`): its value and
     /// every contribution, oldest first.
     public static func explain(_ store: HealthStore, _ derivation: HabitDerivation, boundary: DayBoundary,

@@ -235,8 +235,11 @@ public enum Reports {
                                    "distance_m", "energy_kcal", "avg_hr", "max_hr", "detail", "note",
                                    "source_driver", "source_device", "source_file"]
 
-    /// Every entry as one CSV table (RFC 4180, UTF-8, a header row), oldest first per type.
-    public static func csv(_ store: HealthStore, range: DateRange = DateRange(), write: (String) -> Void) async throws {
+    /// Every entry as one CSV table (RFC 4180, UTF-8, a header row), oldest first per type; then
+    /// each derived habit's value per day of `days` through `now` (type `derived`: the habit's
+    /// definition id and version, the day's bounds, its name, the value and unit, `day=` the date).
+    public static func csv(_ store: HealthStore, range: DateRange = DateRange(), days: DayBoundary, now: Date,
+                           write: (String) -> Void) async throws {
         write(csvLine(csvHeader))
         func n(_ v: Double?) -> String { v.map { $0 == $0.rounded() && abs($0) < 1e15 ? String(Int($0)) : String($0) } ?? "" }
         func i(_ v: Int?) -> String { v.map(String.init) ?? "" }
@@ -270,6 +273,11 @@ public enum Reports {
             write(csvLine(["definition", d.id.description, String(d.version), ISO8601.string(d.time), ISO8601.string(d.time), d.name,
                            value, unit, "", "", "", "", "", detail, ""] + src(d.source)))
         }
+        for v in try await derivedDays(store, boundary: days, range: range, now: now) {
+            write(csvLine(["derived", v.definition.id.description, String(v.definition.version), ISO8601.string(v.start),
+                           ISO8601.string(v.end), v.definition.name, n(v.value), v.derivation.unit, "", "", "", "", "",
+                           "day=\(v.day)", "", "", "", ""]))
+        }
     }
 
     /// A definition's `value`, `unit` and `detail` cells: `kind=...` first, then what the kind
@@ -280,6 +288,14 @@ public enum Reports {
             var detail = ["kind=habit", "value_kind=\(h.valueKind.rawValue)"]
             if !h.categories.isEmpty { detail.append("categories=" + h.categories.joined(separator: "|")) }
             if let t = h.target { detail.append("target=\(t.direction.rawValue) \(n(t.amount))/\(t.period.rawValue)") }
+            if let d = h.derivation {
+                detail.append("from=\(d.source.rawValue)")
+                if let sport = d.sport { detail.append("sport=\(sport)") }
+                if let m = d.minMinutes { detail.append("min_minutes=\(n(m))") }
+                if let bpm = d.bpm { detail.append("bpm=\(bpm)") }
+                if let stage = d.stage { detail.append("stage=\(stage.rawValue)") }
+                if let kind = d.kind { detail.append("measurement=\(kind.rawValue)") }
+            }
             return (n(h.target?.amount), h.unit ?? "", detail.joined(separator: " "))
         case .trigger:
             return ("", "", "kind=trigger")

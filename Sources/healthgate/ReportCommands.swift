@@ -114,10 +114,13 @@ struct ExportCommand: AsyncParsableCommand {
             run as a formula gets a leading apostrophe.
             JSON: one object per line per record, as the sync protocol sends it ({"id", "version", "type", "data"}): \
             nothing is left out (samples, laps, stages, extras).
+            Both end with each derived habit's value per day with one, through today (--at): computed, not records \
+            (CSV type `derived`; JSON {"type": "derived", "habit", "id", "version", "day", "start", "end", "value", "unit"}).
             """)
 
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var range: RangeOptions
+    @OptionGroup var asOf: AsOfOptions
 
     @Option(help: "Output format: csv or json (one record per line, the sync protocol's shape).")
     var format: String = "csv"
@@ -135,8 +138,9 @@ struct ExportCommand: AsyncParsableCommand {
         let emit: (String) -> Void = { line in
             if output == nil { print(line) } else { text += line + (format == "csv" ? "\r\n" : "\n") }
         }
+        let days = try await Output.days(store), now = try asOf.now()
         if format == "csv" {
-            try await Reports.csv(store, range: try range.range(), write: emit)
+            try await Reports.csv(store, range: try range.range(), days: days, now: now, write: emit)
         } else {
             let encoder = SyncJSONEncoder()
             for type in RecordType.allCases {
@@ -148,6 +152,9 @@ struct ExportCommand: AsyncParsableCommand {
                     after = (last.start, last.record.id.description)
                 }
             }
+            for v in try await Reports.derivedDays(store, boundary: days, range: try range.range(), now: now) {
+                emit(String(decoding: try encoder.encode(DerivedLine(v)), as: UTF8.self))
+            }
         }
         if let output {
             do {
@@ -156,6 +163,30 @@ struct ExportCommand: AsyncParsableCommand {
                 throw RuntimeFailure("cannot write \(output): \(error.localizedDescription)")
             }
         }
+    }
+}
+
+/// A derived habit's value on one day, as `export --format json` writes it after the records.
+struct DerivedLine: Encodable {
+    var type = "derived"
+    var habit: String
+    var id: String
+    var version: Int
+    var day: String
+    var start: Date
+    var end: Date
+    var value: Double
+    var unit: String
+
+    init(_ v: Reports.DerivedDay) {
+        habit = v.definition.name
+        id = v.definition.id.description
+        version = v.definition.version
+        day = v.day.description
+        start = v.start
+        end = v.end
+        value = v.value
+        unit = v.derivation.unit
     }
 }
 

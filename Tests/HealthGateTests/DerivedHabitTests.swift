@@ -215,6 +215,27 @@ import TestSupport
                 #expect(abs((amount ?? -1) - (expected[name]?["2026-03-30"] ?? 0)) < 1e-6, "\(zone) round \(round) \(name): \(amount ?? -1)")
             }
         }
+        // The export (CSV and JSON lines) ends with every day's value, as computed values.
+        let csv = try await run(["export", "--format", "csv", "--at", "2026-03-30T21:00"], scratch, zone: zone)
+        let json = try await run(["export", "--format", "json", "--at", "2026-03-30T21:00"], scratch, zone: zone)
+        #expect(csv.status == 0 && json.status == 0, "\(csv.stderr) \(json.stderr)")
+        var fromCSV: [String: [String: Double]] = [:], fromJSON: [String: [String: Double]] = [:]
+        for line in csv.stdout.split(whereSeparator: \.isNewline) where line.hasPrefix("derived,") {
+            let cells = line.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            fromCSV[cells[5], default: [:]][String(cells[13].dropFirst(4))] = Double(cells[6])
+        }
+        for line in json.stdout.split(whereSeparator: \.isNewline) {
+            guard let o = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], o["type"] as? String == "derived" else { continue }
+            fromJSON[o["habit"] as? String ?? "?", default: [:]][o["day"] as? String ?? "?"] = o["value"] as? Double
+        }
+        for (name, _) in Self.habits {
+            let want = (expected[name] ?? [:]).filter { days.contains($0.key) }
+            for (label, got) in [("csv", fromCSV[name] ?? [:]), ("json", fromJSON[name] ?? [:])] {
+                #expect(Set(got.keys) == Set(want.keys), "\(zone) \(label) \(name): \(got) vs \(want)")
+                for (day, value) in want { #expect(abs((got[day] ?? -1) - value) < 1e-6, "\(zone) \(label) \(name) \(day)") }
+            }
+        }
+        #expect(csv.stdout.contains("from=heart_rate_above bpm=120"), "the definition's row names its source")
         // The dashboard's habit calendars (the cached values, read reduced in SQL) hold every day's value too.
         let dashboard = try DashboardCLITests.Dashboard(scratch, at: "2026-03-30T21:00", zone: zone)
         for (name, _) in Self.habits where name != "runs" {

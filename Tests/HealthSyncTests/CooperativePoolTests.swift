@@ -70,7 +70,7 @@ import TestSupport
         // What the listing and report commands read.
         #expect(try await !Reports.stats(a.store, period: .day).isEmpty)
         var lines = 0
-        try await Reports.csv(a.store) { _ in lines += 1 }
+        try await Reports.csv(a.store, days: .midnight(in: .current), now: Date()) { _ in lines += 1 }
         #expect(lines > 1)
         #expect(try await a.store.ledger().count == 6)
         let workouts = try await a.store.workouts()
