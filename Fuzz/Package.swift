@@ -25,6 +25,7 @@ let targets = [
     "fuzz-btsnoop",
     "fuzz-capture",
     "fuzz-csv",
+    "fuzz-derived",
     "fuzz-entry",
     "fuzz-exec",
     "fuzz-fit",

@@ -425,6 +425,32 @@ def gadgetbridge_seeds() -> None:
     write("fuzz-gadgetbridge", b"\x01" + b"".join(row(2, 60 * i, 9 if i < 8 else 11, 0) for i in range(16)))
 
 
+def derived_seeds() -> None:
+    """Derived habits as fuzz-derived reads them: a source byte, five condition bytes, a zone byte,
+    two day-start bytes, then records (0 workout, 1 night, 2 reading, 3 entry) with little-endian
+    16-bit times after 2026-03-27 00:00 UTC: a few days of a strap and a watch, one seed a source."""
+    def u16(v: int) -> bytes:
+        return (v & 0xFFFF).to_bytes(2, "little")
+    records = b""
+    for day in range(4):
+        minutes = day * 1440
+        samples = b"".join(u16(s * 60) + bytes([100 + s * 3]) for s in range(12))
+        records += b"\x00" + u16(minutes + 1080) + u16(45) + bytes([0, 1, 12]) + samples
+        records += b"\x00" + u16(minutes + 1110) + u16(30) + bytes([1, 0, 0])
+        stages = u16(0) + bytes([60, 1]) + u16(60) + bytes([90, 2]) + u16(150) + bytes([200, 1])
+        records += b"\x01" + u16(minutes - 60) + u16(450) + bytes([0, 3]) + stages
+        records += b"\x01" + u16(minutes - 30) + u16(400) + bytes([1, 0])
+        for m in range(0, 120, 10):
+            records += b"\x02" + bytes([3]) + u16((minutes + 420 + m) * 2) + bytes([0]) + u16(40 + m) + bytes([m % 2])
+            records += b"\x02" + bytes([2]) + u16((minutes + 1080 + m) * 2) + bytes([5]) + u16(110 + m // 4) + bytes([0])
+        records += b"\x02" + bytes([0]) + u16((minutes + 420) * 2) + bytes([0]) + u16(52) + bytes([0])
+        records += b"\x03" + bytes([0]) + u16(minutes + 540) + bytes([1]) + u16(330) + bytes([2])
+        records += b"\x03" + bytes([2]) + u16(minutes + 230) + bytes([1]) + u16(1) + bytes([2])
+    for source in range(9):
+        # Berlin-ish zone byte and a 04:00 day start (240 minutes).
+        write("fuzz-derived", bytes([source, 90, 0, 20, 1, 0, 7]) + u16(240) + records)
+
+
 def socket_seeds() -> None:
     """Daemon socket requests, each after a byte that picks how the input is cut into reads."""
     requests = [
@@ -616,6 +642,7 @@ def main() -> None:
     csv_seeds()
     gadgetbridge_seeds()
     socket_seeds()
+    derived_seeds()
     entry_seeds()
     ant_seeds()
     antfs_seeds()

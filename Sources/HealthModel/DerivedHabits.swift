@@ -346,10 +346,15 @@ public enum DerivedHabit {
 
 extension SleepSession {
     /// The sessions of one night that count: most sleep first, each kept unless it overlaps one
-    /// kept (two devices recording the same hours count once; a nap apart is added).
+    /// kept (two devices recording the same hours count once; a nap apart is added). Ties go to
+    /// the earlier start, then the earlier end, then the lower id: the same sessions in any
+    /// order keep the same ones.
     public static func countedOnce(_ sessions: [SleepSession]) -> [SleepSession] {
         var kept: [SleepSession] = []
-        for s in sessions.sorted(by: { ($0.totalSleepS, $1.start) > ($1.totalSleepS, $0.start) })
+        for s in sessions.sorted(by: { a, b in
+            if a.totalSleepS != b.totalSleepS { return a.totalSleepS > b.totalSleepS }
+            return (a.start, a.end, a.id.description) < (b.start, b.end, b.id.description)
+        })
         where !kept.contains(where: { $0.start < s.end && s.start < $0.end }) {
             kept.append(s)
         }
