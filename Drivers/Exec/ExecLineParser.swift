@@ -53,7 +53,7 @@ public struct ExecLineParser: Sendable {
             let time = try fields.requiredTime("time", type)
             guard let value = try fields.double("value") else { throw fail("measurement: missing key 'value'") }
             record = .measurement(Measurement(
-                id: id("measurement", source.device ?? "", kind.rawValue, ISO8601.preciseString(time)), version: version,
+                id: id("measurement", source.device ?? "", kind.rawValue, ISO8601.exactString(time)), version: version,
                 kind: kind, time: time, end: try fields.time("end"), value: value, extra: try fields.numbers("extra"),
                 source: source))
         case "habit":
@@ -61,7 +61,7 @@ public struct ExecLineParser: Sendable {
             let time = try fields.requiredTime("time", type)
             record = .habit(HabitEvent(
                 // One habit, one name: `Reading` and `reading` at one time are one entry.
-                id: id("habit", Definition.key(habit), ISO8601.preciseString(time)), version: version, habit: habit, time: time,
+                id: id("habit", Definition.key(habit), ISO8601.exactString(time)), version: version, habit: habit, time: time,
                 value: try fields.double("value"), category: try fields.string("category"), unit: try fields.string("unit"),
                 label: try fields.string("label"), note: try fields.string("note"), source: source))
         case "sleep":
@@ -78,13 +78,13 @@ public struct ExecLineParser: Sendable {
                                              stage: kind))
                 try stage.finish()
             }
-            record = .sleep(SleepSession(id: id("sleep", ISO8601.preciseString(start)), version: version, start: start, end: end,
+            record = .sleep(SleepSession(id: id("sleep", ISO8601.exactString(start)), version: version, start: start, end: end,
                                          stages: stages, source: source))
         case "workout":
             guard let sport = try fields.string("sport") else { throw fail("workout: missing key 'sport'") }
             let start = try fields.requiredTime("start", type), end = try fields.requiredTime("end", type)
             record = .workout(Workout(
-                id: id("workout", sport, ISO8601.preciseString(start)), version: version, sport: sport,
+                id: id("workout", sport, ISO8601.exactString(start)), version: version, sport: sport,
                 subSport: try fields.string("sub_sport"), start: start, end: end, elapsedS: try fields.double("elapsed_s"),
                 timerS: try fields.double("timer_s"), distanceM: try fields.double("distance_m"),
                 energyKcal: try fields.double("energy_kcal"), energySource: try fields.double("energy_kcal") == nil ? nil : .device,

@@ -375,11 +375,42 @@ public enum ISO8601 {
         text.append(contentsOf: digits.reversed())
     }
 
-    /// Like ``string(_:)``, but with every fractional digit needed to give back exactly the same
-    /// `Date` through ``parse(_:)`` (`...T07:00:00.1259765625Z`); whole seconds as `...T07:00:00Z`.
-    /// For data that must travel unchanged (the sync protocol).
+    /// Like ``string(_:)``, but with the fewest fractional digits that give back exactly the same
+    /// `Date` through ``parse(_:)`` (`...T07:00:00.32Z` for a time logged at .32 s, though the
+    /// stored fraction is 0.3200000524...); whole seconds as `...T07:00:00Z`. For data that must
+    /// travel unchanged (the sync protocol, the JSON export).
     public static func preciseString(_ date: Date) -> String {
         // From the reference-date interval that `Date` stores, so nothing is rounded on the way.
+        let r = date.timeIntervalSinceReferenceDate
+        let whole = r.rounded(.down)
+        let fraction = r - whole  // exact
+        let base = String(decoding: dateTime(unixSeconds: Int64(whole) + Int64(Date.timeIntervalBetween1970AndReferenceDate)),
+                          as: UTF8.self)
+        guard fraction > 0 else { return base + "Z" }
+        // The shortest decimal fraction that `parse` adds back to the same Double (it adds the
+        // whole seconds and the correctly rounded fraction once): at most 9 digits for a time
+        // more than 97 days from 2001-01-01 (whose Doubles are coarser than a nanosecond), a few
+        // more nearer to it.
+        var scale = 1.0
+        for places in 1...15 {
+            scale *= 10
+            let n = (fraction * scale).rounded()
+            guard n < scale else { continue }  // 0.98 to one place: 1.0, not a fraction
+            var digits = String(Int(n))
+            digits = String(repeating: "0", count: places - digits.count) + digits
+            if let back = Double("0." + digits), whole + back == r {
+                while digits.hasSuffix("0") { digits.removeLast() }
+                return base + "." + digits + "Z"
+            }
+        }
+        return exactString(date)
+    }
+
+    /// The time with the shortest digits of the stored binary fraction itself
+    /// (`...T18:26:47.3200000524520874Z` for a time logged at .32 s), which also reads back as the
+    /// same `Date`. Record ids derived from times use it and must keep it: the same line read
+    /// again must give the same id. Anything shown or sent uses ``preciseString(_:)``.
+    public static func exactString(_ date: Date) -> String {
         let r = date.timeIntervalSinceReferenceDate
         let whole = r.rounded(.down)
         let fraction = r - whole  // exact

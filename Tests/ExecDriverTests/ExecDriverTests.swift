@@ -187,7 +187,7 @@ final class Events: @unchecked Sendable {
         // Each run stores the same three records (same ids: storing them again changes nothing).
         let ids = Set(sink.records.map(\.id))
         #expect(ids.count == 3)
-        #expect(ids.contains(RecordID.derive("exec", "test", "habit", "water", ISO8601.preciseString(ISO8601.parse("2026-11-22T09:00:00Z")!))))
+        #expect(ids.contains(RecordID.derive("exec", "test", "habit", "water", ISO8601.exactString(ISO8601.parse("2026-11-22T09:00:00Z")!))))
         let bad = events.all.compactMap { event -> String? in if case .badLine(let e) = event { return e.description } else { return nil } }
         #expect(bad.prefix(2).map { String($0.prefix(7)) } == ["line 3:", "line 4:"])
         #expect(events.all.contains(.exited(status: 3)))

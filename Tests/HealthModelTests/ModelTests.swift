@@ -168,7 +168,7 @@ import Testing
 }
 
 @Suite struct PreciseTimeTests {
-    @Test func preciseStringsReadBackAsTheSameDate() {
+    @Test func preciseStringsReadBackAsTheSameDate() throws {
         var rng = SystemRandomNumberGenerator()
         let fixed: [Double] = [0, 1_495_129_762, 1_495_129_762.25, 1_497_361_350 + 5.0 / 1024, 1_763_800_000.000001,
                                1_763_800_000 + 1e-5, -0.75, 1_763_800_000.123456789]
@@ -180,5 +180,19 @@ import Testing
         }
         #expect(ISO8601.preciseString(Date(timeIntervalSince1970: 1_495_129_762)) == "2017-05-18T17:49:22Z")
         #expect(ISO8601.preciseString(Date(timeIntervalSince1970: 1_495_129_762.25)) == "2017-05-18T17:49:22.25Z")
+        // A time logged at .32 s prints as .32, not the binary fraction's 0.3200000524520874...,
+        // and still reads back as the same Date; record ids keep the exact form.
+        let logged = try #require(ISO8601.parse("2026-11-28T18:26:47.32Z"))
+        #expect(ISO8601.preciseString(logged) == "2026-11-28T18:26:47.32Z")
+        #expect(ISO8601.exactString(logged) == "2026-11-28T18:26:47.3200000524520874Z")
+        #expect(ISO8601.parse(ISO8601.exactString(logged)) == logged)
+        for t in fixed + random {
+            let date = Date(timeIntervalSince1970: t)
+            #expect(ISO8601.parse(ISO8601.exactString(date)) == date, "\(t)")
+            // Never more than a nanosecond's digits but within 2^23 s (97 days) of 2001-01-01,
+            // where a Double's seconds are finer.
+            let fraction = ISO8601.preciseString(date).split(separator: ".").dropFirst().first.map { $0.dropLast().count } ?? 0
+            #expect(abs(date.timeIntervalSinceReferenceDate) < 8_388_608 || fraction <= 9, "\(t) -> \(ISO8601.preciseString(date))")
+        }
     }
 }

@@ -85,6 +85,16 @@ import TestSupport
 
     enum NoKeys: CodingKey {}
 
+    /// A time logged at .32 s is written `.32`, not with the binary fraction's noise
+    /// (0.3200000524520874), by both encoders, and decodes to the same Date.
+    @Test func timesCarryOnlyTheDigitsTheyHad() throws {
+        let time = try #require(ISO8601.parse("2026-11-28T18:26:47.32Z"))
+        let habit = HabitEvent(id: RecordID.derive("h", "32"), habit: "water", time: time, value: 250, source: Source(driver: "manual"))
+        let (fast, foundation) = try both(habit)
+        #expect(fast == foundation && fast.contains("\"time\":\"2026-11-28T18:26:47.32Z\""), "\(fast)")
+        #expect(try SyncAPI.decoder().decode(HabitEvent.self, from: Data(fast.utf8)).time == time)
+    }
+
     @Test func nonFiniteNumbersAreRefused() {
         for value in [Double.nan, .infinity, -.infinity] {
             #expect(throws: EncodingError.self) { try SyncJSONEncoder().encode(["v": value]) }
