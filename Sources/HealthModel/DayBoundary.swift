@@ -14,13 +14,26 @@ public struct LocalDay: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     /// `2026-03-29`; nil for anything else, or a date the calendar does not have.
     public init?(_ text: String) {
-        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-              let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]) else { return nil }
-        self.init(year: year, month: month, day: day)
-        guard Self.plain.date(from: components).map({ Self(Self.plain.dateComponents([.year, .month, .day], from: $0)) }) == self else {
-            return nil
+        // Four digits, a dash, two, a dash, two: read byte by byte (a report reads thousands).
+        guard text.utf8.count == 10 else { return nil }
+        var fields = (0, 0, 0)
+        for (i, c) in text.utf8.enumerated() {
+            if i == 4 || i == 7 {
+                guard c == UInt8(ascii: "-") else { return nil }
+                continue
+            }
+            guard c >= UInt8(ascii: "0"), c <= UInt8(ascii: "9") else { return nil }
+            let digit = Int(c - UInt8(ascii: "0"))
+            switch i {
+            case 0..<4: fields.0 = fields.0 * 10 + digit
+            case 5..<7: fields.1 = fields.1 * 10 + digit
+            default: fields.2 = fields.2 * 10 + digit
+            }
         }
+        let (year, month, day) = fields
+        // A date the proleptic Gregorian calendar has (from year 1, as the calendar's era).
+        guard year >= 1, (1...12).contains(month), (1...ISO8601.daysIn(month: month, year: year)).contains(day) else { return nil }
+        self.init(year: year, month: month, day: day)
     }
 
     init(_ c: DateComponents) { self.init(year: c.year!, month: c.month!, day: c.day!) }
@@ -133,6 +146,22 @@ public struct DayBoundary: Hashable, Sendable {
 
     /// The instant `day` starts.
     public func start(of day: LocalDay) -> Date {
+        // Nearly every day: the zone's offset is the same for three hours either side of the
+        // wall time of the day start, which then shows once, at one instant (an offset changes
+        // by at most two hours). Three offset lookups instead of the calendar's arithmetic.
+        let wall = Double(day.dayNumber * 86_400 + startMinutes * 60)
+        let offset = Double(timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: wall - Double(timeZone.secondsFromGMT(
+            for: Date(timeIntervalSince1970: wall))))))
+        let instant = wall - offset
+        if Double(timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: instant - 10_800))) == offset,
+           Double(timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: instant + 10_800))) == offset {
+            return Date(timeIntervalSince1970: instant)
+        }
+        return calendarStart(of: day)
+    }
+
+    /// ``start(of:)`` by the calendar, for the days near a clock change.
+    func calendarStart(of day: LocalDay) -> Date {
         var noon = day.components
         noon.hour = 12
         // Local midnight, or the first instant of the day where the clocks skip midnight.

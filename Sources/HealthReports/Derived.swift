@@ -56,6 +56,7 @@ extension Reports {
     /// computed (each run of up to 31 consecutive days from one read of its records) and kept.
     static func derivedTotals(_ store: HealthStore, _ definition: Definition, _ derivation: HabitDerivation,
                               days: Periods) async throws -> [BucketTotal] {
+        precondition(days.unit == .day, "derived habits' totals are per day")
         guard days.count > 0 else { return [] }
         let boundary = days.boundary
         let first = boundary.day(of: days.bounds[0]), last = boundary.day(of: days.bounds[days.count - 1])
@@ -84,9 +85,11 @@ extension Reports {
             try await store.keepDerivedDays(habit: habit, kept)
             day = end.adding(1)
         }
+        // Day `i` of the periods is the `i`-th day after the first.
+        let firstNumber = first.dayNumber
         return values.compactMap { day, value in
-            guard let value else { return nil }
-            return days.index(of: boundary.start(of: day)).map { BucketTotal(bucket: $0, count: 1, sum: value) }
+            guard let value, (0..<days.count).contains(day.dayNumber - firstNumber) else { return nil }
+            return BucketTotal(bucket: day.dayNumber - firstNumber, count: 1, sum: value)
         }.sorted { $0.bucket < $1.bucket }
     }
 

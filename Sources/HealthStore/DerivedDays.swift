@@ -35,6 +35,7 @@ extension HealthStore {
     public func derivedDays(habit: String, from first: LocalDay, through last: LocalDay) async throws -> [LocalDay: Double?] {
         try await reading { db in
             var days: [LocalDay: Double?] = [:]
+            days.reserveCapacity(max(0, first.days(to: last) + 1))
             let rows = try Row.fetchCursor(db, sql: "SELECT day, value FROM derived_days WHERE habit = ? AND day BETWEEN ? AND ?",
                                            arguments: [habit, first.description, last.description])
             while let row = try rows.next() {

@@ -16,7 +16,9 @@ func derivedBenchmarks(rounds: Int = 10) async throws {
     print("\n== derived habits over five years of minute-level heart rate and steps ==")
     let path = tempPath("derived")
     removeDatabase(path)
-    defer { removeDatabase(path) }
+    // HEALTHGATE_BENCH_KEEP=1 leaves the database for profiling (its path is printed).
+    let keep = ProcessInfo.processInfo.environment["HEALTHGATE_BENCH_KEEP"] != nil
+    defer { if keep { print("kept \(path)") } else { removeDatabase(path) } }
     let zone = TimeZone(identifier: "Europe/Berlin")!
     var calendar = Calendar(identifier: .gregorian)
     calendar.timeZone = zone

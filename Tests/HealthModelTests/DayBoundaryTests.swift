@@ -1,5 +1,5 @@
 import Foundation
-import HealthModel
+@testable import HealthModel
 import Testing
 import TestSupport
 
@@ -72,6 +72,52 @@ import TestSupport
                 t += 137 * 60  // every minute of the hour comes up over the year
             }
         }
+    }
+
+    /// The fast day start (three offset lookups) is the calendar's in every zone the system
+    /// knows, on every third day of 2025-2027 and every day around each clock change, for day
+    /// starts at midnight, 02:30 (where clocks change), 04:00 and 11:45.
+    @Test func theFastDayStartIsTheCalendars() {
+        var differences: [String] = []
+        for zone in TimeZone.knownTimeZoneIdentifiers {
+            let tz = TimeZone(identifier: zone)!
+            var days = Set<Int>(stride(from: LocalDay("2025-01-01")!.dayNumber, to: LocalDay("2028-01-01")!.dayNumber, by: 3))
+            var t = Date(timeIntervalSince1970: 1_735_689_600)  // 2025-01-01
+            while let next = tz.nextDaylightSavingTimeTransition(after: t), next.timeIntervalSince1970 < 1_830_297_600 {
+                let day = Int((next.timeIntervalSince1970 / 86_400).rounded(.down))
+                for d in day - 2...day + 2 { days.insert(d) }
+                t = next
+            }
+            for start in [0, 150, 240, 705] {
+                let boundary = DayBoundary(timeZone: tz, startMinutes: start)
+                for n in days {
+                    let day = LocalDay(dayNumber: n)
+                    if boundary.start(of: day) != boundary.calendarStart(of: day) {
+                        differences.append("\(zone) \(start) \(day): \(boundary.start(of: day)) vs \(boundary.calendarStart(of: day))")
+                    }
+                }
+            }
+        }
+        #expect(differences.isEmpty, "\(differences.count): \(differences.prefix(10))")
+    }
+
+    /// Dates are read by the proleptic Gregorian calendar's rules: February 29th in leap years
+    /// only, months of 30 and 31 days, nothing before year 1.
+    @Test func datesAreReadByTheCalendarsRules() {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        for year in [1, 1900, 2000, 2024, 2025, 2100, 9999] {
+            for month in 0...13 {
+                for day in 0...32 {
+                    let text = String(format: "%04d-%02d-%02d", year, month, day)
+                    let real = calendar.date(from: DateComponents(year: year, month: month, day: day)).map {
+                        calendar.dateComponents([.year, .month, .day], from: $0)
+                    }.map { $0.year == year && $0.month == month && $0.day == day } ?? false
+                    #expect((LocalDay(text) != nil) == real, "\(text)")
+                }
+            }
+        }
+        #expect(LocalDay("0000-01-01") == nil && LocalDay("2026-2-01") == nil && LocalDay("2026-02-29") == nil)
     }
 
     /// The day starts of 2026 in each zone, against Python's zoneinfo (an independent reading of
