@@ -22,7 +22,7 @@ struct BLEDownloadCommand: AsyncParsableCommand {
             any after it, was reset, and every record it holds is downloaded. Records are stored with the \
             identities live glucose readings get, so a record sent again is not stored twice. \
             Progress lines (records received / the meter's count) go to standard error. A meter \
-            that stops sending for --silence ends the download: the whole records that arrived \
+            that stops sending for --silence (or does not begin to answer within 30 s) ends the download: the whole records that arrived \
             are stored and the command fails saying how many. Meters that need bonding must be \
             paired first (`healthgate ble pair`, BlueZ).
             """)

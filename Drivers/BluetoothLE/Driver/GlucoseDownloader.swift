@@ -9,7 +9,9 @@ public import DriverKit
 /// Downloads a glucose meter's stored records through its Record Access Control Point: the I/O
 /// edge of `GlucoseRecordDownload` (which decides every step). Subscribes to Glucose Measurement,
 /// Context and the control point, writes the requests, feeds what arrives, and ends the download
-/// when the meter has been silent for `silence`.
+/// when the meter has been silent for `silence` between two things it sent, or has not begun
+/// to answer a request within `firstAnswer` (a meter may take seconds to look its records up,
+/// and a busy host to hear it).
 public enum GlucoseDownloader {
     public struct Result: Sendable {
         /// The whole records, in sequence order.
@@ -32,7 +34,7 @@ public enum GlucoseDownloader {
     /// when it holds the record) over a connected and discovered link. `progress` gets (whole
     /// records so far, the meter's count).
     public static func download(_ connection: any BLEConnection, database: GATTDatabase, after cursor: GlucoseCursor?,
-                                silence: Duration = .seconds(10), timeZone: TimeZone = .current,
+                                silence: Duration = .seconds(10), firstAnswer: Duration = .seconds(30), timeZone: TimeZone = .current,
                                 progress: @escaping @Sendable (Int, Int?) -> Void = { _, _ in }) async throws(BLERuntimeError) -> Result {
         let racp = BluetoothUUID(GATTCharacteristic.recordAccessControlPoint)
         let measurement = BluetoothUUID(GATTCharacteristic.glucoseMeasurement)
@@ -46,12 +48,16 @@ public enum GlucoseDownloader {
         }
         try await connection.subscribe(racp, into: continuation, timeout: .seconds(10))
 
-        // The watchdog ends the stream when nothing arrived for `silence` (or the link ends).
-        let lastActivity = Mutex(ContinuousClock.now)
+        // The watchdog ends the stream when nothing arrived for `silence` since the meter last
+        // sent something, or for `firstAnswer` since a request it has not begun to answer (or
+        // when the link ends).
+        let lastActivity = Mutex((time: ContinuousClock.now, answered: false))
+        let longestSilence = max(silence, firstAnswer)
         let watchdog = Task {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(250))
-                if ContinuousClock.now - lastActivity.withLock({ $0 }) > silence { break }
+                let last = lastActivity.withLock { $0 }
+                if ContinuousClock.now - last.time > (last.answered ? silence : longestSilence) { break }
             }
             continuation.finish()
         }
@@ -74,7 +80,7 @@ public enum GlucoseDownloader {
             case .finished:
                 break loop
             case .write(let bytes):
-                lastActivity.withLock { $0 = .now }
+                lastActivity.withLock { $0 = (.now, false) }
                 try await connection.write(racp, bytes, timeout: .seconds(10))
                 step = .wait
                 continue
@@ -85,7 +91,7 @@ public enum GlucoseDownloader {
                 step = download.meterSilent()
                 continue
             }
-            lastActivity.withLock { $0 = .now }
+            lastActivity.withLock { $0 = (.now, true) }
             switch n.characteristic {
             case racp:
                 if let response = try? RecordAccessControlPoint.decodeResponse(n.value) { step = download.controlPoint(response) }
