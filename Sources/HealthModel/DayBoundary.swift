@@ -141,6 +141,23 @@ public struct DayBoundary: Hashable, Sendable {
         return startMinutes > 0 && instant < start(of: day) ? day.adding(-1) : day
     }
 
+    /// A reader of the days of many instants in time order: it remembers the last day's bounds,
+    /// so instants in the same day cost no calendar work.
+    public struct Cursor {
+        public let boundary: DayBoundary
+        private var last: (day: LocalDay, bounds: Range<Date>)?
+
+        public init(_ boundary: DayBoundary) { self.boundary = boundary }
+
+        /// ``DayBoundary/day(of:)``.
+        public mutating func day(of instant: Date) -> LocalDay {
+            if let last, last.bounds.contains(instant) { return last.day }
+            let day = boundary.day(of: instant)
+            last = (day, boundary.start(of: day)..<boundary.start(of: day.adding(1)))
+            return day
+        }
+    }
+
     /// The day a night of sleep (or any session) belongs to: the one in which it ends.
     public func day(ofNightEnding end: Date) -> LocalDay { day(of: end) }
 

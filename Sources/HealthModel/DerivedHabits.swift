@@ -226,8 +226,9 @@ public enum DerivedHabit {
     static func steps(_ measurements: [Measurement], _ boundary: DayBoundary) -> [DerivedContribution] {
         struct Slot: Hashable { var day: LocalDay, quarter: Int }
         var bySource: [Slot: [String: Double]] = [:]
+        var days = DayBoundary.Cursor(boundary)
         for m in measurements where m.kind == .steps && m.value > 0 {
-            let slot = Slot(day: boundary.day(of: m.time), quarter: Int((m.time.timeIntervalSince1970 / 900).rounded(.down)))
+            let slot = Slot(day: days.day(of: m.time), quarter: Int((m.time.timeIntervalSince1970 / 900).rounded(.down)))
             bySource[slot, default: [:]][sourceName(m.source), default: 0] += m.value
         }
         return bySource.map { slot, sources in
@@ -283,12 +284,14 @@ public enum DerivedHabit {
     /// threshold: per minute, the highest (lowest) reading of any source decides, so a strap and a
     /// watch count a minute once. Readings: workout samples and heart-rate measurements.
     static func heartMinutes(_ input: DerivationInput, above: Bool, bpm: Double, _ boundary: DayBoundary) -> [DerivedContribution] {
-        var minutes: [Int: (value: Double, sources: Set<String>)] = [:]
+        // Per minute the deciding reading and the sources that read it (a few; a Set per
+        // minute costs more than the rules).
+        var minutes: [Int: (value: Double, sources: [String])] = [:]
         func add(_ time: Date, _ value: Double, _ source: String) {
             let m = Int((time.timeIntervalSince1970 / 60).rounded(.down))
             guard var current = minutes[m] else { minutes[m] = (value, [source]); return }
             current.value = above ? max(current.value, value) : min(current.value, value)
-            current.sources.insert(source)
+            if !current.sources.contains(source) { current.sources.append(source) }
             minutes[m] = current
         }
         for w in input.workouts {
@@ -297,22 +300,24 @@ public enum DerivedHabit {
         }
         for m in input.measurements where m.kind == .heartRate && m.value > 0 { add(m.time, m.value, sourceName(m.source)) }
         // Consecutive counted minutes of one day, from the same sources, are one contribution.
-        let side = above ? "above" : "below"
-        func what(_ count: Double) -> String { "\(NumberText.plain(count)) minute\(count == 1 ? "" : "s") \(side) \(NumberText.plain(bpm)) bpm" }
         var parts: [DerivedContribution] = []
+        var days = DayBoundary.Cursor(boundary)
         for m in minutes.keys.sorted() {
             let reading = minutes[m]!
             guard above ? reading.value > bpm : reading.value < bpm else { continue }
-            let start = Date(timeIntervalSince1970: Double(m) * 60), day = boundary.day(of: start)
-            let sources = reading.sources.sorted()
-            if var last = parts.last, last.day == day, last.end == start, last.sources == sources {
-                last.end = start.addingTimeInterval(60)
-                last.amount += 1
-                last.what = what(last.amount)
-                parts[parts.count - 1] = last
+            let start = Date(timeIntervalSince1970: Double(m) * 60), day = days.day(of: start)
+            let sources = reading.sources.count > 1 ? reading.sources.sorted() : reading.sources
+            if let last = parts.last, last.day == day, last.end == start, last.sources == sources {
+                parts[parts.count - 1].end = start.addingTimeInterval(60)
+                parts[parts.count - 1].amount += 1
             } else {
-                parts.append(DerivedContribution(day: day, start: start, end: start.addingTimeInterval(60), what: what(1), sources: sources, amount: 1))
+                parts.append(DerivedContribution(day: day, start: start, end: start.addingTimeInterval(60), what: "", sources: sources, amount: 1))
             }
+        }
+        let side = above ? "above" : "below"
+        for i in parts.indices {
+            let count = parts[i].amount
+            parts[i].what = "\(NumberText.plain(count)) minute\(count == 1 ? "" : "s") \(side) \(NumberText.plain(bpm)) bpm"
         }
         return parts
     }

@@ -70,11 +70,16 @@ extension HealthStore {
         let pick = highest ? "max" : "min"
         return try await reading { db in
             var minutes: [Int: Double] = [:]
+            // Grouped by the stored time's minute text (`YYYY-MM-DDTHH:MM`, UTC): no date
+            // arithmetic per reading in SQL; each minute's text is read once here.
             let readings = try Row.fetchCursor(db, sql: """
-                SELECT CAST(strftime('%s', time) AS INTEGER) / 60 AS m, \(pick)(value) FROM measurements
+                SELECT substr(time, 1, 16) AS m, \(pick)(value) FROM measurements
                 WHERE kind = 'heart_rate' AND deleted = 0 AND value > 0 AND \(condition) GROUP BY m
                 """, arguments: arguments)
-            while let row = try readings.next() { minutes[row[0]] = row[1] }
+            while let row = try readings.next() {
+                guard let minute = Self.minute(row[0]) else { continue }
+                minutes[minute] = row[1]
+            }
             let samples = try Row.fetchCursor(db, sql: """
                 SELECT CAST(s.time / 60 AS INTEGER) AS m, \(pick)(s.heart_rate) FROM workouts w JOIN samples s ON s.workout_id = w.id
                 WHERE w.deleted = 0 AND \(workouts.sql) AND s.heart_rate > 0 AND s.time >= ? AND s.time < ? GROUP BY m
@@ -92,11 +97,26 @@ extension HealthStore {
     public func stepsBySlot(in range: DateRange, slotMinutes: Int) async throws -> [(source: Source, slot: Int, steps: Double)] {
         let (condition, arguments) = range.condition("time")
         return try await reading { db in
-            try Row.fetchAll(db, sql: """
-                SELECT source_driver, source_device, CAST(strftime('%s', time) AS INTEGER) / \(slotMinutes * 60) * \(slotMinutes) AS slot, total(value)
+            // Summed per source and minute text in SQL (no date arithmetic per reading), then
+            // per slot here.
+            struct Key: Hashable { var driver: String, device: String?, slot: Int }
+            var slots: [Key: Double] = [:]
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT source_driver, source_device, substr(time, 1, 16) AS m, total(value)
                 FROM measurements WHERE kind = 'steps' AND deleted = 0 AND value > 0 AND \(condition)
-                GROUP BY source_driver, source_device, slot
-                """, arguments: arguments).map { (Source(driver: $0[0], device: $0[1]), $0[2], $0[3]) }
+                GROUP BY source_driver, source_device, m
+                """, arguments: arguments)
+            while let row = try rows.next() {
+                guard let minute = Self.minute(row[2]) else { continue }
+                let slot = (minute >= 0 ? minute : minute - slotMinutes + 1) / slotMinutes * slotMinutes
+                slots[Key(driver: row[0], device: row[1], slot: slot), default: 0] += row[3] as Double
+            }
+            return slots.map { (Source(driver: $0.key.driver, device: $0.key.device), $0.key.slot, $0.value) }
         }
+    }
+
+    /// Minutes since 1970 of a stored time's minute text (`2026-03-29T07:05`).
+    static func minute(_ text: String) -> Int? {
+        ISO8601.parse(text).map { Int(($0.timeIntervalSince1970 / 60).rounded(.down)) }
     }
 }
