@@ -62,8 +62,10 @@ browser-test: setup build
 # only other Swift programs would share.
 RELEASE = -c release --static-swift-stdlib
 
-# Throughput next to baselines measured in the same run (release build).
-bench: setup-build
+# Throughput next to baselines measured in the same run (release build). It needs what the tests
+# need (Bumble for the BLE peer, Chromium for first paints, PostgreSQL for the server load): the
+# whole setup, not only the build's.
+bench: setup
 	$(SWIFT) build $(RELEASE) --product healthgate-server
 	$(SWIFT) build $(RELEASE) --product healthgate
 	$(SWIFT) build $(RELEASE) --product healthgate-bench
@@ -71,7 +73,7 @@ bench: setup-build
 
 # The tracking server's capacity on both stores (docs/server.md, Capacity): sustained sync rates
 # open loop next to pgbench, then idle connections held, plain and TLS. About 10 minutes.
-bench-capacity: setup-build
+bench-capacity: setup
 	$(SWIFT) build $(RELEASE) --product healthgate-server
 	$(SWIFT) build $(RELEASE) --product healthgate-bench
 	.build/release/healthgate-bench capacity
@@ -79,7 +81,7 @@ bench-capacity: setup-build
 # Apple Health import of a synthetic export of APPLE_MB megabytes (1 GB by default; `make
 # bench-apple APPLE_MB=20` for a smoke run) next to XMLStream alone and healthkit-to-sqlite.
 APPLE_MB ?= 1024
-bench-apple: setup-build
+bench-apple: setup
 	$(SWIFT) build $(RELEASE) --product healthgate
 	$(SWIFT) build $(RELEASE) --product healthgate-bench
 	.build/release/healthgate-bench apple --size $(APPLE_MB)

@@ -10,7 +10,12 @@ import TestSupport
 var arguments = Array(CommandLine.arguments.dropFirst())
 // The Apple Health benchmark's children (see AppleBench.swift).
 if arguments.first == "apple-stage", arguments.count == 3 {
-    try await appleStage(arguments[1], arguments[2])
+    do {
+        try await appleStage(arguments[1], arguments[2])
+    } catch {
+        FileHandle.standardError.write(Data("healthgate-bench apple-stage: \(error)\n".utf8))
+        exit(1)
+    }
     exit(0)
 }
 if arguments.contains(where: { ["-h", "--help", "help"].contains($0) }) {
@@ -106,38 +111,49 @@ guard mode != "all" && mode != "files" || FileManager.default.fileExists(atPath:
 }
 
 print("HealthGate benchmark (release build)")
-if mode == "all" || mode == "files" {
-    try await fileBenchmarks(fixtures: fixtures, rounds: 5)
-}
-if mode == "all" || mode == "ble" {
-    try await bleBenchmarks()
-}
-if mode == "all" || mode == "sync" {
-    try await syncBenchmarks(records: syncRecords, backlog: syncBacklog)
-}
-if mode == "all" || mode == "daemon" {
-    try await daemonBenchmarks(seconds: idleSeconds)
-}
-if mode == "all" || mode == "server-load" {
-    for store in benchStores {
-        try await serverLoadBenchmarks(seconds: loadSeconds, accounts: loadAccounts, store: store)
+// A benchmark that cannot run (a tool missing, a peer that would not start) ends with what is
+// missing and how to get it, never a stack trace.
+do {
+    if mode == "all" || mode == "files" {
+        try await fileBenchmarks(fixtures: fixtures, rounds: 5)
     }
-}
-if mode == "capacity" {
-    try await capacityBenchmarks(seconds: loadSeconds, devices: capacityDevices, rates: capacityRates, stores: benchStores)
-    if capacityConnections > 0 { try await heldConnectionsBenchmarks(count: capacityConnections) }
-}
-if mode == "all" || mode == "log" {
-    try await logBenchmarks(runs: 200)
-}
-if mode == "all" || mode == "views" {
-    try await viewsBenchmarks()
-}
-if mode == "derived" {
-    try await derivedBenchmarks()
-}
-if mode == "apple" {
-    try await appleBenchmarks(export: appleExport, sizeMB: appleSizeMB, baselineMB: appleBaselineMB > 0 ? appleBaselineMB : nil)
+    if mode == "all" || mode == "ble" {
+        try await bleBenchmarks()
+    }
+    if mode == "all" || mode == "sync" {
+        try await syncBenchmarks(records: syncRecords, backlog: syncBacklog)
+    }
+    if mode == "all" || mode == "daemon" {
+        try await daemonBenchmarks(seconds: idleSeconds)
+    }
+    if mode == "all" || mode == "server-load" {
+        for store in benchStores {
+            try await serverLoadBenchmarks(seconds: loadSeconds, accounts: loadAccounts, store: store)
+        }
+    }
+    if mode == "capacity" {
+        try await capacityBenchmarks(seconds: loadSeconds, devices: capacityDevices, rates: capacityRates, stores: benchStores)
+        if capacityConnections > 0 { try await heldConnectionsBenchmarks(count: capacityConnections) }
+    }
+    if mode == "all" || mode == "log" {
+        try await logBenchmarks(runs: 200)
+    }
+    if mode == "all" || mode == "views" {
+        try await viewsBenchmarks()
+    }
+    if mode == "derived" {
+        try await derivedBenchmarks()
+    }
+    if mode == "apple" {
+        try await appleBenchmarks(export: appleExport, sizeMB: appleSizeMB, baselineMB: appleBaselineMB > 0 ? appleBaselineMB : nil)
+    }
+} catch {
+    FileHandle.standardError.write(Data("""
+        healthgate-bench: \(mode): \(error)
+        (`make bench` installs what the benchmarks need: the test tools of `make setup`)
+
+        """.utf8))
+    exit(1)
 }
 
 var usage = rusage()

@@ -75,6 +75,27 @@ import TestSupport
         }
     }
 
+    /// A benchmark whose tool is missing (here Bumble, hidden behind a `python3` that cannot
+    /// import it) says what is missing and how to get it, and exits 1: no "Fatal error" and no
+    /// stack trace (it used to end in "Error raised at top level" and "Illegal instruction").
+    @Test func aBenchmarkWithoutItsToolSaysWhatIsMissing() async throws {
+        let scratch = try Scratch()
+        let shim = scratch.folder + "/python3"
+        try """
+            #!/bin/sh
+            if [ "$2" = "import bumble" ]; then echo "ModuleNotFoundError: No module named 'bumble'" >&2; exit 1; fi
+            exec /usr/bin/python3 "$@"
+
+            """.write(toFile: shim, atomically: true, encoding: .utf8)
+        #expect(chmod(shim, 0o755) == 0)
+        let path = scratch.folder + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+        let result = try await Tool.run(Tool.path("healthgate-bench"), ["ble"], environment: ["PATH": path])
+        #expect(result.status == 1, "\(result.status) \(result.stderr)")
+        #expect(result.stderr.hasPrefix("healthgate-bench: ble: the BLE test peer needs Bumble") && result.stderr.contains("make setup"),
+                "\(result.stderr)")
+        #expect(!result.stderr.contains("Fatal error") && !result.stderr.contains("Backtrace"), "\(result.stderr)")
+    }
+
     @Test func usageErrorsExitSixtyFourWithTheUsage() async throws {
         let scratch = try Scratch()
         try await expectUsageError(["workouts", "--since", "yesterday"], "--since 'yesterday' is not a date")
