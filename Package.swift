@@ -97,7 +97,11 @@ let package = Package(
         // has a fuzz target.
         .target(name: "DaemonProtocol", dependencies: ["ManualDriver"], path: "Sources/DaemonProtocol"),
         // Habit trackers' exports and any CSV by a mapping.
-        .target(name: "LoopHabitsDriver", dependencies: ["HealthModel", "DriverKit", "CSVStream", "ZipStream", .product(name: "GRDB", package: "GRDB.swift")],
+        // Another program's SQLite file, opened read-only and immutable off the cooperative pool:
+        // the importers that read one, and the pipeline choosing among them by its tables.
+        .target(name: "ForeignSQLite", dependencies: [.product(name: "GRDB", package: "GRDB.swift")], path: "Sources/ForeignSQLite"),
+        .target(name: "LoopHabitsDriver", dependencies: ["HealthModel", "DriverKit", "CSVStream", "ZipStream", "ForeignSQLite",
+                                                        .product(name: "GRDB", package: "GRDB.swift")],
                 path: "Drivers/LoopHabits", exclude: ["README.md", "tools"], resources: [.embedInCode("sample.toml")]),
         .target(name: "HabitBullDriver", dependencies: ["HealthModel", "DriverKit", "CSVStream"], path: "Drivers/HabitBull",
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
@@ -105,7 +109,8 @@ let package = Package(
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
         // Gadgetbridge's exported SQLite database, read-only with GRDB: pure sample, raw-kind and
         // sleep rules, and the paged reader.
-        .target(name: "GadgetbridgeDriver", dependencies: ["HealthModel", "DriverKit", "ZipStream", .product(name: "GRDB", package: "GRDB.swift")],
+        .target(name: "GadgetbridgeDriver", dependencies: ["HealthModel", "DriverKit", "ZipStream", "ForeignSQLite",
+                                                          .product(name: "GRDB", package: "GRDB.swift")],
                 path: "Drivers/Gadgetbridge", exclude: ["README.md", "tools"], resources: [.embedInCode("sample.toml")]),
         // Bluetooth LE: pure decoders of the standard GATT health and fitness profiles.
         .target(name: "GATTProfiles", dependencies: ["HealthModel"], path: "Drivers/BluetoothLE/Profiles"),
@@ -231,7 +236,7 @@ let package = Package(
         // The import pipeline: files through the file importers, the normalizer and the import
         // ledger into the store (ImportPipeline), and the live drivers' sink (StoreSink).
         .target(name: "HealthPipeline", dependencies: [
-            "HealthModel", "DriverKit", "HealthStore", "ManualDriver", .product(name: "Crypto", package: "swift-crypto"),
+            "HealthModel", "DriverKit", "HealthStore", "ManualDriver", "ForeignSQLite", .product(name: "Crypto", package: "swift-crypto"),
         ], path: "Sources/HealthPipeline"),
         // Reports over the stored records: period statistics and the CSV export (`healthgate stats|export`).
         .target(name: "HealthReports", dependencies: ["HealthModel", "HealthStore"], path: "Sources/HealthReports"),
@@ -339,7 +344,7 @@ let package = Package(
         // The contract itself: typed settings, every driver's sample and README, the registry.
         .testTarget(name: "DriverContractTests", dependencies: ["DriverKit", "DriverRegistry", "HealthGateDaemon", "TestSupport"]),
         .testTarget(name: "GadgetbridgeDriverTests", dependencies: [
-            "TestSupport", "GadgetbridgeDriver", "DriverKit", "HealthModel", "HealthPipeline", "HealthStore",
+            "TestSupport", "GadgetbridgeDriver", "LoopHabitsDriver", "DriverKit", "HealthModel", "HealthPipeline", "HealthStore",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "ManualDriverTests", dependencies: ["ManualDriver", "DriverKit", "HealthModel"]),

@@ -1,6 +1,7 @@
 import Dispatch
 public import DriverKit
 import Foundation
+import ForeignSQLite
 import GRDB
 import HealthModel
 import ZipStream
@@ -32,20 +33,19 @@ public struct GadgetbridgeImporter: FileImporter {
         self.context = context
     }
 
-    /// An SQLite database without a file extension (Gadgetbridge names its export
-    /// `Gadgetbridge`), or one of any name whose header's user version (the greenDAO schema
-    /// version) is above 25, the last of Loop Habit Tracker's `.db` backups; or a zip whose first
-    /// entry is one Gadgetbridge's export writes (`preferences/global.json`,
-    /// `database/Gadgetbridge`, `gadgetbridge.json`). Whether it really is Gadgetbridge's is
-    /// decided by its tables, when it is read.
+    /// An SQLite database with Gadgetbridge's `DEVICE` table, whatever its name or schema
+    /// version (one whose tables were not read: without a file extension, as Gadgetbridge names
+    /// its export `Gadgetbridge`); or a zip whose first entry is one Gadgetbridge's export writes
+    /// (`preferences/global.json`, `database/Gadgetbridge`, `gadgetbridge.json`). Whether it
+    /// holds what is read is checked when it is read.
     public static func canImport(_ probe: FileProbe) -> Bool {
         if probe.head.starts(with: [0x50, 0x4B, 0x03, 0x04]) {
             guard let first = ZipEntry.firstName(head: probe.head) else { return false }
             return GadgetbridgeArchive.firstEntries.contains(first)
         }
-        guard probe.head.count >= 100, probe.head.starts(with: Array("SQLite format 3\0".utf8)) else { return false }
-        let userVersion = probe.head[60..<64].reduce(0) { $0 << 8 | Int($1) }
-        return probe.fileExtension.isEmpty || userVersion > 25
+        guard probe.head.count >= 100, probe.isSQLite else { return false }
+        guard let tables = probe.sqliteTables else { return probe.fileExtension.isEmpty }
+        return tables.contains("DEVICE")
     }
 
     public func importFile(_ file: ImportSource, into sink: some RecordSink) async throws {
@@ -105,7 +105,7 @@ public struct GadgetbridgeImporter: FileImporter {
         }
         var afterID: Int64 = Int64.min
         let heartRateTables = plan.sampleTables.filter { $0.heartRate != nil }
-        while true {
+        while plan.tables[GadgetbridgeSchema.summaries] != nil {
             // Fewer workouts a page: each brings its minutes of heart rate.
             let (from, limit) = (afterID, max(1, min(pageSize, 100)))
             let page = try await Self.reading(name) {
@@ -242,30 +242,10 @@ extension GadgetbridgeImporter {
         }
     }
 
-    private static let openQueue = DispatchQueue(label: "healthgate.gadgetbridge.open")
-
-    /// Opens `path` read-only and immutable (`file:...?immutable=1`): SQLite then takes no locks
-    /// and writes no journal, WAL or shared-memory file, so the user's file and its folder are
-    /// never touched. Opening blocks, so it happens on a queue of its own.
+    /// Opens `path` read-only and immutable (``ForeignSQLite``): the user's file and its folder
+    /// are never touched.
     static func open(_ path: String, named name: String) async throws -> DatabaseQueue {
-        let uri = uri(path)
-        return try await reading(name) {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<DatabaseQueue, any Error>) in
-                openQueue.async {
-                    var configuration = Configuration()
-                    configuration.readonly = true
-                    configuration.label = "gadgetbridge"
-                    continuation.resume(with: Result { try DatabaseQueue(path: uri, configuration: configuration) })
-                }
-            }
-        }
-    }
-
-    /// The URI of a file path, percent-encoded so that `?`, `#` and `%` in names stay names.
-    static func uri(_ path: String) -> String {
-        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
-        let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~/")
-        return "file:" + (absolute.addingPercentEncoding(withAllowedCharacters: allowed) ?? absolute) + "?immutable=1"
+        try await reading(name) { try await ForeignSQLite.open(path, label: "gadgetbridge") }
     }
 
     /// The schema version, tables and columns, the integrity check, the devices and the rows that
@@ -298,9 +278,13 @@ extension GadgetbridgeImporter {
         return try await reading(path) {
             try await database.read { db -> Plan in
                 var devices: [(id: Int64, device: GadgetbridgeDevice)] = []
-                for row in try Row.fetchAll(db, sql: "SELECT _id, IDENTIFIER, TYPE_NAME FROM DEVICE ORDER BY _id") {
+                // The type by name (schema 62 on), or by the integer key of older files.
+                let typeColumn = GadgetbridgeSchema.deviceTypeColumn(tables["DEVICE"] ?? []) ?? "TYPE_NAME"
+                for row in try Row.fetchAll(db, sql: "SELECT _id, IDENTIFIER, \(typeColumn) FROM DEVICE ORDER BY _id") {
                     guard let id = integer(row[0]), let address = (row[1] as DatabaseValue).text, !address.isEmpty else { continue }
-                    devices.append((id, GadgetbridgeDevice(address: address, typeName: (row[2] as DatabaseValue).text ?? "UNKNOWN")))
+                    let type = row[2] as DatabaseValue
+                    let typeName = typeColumn == "TYPE" ? integer(type).map(GadgetbridgeSchema.typeName(key:)) ?? "UNKNOWN" : type.text ?? "UNKNOWN"
+                    devices.append((id, GadgetbridgeDevice(address: address, typeName: typeName)))
                 }
                 let ids = devices.map { String($0.id) }.joined(separator: ",")
                 var skipped = Skipped()

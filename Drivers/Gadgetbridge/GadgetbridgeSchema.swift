@@ -53,10 +53,11 @@ public enum GadgetbridgeSchema {
     /// Xiaomi's sleep stages: `TIMESTAMP` (ms), `STAGE`.
     public static let xiaomiStages = "XIAOMI_SLEEP_STAGE_SAMPLE"
 
-    /// The tables and columns read, by table. `DEVICE` and `BASE_ACTIVITY_SUMMARY` are needed in
-    /// every file; the others when present, or, in a file newer than ``newestVersion``, always.
+    /// The tables and columns read, by table. `DEVICE` is needed in every file (with
+    /// `TYPE_NAME`, or before schema 62 the integer `TYPE`, ``deviceTypeColumn(_:)``); the others
+    /// when present, or, in a file newer than ``newestVersion``, always.
     public static let required: [(table: String, columns: [String])] = [
-        ("DEVICE", ["_id", "IDENTIFIER", "TYPE_NAME"]),
+        ("DEVICE", ["_id", "IDENTIFIER"]),
         (summaries, ["_id", "START_TIME", "END_TIME", "ACTIVITY_KIND", "DEVICE_ID"]),
     ] + sampleTables.map { ($0.name, $0.columns) } + [
         (colmiStages, ["TIMESTAMP", "DEVICE_ID", "DURATION", "STAGE"]),
@@ -64,8 +65,59 @@ public enum GadgetbridgeSchema {
         (xiaomiStages, ["TIMESTAMP", "DEVICE_ID", "STAGE"]),
     ]
 
-    /// Tables needed in every file, whatever its version.
-    static let always: Set<String> = ["DEVICE", summaries]
+    /// Tables needed in every file, whatever its version. (`BASE_ACTIVITY_SUMMARY`, the
+    /// workouts, is read when present: files of schema 17 and 18, 2018, predate some of it.)
+    static let always: Set<String> = ["DEVICE"]
+
+    /// How `DEVICE` names a device's type: `TYPE_NAME` (schema 62 and later, 2023), else the
+    /// integer `TYPE` of older files (nil: neither).
+    public static func deviceTypeColumn(_ device: Set<String>) -> String? {
+        device.contains("TYPE_NAME") ? "TYPE_NAME" : device.contains("TYPE") ? "TYPE" : nil
+    }
+
+    /// The `TYPE_NAME` of an integer `DEVICE.TYPE` (files before schema 62) for the bands whose
+    /// samples this importer reads (the Mi Band and the Huami bands: Mi Band 2 to 7, Amazfit),
+    /// the names Gadgetbridge's own migration to schema 62 gives them, so that a device keeps its
+    /// identity (and its records their ids) from an old file to a newer export of the same phone.
+    /// Any other type: `UNKNOWN` (as that migration names a type it does not know).
+    public static func typeName(key: Int64) -> String {
+        switch key {
+        case 10: "MIBAND"
+        case 11: "MIBAND2"
+        case 1001: "MIBAND2_HRX"
+        case 12: "AMAZFITBIP"
+        case 13: "AMAZFITCOR"
+        case 14: "MIBAND3"
+        case 15: "AMAZFITCOR2"
+        case 16: "MIBAND4"
+        case 17: "AMAZFITBIP_LITE"
+        case 18: "AMAZFITGTR"
+        case 19: "AMAZFITGTS"
+        case 20: "AMAZFITBIPS"
+        case 21: "AMAZFITGTR_LITE"
+        case 22: "AMAZFITTREX"
+        case 23: "MIBAND5"
+        case 24: "AMAZFITBAND5"
+        case 25: "AMAZFITBIPS_LITE"
+        case 26: "AMAZFITGTR2"
+        case 27: "AMAZFITGTS2"
+        case 28: "AMAZFITBIPU"
+        case 29: "AMAZFITVERGEL"
+        case 30: "AMAZFITBIPUPRO"
+        case 31: "AMAZFITNEO"
+        case 32: "AMAZFITGTS2_MINI"
+        case 33: "ZEPP_E"
+        case 34: "AMAZFITGTR2E"
+        case 35: "AMAZFITGTS2E"
+        case 36: "AMAZFITX"
+        case 37: "MIBAND6"
+        case 38: "AMAZFITTREXPRO"
+        case 39: "AMAZFITPOP"
+        case 10040: "AMAZFITPOPPRO"
+        case 10041: "MIBAND7"
+        default: "UNKNOWN"
+        }
+    }
 
     /// Why a database with this `user_version` and these tables (upper-cased names to their
     /// upper-cased columns) cannot be read, or nil when it can.
@@ -83,7 +135,8 @@ public enum GadgetbridgeSchema {
                 if newer || always.contains(table) { missing.append("table \(table)") }
                 continue
             }
-            let absent = columns.filter { !present.contains($0.uppercased()) }
+            var absent = columns.filter { !present.contains($0.uppercased()) }
+            if table == "DEVICE", deviceTypeColumn(present) == nil { absent.append("TYPE_NAME (or TYPE)") }
             if !absent.isEmpty { missing.append("\(table) lacks \(absent.joined(separator: ", "))") }
         }
         guard missing.isEmpty else {

@@ -1,11 +1,13 @@
 import CSVStream
 public import DriverKit
 public import Foundation
+import ForeignSQLite
 import GRDB
 import HealthModel
 
 /// Loop Habit Tracker's SQLite backup ("Loop Habits Backup yyyy-MM-dd HHmmss.db"), schema versions
-/// 21 to 25 (`PRAGMA user_version`). Opened read-only: the user's file is never written.
+/// 21 to 25 (`PRAGMA user_version`). Opened read-only and immutable (``ForeignSQLite``): the
+/// user's file is never written.
 public enum LoopBackup {
     public static let versions = 21...25
 
@@ -13,12 +15,9 @@ public enum LoopBackup {
     /// batches. An SQLite file that is not Loop's, or of another schema version: a ``DecodeError``
     /// before anything is emitted.
     public static func decode(path: String, zone: TimeZone, driver: String = "loop", into sink: some RecordSink) async throws {
-        var configuration = Configuration()
-        configuration.readonly = true
-        configuration.label = "loop-backup"
         let queue: DatabaseQueue
         do {
-            queue = try DatabaseQueue(path: path, configuration: configuration)
+            queue = try await ForeignSQLite.open(path, label: "loop-backup")
         } catch {
             throw DecodeError(file: path, at: .file, "cannot open as SQLite: \(error)")
         }

@@ -32,14 +32,21 @@ public struct LoopImporter: FileImporter {
         self.settings = settings
     }
 
-    /// An SQLite file named `.db`, a CSV whose first lines are one of Loop's (``LoopCSVKind``), or
-    /// the export's zip as Loop writes it ("Loop Habits CSV 2024-03-07.zip": its first entry is
-    /// `Habits.csv`, `Checkmarks.csv`, `Scores.csv` or a habit's `NNN Name/` folder).
+    /// An SQLite file with Loop's `Habits` and `Repetitions` tables, whatever its name (one whose
+    /// tables were not read: named `.db`); a CSV whose first lines are one of Loop's
+    /// (``LoopCSVKind``); or the export's zip as Loop writes it ("Loop Habits CSV 2024-03-07.zip":
+    /// its first entry is `Habits.csv`, `Checkmarks.csv`, `Scores.csv` or a habit's `NNN Name/` folder).
     public static func canImport(_ probe: FileProbe) -> Bool {
-        if probe.fileExtension == "db" { return probe.head.starts(with: Array("SQLite format 3\0".utf8)) }
+        if probe.isSQLite {
+            guard let tables = probe.sqliteTables else { return probe.fileExtension == "db" }
+            return isBackup(tables)
+        }
         if let first = ZipEntry.firstName(head: probe.head) { return isExportEntry(first) }
         return probe.fileExtension == "csv" && LoopCSVKind.sniff(CSVRows.headLines(probe)) != nil
     }
+
+    /// Whether an SQLite file with these tables (upper-cased) is Loop's backup.
+    public static func isBackup(_ tables: Set<String>) -> Bool { tables.isSuperset(of: ["HABITS", "REPETITIONS"]) }
 
     /// Whether `name` is a file or folder of Loop's CSV export, at the top of its zip.
     static func isExportEntry(_ name: String) -> Bool {

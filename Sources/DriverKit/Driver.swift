@@ -21,10 +21,17 @@ public struct FileProbe: Sendable {
     public var fileExtension: String
     /// The first bytes of the file (up to 512).
     public var head: [UInt8]
+    /// An SQLite file's table names, upper-cased, as the pipeline read them (nil: not an SQLite
+    /// file, or not read): importers of SQLite files choose by them, not by names or versions.
+    public var sqliteTables: Set<String>?
 
-    public init(fileExtension: String, head: [UInt8]) {
+    /// Whether the file starts as an SQLite 3 database does.
+    public var isSQLite: Bool { head.starts(with: Array("SQLite format 3\0".utf8)) }
+
+    public init(fileExtension: String, head: [UInt8], sqliteTables: Set<String>? = nil) {
         self.fileExtension = fileExtension
         self.head = head
+        self.sqliteTables = sqliteTables
     }
 
     public init(path: String, data: Data) {

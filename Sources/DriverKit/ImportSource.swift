@@ -12,8 +12,8 @@ public struct ImportSource: Sendable {
     public let path: String
     /// The size in bytes when the file was opened.
     public let size: Int
-    /// What the pipeline chose the importer by.
-    public let probe: FileProbe
+    /// What the pipeline chose the importer by (it adds an SQLite file's tables).
+    public var probe: FileProbe
     private let storage: Storage
 
     private enum Storage: Sendable {

@@ -1,5 +1,6 @@
 import Crypto
 public import DriverKit
+import ForeignSQLite
 import Foundation
 public import HealthModel
 public import HealthStore
@@ -153,6 +154,17 @@ public struct ImportPipeline: FileSink {
         importers.first { type(of: $0).canImport(probe) }
     }
 
+    /// Why no importer takes a file: for an SQLite database, whose databases are read and by
+    /// which tables, with the tables it has.
+    static func unread(_ probe: FileProbe) -> String {
+        guard probe.isSQLite else { return "no driver reads this kind of file" }
+        guard let tables = probe.sqliteTables else { return "an SQLite file that cannot be read as a database" }
+        let names = tables.sorted()
+        let shown = names.isEmpty ? "none" : names.prefix(8).joined(separator: ", ") + (names.count > 8 ? ", ..." : "")
+        return "an SQLite database no driver reads (Gadgetbridge's has a DEVICE table, a Loop Habit Tracker backup "
+            + "Habits and Repetitions; its tables: \(shown))"
+    }
+
     /// Imports a file a driver found (``FileSink``): one the user named, as far as an unknown
     /// type goes (a failure).
     public func importFile(_ path: String, checkpoints: [CheckpointKey: String]) async -> FileReport {
@@ -194,9 +206,11 @@ public struct ImportPipeline: FileSink {
         } catch {
             return FileReport(path: path, status: .failed, error: error.description)
         }
+        // An SQLite file is another program's database: its tables say whose.
+        if source.probe.isSQLite { source.probe.sqliteTables = await ForeignSQLite.tables(path) }
         guard let importer = importer(for: source.probe) else {
             return FileReport(path: path, status: explicit ? .failed : .skipped,
-                              error: explicit ? "\(path): no driver reads this kind of file" : nil)
+                              error: explicit ? "\(path): " + Self.unread(source.probe) : nil)
         }
         let driverID = type(of: importer).id
         let hash: String

@@ -5,6 +5,7 @@ import GRDB
 import HealthModel
 import HealthPipeline
 import HealthStore
+import LoopHabitsDriver
 import Testing
 import TestSupport
 
@@ -175,14 +176,21 @@ final class Folder {
         }
     }
 
+    /// An SQLite file is Gadgetbridge's by its tables (a `DEVICE` table), whatever its name or
+    /// schema version; Loop Habit Tracker's backup (`Habits` and `Repetitions`) is not, even
+    /// without a name. Only a file whose tables were not read falls back to its name.
     @Test func probe() throws {
         let head = Array(try Data(contentsOf: URL(fileURLWithPath: fixture)).prefix(512))
+        let gadgetbridge: Set<String> = ["DEVICE", "USER", "MI_BAND_ACTIVITY_SAMPLE"], loop: Set<String> = ["HABITS", "REPETITIONS"]
+        for name in ["", "db", "sqlite"] {
+            #expect(GadgetbridgeImporter.canImport(FileProbe(fileExtension: name, head: head, sqliteTables: gadgetbridge)), "\(name)")
+            #expect(!GadgetbridgeImporter.canImport(FileProbe(fileExtension: name, head: head, sqliteTables: loop)), "\(name)")
+            #expect(!LoopImporter.canImport(FileProbe(fileExtension: name, head: head, sqliteTables: gadgetbridge)), "\(name)")
+            #expect(LoopImporter.canImport(FileProbe(fileExtension: name, head: head, sqliteTables: loop)), "\(name)")
+        }
         #expect(GadgetbridgeImporter.canImport(FileProbe(fileExtension: "", head: head)))
-        #expect(GadgetbridgeImporter.canImport(FileProbe(fileExtension: "db", head: head)))  // user version 92
-        var loop = head
-        loop[60..<64] = [0, 0, 0, 25]
-        #expect(!GadgetbridgeImporter.canImport(FileProbe(fileExtension: "db", head: loop)))
-        #expect(GadgetbridgeImporter.canImport(FileProbe(fileExtension: "", head: loop)))
+        #expect(!GadgetbridgeImporter.canImport(FileProbe(fileExtension: "db", head: head)))
+        #expect(LoopImporter.canImport(FileProbe(fileExtension: "db", head: head)))
         #expect(!GadgetbridgeImporter.canImport(FileProbe(fileExtension: "", head: Array("SQLite format 2".utf8))))
         #expect(!GadgetbridgeImporter.canImport(FileProbe(fileExtension: "", head: Array(head.prefix(50)))))
     }

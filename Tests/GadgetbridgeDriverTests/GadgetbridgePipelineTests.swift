@@ -102,11 +102,13 @@ import TestSupport
         let path = folder.path + "/Gadgetbridge"
         let queue = try DatabaseQueue(path: path)
         try await queue.write { db in
-            try db.execute(sql: "CREATE TABLE Habits (id INTEGER PRIMARY KEY, name TEXT)")
-            try db.execute(sql: "CREATE TABLE Repetitions (habit INTEGER, timestamp INTEGER)")
+            try db.execute(sql: "CREATE TABLE Notes (id INTEGER PRIMARY KEY, text TEXT)")
+            try db.execute(sql: "CREATE TABLE Tags (note INTEGER, tag TEXT)")
         }
         try queue.close()
-        try await expectRefused(path, "not a Gadgetbridge database: no DEVICE table (its tables: HABITS, REPETITIONS)")
+        // Chosen by its tables, not its name: no driver reads it, and the report says whose are read.
+        try await expectRefused(path, "an SQLite database no driver reads (Gadgetbridge's has a DEVICE table, a Loop Habit Tracker "
+            + "backup Habits and Repetitions; its tables: NOTES, TAGS)")
     }
 
     @Test func aNewerSchemaIsRefused() async throws {
@@ -117,8 +119,11 @@ import TestSupport
 
     @Test func aMissingColumnIsRefused() async throws {
         let folder = try Folder()
-        let path = try folder.fixtureCopy { try $0.execute(sql: "ALTER TABLE DEVICE DROP COLUMN TYPE_NAME") }
-        try await expectRefused(path, "Gadgetbridge schema version 92 not recognized: DEVICE lacks TYPE_NAME")
+        let path = try folder.fixtureCopy {
+            try $0.execute(sql: "ALTER TABLE DEVICE DROP COLUMN TYPE_NAME")
+            try $0.execute(sql: "ALTER TABLE DEVICE DROP COLUMN TYPE")
+        }
+        try await expectRefused(path, "Gadgetbridge schema version 92 not recognized: DEVICE lacks TYPE_NAME (or TYPE)")
     }
 
     /// Cut at several places: refused whole (quick_check or the first read fails), nothing stored.

@@ -168,10 +168,18 @@ import TestSupport
         let other = GadgetbridgeSchema.problem(userVersion: 3, tables: ["HABITS": [], "REPETITIONS": []])
         #expect(other == "not a Gadgetbridge database: no DEVICE table (its tables: HABITS, REPETITIONS)")
         #expect(GadgetbridgeSchema.problem(userVersion: 0, tables: [:])?.contains("(it has no tables)") == true)
+        // Before schema 62 the type is the integer TYPE, and the oldest files lack the workouts:
+        // read all the same. A DEVICE table with neither names what it lacks.
         var old = Self.goodTables
         old["DEVICE"]!.remove("TYPE_NAME")
         old["BASE_ACTIVITY_SUMMARY"] = nil
+        #expect(GadgetbridgeSchema.problem(userVersion: 14, tables: old) == nil)
+        #expect(GadgetbridgeSchema.deviceTypeColumn(old["DEVICE"]!) == "TYPE")
+        old["DEVICE"]!.remove("TYPE")
         #expect(GadgetbridgeSchema.problem(userVersion: 14, tables: old)
-            == "Gadgetbridge schema version 14 not recognized: DEVICE lacks TYPE_NAME; table BASE_ACTIVITY_SUMMARY; nothing read")
+            == "Gadgetbridge schema version 14 not recognized: DEVICE lacks TYPE_NAME (or TYPE); nothing read")
+        // The integer types of the bands read, as Gadgetbridge's own migration names them.
+        #expect([10, 11, 12, 14, 16, 20, 37, 1, -1].map { GadgetbridgeSchema.typeName(key: $0) }
+            == ["MIBAND", "MIBAND2", "AMAZFITBIP", "MIBAND3", "MIBAND4", "AMAZFITBIPS", "MIBAND6", "UNKNOWN", "UNKNOWN"])
     }
 }

@@ -220,7 +220,7 @@ import TestSupport
     }
 
     @Test(arguments: [
-        ("hostile/other-app.db", "not a Loop Habit Tracker backup"),
+        ("hostile/other-app.db", "an SQLite database no driver reads"),
         ("hostile/loop-backup-v26.db", "schema version 26 is newer"),
         ("hostile/loop-backup-v19.db", "schema version 19 is older"),
         ("hostile/habitbull-bad-quote.csv", "line 3, column 29: a quote inside a field"),
