@@ -380,12 +380,7 @@ public enum ISO8601 {
     /// stored fraction is 0.3200000524...); whole seconds as `...T07:00:00Z`. For data that must
     /// travel unchanged (the sync protocol, the JSON export).
     public static func preciseString(_ date: Date) -> String {
-        // From the reference-date interval that `Date` stores, so nothing is rounded on the way.
-        let r = date.timeIntervalSinceReferenceDate
-        let whole = r.rounded(.down)
-        let fraction = r - whole  // exact
-        let base = String(decoding: dateTime(unixSeconds: Int64(whole) + Int64(Date.timeIntervalBetween1970AndReferenceDate)),
-                          as: UTF8.self)
+        let (r, whole, fraction, base) = parts(date)
         guard fraction > 0 else { return base + "Z" }
         // The shortest decimal fraction that `parse` adds back to the same Double (it adds the
         // whole seconds and the correctly rounded fraction once): at most 9 digits for a time
@@ -411,11 +406,7 @@ public enum ISO8601 {
     /// same `Date`. Record ids derived from times use it and must keep it: the same line read
     /// again must give the same id. Anything shown or sent uses ``preciseString(_:)``.
     public static func exactString(_ date: Date) -> String {
-        let r = date.timeIntervalSinceReferenceDate
-        let whole = r.rounded(.down)
-        let fraction = r - whole  // exact
-        let base = String(decoding: dateTime(unixSeconds: Int64(whole) + Int64(Date.timeIntervalBetween1970AndReferenceDate)),
-                          as: UTF8.self)
+        let (_, _, fraction, base) = parts(date)
         guard fraction > 0 else { return base + "Z" }
         var digits = "\(fraction)"  // shortest form that reads back as the same Double
         if digits.contains("e") {
@@ -425,6 +416,17 @@ public enum ISO8601 {
             while digits.hasSuffix("0") { digits.removeLast() }
         }
         return base + "." + digits.dropFirst(2) + "Z"
+    }
+
+    /// A time as `Date` stores it (the interval since the reference date, so nothing is rounded
+    /// on the way): the interval, its whole seconds, the exact fraction after them, and the whole
+    /// seconds written out (`2026-11-28T18:26:47`).
+    private static func parts(_ date: Date) -> (r: Double, whole: Double, fraction: Double, base: String) {
+        let r = date.timeIntervalSinceReferenceDate
+        let whole = r.rounded(.down)
+        let base = String(decoding: dateTime(unixSeconds: Int64(whole) + Int64(Date.timeIntervalBetween1970AndReferenceDate)),
+                          as: UTF8.self)
+        return (r, whole, r - whole, base)
     }
 
     /// Days of `month` (1...12) in the proleptic Gregorian `year`.
