@@ -208,6 +208,15 @@ def test_other_ranges_and_the_csv(database, dashboard, browser):
     assert "days must be one of 7, 30, 90, 365" in browser.find_element(By.TAG_NAME, "body").text
 
 
+def navigate(browser, element):
+    """Clicks a link or a form's button and waits until the page it leads to has replaced this
+    one: a selector found before then may be the old page's (its status line, its rows), which
+    goes stale under the test (seen in CI: the delete's answer read through the edit's status)."""
+    page = browser.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(browser, 60).until(expected_conditions.staleness_of(page))
+
+
 def shown(browser, selector):
     """The element once the page the browser went to shows it (a form's answer loads after the click)."""
     try:
@@ -255,7 +264,7 @@ def test_logging_from_the_page(database, dashboard, browser):
     browser.get(dashboard + "/")
     count, total = hydration_rows(database)
     # A glass in one tap: the page comes back saying so, with the new total; the database has it.
-    browser.find_element(By.XPATH, "//form[input[@name='kind' and @value='glass']]//button").click()
+    navigate(browser, browser.find_element(By.XPATH, "//form[input[@name='kind' and @value='glass']]//button"))
     notice = shown(browser, "[role=status]")
     assert notice.text.startswith("Logged ")
     assert hydration_rows(database)[0] == count + 1
@@ -268,7 +277,7 @@ def test_logging_from_the_page(database, dashboard, browser):
     browser.find_element(By.TAG_NAME, "summary").click()
     browser.find_element(By.ID, "water-value").send_keys("330ml")
     browser.execute_script("document.getElementById('water-at').value = '2026-04-03T08:00'")
-    browser.find_element(By.XPATH, "//form[input[@name='kind' and @value='water']]//button").click()
+    navigate(browser, browser.find_element(By.XPATH, "//form[input[@name='kind' and @value='water']]//button"))
     alert = shown(browser, "[role=alert]")
     assert alert.text == "Nothing was stored: 2026-04-03 08:00 is in the future"
     assert hydration_rows(database)[0] == count + 1
@@ -276,7 +285,7 @@ def test_logging_from_the_page(database, dashboard, browser):
     browser.find_element(By.TAG_NAME, "summary").click()
     browser.find_element(By.CSS_SELECTOR, "#vape-trigger option[value='boredom']").click()
     browser.find_element(By.ID, "vape-thoughts").send_keys("<b>bored</b>")
-    browser.find_element(By.XPATH, "//form[input[@name='kind' and @value='vape']]//button").click()
+    navigate(browser, browser.find_element(By.XPATH, "//form[input[@name='kind' and @value='vape']]//button"))
     assert shown(browser, "[role=status]").text.startswith("Logged ")
     stored = sqlite3.connect(database).execute(
         "SELECT category, note FROM habit_events WHERE habit = 'vaping' ORDER BY time DESC LIMIT 1").fetchone()
@@ -302,7 +311,7 @@ def test_habit_pages(database, dashboard, browser):
     look(browser, dashboard + "/habits", "habits")
     names = [e.get_attribute("data-habit") for e in browser.find_elements(By.CSS_SELECTOR, "tr[data-habit]")]
     assert names == ["<b>reading</b>", "stretch"]
-    browser.find_element(By.LINK_TEXT, "stretch").click()
+    navigate(browser, browser.find_element(By.LINK_TEXT, "stretch"))
     shown(browser, "svg#calendar")
     look(browser, browser.current_url, "habit")
     done = set()
@@ -325,7 +334,7 @@ def test_workout_pages_and_the_crosshair(database, dashboard, browser):
     assert sorted(r.get_attribute("data-workout") for r in rows) == sorted(ids) and len(ids) >= 4
     # Filtered by sport with the form (no script needed).
     browser.find_element(By.CSS_SELECTOR, "#sport option[value='running']").click()
-    browser.find_element(By.CSS_SELECTOR, "form.filters button").click()
+    navigate(browser, browser.find_element(By.CSS_SELECTOR, "form.filters button"))
     shown(browser, "tr[data-workout]")
     running = db.execute("SELECT count(*) FROM workouts WHERE sport = 'running' AND start_time >= ?",
                          (first.astimezone(ZoneInfo("UTC")).strftime("%Y-%m-%dT%H:%M:%SZ"),)).fetchone()[0]
@@ -378,7 +387,7 @@ def test_sleep_body_and_stats_pages(database, dashboard, browser):
 def test_changing_and_deleting_an_entry(database, dashboard, browser):
     browser.set_window_size(*SIZES["phone"])
     browser.get(dashboard + "/")
-    browser.find_element(By.LINK_TEXT, "Change or delete today's entries").click()
+    navigate(browser, browser.find_element(By.LINK_TEXT, "Change or delete today's entries"))
     shown(browser, "tr[data-entry]")
     look(browser, browser.current_url, "entries")
     db = sqlite3.connect(database)
@@ -391,12 +400,12 @@ def test_changing_and_deleting_an_entry(database, dashboard, browser):
     note = row.find_element(By.CSS_SELECTOR, "input[name=note]")
     note.clear()
     note.send_keys("with lemon")
-    row.find_element(By.XPATH, ".//form[@action='/edit']//button").click()
+    navigate(browser, row.find_element(By.XPATH, ".//form[@action='/edit']//button"))
     assert shown(browser, "[role=status]").text.startswith("Changed water of 08:00: version 2")
     assert db.execute("SELECT value, note, version FROM habit_events WHERE id = ?", (record,)).fetchone() == (400.0, "with lemon", 2)
     # Deleted: a tombstone; the row leaves the page.
     row = browser.find_element(By.CSS_SELECTOR, f"tr[data-entry='{record}']")
-    row.find_element(By.XPATH, ".//form[@action='/delete']//button").click()
+    navigate(browser, row.find_element(By.XPATH, ".//form[@action='/delete']//button"))
     assert shown(browser, "[role=status]").text.startswith("Deleted water of 08:00 (version 3 is its tombstone)")
     assert db.execute("SELECT deleted, version FROM habit_events WHERE id = ?", (record,)).fetchone() == (1, 3)
     assert browser.find_elements(By.CSS_SELECTOR, f"tr[data-entry='{record}']") == []
