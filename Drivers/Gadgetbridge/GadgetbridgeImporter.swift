@@ -1,4 +1,3 @@
-import Dispatch
 public import DriverKit
 import Foundation
 import ForeignSQLite

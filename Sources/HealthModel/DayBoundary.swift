@@ -163,15 +163,16 @@ public struct DayBoundary: Hashable, Sendable {
 
     /// The instant `day` starts.
     public func start(of day: LocalDay) -> Date {
-        // Nearly every day: the zone's offset is the same for three hours either side of the
-        // wall time of the day start, which then shows once, at one instant (an offset changes
-        // by at most two hours). Three offset lookups instead of the calendar's arithmetic.
+        // Nearly every day: the zone's offset is the same from 26 hours before the day start to
+        // 26 hours after it (zones have moved by as much as a whole day), so its wall time shows
+        // once, at one instant. Four offset lookups instead of the calendar's arithmetic; the
+        // days near a clock change go to the calendar.
         let wall = Double(day.dayNumber * 86_400 + startMinutes * 60)
         let offset = Double(timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: wall - Double(timeZone.secondsFromGMT(
             for: Date(timeIntervalSince1970: wall))))))
         let instant = wall - offset
-        if Double(timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: instant - 10_800))) == offset,
-           Double(timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: instant + 10_800))) == offset {
+        if Double(timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: instant - 93_600))) == offset,
+           Double(timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: instant + 93_600))) == offset {
             return Date(timeIntervalSince1970: instant)
         }
         return calendarStart(of: day)

@@ -74,9 +74,9 @@ import TestSupport
         }
     }
 
-    /// The fast day start (three offset lookups) is the calendar's in every zone the system
+    /// The fast day start (four offset lookups) is the calendar's in every zone the system
     /// knows, on every third day of 2025-2027 and every day around each clock change, for day
-    /// starts at midnight, 02:30 (where clocks change), 04:00 and 11:45.
+    /// starts at midnight, 02:30 (where clocks change), 04:00 and 11:45; and Samoa's lost day.
     @Test func theFastDayStartIsTheCalendars() {
         var differences: [String] = []
         for zone in TimeZone.knownTimeZoneIdentifiers {
@@ -96,6 +96,15 @@ import TestSupport
                         differences.append("\(zone) \(start) \(day): \(boundary.start(of: day)) vs \(boundary.calendarStart(of: day))")
                     }
                 }
+            }
+        }
+        // Samoa moved by a whole day (the 30th of December 2011 never happened in Apia).
+        let apia = TimeZone(identifier: "Pacific/Apia")!
+        for start in [0, 240] {
+            let boundary = DayBoundary(timeZone: apia, startMinutes: start)
+            for n in LocalDay("2011-12-25")!.dayNumber...LocalDay("2012-01-05")!.dayNumber {
+                let day = LocalDay(dayNumber: n)
+                if boundary.start(of: day) != boundary.calendarStart(of: day) { differences.append("Pacific/Apia \(start) \(day)") }
             }
         }
         #expect(differences.isEmpty, "\(differences.count): \(differences.prefix(10))")
