@@ -45,7 +45,10 @@ import Timing
         let clientB = try SyncClient(configuration: .init(server: second.url))
         defer { Task { await clientA.shutdown(); await clientB.shutdown() } }
         let sent = try await fastForwarder(a, clientA, token: account.token, maxRecords: 5).drain()
-        #expect(sent.accepted == local.count && sent.remaining == 0)
+        // Every record reached the server once: a retry after an answer lost to a timeout (a
+        // loaded machine) finds its records there already, as duplicates, never twice.
+        #expect(sent.accepted + sent.duplicates == local.count && sent.rejected == 0 && sent.remaining == 0
+                && (sent.duplicates == 0 || sent.retries > 0), "\(sent)")
 
         // The second install logs in through the other process and pulls everything.
         let b = try await Install()

@@ -56,7 +56,10 @@ import TestSupport
         try await a.importFixtures()
         let local = try await a.allRecords()
         let sent = try await fastForwarder(a, client, token: first.token, maxRecords: 5).drain()
-        #expect(sent.accepted == local.count && sent.remaining == 0)
+        // Every record reached the server once: a retry after an answer lost to a timeout (a
+        // loaded machine) finds its records there already, as duplicates, never twice.
+        #expect(sent.accepted + sent.duplicates == local.count && sent.rejected == 0 && sent.remaining == 0
+                && (sent.duplicates == 0 || sent.retries > 0), "\(sent)")
         let b = try await Install()
         let pulled = try await fastForwarder(b, client, token: second.token).pull()
         #expect(pulled.received == local.count)
