@@ -329,7 +329,7 @@ let package = Package(
             "TestSupport", "HealthSync", "SyncProtocol", "HealthStore", "HealthModel", "HealthPipeline", "HealthReports", "DriverRegistry",
             .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
+        .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel", "TestSupport"]),
         .testTarget(name: "ZipStreamTests", dependencies: ["ZipStream", "DriverKit", "Gzip", "TestSupport"]),
         .testTarget(name: "AppleHealthDriverTests", dependencies: [
             "AppleHealthDriver", "ZipStream", "DriverKit", "HealthModel", "HealthPipeline", "HealthStore", "TestSupport", "XMLStream",

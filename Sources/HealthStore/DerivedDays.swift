@@ -8,8 +8,10 @@ public import HealthModel
 extension HealthStore {
     /// Readies `habit`'s cached days before they are read: drops them all when `signature` (the
     /// definition's version and the day rule) differs from theirs, and drops every habit's days
-    /// near the UTC days records were written on since the last call (two local days either
-    /// side: any zone, any day start), forgetting those changes.
+    /// within the UTC days records written since the last call spanned, and two local days
+    /// either side (any zone, any day start), forgetting those changes. A span longer than
+    /// ``longestNotedSpan`` (only a record written behind the store's back can be) drops every
+    /// cached day.
     public func prepareDerivedDays(habit: String, signature: String) async throws {
         try await writing { db in
             let stored = try String.fetchOne(db, sql: "SELECT signature FROM derived_signatures WHERE habit = ?", arguments: [habit])
@@ -17,18 +19,34 @@ extension HealthStore {
                 try db.execute(sql: "DELETE FROM derived_days WHERE habit = ?", arguments: [habit])
                 try db.execute(sql: "INSERT OR REPLACE INTO derived_signatures (habit, signature) VALUES (?, ?)", arguments: [habit, signature])
             }
-            let touched = try String.fetchAll(db, sql: "SELECT utc_day FROM derived_changes")
-            guard !touched.isEmpty else { return }
-            var days = Set<String>()
-            for text in touched {
-                guard let day = LocalDay(text) else { continue }
-                for offset in -2...2 { days.insert(day.adding(offset).description) }
+            let spans = try Row.fetchAll(db, sql: "SELECT first_day, last_day FROM derived_changes")
+            guard !spans.isEmpty else { return }
+            var days = Set<String>(), everything = false
+            for span in spans {
+                guard let first = LocalDay(span[0] as String), let last = LocalDay(span[1] as String),
+                      first <= last, first.days(to: last) <= Self.longestNotedSpan else {
+                    everything = true
+                    break
+                }
+                var day = first.adding(-2)
+                while day <= last.adding(2) {
+                    days.insert(day.description)
+                    day = day.adding(1)
+                }
             }
-            let statement = try db.cachedStatement(sql: "DELETE FROM derived_days WHERE day = ?")
-            for day in days { try statement.execute(arguments: [day]) }
+            if everything {
+                try db.execute(sql: "DELETE FROM derived_days")
+            } else {
+                let statement = try db.cachedStatement(sql: "DELETE FROM derived_days WHERE day = ?")
+                for day in days { try statement.execute(arguments: [day]) }
+            }
             try db.execute(sql: "DELETE FROM derived_changes")
         }
     }
+
+    /// The longest span of days a record may touch (a workout of ``PhysicalLimits/workoutSpanS``),
+    /// with room to spare.
+    static let longestNotedSpan = 31
 
     /// `habit`'s cached days from `first` through `last`: each computed day's value (nil:
     /// computed, nothing counted); days not computed are absent.

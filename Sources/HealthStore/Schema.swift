@@ -25,6 +25,8 @@ enum Schema {
         migrator.registerMigration("v16-goal-weight", migrate: addGoalWeight)
         migrator.registerMigration("v17-derived-habits", migrate: addDerivedHabits)
         migrator.registerMigration("v18-derived-days", migrate: createDerivedDays)
+        migrator.registerMigration("v19-measurement-hours", migrate: createMeasurementHours)
+        migrator.registerMigration("v20-derived-change-spans", migrate: noteDerivedChangeSpans)
         return migrator
     }
 
@@ -462,6 +464,75 @@ enum Schema {
                 BEGIN INSERT OR IGNORE INTO derived_changes VALUES \(days("OLD")), \(days("NEW")); END;
                 CREATE TRIGGER \(t.table)_derived_delete AFTER DELETE ON \(t.table) WHEN \(defined)
                 BEGIN INSERT OR IGNORE INTO derived_changes VALUES \(days("OLD")); END;
+                """)
+        }
+    }
+
+    /// The summed kinds' totals per UTC hour (``HealthStore/measurementTotals(_:bounds:)``), kept
+    /// so that a year's steps are not summed again from every reading: every write of such a
+    /// measurement (insert, new version, tombstone, removal), through any path, notes its hour in
+    /// `measurement_hour_changes` by trigger; the totals read those hours again first. Every
+    /// hour already stored is noted here: the first totals read keep them.
+    private static func createMeasurementHours(_ db: Database) throws {
+        let kinds = HealthStore.hourlyKinds.map { "'\($0.rawValue)'" }.joined(separator: ", ")
+        try db.execute(sql: """
+            CREATE TABLE measurement_hours (
+                kind TEXT NOT NULL,
+                hour TEXT NOT NULL,                     -- the UTC hour, YYYY-MM-DDTHH (the stored time's first 13 characters)
+                readings INTEGER NOT NULL,              -- of every source
+                total REAL NOT NULL,                    -- the total of the source that measured most in the hour
+                PRIMARY KEY (kind, hour)
+            ) STRICT, WITHOUT ROWID;
+            CREATE TABLE measurement_hour_changes (
+                kind TEXT NOT NULL,
+                hour TEXT NOT NULL,                     -- an hour whose readings were written since its total was kept
+                PRIMARY KEY (kind, hour)
+            ) STRICT, WITHOUT ROWID;
+            CREATE TRIGGER measurements_hours_insert AFTER INSERT ON measurements WHEN NEW.kind IN (\(kinds))
+            BEGIN INSERT OR IGNORE INTO measurement_hour_changes VALUES (NEW.kind, substr(NEW.time, 1, 13)); END;
+            CREATE TRIGGER measurements_hours_update AFTER UPDATE ON measurements WHEN OLD.kind IN (\(kinds)) OR NEW.kind IN (\(kinds))
+            BEGIN INSERT OR IGNORE INTO measurement_hour_changes VALUES (OLD.kind, substr(OLD.time, 1, 13)), (NEW.kind, substr(NEW.time, 1, 13)); END;
+            CREATE TRIGGER measurements_hours_delete AFTER DELETE ON measurements WHEN OLD.kind IN (\(kinds))
+            BEGIN INSERT OR IGNORE INTO measurement_hour_changes VALUES (OLD.kind, substr(OLD.time, 1, 13)); END;
+            INSERT INTO measurement_hour_changes SELECT DISTINCT kind, substr(time, 1, 13) FROM measurements WHERE kind IN (\(kinds));
+            """)
+    }
+
+    /// `derived_changes` notes each written record's first and last UTC day as one span, not
+    /// the two days alone: a two-week workout or a week's steps touch every day between
+    /// (``HealthStore/prepareDerivedDays(habit:signature:)``). Changes noted before carry over.
+    private static func noteDerivedChangeSpans(_ db: Database) throws {
+        let tables: [(table: String, first: String, last: String)] = [
+            ("workouts", "start_time", "end_time"), ("sleep_sessions", "start_time", "end_time"),
+            ("measurements", "time", "coalesce(%.end_time, %.time)"), ("habit_events", "time", "time"),
+        ]
+        for t in tables {
+            for event in ["insert", "update", "delete"] { try db.execute(sql: "DROP TRIGGER \(t.table)_derived_\(event)") }
+        }
+        try db.execute(sql: """
+            CREATE TABLE derived_change_spans (
+                first_day TEXT NOT NULL,                -- the UTC date a record written since begins on
+                last_day TEXT NOT NULL,                 -- and the one it ends on
+                PRIMARY KEY (first_day, last_day)
+            ) STRICT, WITHOUT ROWID;
+            INSERT INTO derived_change_spans SELECT utc_day, utc_day FROM derived_changes;
+            DROP TABLE derived_changes;
+            ALTER TABLE derived_change_spans RENAME TO derived_changes;
+            """)
+        let defined = "EXISTS (SELECT 1 FROM definitions WHERE derived IS NOT NULL AND deleted = 0)"
+        for t in tables {
+            func span(_ row: String) -> String {
+                let first = t.first.contains("%") ? t.first.replacingOccurrences(of: "%", with: row) : "\(row).\(t.first)"
+                let last = t.last.contains("%") ? t.last.replacingOccurrences(of: "%", with: row) : "\(row).\(t.last)"
+                return "(substr(\(first), 1, 10), substr(\(last), 1, 10))"
+            }
+            try db.execute(sql: """
+                CREATE TRIGGER \(t.table)_derived_insert AFTER INSERT ON \(t.table) WHEN \(defined)
+                BEGIN INSERT OR IGNORE INTO derived_changes VALUES \(span("NEW")); END;
+                CREATE TRIGGER \(t.table)_derived_update AFTER UPDATE ON \(t.table) WHEN \(defined)
+                BEGIN INSERT OR IGNORE INTO derived_changes VALUES \(span("OLD")), \(span("NEW")); END;
+                CREATE TRIGGER \(t.table)_derived_delete AFTER DELETE ON \(t.table) WHEN \(defined)
+                BEGIN INSERT OR IGNORE INTO derived_changes VALUES \(span("OLD")); END;
                 """)
         }
     }

@@ -170,28 +170,6 @@ extension HealthStore {
         return spans
     }
 
-    /// Measurements of `kind` per bucket: how many, and their total counted once where sources
-    /// overlap. Two sources often measure the same hours (a phone and a watch both count steps):
-    /// within each hour (UTC) the total is that of the source that measured most in it, and a
-    /// bucket's total adds its hours. A source is the device, else the driver. One source gives
-    /// the plain sum.
-    public func measurementTotals(_ kind: MeasurementKind, bounds: [Date]) async throws -> [BucketTotal] {
-        guard bounds.count > 1 else { return [] }
-        let json = Self.boundsJSON(bounds)
-        return try await reading { db in
-            try Row.fetchAll(db, sql: """
-                \(Self.bucketsCTE),
-                per_source AS (
-                    SELECT r.i AS i, substr(m.time, 1, 13) AS hour, coalesce(m.source_device, m.source_driver) AS source,
-                        count(*) AS n, total(m.value) AS v
-                    FROM r JOIN measurements m ON m.kind = ? AND m.time >= r.s AND m.time < r.e
-                    WHERE +m.deleted = 0 GROUP BY r.i, hour, source),
-                per_hour AS (SELECT i, sum(n) AS n, max(v) AS v FROM per_source GROUP BY i, hour)
-                SELECT i, sum(n), total(v) FROM per_hour GROUP BY i ORDER BY i
-                """, arguments: [json, kind.rawValue]).map { BucketTotal(bucket: $0[0], count: $0[1], sum: $0[2]) }
-        }
-    }
-
     /// Workouts per bucket of their start.
     public func workoutTotals(bounds: [Date]) async throws -> [WorkoutBucketTotal] {
         guard bounds.count > 1 else { return [] }

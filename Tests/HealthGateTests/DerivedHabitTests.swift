@@ -1,5 +1,6 @@
 import Foundation
 import HealthModel
+import HealthReports
 import HealthStore
 import Testing
 import TestSupport
@@ -311,6 +312,28 @@ import TestSupport
         let stats = try await run(["stats", "--period", "day", "--json", "--at", "2026-03-30T21:00"], scratch, zone: zone)
         let progress = (try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any])?["habits"] as? [[String: Any]]
         #expect(progress?.first { $0["habit"] as? String == "walk" }?["met"] as? Int == 0, "\(stats.stdout)")
+    }
+
+    /// A ten-day ultra event written after its days were computed changes every day it spans,
+    /// the middle ones too (the store notes a record's span of days, not its ends alone).
+    @Test func aLongWorkoutWrittenLateChangesEveryDayItSpans() async throws {
+        let scratch = try Scratch()
+        let store = try await scratch.store()
+        #expect(try await run(["define", "habit", "moving", "--from", "active_minutes", "--target", "30"], scratch, zone: "UTC").status == 0)
+        let days = DayBoundary.midnight(in: TimeZone(identifier: "UTC")!)
+        let first = days.start(of: LocalDay(year: 2026, month: 3, day: 1))
+        let now = first.addingTimeInterval(19 * 86_400 + 12 * 3600)
+        func workout(_ id: String, from start: Date, hours: Double) -> HealthRecord {
+            .workout(Workout(id: RecordID.derive("ultra", id), sport: "hiking", start: start, end: start.addingTimeInterval(hours * 3600),
+                             source: Source(driver: "fit", device: "watch")))
+        }
+        try await store.write([workout("short", from: first.addingTimeInterval(8 * 3600), hours: 0.5)])
+        let before = try await Reports.daily(store, habit: "moving", days: days, count: 20, now: now)
+        #expect(before.map(\.sum) == [30] + Array(repeating: 0, count: 19), "\(before)")
+        // From the 3rd at noon to the 13th at noon.
+        try await store.write([workout("ultra", from: first.addingTimeInterval(2 * 86_400 + 12 * 3600), hours: 240)])
+        let after = try await Reports.daily(store, habit: "moving", days: days, count: 20, now: now)
+        #expect(after.map(\.sum) == [30, 0, 720] + Array(repeating: 1440, count: 9) + [720] + Array(repeating: 0, count: 7), "\(after)")
     }
 
     /// The store notes which days records were written on only while a derived habit is defined

@@ -156,7 +156,7 @@ func piece(_ id: RecordID, first: Int, count: Int, final: Bool = false) -> Worko
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             #expect(migrations.count == 4 && Set(migrations.map { $0.joined(separator: ",") }).count == 1)
-            #expect(migrations.first?.last == "v18-derived-days")
+            #expect(migrations.first?.last == "v20-derived-change-spans")
         }
     }
 }

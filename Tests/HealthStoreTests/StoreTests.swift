@@ -38,7 +38,8 @@ func sampleWorkout(start: Double = 1_495_129_762, version: Int = 1, samples: Int
         #expect(try await t.store.appliedMigrations() == ["v1-import-ledger", "v1-records", "v1-outbox", "v2-live-workouts", "v3-sync",
                                                     "v4-outbox-sequential", "v5-held-records", "v6-import-progress", "v7-definitions", "v8-record-versions", "v9-sleep-assessment",
                                                     "v10-habit-totals-index", "v11-i15-pair-glucose-sync", "v12-glucose-last-record",
-                                                    "v13-driver-checkpoints", "v14-day-start", "v15-skipped-days", "v16-goal-weight", "v17-derived-habits", "v18-derived-days"])
+                                                    "v13-driver-checkpoints", "v14-day-start", "v15-skipped-days", "v16-goal-weight", "v17-derived-habits", "v18-derived-days",
+                                                    "v19-measurement-hours", "v20-derived-change-spans"])
         let mode = try await t.store.reading { try String.fetchOne($0, sql: "PRAGMA journal_mode") }
         #expect(mode == "wal")
     }
@@ -212,7 +213,7 @@ func sampleWorkout(start: Double = 1_495_129_762, version: Int = 1, samples: Int
     @Test func anInMemoryStoreHasTheSchemaAndTheRules() async throws {
         let store = try await HealthStore.inMemory()
         #expect(store.path == ":memory:")
-        #expect(try await store.appliedMigrations().last == "v18-derived-days")
+        #expect(try await store.appliedMigrations().last == "v20-derived-change-spans")
         #expect(try await store.reading { try Int.fetchOne($0, sql: "PRAGMA secure_delete") } == 1)
         let w = sampleWorkout()
         #expect(try await store.write([.workout(w)]) == WriteResult(inserted: 1))
