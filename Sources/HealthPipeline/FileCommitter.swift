@@ -3,7 +3,8 @@ import Foundation
 import HealthModel
 import HealthStore
 
-/// The sink of one file's import: normalizes what the importer hands over and keeps it until the
+/// The sink of one file's import: takes what the importer hands over in through the ``Intake``
+/// (normalized, habit names made canonical) and keeps it until the
 /// end, where the pipeline commits it with the ledger entry in one transaction; a large file's
 /// records are committed in parts of about `transactionWeight` (or at most
 /// ``ImportLimits/transactionRecords`` records) as they come, each part noting in
@@ -16,6 +17,8 @@ actor FileCommitter: RecordSink {
     /// Who the file is, for the ledger.
     let header: FileImport
     let store: HealthStore?
+    let intake: Intake
+    /// The intake's normalizer for this file (the body weight read once, at its start).
     let normalizer: Normalizer
     let dryRun: Bool
     /// Records an interrupted import of the same content already stored: skipped.
@@ -46,12 +49,13 @@ actor FileCommitter: RecordSink {
     /// The part being committed, if any.
     private var inFlight: Task<Void, any Error>?
 
-    init(header: FileImport, store: HealthStore?, normalizer: Normalizer, dryRun: Bool, skip: Int, recordsProgress: Bool,
+    init(header: FileImport, store: HealthStore?, intake: Intake, normalizer: Normalizer, dryRun: Bool, skip: Int, recordsProgress: Bool,
          transactionWeight: Int = ImportLimits.transactionWeight, previewCount: Int = 0,
          onProgress: (@Sendable (_ handedOver: Int) -> Void)? = nil) {
         self.onProgress = onProgress
         self.header = header
         self.store = store
+        self.intake = intake
         self.normalizer = normalizer
         self.dryRun = dryRun
         self.skip = skip
@@ -66,7 +70,7 @@ actor FileCommitter: RecordSink {
         onProgress?(handedOver)
         let fresh = alreadyStored == 0 ? batch : Array(batch.dropFirst(alreadyStored))
         guard !fresh.isEmpty else { return }
-        let outcome = normalizer.normalize(fresh)
+        let outcome = try await intake.prepare(fresh, with: normalizer)
         accepted += outcome.accepted.count
         outOfRange += outcome.outOfRange
         rejected.add(outcome.rejected)

@@ -30,33 +30,6 @@ public struct ImportOptions: Sendable {
     }
 }
 
-/// The body weight energy estimates of imported workouts without energy use, and where it came
-/// from: the explicit option, else the body profile in the store
-/// (`healthgate define profile --weight`), else 70 kg.
-public struct BodyWeight: Sendable, Equatable, Encodable {
-    public enum Origin: String, Sendable, Encodable {
-        case option, profile
-        case `default`
-    }
-    public var kg: Double
-    public var from: Origin
-
-    /// The weight by precedence: `option`, `profile`, ``defaultKg``.
-    public static func choose(option: Double?, profile: BodyProfile?) -> BodyWeight {
-        if let option { return BodyWeight(kg: option, from: .option) }
-        if let profile { return BodyWeight(kg: profile.weightKg, from: .profile) }
-        return BodyWeight(kg: defaultKg, from: .default)
-    }
-
-    /// Without an option or a profile (the weight manual workouts assume too).
-    public static let defaultKg = EntryBuilder.defaultWeightKg
-
-    /// `72.5 kg (body profile)`.
-    public var text: String {
-        "\(NumberText.plain(kg)) kg (\(from == .option ? "--body-weight" : from == .profile ? "body profile" : "default, no body profile"))"
-    }
-}
-
 /// Totals of one run.
 public struct ImportTotals: Sendable, Encodable, Equatable {
     public var files = 0
@@ -138,16 +111,12 @@ public struct ImportPipeline: FileSink {
         return found
     }
 
+    /// How this run's records enter the store (``Intake``): its date range and body weight.
+    public var intake: Intake { Intake(store: store, range: options.range, bodyWeightKg: options.bodyWeightKg) }
+
     /// The body weight for energy estimates now: the option, the profile stored now, or 70 kg.
     /// Read for each file, so that a daemon's imports follow a profile changed while it runs.
-    public func bodyWeight() async throws -> BodyWeight {
-        guard options.bodyWeightKg == nil, let store else { return .choose(option: options.bodyWeightKg, profile: nil) }
-        let profile = try await store.definitions(.profile).lazy.compactMap { definition -> BodyProfile? in
-            if case .profile(let profile) = definition.body { return profile }
-            return nil
-        }.first
-        return .choose(option: nil, profile: profile)
-    }
+    public func bodyWeight() async throws -> BodyWeight { try await intake.bodyWeight() }
 
     /// The importer for a file, or nil.
     public func importer(for probe: FileProbe) -> (any FileImporter)? {
@@ -240,14 +209,12 @@ public struct ImportPipeline: FileSink {
         // Decode: records emitted before a DecodeError make the file partial.
         let header = FileImport(contentHash: hash, path: path, sizeBytes: source.size, driver: driverID, records: [],
                                 status: .imported)
-        let weight: BodyWeight
-        do { weight = try await bodyWeight() } catch {
+        let normalizer: Normalizer
+        do { normalizer = try await intake.normalizer() } catch {
             var report = FileReport(path: path, status: .failed, driver: driverID, error: "database: \(Self.describe(error))")
             report.notStored = true
             return report
         }
-        let normalizer = Normalizer(energy: EnergyEstimator(bodyWeightKg: weight.kg),
-                                    since: options.range.since, until: options.range.until)
         let filtered = options.range.since != nil || options.range.until != nil
         let counter = ReadCounter()
         source.bytesRead = counter
@@ -256,7 +223,7 @@ public struct ImportPipeline: FileSink {
             let size = source.size
             onProgress = { records in within(min(counter.value, size), records) }
         }
-        let committer = FileCommitter(header: header, store: store, normalizer: normalizer, dryRun: options.dryRun,
+        let committer = FileCommitter(header: header, store: store, intake: intake, normalizer: normalizer, dryRun: options.dryRun,
                                       skip: filtered ? 0 : resumeAfter, recordsProgress: !filtered,
                                       transactionWeight: options.transactionWeight, previewCount: options.dryRun ? options.previewCount : 0,
                                       onProgress: onProgress)

@@ -4,19 +4,20 @@ public import HealthModel
 public import HealthStore
 import Synchronization
 
-/// The sink of live drivers: normalizes each batch and writes it to the store in one
-/// transaction (records with their outbox rows; workout pieces appended).
+/// The sink of live drivers: takes each batch in through the ``Intake`` (normalized, habit names
+/// made canonical) and writes it in one transaction (records with their outbox rows; workout
+/// pieces appended).
 public final class StoreSink: RecordSink {
     public let store: HealthStore
-    public let normalizer: Normalizer
+    public let intake: Intake
     /// Called after each committed batch with what it held and the commit time (for
     /// measurements of latency; nil in normal use).
     private let onCommit: (@Sendable (LiveBatch, Date) -> Void)?
     private let rejections = Mutex(Rejections())
 
-    public init(store: HealthStore, normalizer: Normalizer = Normalizer(), onCommit: (@Sendable (LiveBatch, Date) -> Void)? = nil) {
+    public init(store: HealthStore, validator: RecordValidator = RecordValidator(), onCommit: (@Sendable (LiveBatch, Date) -> Void)? = nil) {
         self.store = store
-        self.normalizer = normalizer
+        self.intake = Intake(store: store, validator: validator)
         self.onCommit = onCommit
     }
 
@@ -25,13 +26,9 @@ public final class StoreSink: RecordSink {
     }
 
     public func emit(_ batch: LiveBatch) async throws {
-        let (accepted, rejected) = normalizer.normalize(batch)
+        let (_, accepted, rejected) = try await intake.write(batch)
         if !rejected.isEmpty { rejections.withLock { $0.add(rejected) } }
         guard !accepted.isEmpty else { return }
-        // Habit events under the definition's spelling of their habit's name.
-        var canonical = accepted
-        canonical.records = try await store.canonicalHabitNames(accepted.records)
-        try await store.write(canonical)
         onCommit?(accepted, Date())
     }
 

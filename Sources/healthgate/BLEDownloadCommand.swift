@@ -145,9 +145,9 @@ struct BLEDownloadCommand: AsyncParsableCommand {
         let last = result.records.max { $0.sequenceNumber < $1.sequenceNumber }
         let lastSequence = last?.sequenceNumber
         if let last {
-            var (batch, _) = Normalizer().normalize(result.batch)
+            var batch = result.batch
             batch.setCheckpoint(GlucoseCursor(sequence: last.sequenceNumber, record: last.value), device: address.text)
-            let written = try await store.write(batch)
+            let written = try await Intake(store: store).write(batch).written
             stored = written.inserted
             already = written.unchanged + written.updated
         }

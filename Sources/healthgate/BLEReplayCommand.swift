@@ -6,6 +6,7 @@ import CommandSupport
 import Foundation
 import GATTProfiles
 import HealthModel
+import HealthPipeline
 
 struct BLEReplayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -67,8 +68,7 @@ struct BLEReplayCommand: AsyncParsableCommand {
     private func store(_ result: CaptureReplay.Result) async throws {
         let (batch, malformed) = GATTSessionizer.records(from: result.values.compactMap(\.notification),
                                                          configuration: workouts.sessionizer)
-        let (accepted, rejected) = Normalizer().normalize(batch)
-        let written = try await database.open().write(accepted)
+        let (written, accepted, rejected) = try await Intake(store: try await database.open()).write(batch)
         let completed = accepted.workouts.filter(\.isFinal).count
         Output.stderr("stored into \(database.db): \(written.inserted) new record(s) (\(completed) workout(s), "
                       + "\(accepted.records.count) measurement(s) in the capture; \(written.unchanged) already stored)"
