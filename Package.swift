@@ -24,7 +24,7 @@ let package = Package(
             "ANTProtocol", "ANTPlusProfiles", "ANTFS", "PacketCapture",
             "WatchLayout",
             // What a person types (fuzz-entry): the entry builder and the day rule it reads by.
-            "HealthModel", "ManualDriver",
+            "HealthModel", "Entries",
         ]),
     ],
     dependencies: [
@@ -59,7 +59,7 @@ let package = Package(
         // drivers` read it.
         .target(name: "DriverRegistry", dependencies: [
             "DriverKit", "FITDriver", "TCXDriver", "GPXDriver", "ExecDriver", "BLEDriver", "WatchFolderDriver", "MassStorageDriver",
-            "BLEReplayDriver", "ManualDriver",
+            "BLEReplayDriver",
             "AppleHealthDriver",
             "LoopHabitsDriver", "HabitBullDriver", "CSVDriver",
             "GadgetbridgeDriver", "ANTDriver", "WatchDriver",
@@ -89,13 +89,13 @@ let package = Package(
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
         .target(name: "BLEReplayDriver", dependencies: ["DriverKit", "HealthModel", "BLEDriver", "BLERuntime"], path: "Drivers/BLEReplay",
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
-        // Entries people and scripts type (`healthgate log`, the daemon's `POST /entries`): the pure
-        // entry builder (units, times, definitions) and the `manual` driver.
-        .target(name: "ManualDriver", dependencies: ["HealthModel", "DriverKit"], path: "Drivers/Manual",
-                exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
+        // Entries people and scripts type (`healthgate log`, the daemon socket's `log` request, the
+        // dashboard's forms): the entry model and the pure entry builder (units, times,
+        // definitions). Not a driver: HealthPipeline's `ManualEntries` takes them in.
+        .target(name: "Entries", dependencies: ["HealthModel"], path: "Sources/Entries", exclude: ["README.md"]),
         // The daemon's socket protocol (one JSON line each way): framing and parsing, pure, so it
         // has a fuzz target.
-        .target(name: "DaemonProtocol", dependencies: ["ManualDriver"], path: "Sources/DaemonProtocol"),
+        .target(name: "DaemonProtocol", dependencies: ["Entries"], path: "Sources/DaemonProtocol"),
         // Habit trackers' exports and any CSV by a mapping.
         // Another program's SQLite file, opened read-only and immutable off the cooperative pool:
         // the importers that read one, and the pipeline choosing among them by its tables.
@@ -236,14 +236,14 @@ let package = Package(
         // The import pipeline: files through the file importers, the normalizer and the import
         // ledger into the store (ImportPipeline), and the live drivers' sink (StoreSink).
         .target(name: "HealthPipeline", dependencies: [
-            "HealthModel", "DriverKit", "HealthStore", "ManualDriver", "ForeignSQLite", .product(name: "Crypto", package: "swift-crypto"),
+            "HealthModel", "DriverKit", "HealthStore", "Entries", "ForeignSQLite", .product(name: "Crypto", package: "swift-crypto"),
         ], path: "Sources/HealthPipeline"),
         // Reports over the stored records: period statistics and the CSV export (`healthgate stats|export`).
         .target(name: "HealthReports", dependencies: ["HealthModel", "HealthStore"], path: "Sources/HealthReports"),
         // The daemon: configuration, services, driver supervisor, driver events, status socket,
         // metrics, systemd notify and reloads.
         .target(name: "HealthGateDaemon", dependencies: [
-            "Dashboard", "HealthModel", "DriverKit", "HealthStore", "HealthSync", "HealthPipeline", "LinuxAdapters", "Timing", "ManualDriver",
+            "Dashboard", "HealthModel", "DriverKit", "HealthStore", "HealthSync", "HealthPipeline", "LinuxAdapters", "Timing", "Entries",
             "WebSecurity",
             "DaemonProtocol",
             .product(name: "TOMLKit", package: "TOMLKit"),
@@ -272,7 +272,7 @@ let package = Package(
                 path: "Drivers/Watch/Commands"),
         // The pages and charts (`healthgate dashboard`): HTML and SVG made here, served by Hummingbird.
         .target(name: "Dashboard", dependencies: [
-            "HealthModel", "HealthStore", "HealthReports", "HealthPipeline", "ManualDriver", "WebSecurity",
+            "HealthModel", "HealthStore", "HealthReports", "HealthPipeline", "Entries", "WebSecurity",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
@@ -280,7 +280,7 @@ let package = Package(
         ], path: "Sources/Dashboard"),
         .executableTarget(name: "healthgate", dependencies: [
             "Dashboard", "HealthPipeline", "HealthReports", "HealthGateDaemon", "HealthModel", "HealthStore", "HealthSync", "SyncProtocol", "DriverKit",
-            "DriverRegistry", "LinuxAdapters", "ManualDriver", "CommandSupport", "ANTCommands", "ANTDriver", "WatchCommands",
+            "DriverRegistry", "LinuxAdapters", "Entries", "CommandSupport", "ANTCommands", "ANTDriver", "WatchCommands",
             "FITDriver", "BLEHost", "BLERuntime", "GATTProfiles", "BLEDriver", "BLEBlueZ", "WebSecurity",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
@@ -347,7 +347,7 @@ let package = Package(
             "TestSupport", "GadgetbridgeDriver", "LoopHabitsDriver", "DriverKit", "HealthModel", "HealthPipeline", "HealthStore",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
-        .testTarget(name: "ManualDriverTests", dependencies: ["ManualDriver", "DriverKit", "HealthModel"]),
+        .testTarget(name: "EntriesTests", dependencies: ["Entries", "HealthModel"]),
         .testTarget(name: "BLEReplayDriverTests", dependencies: ["BLEReplayDriver", "DriverKit", "HealthModel", "TestSupport"]),
         .testTarget(name: "LinuxAdaptersTests", dependencies: ["LinuxAdapters", "TestSupport"]),
         .testTarget(name: "WatchFolderDriverTests", dependencies: ["WatchFolderDriver", "DriverKit", "LinuxAdapters", "TestSupport"]),

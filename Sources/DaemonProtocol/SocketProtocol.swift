@@ -1,5 +1,5 @@
 import Foundation
-public import ManualDriver
+public import Entries
 
 /// The status socket's protocol: one JSON line each way, then the daemon closes the connection.
 ///

@@ -7,7 +7,7 @@ public import HealthStore
 public import Hummingbird
 import HummingbirdCore
 import WebSecurity
-import ManualDriver
+import Entries
 import ServiceLifecycle
 import Synchronization
 public import Logging

@@ -1,7 +1,7 @@
 import Foundation
 import HealthModel
 import HealthStore
-import ManualDriver
+import Entries
 import Synchronization
 
 /// A form of the pages, as the browser posts it (`application/x-www-form-urlencoded`): the same

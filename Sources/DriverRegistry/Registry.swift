@@ -10,7 +10,6 @@ import GadgetbridgeDriver
 import GPXDriver
 import HabitBullDriver
 import LoopHabitsDriver
-import ManualDriver
 import MassStorageDriver
 import WatchDriver
 import TCXDriver
@@ -30,7 +29,6 @@ public enum Registry {
         BLERecorder.descriptor,
         BLEReplayDriver.descriptor,
         ANTRecorder.descriptor,
-        ManualDriver.descriptor,
         AppleHealthImporter.descriptor,
         LoopImporter.descriptor,
         HabitBullImporter.descriptor,

@@ -7,7 +7,7 @@ import HealthStore
 import HealthSync
 public import LinuxAdapters
 public import Logging
-import ManualDriver
+import Entries
 import ServiceLifecycle
 import MetricsEndpoint
 import UnixSignals
@@ -74,7 +74,7 @@ public enum Daemon {
         var services: [any Service] = [events]
         if let forwarder { services.append(forwarder) }
         if let socket = config.statusSocket {
-            // Entries logged through the socket count as the manual driver's and wake the forwarder.
+            // Entries logged through the socket count under the `manual` source and wake the forwarder.
             services.append(StatusServer(path: socket, state: state, store: store, logger: logger, onStored: { count in
                 metrics.stored(count, driver: EntryBuilder.driverID)
                 forwarder?.wake()
@@ -101,6 +101,7 @@ public enum Daemon {
                                       state: state, notifier: notifier, logger: logger))
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint],
                                                       logger: logger))
+        for notice in config.notices { logger.warning("configuration: \(notice)") }
         logger.info("started", metadata: ["database": "\(config.database)", "drivers": "\(config.drivers.keys.sorted())",
                                           "server": "\(config.forwarder?.server.absoluteString ?? "none")"])
         try await group.run()

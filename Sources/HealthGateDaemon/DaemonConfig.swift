@@ -17,6 +17,9 @@ public import WebSecurity
 public struct DaemonConfig: Sendable, Equatable {
     /// The database file.
     public var database: String
+    /// What the file holds that is no longer needed, to tell the user (`daemon --check` prints
+    /// them, the daemon logs them at start): a `[drivers.NAME]` table of type `manual`.
+    public var notices: [String] = []
     /// Log level: trace, debug, info, notice, warning, error or critical.
     public var logLevel = "info"
     /// The local status API's Unix socket (nil: none).
@@ -182,6 +185,13 @@ extension DaemonConfig {
         }
         config.forwarder = file.forwarder?.settings
         for (name, value) in (file.drivers ?? [:]).sorted(by: { $0.key < $1.key }) {
+            // Entries were once a driver that idled: its table is ignored now, not refused, so a
+            // daemon upgraded with its old file still starts.
+            if case .table(let table) = value, table["type"] == .string(retiredManualType) {
+                config.notices.append("[drivers.\(name)]: type '\(retiredManualType)' is no longer a driver (entries need no table: "
+                                      + "`healthgate log`, the status socket's log request and the dashboard take them in); the table is ignored, remove it")
+                continue
+            }
             let instance = try driver(name, value, catalog: catalog)
             config.drivers[name] = instance
         }
@@ -201,6 +211,9 @@ extension DaemonConfig {
         }
         return config
     }
+
+    /// The type of the driver entries once were.
+    static let retiredManualType = "manual"
 
     private static func driver(_ name: String, _ value: ConfigValue, catalog: DriverCatalog) throws(ConfigError) -> DriverInstance {
         let keyPath = "drivers.\(name)"

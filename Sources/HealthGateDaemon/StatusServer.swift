@@ -3,7 +3,7 @@ import LinuxAdapters
 import HealthPipeline
 public import HealthStore
 public import Logging
-import ManualDriver
+import Entries
 public import DaemonProtocol
 import NIOCore
 import NIOPosix

@@ -4,7 +4,7 @@ import ForeignSQLite
 import Foundation
 public import HealthModel
 public import HealthStore
-import ManualDriver
+import Entries
 
 /// Options of one `healthgate import` run.
 public struct ImportOptions: Sendable {

@@ -2,7 +2,7 @@ public import DriverKit
 public import Foundation
 public import HealthModel
 public import HealthStore
-import ManualDriver
+import Entries
 
 /// The one way records from this install's sources enter the store: a live driver's batch, a
 /// file's records, a typed entry or definition, a Bluetooth download or replay. Every path takes

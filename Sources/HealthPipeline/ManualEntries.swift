@@ -1,7 +1,7 @@
 public import Foundation
 public import HealthModel
 public import HealthStore
-public import ManualDriver
+public import Entries
 
 /// Logs typed entries into the store: the one path of `healthgate log`, the daemon's status
 /// socket (`{"request":"log",...}`) and the dashboard's forms. Reads the definitions, builds the

@@ -50,6 +50,7 @@ struct DaemonCommand: AsyncParsableCommand {
             let importers = Registry.catalog.fileImporters.map { loaded.disabledImporters.contains($0.id) ? "\($0.id) (off)" : $0.id }
             print("configuration OK: database \(loaded.database), drivers \(drivers.joined(separator: ", ")); "
                   + "importers \(importers.joined(separator: ", "))")
+            for notice in loaded.notices { Output.stderr("healthgate: note: \(notice)\n") }
             return
         }
         let level = Logger.Level(rawValue: loaded.logLevel) ?? .info

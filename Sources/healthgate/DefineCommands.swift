@@ -4,7 +4,7 @@ import Foundation
 import HealthModel
 import HealthPipeline
 import HealthStore
-import ManualDriver
+import Entries
 
 /// `healthgate define ...`: habits, triggers, saved meals, the body profile, units, goals. A
 /// re-define is a new version of the same definition.

@@ -4,9 +4,9 @@ import Foundation
 import HealthModel
 import HealthPipeline
 import HealthStore
-import ManualDriver
+import Entries
 
-/// `healthgate log ...`: entries typed by hand, through the manual driver's entry builder.
+/// `healthgate log ...`: entries typed by hand, built by the entry builder (Sources/Entries) and taken in through the intake.
 struct LogCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "log", abstract: "Log a drink, a vaping session, a habit, a meal, a workout, a night's sleep or a weight.",

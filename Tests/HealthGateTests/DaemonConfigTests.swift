@@ -66,6 +66,22 @@ import Testing
         #expect(try DaemonConfig.parse(enabled, stateDirectory: "/unused", drivers: Registry.catalog).forwarder?.server.host == "tracking.example.org")
     }
 
+    /// Entries were once a driver that idled: an old file's `manual` table is ignored with a note
+    /// (the daemon still starts), and any other type not known is still refused.
+    @Test func aRetiredManualTableIsIgnoredWithANote() throws {
+        let config = try DaemonConfig.parse("""
+            [drivers.entries]
+            type = "manual"
+
+            [drivers.inbox]
+            type = "watch_folder"
+            path = "/srv/inbox"
+            """, stateDirectory: "/srv/hg", drivers: Registry.catalog)
+        #expect(config.drivers.keys.sorted() == ["inbox"])
+        #expect(config.notices.count == 1 && config.notices[0].hasPrefix("[drivers.entries]: type 'manual' is no longer a driver"), "\(config.notices)")
+        #expect(throws: ConfigError.self) { try DaemonConfig.parse("[drivers.x]\ntype = \"manuals\"", stateDirectory: "/srv/hg", drivers: Registry.catalog) }
+    }
+
     @Test func emptyFileAndEmbeddedDefault() throws {
         let empty = try DaemonConfig.parse("", stateDirectory: "/srv/hg", drivers: Registry.catalog)
         #expect(empty.database == "/srv/hg/healthgate.sqlite")
@@ -123,10 +139,10 @@ import Testing
             ("[forwarder]\nserver = \"http://x\"\nbatch_records = 0", "forwarder.batch_records: 0 is out of range (1 to 5000)"),
             ("[forwarder]\nserver = \"http://x\"\nbatch_records = 1.5", "forwarder.batch_records: must be a whole number"),
             ("[forwarder]\nserver = \"http://x\"\npull = \"yes\"", "forwarder.pull: must be true or false"),
-            ("[drivers.inbox]\npath = \"/x\"", "drivers.inbox.type: is required: one of watch_folder, mass_storage, watch, exec, ble, ble_replay, ant, manual"),
-            ("[drivers.inbox]\ntype = \"ftp\"", "drivers.inbox.type: 'ftp' is not a driver: one of watch_folder, mass_storage, watch, exec, ble, ble_replay, ant, manual"),
+            ("[drivers.inbox]\npath = \"/x\"", "drivers.inbox.type: is required: one of watch_folder, mass_storage, watch, exec, ble, ble_replay, ant"),
+            ("[drivers.inbox]\ntype = \"ftp\"", "drivers.inbox.type: 'ftp' is not a driver: one of watch_folder, mass_storage, watch, exec, ble, ble_replay, ant"),
             ("[drivers.inbox]\ntype = \"fit\"",
-             "drivers.inbox.type: 'fit' is not a driver: one of watch_folder, mass_storage, watch, exec, ble, ble_replay, ant, manual (file importers are set in [importers.fit])"),
+             "drivers.inbox.type: 'fit' is not a driver: one of watch_folder, mass_storage, watch, exec, ble, ble_replay, ant (file importers are set in [importers.fit])"),
             ("[drivers.inbox]\ntype = 3", "drivers.inbox.type: must be a string"),
             ("drivers = 1", "drivers: must be a table ([drivers])"),
             ("[drivers]\ninbox = 1", "drivers.inbox: must be a table ([drivers.inbox])"),

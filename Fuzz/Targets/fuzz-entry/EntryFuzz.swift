@@ -1,7 +1,7 @@
 import Foundation
 import FuzzSupport
 import HealthModel
-import ManualDriver
+import Entries
 
 /// What a person types (`healthgate log`, the dashboard's forms, the socket's `log`) and the one
 /// day rule it is read by. The first byte picks the entry's kind, the second the time zone, the

@@ -1,6 +1,6 @@
 import Foundation
 import HealthModel
-import ManualDriver
+import Entries
 import Testing
 
 /// The entry builder, pure: every kind of entry, units and conversions, times, and every bad
