@@ -14,8 +14,8 @@ extension Reports {
         let range = DateRange(since: boundary.start(of: first), until: boundary.start(of: last.adding(1)))
         let widened = DateRange(since: range.since.map { $0.addingTimeInterval(-PhysicalLimits.workoutSpanS) }, until: range.until)
         if reduced, derivation.source == .heartRateAbove || derivation.source == .heartRateBelow {
-            return .heartRate(minutes: try await store.heartRateByMinute(in: range, highest: derivation.source == .heartRateAbove,
-                                                                          lookBack: PhysicalLimits.workoutSpanS))
+            return .heartRate(minutes: try await store.heartRateByMinute(in: range, lookBack: PhysicalLimits.workoutSpanS),
+                              highest: derivation.source == .heartRateAbove)
         }
         if reduced, derivation.source == .steps {
             return .steps(slots: try await store.stepsBySlot(in: range, slotMinutes: DerivedHabit.stepSlotMinutes(boundary)))
@@ -51,46 +51,105 @@ extension Reports {
         }
     }
 
-    /// A derived habit's values per day of `days` (its buckets), as totals the goals count. Days
-    /// computed before and untouched since come from the store's cache of them; the others are
-    /// computed (each run of up to 31 consecutive days from one read of its records) and kept.
+    /// A derived habit's values per day of `days` (its buckets), as totals the goals count
+    /// (``derivedTotals(_:_:days:)`` for one habit).
     static func derivedTotals(_ store: HealthStore, _ definition: Definition, _ derivation: HabitDerivation,
                               days: Periods) async throws -> [BucketTotal] {
+        try await derivedTotals(store, [(definition, derivation)], days: days)[definition.id] ?? []
+    }
+
+    /// Derived habits' values per day of `days` (its buckets), as totals the goals count, by
+    /// definition id. Days computed before and untouched since come from the store's cache of
+    /// them; the others are computed and kept, a run of up to 31 consecutive days at a time for
+    /// every habit missing a day in it, each source read once per run whatever the number of
+    /// habits reading it (``DerivationReads``).
+    static func derivedTotals(_ store: HealthStore, _ habits: [(Definition, HabitDerivation)],
+                              days: Periods) async throws -> [RecordID: [BucketTotal]] {
         precondition(days.unit == .day, "derived habits' totals are per day")
-        guard days.count > 0 else { return [] }
+        guard days.count > 0, !habits.isEmpty else { return [:] }
         let boundary = days.boundary
         let first = boundary.day(of: days.bounds[0]), last = boundary.day(of: days.bounds[days.count - 1])
-        let habit = definition.id.description
-        let signature = "\(derivation)|v\(definition.version)|\(boundary.timeZone.identifier)|\(boundary.startMinutes)"
-        try await store.prepareDerivedDays(habit: habit, signature: signature)
-        var values = try await store.derivedDays(habit: habit, from: first, through: last)
+        var values: [[LocalDay: Double?]] = []
+        for (definition, derivation) in habits {
+            let habit = definition.id.description
+            let signature = "\(derivation)|v\(definition.version)|\(boundary.timeZone.identifier)|\(boundary.startMinutes)"
+            try await store.prepareDerivedDays(habit: habit, signature: signature)
+            values.append(try await store.derivedDays(habit: habit, from: first, through: last))
+        }
+        func missing(_ day: LocalDay) -> Bool { values.contains { $0[day] == nil } }
         var day = first
         while day <= last {
-            guard values[day] == nil else {
+            guard missing(day) else {
                 day = day.adding(1)
                 continue
             }
             // At most 31 days at a time: years of minute-level readings are never held at once.
             var end = day
-            while end < last, values[end.adding(1)] == nil, day.days(to: end) < 30 { end = end.adding(1) }
-            let input = try await derivationInput(store, derivation, boundary: boundary, from: day, through: end, reduced: true)
-            let computed = DerivedHabit.values(derivation, input, boundary: boundary, days: day...end)
-            var kept: [(day: LocalDay, value: Double?)] = []
-            var d = day
-            while d <= end {
-                kept.append((d, computed[d]))
-                values[d] = .some(computed[d])
-                d = d.adding(1)
+            while end < last, missing(end.adding(1)), day.days(to: end) < 30 { end = end.adding(1) }
+            var reads = DerivationReads(store: store, boundary: boundary, first: day, last: end)
+            for (i, (definition, derivation)) in habits.enumerated() {
+                var d = day
+                while d <= end, values[i][d] != nil { d = d.adding(1) }
+                guard d <= end else { continue }
+                let computed = DerivedHabit.values(derivation, try await reads.input(derivation), boundary: boundary, days: day...end)
+                var kept: [(day: LocalDay, value: Double?)] = []
+                d = day
+                while d <= end {
+                    kept.append((d, computed[d]))
+                    values[i][d] = .some(computed[d])
+                    d = d.adding(1)
+                }
+                try await store.keepDerivedDays(habit: definition.id.description, kept)
             }
-            try await store.keepDerivedDays(habit: habit, kept)
             day = end.adding(1)
         }
         // Day `i` of the periods is the `i`-th day after the first.
         let firstNumber = first.dayNumber
-        return values.compactMap { day, value in
-            guard let value, (0..<days.count).contains(day.dayNumber - firstNumber) else { return nil }
-            return BucketTotal(bucket: day.dayNumber - firstNumber, count: 1, sum: value)
-        }.sorted { $0.bucket < $1.bucket }
+        var out: [RecordID: [BucketTotal]] = [:]
+        for (i, (definition, _)) in habits.enumerated() {
+            out[definition.id] = values[i].compactMap { day, value in
+                guard let value, (0..<days.count).contains(day.dayNumber - firstNumber) else { return nil }
+                return BucketTotal(bucket: day.dayNumber - firstNumber, count: 1, sum: value)
+            }.sorted { $0.bucket < $1.bucket }
+        }
+        return out
+    }
+
+    /// What derived habits read over one run of days, each source read once however many habits
+    /// read it (minutes above a heart rate and below one, workouts and active minutes, sleep and
+    /// deep sleep, water and vaping), reduced as ``derivationInput(_:_:boundary:from:through:reduced:)``
+    /// reduces it.
+    struct DerivationReads {
+        let store: HealthStore
+        let boundary: DayBoundary
+        let first: LocalDay, last: LocalDay
+        private var inputs: [String: DerivationInput] = [:]
+        private var heartRate: [(minute: Int, highest: Double, lowest: Double)]?
+
+        init(store: HealthStore, boundary: DayBoundary, first: LocalDay, last: LocalDay) {
+            (self.store, self.boundary, self.first, self.last) = (store, boundary, first, last)
+        }
+
+        mutating func input(_ derivation: HabitDerivation) async throws -> DerivationInput {
+            let key: String
+            switch derivation.source {
+            case .heartRateAbove, .heartRateBelow:
+                if heartRate == nil {
+                    let range = DateRange(since: boundary.start(of: first), until: boundary.start(of: last.adding(1)))
+                    heartRate = try await store.heartRateByMinute(in: range, lookBack: PhysicalLimits.workoutSpanS)
+                }
+                return .heartRate(minutes: heartRate ?? [], highest: derivation.source == .heartRateAbove)
+            case .steps: key = "steps"
+            case .activeMinutes, .workouts: key = "workouts"
+            case .sleep: key = "sleep"
+            case .measurement: key = "measurement:\((derivation.kind ?? .weight).rawValue)"
+            case .hydration, .vaping: key = "habit events"
+            }
+            if let input = inputs[key] { return input }
+            let input = try await Reports.derivationInput(store, derivation, boundary: boundary, from: first, through: last, reduced: true)
+            inputs[key] = input
+            return input
+        }
     }
 
     /// A derived habit's value on one day (`healthgate export`).
@@ -131,5 +190,12 @@ extension Reports {
         let input = try await derivationInput(store, derivation, boundary: boundary, from: day, through: day)
         return (DerivedHabit.values(derivation, input, boundary: boundary, days: day...day)[day],
                 DerivedHabit.contributions(derivation, input, boundary: boundary, days: day...day))
+    }
+}
+
+extension DerivationInput {
+    /// Heart rate reduced to a reading a minute: each minute's highest, or its lowest.
+    static func heartRate(minutes: [(minute: Int, highest: Double, lowest: Double)], highest: Bool) -> DerivationInput {
+        .heartRate(minutes: minutes.map { ($0.minute, highest ? $0.highest : $0.lowest) })
     }
 }

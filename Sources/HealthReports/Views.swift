@@ -52,7 +52,8 @@ extension Reports {
         let days = Periods(.day, boundary: boundary, from: earliest, through: now)
         var daily = try await store.everyHabitTotals(bounds: days.bounds)
         // A derived habit's days are its values, never entries typed under its name.
-        for (key, (definition, derivation)) in derived { daily[key] = try await derivedTotals(store, definition, derivation, days: days) }
+        let derivedDaily = try await derivedTotals(store, Array(derived.values), days: days)
+        for (key, (definition, _)) in derived { daily[key] = derivedDaily[definition.id] ?? [] }
         let weeks = starts.contains { $0.0.period == .week } ? Periods(.week, boundary: boundary, from: earliest, through: now) : nil
         // A week is seven local days: weekly totals are the daily ones regrouped.
         let weekly = weeks.map { weeks in daily.mapValues { weeks.regroup($0, from: days) } } ?? [:]

@@ -77,36 +77,38 @@ extension HealthStore {
 /// steps each minute): what ``DerivedHabit`` would reduce them to anyway, without a record in
 /// memory per reading.
 extension HealthStore {
-    /// Per clock minute (minutes since 1970) within `range`, the highest (or lowest) heart rate
-    /// of any source: heart-rate measurements and the samples of workouts that started up to
-    /// `lookBack` seconds before `range`.
-    public func heartRateByMinute(in range: DateRange, highest: Bool, lookBack: TimeInterval) async throws -> [(minute: Int, bpm: Double)] {
+    /// Per clock minute (minutes since 1970) within `range`, the highest and the lowest heart
+    /// rate of any source (one read for the habits counting minutes above a rate and below one):
+    /// heart-rate measurements and the samples of workouts that started up to `lookBack` seconds
+    /// before `range`.
+    public func heartRateByMinute(in range: DateRange, lookBack: TimeInterval) async throws
+        -> [(minute: Int, highest: Double, lowest: Double)] {
         let (condition, arguments) = range.condition("time")
         let workouts = DateRange(since: range.since.map { $0.addingTimeInterval(-lookBack) }, until: range.until).condition("w.start_time")
         let from = range.since?.timeIntervalSince1970 ?? -Double.greatestFiniteMagnitude
         let to = range.until?.timeIntervalSince1970 ?? Double.greatestFiniteMagnitude
-        let pick = highest ? "max" : "min"
         return try await reading { db in
-            var minutes: [Int: Double] = [:]
+            var minutes: [Int: (highest: Double, lowest: Double)] = [:]
             // Grouped by the stored time's minute text (`YYYY-MM-DDTHH:MM`, UTC): no date
             // arithmetic per reading in SQL; each minute's text is read once here.
             let readings = try Row.fetchCursor(db, sql: """
-                SELECT substr(time, 1, 16) AS m, \(pick)(value) FROM measurements
+                SELECT substr(time, 1, 16) AS m, max(value), min(value) FROM measurements
                 WHERE kind = 'heart_rate' AND deleted = 0 AND value > 0 AND \(condition) GROUP BY m
                 """, arguments: arguments)
             while let row = try readings.next() {
                 guard let minute = Self.minute(row[0]) else { continue }
-                minutes[minute] = row[1]
+                minutes[minute] = (row[1], row[2])
             }
             let samples = try Row.fetchCursor(db, sql: """
-                SELECT CAST(s.time / 60 AS INTEGER) AS m, \(pick)(s.heart_rate) FROM workouts w JOIN samples s ON s.workout_id = w.id
+                SELECT CAST(s.time / 60 AS INTEGER) AS m, max(s.heart_rate), min(s.heart_rate) FROM workouts w
+                JOIN samples s ON s.workout_id = w.id
                 WHERE w.deleted = 0 AND \(workouts.sql) AND s.heart_rate > 0 AND s.time >= ? AND s.time < ? GROUP BY m
                 """, arguments: workouts.arguments + [from, to])
             while let row = try samples.next() {
-                let m: Int = row[0], bpm: Double = row[1]
-                minutes[m] = minutes[m].map { highest ? max($0, bpm) : min($0, bpm) } ?? bpm
+                let m: Int = row[0], highest: Double = row[1], lowest: Double = row[2]
+                minutes[m] = minutes[m].map { (max($0.highest, highest), min($0.lowest, lowest)) } ?? (highest, lowest)
             }
-            return minutes.map { ($0.key, $0.value) }
+            return minutes.map { ($0.key, $0.value.highest, $0.value.lowest) }
         }
     }
 
