@@ -99,6 +99,9 @@ public enum Daemon {
         }
         services.append(DaemonControl(options: options, running: config, supervisor: supervisor, factory: factory,
                                       state: state, notifier: notifier, logger: logger))
+        // The drivers last: stopped first at shutdown, each storing what it has while the
+        // forwarder, the socket and the events still run.
+        services.append(supervisor)
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint],
                                                       logger: logger))
         for notice in config.notices { logger.warning("configuration: \(notice)") }
@@ -127,7 +130,7 @@ public enum Daemon {
     }
 }
 
-/// Readiness, the watchdog, SIGHUP reloads and the orderly stop of the drivers.
+/// Readiness, the watchdog and SIGHUP reloads (the drivers' supervisor is a service of its own).
 final class DaemonControl: Service, Sendable {
     let options: Daemon.Options
     let running: DaemonConfig
@@ -159,10 +162,9 @@ final class DaemonControl: Service, Sendable {
             }
             group.addTask { await self.releaseStartupMemory() }
             try? await gracefulShutdown()
+            notifier.stopping(status: "stopping")
             group.cancelAll()
         }
-        notifier.stopping(status: "stopping drivers")
-        await supervisor.stopAll()
     }
 
     /// Once the drivers have made their first pass (a few seconds after READY), gives back the

@@ -1,25 +1,33 @@
 public import DriverKit
 import Foundation
 public import Logging
+public import ServiceLifecycle
 public import Timing
 
 /// A driver instance ready to run: runs until cancelled (then stops in order, storing what it
 /// has) or until it fails.
 public typealias DriverRun = @Sendable () async throws -> Void
 
-/// Runs the configured driver instances, each in a task of its own, restarting one that fails
-/// or ends with exponential backoff while the others keep running; applies a new configuration
-/// by stopping removed and changed instances and starting new and changed ones.
-public actor DriverSupervisor {
+/// Runs the configured driver instances as a service: each instance is a child task of the
+/// supervisor's task group, restarted with exponential backoff when it fails or ends while the
+/// others keep running. ``apply(_:make:)`` applies a configuration (stops removed and changed
+/// instances, starts new and changed ones). At graceful shutdown (or cancellation) every
+/// instance is stopped, each storing what it has first, and ``run()`` returns once all have.
+public actor DriverSupervisor: Service {
     /// Restart delays: from 1 s doubling up to 5 minutes, without jitter.
     public static let restartBackoff = Backoff(initial: .seconds(1), multiplier: 2, maximum: .seconds(300))
 
-    private struct Running {
+    /// An instance to start: its runner, the bell that stops it and the one it rings once stopped.
+    struct Start: Sendable {
         var instance: DriverInstance
-        var task: Task<Void, Never>
+        var run: DriverRun
+        var stop = Doorbell()
+        var stopped = Doorbell()
     }
 
-    private var running: [String: Running] = [:]
+    private var running: [String: Start] = [:]
+    private let starts: AsyncStream<Start>
+    private let startsInput: AsyncStream<Start>.Continuation
     private let state: DaemonState
     private let logger: Logger
     private let backoff: Backoff
@@ -27,21 +35,39 @@ public actor DriverSupervisor {
     private let healthyAfter: Duration
     private let onRestart: @Sendable () -> Void
     private let sleep: @Sendable (Duration) async throws -> Void
+    private let now: @Sendable () -> ContinuousClock.Instant
 
-    /// `sleep` waits between a driver's end and its restart (tests pass one that records).
+    /// `sleep` waits between a driver's end and its restart, `now` times its runs (tests pass
+    /// ones that record and that advance when told).
     public init(state: DaemonState, logger: Logger, backoff: Backoff = DriverSupervisor.restartBackoff,
                 healthyAfter: Duration = .seconds(60), onRestart: @escaping @Sendable () -> Void = {},
-                sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }) {
+                sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+                now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
         self.state = state
         self.logger = logger
         self.backoff = backoff
         self.healthyAfter = healthyAfter
         self.onRestart = onRestart
         self.sleep = sleep
+        self.now = now
+        (starts, startsInput) = AsyncStream<Start>.makeStream()
     }
 
     /// Names of the instances running now.
     public var names: [String] { running.keys.sorted() }
+
+    /// Runs the instances ``apply(_:make:)`` starts until graceful shutdown, then stops them all.
+    public func run() async {
+        await withDiscardingTaskGroup { group in
+            for await start in starts.cancelOnGracefulShutdown() {
+                let loop = RestartLoop(state: state, logger: logger, backoff: backoff, healthyAfter: healthyAfter,
+                                       onRestart: onRestart, sleep: sleep, now: now)
+                group.addTask { await loop.supervise(start) }
+            }
+            // Shutting down (or cancelled): every instance stops, in name order.
+            for name in running.keys.sorted() { await stop(name) }
+        }
+    }
 
     /// Makes every instance's runner first (so that a configuration a driver refuses changes
     /// nothing), then stops what was removed or changed and starts what is new or changed.
@@ -56,56 +82,71 @@ public actor DriverSupervisor {
             if instances[name] == nil { await state.removeDriver(name) }
         }
         for (name, run) in runners.sorted(by: { $0.key < $1.key }) {
-            start(instances[name]!, run)
+            let start = Start(instance: instances[name]!, run: run)
+            logger.info("starting driver", metadata: ["driver": "\(name)", "type": "\(start.instance.type)"])
+            running[name] = start
+            startsInput.yield(start)
         }
     }
 
-    /// Stops every instance (each stores what it has first) and waits for them.
-    public func stopAll() async {
-        for name in running.keys.sorted() { await stop(name) }
-    }
-
+    /// Stops `name` (it stores what it has first) and waits until it has.
     private func stop(_ name: String) async {
         guard let current = running.removeValue(forKey: name) else { return }
         logger.info("stopping driver", metadata: ["driver": "\(name)"])
-        current.task.cancel()
-        await current.task.value
+        current.stop.ring()
+        _ = await current.stopped.wait()
+    }
+}
+
+/// One instance's life under the supervisor: run, and after an end or a failure wait the
+/// backoff's delay and run again, until its stop bell rings or the supervisor is cancelled.
+struct RestartLoop: Sendable {
+    let state: DaemonState
+    let logger: Logger
+    let backoff: Backoff
+    let healthyAfter: Duration
+    let onRestart: @Sendable () -> Void
+    let sleep: @Sendable (Duration) async throws -> Void
+    let now: @Sendable () -> ContinuousClock.Instant
+
+    func supervise(_ start: DriverSupervisor.Start) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await restarting(start.instance, start.run) }
+            // Rung by a stop, or false at once when the supervisor is cancelled: either way the
+            // runs end (cancelled: the driver stores what it has).
+            _ = await start.stop.wait()
+            group.cancelAll()
+        }
+        start.stopped.ring()
     }
 
-    private func start(_ instance: DriverInstance, _ run: @escaping DriverRun) {
-        let (state, logger, backoff, healthyAfter, onRestart, sleep) = (self.state, self.logger, self.backoff, self.healthyAfter,
-                                                                        self.onRestart, self.sleep)
+    private func restarting(_ instance: DriverInstance, _ run: DriverRun) async {
         let name = instance.name, type = instance.type
-        logger.info("starting driver", metadata: ["driver": "\(name)", "type": "\(type)"])
-        let task = Task {
-            var attempt = 1
-            var restarted = false
-            while !Task.isCancelled {
-                await state.driver(name, type: type, .running, restarted: restarted)
-                let clock = ContinuousClock()
-                let started = clock.now
-                var detail = "ended"
-                do {
-                    try await run()
-                } catch is CancellationError {
-                    break
-                } catch {
-                    detail = "\(error)"
-                }
-                if Task.isCancelled { break }
-                if clock.now - started >= healthyAfter { attempt = 1 }
-                let delay = backoff.delay(attempt: attempt, random: 0.5)
-                logger.error("driver stopped; restarting", metadata: ["driver": "\(name)", "error": "\(detail)",
-                                                                      "after_s": "\(delay.components.seconds)"])
-                await state.driver(name, type: type, .restarting, detail: detail)
-                onRestart()
-                do { try await sleep(delay) } catch { break }
-                if Task.isCancelled { break }
-                attempt += 1
-                restarted = true
+        var attempt = 1
+        var restarted = false
+        while !Task.isCancelled {
+            await state.driver(name, type: type, .running, restarted: restarted)
+            let started = now()
+            var detail = "ended"
+            do {
+                try await run()
+            } catch is CancellationError {
+                break
+            } catch {
+                detail = "\(error)"
             }
-            await state.driver(name, type: type, .stopped)
+            if Task.isCancelled { break }
+            if now() - started >= healthyAfter { attempt = 1 }
+            let delay = backoff.delay(attempt: attempt, random: 0.5)
+            logger.error("driver stopped; restarting", metadata: ["driver": "\(name)", "error": "\(detail)",
+                                                                  "after_s": "\(delay.components.seconds)"])
+            await state.driver(name, type: type, .restarting, detail: detail)
+            onRestart()
+            do { try await sleep(delay) } catch { break }
+            if Task.isCancelled { break }
+            attempt += 1
+            restarted = true
         }
-        running[instance.name] = Running(instance: instance, task: task)
+        await state.driver(name, type: type, .stopped)
     }
 }

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
+import TestSupport
 import Timing
 
 /// The supervisor restarts a driver that fails or ends, after delays that double from the
@@ -33,10 +34,14 @@ import Timing
         let journal = Journal()
         let backoff = Backoff(initial: .seconds(1), multiplier: 2, maximum: .seconds(8))
         let restarts = Mutex(0)
-        // Generous `healthyAfter`: a run that fails at once must end before it even on a loaded machine.
+        // The supervisor times runs by this clock: run 6 moves it on past `healthyAfter`.
+        let start = ContinuousClock.now
+        let elapsed = Mutex(Duration.zero)
         let supervisor = DriverSupervisor(state: state, logger: Logger(label: "test"), backoff: backoff, healthyAfter: .seconds(3),
                                           onRestart: { restarts.withLock { $0 += 1 } },
-                                          sleep: { d in journal.waits.withLock { $0.append(d) } })
+                                          sleep: { d in journal.waits.withLock { $0.append(d) } },
+                                          now: { start + elapsed.withLock { $0 } })
+        let service = Task { await supervisor.run() }
         let instance = DriverInstance(name: "flaky", type: "exec", settings: [:])
         try await supervisor.apply(["flaky": instance]) { _ in
             return {
@@ -45,7 +50,7 @@ import Timing
                 // at once; run 8 stays until stopped.
                 switch run {
                 case 6:
-                    try await Task.sleep(for: .milliseconds(3500))
+                    elapsed.withLock { $0 += .seconds(4) }
                     throw Failure()
                 case 8:
                     journal.all.continuation.yield()
@@ -62,7 +67,9 @@ import Timing
         #expect(restarts.withLock { $0 } == 7)
         let status = await state.current().drivers.first { $0.name == "flaky" }
         #expect(status?.restarts == 7 && status?.state == .running)
-        await supervisor.stopAll()
+        // The supervisor's end stops its drivers.
+        service.cancel()
+        await service.value
         #expect(await state.current().drivers.first { $0.name == "flaky" }?.state == .stopped)
     }
 
@@ -76,13 +83,45 @@ import Timing
             waiting.continuation.yield()
             try await Task.sleep(for: .seconds(3600))
         })
+        let service = Task { await supervisor.run() }
+        defer { service.cancel() }
         try await supervisor.apply(["quits": DriverInstance(name: "quits", type: "exec", settings: [:])]) { _ in
             return { runs.withLock { $0 += 1 } }
         }
         var iterator = waiting.stream.makeAsyncIterator()
         _ = await iterator.next()
-        await supervisor.stopAll()
+        // Removed from the configuration while it waits: stopped, not run again.
+        try await supervisor.apply([:]) { _ in { } }
         #expect(runs.withLock { $0 } == 1)
-        #expect(await state.current().drivers.first?.state == .stopped)
+        #expect(await state.current().drivers.isEmpty)
+        #expect(await supervisor.names.isEmpty)
+    }
+
+    /// Applying a configuration stops what changed and starts the new version while the others
+    /// keep running: a driver that stays is not restarted.
+    @Test func aNewConfigurationRestartsOnlyWhatChanged() async throws {
+        let state = DaemonState(database: "test", server: nil)
+        let supervisor = DriverSupervisor(state: state, logger: Logger(label: "test"))
+        let service = Task { await supervisor.run() }
+        let starts = Mutex<[String]>([]), stops = Mutex<[String]>([])
+        let make: @Sendable (DriverInstance) throws(ConfigError) -> DriverRun = { instance in
+            let label = "\(instance.name):\(instance.settings["v"].map { "\($0)" } ?? "")"
+            return {
+                starts.withLock { $0.append(label) }
+                do { try await Task.sleep(for: .seconds(3600)) } catch { stops.withLock { $0.append(label) } }
+            }
+        }
+        let a = DriverInstance(name: "a", type: "exec", settings: ["v": .integer(1)])
+        let b1 = DriverInstance(name: "b", type: "exec", settings: ["v": .integer(1)])
+        let b2 = DriverInstance(name: "b", type: "exec", settings: ["v": .integer(2)])
+        try await supervisor.apply(["a": a, "b": b1], make: make)
+        try await eventually("both run") { starts.withLock { $0.count } == 2 }
+        try await supervisor.apply(["a": a, "b": b2], make: make)
+        try await eventually("b runs again") { starts.withLock { $0.count } == 3 }
+        #expect(stops.withLock { $0 } == ["b:integer(1)"])
+        #expect(starts.withLock { $0 }.sorted() == ["a:integer(1)", "b:integer(1)", "b:integer(2)"])
+        service.cancel()
+        await service.value
+        #expect(stops.withLock { $0 }.sorted() == ["a:integer(1)", "b:integer(1)", "b:integer(2)"])
     }
 }
