@@ -49,7 +49,7 @@ let package = Package(
         .target(name: "HealthModel", dependencies: ["Timing"], path: "Sources/HealthModel"),
         // The driver contract: drivers, descriptors, typed configuration, sinks, import sources,
         // decode errors.
-        .target(name: "DriverKit", dependencies: ["HealthModel", .product(name: "Logging", package: "swift-log")],
+        .target(name: "DriverKit", dependencies: ["HealthModel", "Timing", .product(name: "Logging", package: "swift-log")],
                 path: "Sources/DriverKit"),
         // Linux at the edges: inotify, descriptor watches, procfs, systemd notify, journald,
         // madvise, private files, settling files.
@@ -87,7 +87,7 @@ let package = Package(
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
         .target(name: "MassStorageDriver", dependencies: ["DriverKit", "LinuxAdapters", "WatchLayout"], path: "Drivers/MassStorage",
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
-        .target(name: "BLEReplayDriver", dependencies: ["DriverKit", "HealthModel", "BLEDriver", "BLERuntime"], path: "Drivers/BLEReplay",
+        .target(name: "BLEReplayDriver", dependencies: ["DriverKit", "HealthModel", "BLEDriver", "BLERuntime", "Timing"], path: "Drivers/BLEReplay",
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
         // Entries people and scripts type (`healthgate log`, the daemon socket's `log` request, the
         // dashboard's forms): the entry model and the pure entry builder (units, times,
@@ -99,8 +99,8 @@ let package = Package(
         // Habit trackers' exports and any CSV by a mapping.
         // Another program's SQLite file, opened read-only and immutable off the cooperative pool:
         // the importers that read one, and the pipeline choosing among them by its tables.
-        .target(name: "ForeignSQLite", dependencies: [.product(name: "GRDB", package: "GRDB.swift")], path: "Sources/ForeignSQLite"),
-        .target(name: "LoopHabitsDriver", dependencies: ["HealthModel", "DriverKit", "CSVStream", "ZipStream", "ForeignSQLite",
+        .target(name: "ForeignSQLite", dependencies: ["Timing", .product(name: "GRDB", package: "GRDB.swift")], path: "Sources/ForeignSQLite"),
+        .target(name: "LoopHabitsDriver", dependencies: ["HealthModel", "DriverKit", "Timing", "CSVStream", "ZipStream", "ForeignSQLite",
                                                         .product(name: "GRDB", package: "GRDB.swift")],
                 path: "Drivers/LoopHabits", exclude: ["README.md", "tools"], resources: [.embedInCode("sample.toml")]),
         .target(name: "HabitBullDriver", dependencies: ["HealthModel", "DriverKit", "CSVStream"], path: "Drivers/HabitBull",
@@ -109,7 +109,7 @@ let package = Package(
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
         // Gadgetbridge's exported SQLite database, read-only with GRDB: pure sample, raw-kind and
         // sleep rules, and the paged reader.
-        .target(name: "GadgetbridgeDriver", dependencies: ["HealthModel", "DriverKit", "ZipStream", "ForeignSQLite",
+        .target(name: "GadgetbridgeDriver", dependencies: ["HealthModel", "DriverKit", "Timing", "ZipStream", "ForeignSQLite",
                                                           .product(name: "GRDB", package: "GRDB.swift")],
                 path: "Drivers/Gadgetbridge", exclude: ["README.md", "tools"], resources: [.embedInCode("sample.toml")]),
         // Bluetooth LE: pure decoders of the standard GATT health and fitness profiles.
@@ -132,7 +132,7 @@ let package = Package(
         // (include/CLibUSB.h): the ANT sticks and the watches' hotplug events.
         .target(name: "CLibUSB", path: "Sources/CLibUSB"),
         // USB through libusb: devices, bulk endpoints with a reader thread, hotplug events.
-        .target(name: "USBKit", dependencies: ["CLibUSB"], path: "Sources/USBKit"),
+        .target(name: "USBKit", dependencies: ["CLibUSB", "Timing"], path: "Sources/USBKit"),
         .target(name: "BLEBlueZ", dependencies: ["BLEHost", "BLERuntime", "Timing", "CSDBus"], path: "Drivers/BluetoothLE/BlueZ"),
 
         // ANT+ and ANT-FS (USB sticks): pure layers, each without I/O and without Foundation.
@@ -148,10 +148,10 @@ let package = Package(
         // libmtp's header (libmtp-dev); libmtp.so.9 itself is loaded on first use (include/CLibMTP.h).
         .target(name: "CLibMTP", path: "Sources/CLibMTP"),
         // Watches over MTP through libmtp: detection, sessions, folder listings and copies, on one thread.
-        .target(name: "WatchMTP", dependencies: ["CLibMTP", "WatchLayout", "USBKit", "LinuxAdapters"], path: "Drivers/Watch/MTP"),
+        .target(name: "WatchMTP", dependencies: ["CLibMTP", "WatchLayout", "USBKit", "LinuxAdapters", "Timing"], path: "Drivers/Watch/MTP"),
         // The `watch` driver: a watch's new files fetched and imported on plug-in (MTP, and the
         // mounted volumes of `watch import`).
-        .target(name: "WatchDriver", dependencies: ["WatchLayout", "WatchMTP", "USBKit", "DriverKit", "HealthModel", "LinuxAdapters",
+        .target(name: "WatchDriver", dependencies: ["WatchLayout", "WatchMTP", "USBKit", "DriverKit", "HealthModel", "LinuxAdapters", "Timing",
                                                     "MassStorageDriver", .product(name: "Logging", package: "swift-log")],
                 path: "Drivers/Watch", exclude: ["README.md", "Layout", "MTP", "Commands"], resources: [.embedInCode("sample.toml")]),
         // ANT-FS: beacon, commands and responses, the directory, CRC-16 of the blocks.
@@ -170,7 +170,7 @@ let package = Package(
         .target(name: "SyncProtocol", dependencies: ["HealthModel"], path: "Sources/SyncProtocol"),
 
         // SQLite store: migrations, writes, queries, import ledger, outbox.
-        .target(name: "HealthStore", dependencies: ["HealthModel", "SyncProtocol", "LinuxAdapters", .product(name: "GRDB", package: "GRDB.swift"),
+        .target(name: "HealthStore", dependencies: ["HealthModel", "SyncProtocol", "LinuxAdapters", "Timing", .product(name: "GRDB", package: "GRDB.swift"),
                                                     .product(name: "GRDBSQLite", package: "GRDB.swift")],
                 path: "Sources/HealthStore"),
         // The forwarder: drains the outbox to the tracking server and pulls the merged history;
@@ -204,7 +204,7 @@ let package = Package(
         // the dashboard: reloadable TLS (SIGHUP), bcrypt password hashes off the cooperative pool,
         // random secrets kept as their SHA-256.
         .target(name: "WebSecurity", dependencies: [
-            "HealthModel",
+            "HealthModel", "Timing",
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
             .product(name: "Crypto", package: "swift-crypto"),

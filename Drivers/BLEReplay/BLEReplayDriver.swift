@@ -3,6 +3,7 @@ import BLERuntime
 public import DriverKit
 import Foundation
 import HealthModel
+import Timing
 
 /// The `ble_replay` driver: stores the readings of a recorded Bluetooth LE capture (btsnoop, as
 /// `healthgate record --snoop` or a phone writes it, or pcap or pcapng of link type 201, as
@@ -55,9 +56,7 @@ public struct BLEReplayDriver: DeviceDriver {
     /// Reads and decodes the capture on a thread of its own (file I/O and decoding stay off the
     /// cooperative pool): the records, and what went wrong.
     static func replay(_ settings: Settings) async -> (LiveBatch, [String]) {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: decode(settings)) }
-        }
+        await OffPool.runOnNewThread { decode(settings) }
     }
 
     /// The capture's records and problems. Pure but for reading the file.

@@ -2,6 +2,7 @@ import Dispatch
 import DriverKit
 import Foundation
 import ZipStream
+import Timing
 
 /// Gadgetbridge's export zip ("Export data" / the automatic zip backup): `preferences/global.json`,
 /// one `preferences/device_<address>.json` per device, `database/Gadgetbridge` (the database),
@@ -103,11 +104,8 @@ enum GadgetbridgeArchive {
     /// Runs blocking `work` on the copy's queue; a system error becomes a ``DecodeError`` naming
     /// the archive.
     private static func perform<T: Sendable>(_ archive: String, _ work: @escaping @Sendable () throws -> T) async throws -> T {
-        let result: Result<T, any Error> = await withCheckedContinuation { continuation in
-            writeQueue.async { continuation.resume(returning: Result { try work() }) }
-        }
         do {
-            return try result.get()
+            return try await OffPool.run(on: writeQueue, work)
         } catch let error as SystemError {
             throw DecodeError(file: archive, at: .file, error.text)
         }

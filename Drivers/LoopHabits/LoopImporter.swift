@@ -4,6 +4,7 @@ import Dispatch
 public import Foundation
 import HealthModel
 import ZipStream
+import Timing
 
 /// Imports Loop Habit Tracker's exports: its SQLite backup (`.db`) and the files of its CSV export
 /// (`Habits.csv`, each habit's `Checkmarks.csv`, the root `Checkmarks.csv`), both layouts (before
@@ -123,7 +124,7 @@ public struct LoopImporter: FileImporter {
 
     /// Blocking file-system work, off Swift's cooperative pool.
     static func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in DispatchQueue.global(qos: .utility).async { continuation.resume(returning: work()) } }
+        await OffPool.run(on: .global(qos: .utility), work)
     }
 
     public static let descriptor = DriverDescriptor.importer(

@@ -1,6 +1,7 @@
 import Dispatch
 public import Foundation
 import Synchronization
+import Timing
 
 /// One file handed to a ``FileImporter``: its path (for messages and provenance), its size, the
 /// first bytes (``probe``), and its contents, read in chunks (``chunks(of:)``) or mapped whole
@@ -249,9 +250,7 @@ enum FileReads {
     private static let queue = DispatchQueue(label: "healthgate.file-reads", qos: .utility, attributes: .concurrent)
 
     static func perform<T: Sendable>(_ work: @escaping @Sendable () throws(FileReadError) -> T) async -> Result<T, FileReadError> {
-        await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: Result { () throws(FileReadError) -> T in try work() }) }
-        }
+        do throws(FileReadError) { return .success(try await OffPool.run(on: queue, work)) } catch { return .failure(error) }
     }
 
     static func openForReading(_ path: String) throws(FileReadError) -> Int32 {

@@ -1,6 +1,7 @@
 import Dispatch
 public import Foundation
 public import GRDB
+import Timing
 
 /// Another program's SQLite file (a Gadgetbridge database, a Loop Habit Tracker backup): opened
 /// read-only and immutable (`file:...?immutable=1`), so SQLite takes no locks and writes no
@@ -13,13 +14,11 @@ public enum ForeignSQLite {
     /// Opens `path` read-only and immutable.
     public static func open(_ path: String, label: String) async throws -> DatabaseQueue {
         let uri = uri(path)
-        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<DatabaseQueue, any Error>) in
-            queue.async {
-                var configuration = Configuration()
-                configuration.readonly = true
-                configuration.label = label
-                continuation.resume(with: Result { try DatabaseQueue(path: uri, configuration: configuration) })
-            }
+        return try await OffPool.run(on: queue) { () throws -> DatabaseQueue in
+            var configuration = Configuration()
+            configuration.readonly = true
+            configuration.label = label
+            return try DatabaseQueue(path: uri, configuration: configuration)
         }
     }
 

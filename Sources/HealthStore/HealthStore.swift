@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 public import HealthModel
 import LinuxAdapters
+import Timing
 
 /// The SQLite database: owns its connections, the schema and every transaction.
 ///
@@ -101,9 +102,7 @@ public final class HealthStore: Sendable {
     /// on a thread of Swift's cooperative pool, and suspends the caller until it is done. A queue
     /// per call: stores opened at once open at once.
     private static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue(label: "HealthStore.open").async { continuation.resume(with: Result { try work() }) }
-        }
+        try await OffPool.run(on: DispatchQueue(label: "HealthStore.open"), work)
     }
 
     /// Runs `work`, and again (up to 5 tries, 50 to 200 ms apart) while it fails with an error
@@ -124,9 +123,7 @@ public final class HealthStore: Sendable {
 
     /// Runs `work` in a read transaction on the read queue; the caller is suspended meanwhile.
     func reading<T: Sendable>(_ work: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            readQueue.async { [writer] in continuation.resume(with: Result { try writer.read(work) }) }
-        }
+        try await OffPool.run(on: readQueue) { [writer] in try writer.read(work) }
     }
 
     /// Runs `work` in a write transaction on the write queue; the caller is suspended meanwhile.
@@ -135,9 +132,7 @@ public final class HealthStore: Sendable {
     /// its file or last batch must still be stored, never cut short. (GRDB's `async` `write` would throw
     /// `CancellationError` instead, or interrupt the statement running.)
     func writing<T: Sendable>(_ work: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            writeQueue.async { [writer] in continuation.resume(with: Result { try writer.write(work) }) }
-        }
+        try await OffPool.run(on: writeQueue) { [writer] in try writer.write(work) }
     }
 
     /// Names of the migrations applied, in order.

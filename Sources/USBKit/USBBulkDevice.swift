@@ -2,6 +2,7 @@ import CLibUSB
 import Dispatch
 import Foundation
 import Synchronization
+import Timing
 
 /// A USB device opened for bulk transfers on one interface: one OUT and one IN endpoint, a reader
 /// thread that always keeps an IN transfer pending and hands what arrives to `onInput`, and
@@ -109,12 +110,7 @@ public final class USBBulkDevice: Sendable {
     /// Sends `bytes` as one OUT transfer (several packets if longer than one). Throws for a
     /// transfer that failed or timed out.
     public func write(_ bytes: [UInt8]) async throws(USBError) {
-        let result: Result<Void, USBError> = await withCheckedContinuation { continuation in
-            writes.async { [self] in
-                continuation.resume(returning: Result { () throws(USBError) in try writeNow(bytes) })
-            }
-        }
-        try result.get()
+        try await OffPool.run(on: writes) { [self] () throws(USBError) in try writeNow(bytes) }
     }
 
     private func writeNow(_ bytes: [UInt8]) throws(USBError) {
@@ -171,24 +167,12 @@ public final class USBBulkDevice: Sendable {
     /// Resets the device on the bus (a device that stopped answering). The device may come back
     /// under another address, as if plugged in again: close this one and open it anew.
     public func resetDevice() async throws(USBError) {
-        let result: Result<Void, USBError> = await withCheckedContinuation { continuation in
-            writes.async { [self] in
-                continuation.resume(returning: Result { () throws(USBError) in
-                    try USBError.check("reset \(info)", hg_usb_reset_device(handle))
-                })
-            }
-        }
-        try result.get()
+        try await OffPool.run(on: writes) { [self] () throws(USBError) in try USBError.check("reset \(info)", hg_usb_reset_device(handle)) }
     }
 
     /// ``close()`` off the cooperative pool.
     public func shutdown() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async { [self] in
-                close()
-                continuation.resume()
-            }
-        }
+        await OffPool.run(on: .global()) { [self] in close() }
     }
 
     /// Stops the reader, releases the interface, gives it back to the kernel driver it was taken

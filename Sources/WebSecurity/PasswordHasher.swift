@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import HealthModel
 import HummingbirdBcrypt
+import Timing
 
 /// bcrypt password hashes, computed off the request threads.
 ///
@@ -65,8 +66,6 @@ public struct PasswordHasher: Sendable {
     private static let queue = DispatchQueue(label: "healthgate.bcrypt", attributes: .concurrent)
 
     private static func offload<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: work()) }
-        }
+        await OffPool.run(on: queue, work)
     }
 }

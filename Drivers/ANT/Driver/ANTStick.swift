@@ -233,9 +233,6 @@ public struct ANTStick: Sendable {
 
     /// Runs blocking libusb work on a thread of its own, never on Swift's cooperative pool.
     static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws(USBError) -> T) async throws(USBError) -> T {
-        let result: Result<T, USBError> = await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: Result { () throws(USBError) in try work() }) }
-        }
-        return try result.get()
+        try await OffPool.runOnNewThread(work)
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import LinuxAdapters
+import Timing
 import MassStorageDriver
 import Synchronization
 public import WatchLayout

@@ -1,7 +1,7 @@
 import CLibMTP
 import Dispatch
 import Foundation
-import LinuxAdapters
+import Timing
 import Synchronization
 import USBKit
 public import WatchLayout
