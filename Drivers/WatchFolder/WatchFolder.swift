@@ -39,10 +39,15 @@ public struct WatchFolder: DeviceDriver {
 
     let settings: Settings
     let files: any FileSink
+    let context: DriverContext
+
+    /// Ready once the folder is watched and listed: a file written from then on is seen being written.
+    public static let announcesReady = true
 
     public init(settings: Settings, context: DriverContext) {
         self.settings = settings
         self.files = context.files
+        self.context = context
     }
 
     /// Watches the folder until cancelled. Stores nothing itself: records reach the store
@@ -59,6 +64,7 @@ public struct WatchFolder: DeviceDriver {
                                                      | IN_MODIFY))
         let inbox = Inbox(folder: settings.path, settle: settings.settle)
         await inbox.rescan()  // after the watch is in place, so nothing falls between
+        context.report(.ready)
         // One task handles events and settle ticks in order; ticks run only while files wait,
         // so an idle folder costs no wake-ups.
         let (wakes, wake) = AsyncStream<Wake>.makeStream()

@@ -101,6 +101,13 @@ public enum ImportLimits {
 public protocol DeviceDriver: Driver {
     /// Runs until cancelled (graceful shutdown: store what is held, then return) or a fatal error.
     func run(into sink: some RecordSink) async throws
+    /// Whether it reports ``DriverEvent/ready`` once set up (a watched folder): the daemon waits
+    /// for that before READY. False by default.
+    static var announcesReady: Bool { get }
+}
+
+extension DeviceDriver {
+    public static var announcesReady: Bool { false }
 }
 
 /// The only way out of a driver.

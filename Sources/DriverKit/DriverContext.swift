@@ -49,6 +49,10 @@ public enum DriverEvent: Sendable, Equatable, CustomStringConvertible {
     /// controller, bluetoothd, the system bus): `reason` says what; nil says it works again.
     /// `healthgate status` and the systemd status line show it.
     case waiting(reason: String?)
+    /// Set up and watching (its folder watched, its sockets open): what it is given from now on
+    /// is seen. Reported once by a driver that ``DeviceDriver/announcesReady``; the daemon tells
+    /// systemd READY once every such driver has.
+    case ready
 
     public var description: String {
         switch self {
@@ -56,6 +60,7 @@ public enum DriverEvent: Sendable, Equatable, CustomStringConvertible {
         case .disconnected(let device): "disconnected \(device)"
         case .problem(let kind, let message): "\(kind): \(message)"
         case .waiting(let reason): reason.map { "waiting: \($0)" } ?? "working again"
+        case .ready: "ready"
         }
     }
 }

@@ -18,6 +18,8 @@ public struct DriverDescriptor: Sendable {
     public let summary: String
     /// The driver's own `sample.toml`, embedded; a test checks that the daemon accepts it.
     public let sampleConfiguration: String
+    /// A device driver that reports ``DriverEvent/ready`` once set up (``DeviceDriver/announcesReady``).
+    public var announcesReady = false
     private let makeDevice: (@Sendable ([String: ConfigValue], DriverContext) throws(ConfigError) -> any DeviceDriver)?
     private let makeImporter: (@Sendable ([String: ConfigValue], DriverContext) throws(ConfigError) -> any FileImporter)?
     private let probe: (@Sendable (FileProbe) -> Bool)?
@@ -27,7 +29,13 @@ public struct DriverDescriptor: Sendable {
         DriverDescriptor(id: D.id, kind: .deviceDriver, summary: summary, sampleConfiguration: String(decoding: sample, as: UTF8.self),
                          makeDevice: { table, context throws(ConfigError) in
                              try D(settings: ConfigDecoder.decode(D.Settings.self, from: table), context: context)
-                         }, makeImporter: nil, probe: nil)
+                         }, makeImporter: nil, probe: nil).announcing(D.announcesReady)
+    }
+
+    private func announcing(_ ready: Bool) -> DriverDescriptor {
+        var copy = self
+        copy.announcesReady = ready
+        return copy
     }
 
     /// A file importer's descriptor. `sample` is the bytes of its `sample.toml`.

@@ -154,6 +154,13 @@ final class DaemonControl: Service, Sendable {
     func run() async throws {
         // SIGHUP is trapped before READY: until then its default action would end the process.
         let hangUps = await UnixSignalsSequence(trapping: .sighup)
+        // Ready once the drivers run and those that announce it are set up (a file dropped into
+        // a watched folder right after READY is seen being written). One that takes longer than
+        // ten seconds is named in the log, and READY goes out without it.
+        await supervisor.started()
+        let announcing = Set(running.drivers.values.filter { options.drivers[$0.type]?.announcesReady == true }.map(\.name))
+        let late = await state.waitUntilReady(announcing, upTo: .seconds(10))
+        if !late.isEmpty { logger.warning("drivers not set up after 10 s; ready without them", metadata: ["drivers": "\(late.sorted())"]) }
         notifier.ready(status: await state.statusLine())
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.reload(on: hangUps) }
@@ -349,6 +356,8 @@ final class DriverEvents: Service, Sendable {
             metrics.error(kind)
         case .waiting(let reason):
             await state.driver(driver, waiting: reason)
+        case .ready:
+            await state.driverReady(driver)
         }
     }
 }

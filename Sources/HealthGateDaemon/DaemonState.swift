@@ -1,5 +1,6 @@
 import Foundation
 import HealthModel
+import Timing
 
 /// What the running daemon reports about itself (`healthgate status`, the status socket, the
 /// systemd status line): its drivers and their states, the last import, the last sync. The one
@@ -60,6 +61,26 @@ public actor DaemonState {
     }
 
     public func current() -> Snapshot { snapshot }
+
+    /// Drivers that reported ``DriverEvent/ready``.
+    private var readyDrivers: Set<String> = []
+    private let readiness = Doorbell()
+
+    public func driverReady(_ name: String) {
+        readyDrivers.insert(name)
+        readiness.ring()
+    }
+
+    /// Waits until every driver in `names` is ready, at most `limit`; answers those that are not.
+    public func waitUntilReady(_ names: Set<String>, upTo limit: Duration) async -> Set<String> {
+        let deadline = ContinuousClock.now + limit
+        while !names.isSubset(of: readyDrivers), !Task.isCancelled {
+            let left = deadline - .now
+            guard left > .zero else { break }
+            _ = await readiness.wait(upTo: left)
+        }
+        return names.subtracting(readyDrivers)
+    }
 
     /// Sets a driver's state (adding it if new); `restarted` counts a restart.
     public func driver(_ name: String, type: String, _ state: DriverStatus.State, detail: String? = nil, restarted: Bool = false) {

@@ -26,6 +26,9 @@ public actor DriverSupervisor: Service {
     }
 
     private var running: [String: Start] = [:]
+    /// Instances handed to ``run()``, and those it has started: ``started()`` waits for these to meet.
+    private var handedOver = 0, launched = 0
+    private let launches = Doorbell()
     private let starts: AsyncStream<Start>
     private let startsInput: AsyncStream<Start>.Continuation
     private let state: DaemonState
@@ -63,9 +66,20 @@ public actor DriverSupervisor: Service {
                 let loop = RestartLoop(state: state, logger: logger, backoff: backoff, healthyAfter: healthyAfter,
                                        onRestart: onRestart, sleep: sleep, now: now)
                 group.addTask { await loop.supervise(start) }
+                launched += 1
+                launches.ring()
             }
             // Shutting down (or cancelled): every instance stops, in name order.
             for name in running.keys.sorted() { await stop(name) }
+        }
+    }
+
+    /// Returns once ``run()`` has started every instance applied so far (the daemon says it is
+    /// ready only then), or when the caller is cancelled.
+    public func started() async {
+        let target = handedOver
+        while launched < target {
+            guard await launches.wait() else { return }
         }
     }
 
@@ -85,6 +99,7 @@ public actor DriverSupervisor: Service {
             let start = Start(instance: instances[name]!, run: run)
             logger.info("starting driver", metadata: ["driver": "\(name)", "type": "\(start.instance.type)"])
             running[name] = start
+            handedOver += 1
             startsInput.yield(start)
         }
     }

@@ -1,4 +1,5 @@
 import DriverKit
+import DriverRegistry
 import Foundation
 @testable import HealthGateDaemon
 import Logging
@@ -124,4 +125,18 @@ import Timing
         await service.value
         #expect(stops.withLock { $0 }.sorted() == ["a:integer(1)", "b:integer(1)", "b:integer(2)"])
     }
+
+    /// READY waits for the drivers that announce readiness: those set up in time are not named,
+    /// one that never reports is named once the limit passes.
+    @Test func readinessIsWaitedForUpToItsLimit() async throws {
+        let state = DaemonState(database: "test", server: nil)
+        let waiting = Task { await state.waitUntilReady(["inbox", "usb"], upTo: .seconds(600)) }
+        await state.driverReady("inbox")
+        await state.driverReady("usb")
+        #expect(await waiting.value.isEmpty)
+        #expect(await state.waitUntilReady(["inbox", "never"], upTo: .milliseconds(50)) == ["never"])
+        #expect(DriverSupervisorTests.watchFolderAnnounces)
+    }
+
+    static let watchFolderAnnounces = Registry.catalog["watch_folder"]?.announcesReady == true && Registry.catalog["exec"]?.announcesReady == false
 }
