@@ -36,6 +36,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        // Its line decoder (the exec driver's programs' output); already in the graph through hummingbird.
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
@@ -81,7 +83,9 @@ let package = Package(
         // Apple Health exports (export.zip through ZipStream, or export.xml); routes with the GPX parser.
         .target(name: "AppleHealthDriver", dependencies: ["HealthModel", "DriverKit", "XMLStream", "ZipStream", "GPXDriver"],
                 path: "Drivers/AppleHealth", exclude: ["README.md", "tools"], resources: [.embedInCode("sample.toml")]),
-        .target(name: "ExecDriver", dependencies: ["HealthModel", "DriverKit", "Timing"], path: "Drivers/Exec",
+        .target(name: "ExecDriver", dependencies: ["HealthModel", "DriverKit", "Timing",
+                                                  .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                                                  .product(name: "NIOExtras", package: "swift-nio-extras")], path: "Drivers/Exec",
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
         .target(name: "WatchFolderDriver", dependencies: ["DriverKit", "LinuxAdapters"], path: "Drivers/WatchFolder",
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),

@@ -1,6 +1,9 @@
 public import DriverKit
 import Foundation
 import HealthModel
+import NIOCore
+import NIOExtras
+import NIOPosix
 import Timing
 #if canImport(Glibc)
 import Glibc
@@ -125,14 +128,12 @@ public struct ExecDriver: DeviceDriver {
         }
     }
 
-    /// What the reading loop waits for: the next line, or the batch's time being up.
-    enum Input: Sendable {
-        case line(LineReader.Line)
-        case flush
-    }
-
     /// One run of the program: its records stored in batches until it exits or the task is
-    /// cancelled (then it is stopped).
+    /// cancelled (then it is stopped). Its standard output and error are read by SwiftNIO (a pipe
+    /// channel each, SwiftNIO's line decoder): output lines reach this loop with back pressure
+    /// (past ``Configuration/maximumPendingLines`` unhandled lines the channel stops reading and
+    /// the program waits on its full pipe), with a `.flush` from the event loop once a batch's
+    /// first line has waited ``Configuration/batchInterval``.
     func runOnce(into sink: some RecordSink) async throws {
         let child: Child
         do { child = try Child.spawn(configuration.command) } catch {
@@ -141,63 +142,183 @@ public struct ExecDriver: DeviceDriver {
         }
         configuration.onEvent?(.started(pid: child.pid))
         let onEvent = configuration.onEvent
-        let (inputs, input) = AsyncStream<Input>.makeStream(bufferingPolicy: .unbounded)
-        let credits = Credits(configuration.maximumPendingLines)
-        LineReader.read(child.stdout, limit: ExecLineParser.maximumLineBytes, onLine: {
-            credits.take()  // on the reading thread: waits while the driver is behind
-            input.yield(.line($0))
-        }, onEnd: { input.finish() })
-        let stderrDone = Doorbell()
-        LineReader.read(child.stderr, limit: 64 * 1024, onLine: { onEvent?(.stderr($0.text)) },
-                        onEnd: { stderrDone.ring() })
+        // Reaped on a thread of its own (no zombie, no blocked task); awaited at the end.
+        async let status = child.exitStatus()
+        let stdout: NIOAsyncChannel<ExecInput, Never>, stderr: NIOAsyncChannel<ExecInput, Never>
+        do {
+            stdout = try await Self.lines(of: child.stdout, limit: ExecLineParser.maximumLineBytes, flushAfter: configuration.batchInterval,
+                                          pending: configuration.maximumPendingLines)
+            stderr = try await Self.lines(of: child.stderr, limit: 64 * 1024, flushAfter: nil, pending: 64)
+        } catch {
+            child.stop(after: configuration.stopTimeout)
+            configuration.onEvent?(.exited(status: await status))
+            throw error
+        }
         let parser = ExecLineParser(instance: configuration.instance)
-        let interval = configuration.batchInterval
         var batch: [HealthRecord] = []
-        var timer: Task<Void, Never>?
         var number = 0
         var failure: (any Error)?
-        await withTaskCancellationHandler {
-            for await item in inputs {
-                guard case .line(let line) = item else {
-                    // The first record of the batch waited `batchInterval`: store what there is.
-                    timer = nil
-                    if !batch.isEmpty, failure == nil {
-                        do { try await sink.emit(batch) } catch { failure = error; child.stop(after: configuration.stopTimeout) }
-                    }
-                    batch.removeAll()
-                    continue
-                }
-                credits.give()
-                number += 1
-                if line.tooLong {
-                    onEvent?(.badLine(ExecLineError(line: number, reason: "longer than \(ExecLineParser.maximumLineBytes) bytes")))
-                    continue
-                }
-                do throws(ExecLineError) {
-                    if let record = try parser.parse(line.text, number: number), failure == nil {
-                        if batch.isEmpty, timer == nil {
-                            timer = Task { try? await Task.sleep(for: interval); input.yield(.flush) }
-                        }
-                        batch.append(record)
-                        if batch.count >= 1000 {
-                            do { try await sink.emit(batch) } catch { failure = error; child.stop(after: configuration.stopTimeout) }
-                            batch.removeAll()
-                        }
-                    }
-                } catch {
-                    onEvent?(.badLine(error))
+        try await withThrowingDiscardingTaskGroup { group in
+            // Standard error to its end: each line an event.
+            group.addTask {
+                // Cancelled: the program is being stopped; what it says now is not waited for.
+                try? await stderr.executeThenClose { lines in
+                    for try await case .line(let line) in lines { onEvent?(.stderr(line.text)) }
                 }
             }
-        } onCancel: {
-            child.stop(after: configuration.stopTimeout)
+            // Cancelled (the driver stops): the loop ends and what the batch holds is stored below.
+            try await withTaskCancellationHandler {
+                try await Self.untilCancelled { try await stdout.executeThenClose { inputs in
+                    for try await item in inputs {
+                        guard case .line(let line) = item else {
+                            // The batch's first line waited `batchInterval`: store what there is.
+                            if !batch.isEmpty, failure == nil {
+                                do { try await sink.emit(batch) } catch { failure = error; child.stop(after: configuration.stopTimeout) }
+                            }
+                            batch.removeAll()
+                            continue
+                        }
+                        number += 1
+                        if line.tooLong {
+                            onEvent?(.badLine(ExecLineError(line: number, reason: "longer than \(ExecLineParser.maximumLineBytes) bytes")))
+                            continue
+                        }
+                        do throws(ExecLineError) {
+                            if let record = try parser.parse(line.text, number: number), failure == nil {
+                                batch.append(record)
+                                if batch.count >= 1000 {
+                                    do { try await sink.emit(batch) } catch { failure = error; child.stop(after: configuration.stopTimeout) }
+                                    batch.removeAll()
+                                }
+                            }
+                        } catch {
+                            onEvent?(.badLine(error))
+                        }
+                    }
+                } }
+            } onCancel: {
+                child.stop(after: configuration.stopTimeout)
+            }
         }
-        credits.release()  // nobody takes lines any more: the reader must not wait for them
-        timer?.cancel()
-        _ = await stderrDone.wait()  // standard error read to its end (or cancelled)
-        let status = await child.exitStatus()
-        configuration.onEvent?(.exited(status: status))
+        configuration.onEvent?(.exited(status: await status))
         if let failure { throw failure }
         if !batch.isEmpty { try await sink.emit(batch) }
+    }
+
+    /// Runs `work`; its cancellation ends it without an error (a stop, not a failure).
+    static func untilCancelled(_ work: () async throws -> Void) async throws {
+        do { try await work() } catch is CancellationError {}
+    }
+
+    /// What the reading loop gets: a line, or word that the batch's time is up.
+    enum ExecInput: Sendable {
+        case line(ExecLine)
+        case flush
+    }
+
+    /// A pipe channel reading `fd` (closed with the channel) as lines of at most `limit` bytes,
+    /// at most `pending` of them waiting for the reader; with `flushAfter`, a `.flush` follows a
+    /// line once that long has passed.
+    static func lines(of fd: Int32, limit: Int, flushAfter: Duration?, pending: Int) async throws -> NIOAsyncChannel<ExecInput, Never> {
+        let high = max(2, pending)
+        do {
+            // One read of 16 KiB per turn of the loop: the back pressure holds within a few
+            // hundred lines of `pending`, where four reads of up to 64 KiB could run thousands over.
+            return try await NIOPipeBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .channelOption(.maxMessagesPerRead, value: 1)
+                .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 16 * 1024))
+                .takingOwnershipOfDescriptor(input: fd) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(ExecLineDecoder(limit: limit)))
+                        try channel.pipeline.syncOperations.addHandler(FlushTicks(after: flushAfter.map { TimeAmount($0) }))
+                        return try NIOAsyncChannel<ExecInput, Never>(
+                            wrappingChannelSynchronously: channel,
+                            configuration: .init(backPressureStrategy: .init(lowWatermark: high / 2, highWatermark: high)))
+                    }
+                }
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+}
+
+/// One line of a program's output, cut off at the decoder's limit (`tooLong`: the rest dropped).
+struct ExecLine: Sendable {
+    var text: String
+    var tooLong: Bool
+}
+
+/// Lines by SwiftNIO's line decoder (a newline or CRLF ends one; the last one may lack it), with
+/// a cap: once `limit` bytes gather without a newline, the line is handed on cut off and flagged,
+/// and its rest is dropped up to its newline, so a program can never fill the memory.
+final class ExecLineDecoder: ByteToMessageDecoder {
+    typealias InboundOut = ExecLine
+    private let limit: Int
+    private var lines = LineBasedFrameDecoder()
+    /// Within a line already handed on as too long: its rest is dropped.
+    private var dropping = false
+
+    init(limit: Int) { self.limit = limit }
+
+    func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        if let frame = try lines.decode(buffer: &buffer) {
+            if dropping {
+                dropping = false
+            } else {
+                context.fireChannelRead(wrapInboundOut(ExecLine(text: String(buffer: frame), tooLong: false)))
+            }
+            return .continue
+        }
+        guard buffer.readableBytes > limit || (dropping && buffer.readableBytes > 0) else { return .needMoreData }
+        if !dropping {
+            context.fireChannelRead(wrapInboundOut(ExecLine(text: buffer.getString(at: buffer.readerIndex, length: limit) ?? "", tooLong: true)))
+            dropping = true
+        }
+        // No newline in what is here: all of it is the long line's. A new decoder: the old one's
+        // scan position belonged to the bytes dropped.
+        buffer.moveReaderIndex(to: buffer.writerIndex)
+        lines = LineBasedFrameDecoder()
+        return .needMoreData
+    }
+
+    func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
+        while try decode(context: context, buffer: &buffer) == .continue {}
+        if buffer.readableBytes > 0, !dropping {
+            context.fireChannelRead(wrapInboundOut(ExecLine(text: buffer.readString(length: buffer.readableBytes) ?? "", tooLong: false)))
+        }
+        buffer.moveReaderIndex(to: buffer.writerIndex)
+        return .needMoreData
+    }
+}
+
+/// Passes lines on as ``ExecDriver/ExecInput/line(_:)``; with `after`, follows the first line
+/// since the last tick with a ``ExecDriver/ExecInput/flush`` that much later (an event-loop timer,
+/// cancelled when the channel closes).
+final class FlushTicks: ChannelInboundHandler {
+    typealias InboundIn = ExecLine
+    typealias InboundOut = ExecDriver.ExecInput
+    private let after: TimeAmount?
+    private var tick: Scheduled<Void>?
+
+    init(after: TimeAmount?) { self.after = after }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        context.fireChannelRead(wrapInboundOut(.line(unwrapInboundIn(data))))
+        guard let after, tick == nil else { return }
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        tick = context.eventLoop.scheduleTask(in: after) {
+            let (handler, context) = loopBound.value
+            handler.tick = nil
+            context.fireChannelRead(handler.wrapInboundOut(.flush))
+            context.fireChannelReadComplete()
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        tick?.cancel()
+        tick = nil
+        context.fireChannelInactive()
     }
 }
 
@@ -208,7 +329,6 @@ final class Child: Sendable {
     let pid: pid_t
     /// The read ends of its standard output and standard error.
     let stdout: Int32, stderr: Int32
-    private let exit = ExitStatus()
 
     struct SpawnError: Error, CustomStringConvertible {
         var code: Int32
@@ -219,13 +339,6 @@ final class Child: Sendable {
         self.pid = pid
         self.stdout = stdout
         self.stderr = stderr
-        let exit = exit
-        // Reaps the child on a thread of its own (no zombie, no blocked task).
-        Thread {
-            var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-            exit.set(status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f))
-        }.start()
     }
 
     static func spawn(_ command: [String]) throws(SpawnError) -> Child {
@@ -268,111 +381,22 @@ final class Child: Sendable {
     }
 
     /// SIGTERM to its process group, then SIGKILL to the group after `timeout` (to what is
-    /// left of it: the program, or children of its that still hold its output open).
+    /// left of it: the program, or children of its that still hold its output open), timed by
+    /// the event loop (the caller is being cancelled: it cannot sleep).
     func stop(after timeout: Duration) {
         let group = -pid
         kill(group, SIGTERM)
-        Task {
-            try? await Task.sleep(for: timeout)
-            kill(group, SIGKILL)
+        MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: TimeAmount(timeout)) { kill(group, SIGKILL) }
+    }
+
+    /// Its exit status, or 128 + the signal that ended it: waited for on a thread of its own.
+    func exitStatus() async -> Int32 {
+        let pid = pid
+        return await OffPool.runOnNewThread {
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         }
-    }
-
-    /// Its exit status, or 128 + the signal that ended it.
-    func exitStatus() async -> Int32 { await exit.value() }
-}
-
-/// Credits for lines read ahead of the driver: the reading thread takes one per line (waiting
-/// when there is none), the driver gives one back per line handled.
-final class Credits: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var available: Int
-    private var released = false
-
-    init(_ count: Int) { available = max(1, count) }
-
-    func take() {
-        condition.lock()
-        defer { condition.unlock() }
-        while available == 0 && !released { condition.wait() }
-        available -= 1
-    }
-
-    func give() {
-        condition.lock()
-        available += 1
-        condition.signal()
-        condition.unlock()
-    }
-
-    /// From now on `take()` never waits.
-    func release() {
-        condition.lock()
-        released = true
-        condition.broadcast()
-        condition.unlock()
-    }
-}
-
-/// A status set once by the reaping thread and awaited by the driver.
-final class ExitStatus: @unchecked Sendable {
-    private let lock = NSLock()
-    private var status: Int32?
-    private var waiters: [CheckedContinuation<Int32, Never>] = []
-
-    func set(_ value: Int32) {
-        let waiting = lock.withLock {
-            status = value
-            defer { waiters.removeAll() }
-            return waiters
-        }
-        for waiter in waiting { waiter.resume(returning: value) }
-    }
-
-    func value() async -> Int32 {
-        await withCheckedContinuation { continuation in
-            let known: Int32? = lock.withLock {
-                if status == nil { waiters.append(continuation) }
-                return status
-            }
-            if let known { continuation.resume(returning: known) }
-        }
-    }
-}
-
-/// Lines read from a file descriptor on a thread of their own until end of file; the descriptor
-/// is closed then. A line longer than `limit` bytes is cut off and flagged (the rest dropped).
-enum LineReader {
-    struct Line: Sendable {
-        var text: String
-        var tooLong: Bool
-    }
-
-    static func read(_ fd: Int32, limit: Int, onLine: @escaping @Sendable (Line) -> Void, onEnd: @escaping @Sendable () -> Void) {
-        Thread {
-            var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-            var current: [UInt8] = []
-            var tooLong = false
-            while true {
-                let count = Glibc.read(fd, &buffer, buffer.count)
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { break }
-                for byte in buffer[..<count] {
-                    if byte == UInt8(ascii: "\n") {
-                        onLine(Line(text: String(decoding: current, as: UTF8.self), tooLong: tooLong))
-                        current.removeAll(keepingCapacity: true)
-                        tooLong = false
-                    } else if current.count < limit {
-                        current.append(byte)
-                    } else {
-                        tooLong = true
-                    }
-                }
-            }
-            if !current.isEmpty || tooLong { onLine(Line(text: String(decoding: current, as: UTF8.self), tooLong: tooLong)) }
-            close(fd)
-            onEnd()
-        }.start()
     }
 }
 

@@ -194,6 +194,33 @@ final class Events: @unchecked Sendable {
         #expect(events.all.contains(.stderr("a warning")))
     }
 
+    /// A hostile or broken program: a line of 3 MiB without a newline in sight, then records,
+    /// the last one without its newline (CRLF before it). The long line is reported by number and
+    /// dropped (never held whole), and every record after it arrives.
+    @Test func aLineTooLongIsSkippedAndTheRestRead() async throws {
+        let (path, folder) = try script("""
+            head -c 3145728 /dev/zero | tr '\\0' 'x'
+            printf '\\n{"type":"habit","habit":"water","time":"2026-11-22T09:00:00Z","key":"a"}\\r\\n'
+            printf '{"type":"habit","habit":"water","time":"2026-11-22T09:00:00Z","key":"b"}'
+            """)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var configuration = ExecDriver.Configuration(command: [path], instance: "t")
+        configuration.batchInterval = .milliseconds(50)
+        configuration.restartDelay = .seconds(600)
+        let events = Events()
+        configuration.onEvent = { events.add($0) }
+        let sink = Collected()
+        let task = Task { try await ExecDriver(configuration: configuration).run(into: sink) }
+        defer { task.cancel() }
+        // The last line, without its newline, arrives when the program ends.
+        #expect(await cameTrue { Set(sink.records.map(\.id)).count == 2 }, "\(sink.records.count) records; \(events.all)")
+        let bad = events.all.compactMap { event -> String? in if case .badLine(let e) = event { return e.description } else { return nil } }
+        #expect(bad == ["line 1: longer than \(ExecLineParser.maximumLineBytes) bytes"], "\(bad)")
+        #expect(events.all.contains(.exited(status: 0)))
+        task.cancel()
+        _ = try? await task.value
+    }
+
     /// Cancelled while the program runs: it is stopped (SIGTERM) and what it printed is stored.
     @Test func cancellationStopsTheProgram() async throws {
         // The pid file appears whole (renamed into place) once the record is in the pipe: the
