@@ -48,10 +48,13 @@ public final class HealthStore: Sendable {
             let pool = try Self.retryingOpeningRaces(when: { ($0 as? DatabaseError)?.resultCode == .SQLITE_BUSY }) {
                 try DatabasePool(path: path, configuration: configuration)
             }
-            // Two processes opening a new database at once (the daemon and a command) can both
-            // decide a migration is due; the one that loses finds the tables made and fails, so it
-            // tries again, and then sees the migrations applied.
-            try Self.retryingOpeningRaces(when: { _ in true }) { try Schema.migrator.migrate(pool) }
+            // Two processes opening a database at once (the daemon and a command) could both
+            // decide a migration is due: GRDB reads the applied ones once and runs each in a
+            // transaction of its own. So migrations run under a lock on the database's folder, one
+            // process after the other; the second then finds them applied.
+            if try !pool.read({ try Schema.migrator.hasCompletedMigrations($0) }) {
+                try FolderLock.exclusively((path as NSString).deletingLastPathComponent) { try Schema.migrator.migrate(pool) }
+            }
             return pool
         }
         self.path = path
