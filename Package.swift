@@ -303,7 +303,7 @@ let package = Package(
         ], path: "Sources/healthgate-bench"),
 
         // Helpers shared by the test targets (seeded generator for fuzz loops, the BLE peer harness).
-        .target(name: "TestSupport", dependencies: ["BLEHost"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["BLEHost", "HealthStore"], path: "Tests/TestSupport"),
         .testTarget(name: "WatchLayoutTests", dependencies: ["WatchLayout", "DriverKit"]),
         .testTarget(name: "WatchDriverTests", dependencies: ["WatchDriver", "WatchLayout", "DriverKit", "HealthModel", "TestSupport"]),
         .testTarget(name: "ANTProtocolTests", dependencies: ["TestSupport", "ANTProtocol", "ANTPlusProfiles", "ANTFS", "HealthModel"]),

@@ -254,7 +254,7 @@ func dashboardPages(path: String, rounds: Int, pages: [(path: String, sql: Strin
     }
 
     // First contentful paint in Chromium (Tests/browser/paint.py), from the DevTools protocol.
-    let script = BLEPeer.packageRoot.path + "/Tests/browser/paint.py"
+    let script = PackagePaths.root + "/Tests/browser/paint.py"
     let paint = try await Tool.run("/usr/bin/env", ["python3", script, base, "10"] + pages.map(\.path))
     guard paint.status == 0 else { throw PeerError("first paint not measured (python3, selenium, chromium and chromedriver, as .ci/setup installs them): \(paint.stderr)") }
     print("first contentful paint, 10 loads each in headless Chromium (p50 / p99); target under 500 ms")

@@ -7,7 +7,7 @@ import TestSupport
 
 /// `ant replay`: usbmon captures decoded as a live session would have, with the capture's times.
 @Suite struct ANTCaptureReplayTests {
-    static let fixtures = BLEPeer.packageRoot.path + "/Fixtures/ant"
+    static let fixtures = PackagePaths.fixtures + "/ant"
 
     func capture(_ name: String) throws -> [UInt8] { Array(try Data(contentsOf: URL(fileURLWithPath: Self.fixtures + "/" + name))) }
 
@@ -41,7 +41,7 @@ import TestSupport
         #expect(cut.damage != nil && !cut.readings.isEmpty)
         #expect(throws: (any Error).self) { try ANTCaptureReplay.replay(Array("not a capture".utf8)) }
         // A capture of something else entirely (Bluetooth): nothing from a stick, every record skipped.
-        let ble = Array(try Data(contentsOf: URL(fileURLWithPath: BLEPeer.packageRoot.path + "/Fixtures/ble/hr-csc-watch.pcap")))
+        let ble = Array(try Data(contentsOf: URL(fileURLWithPath: PackagePaths.fixtures + "/ble/hr-csc-watch.pcap")))
         let other = try ANTCaptureReplay.replay(ble)
         #expect(other.readings.isEmpty && other.statistics.skipped == other.statistics.records)
         // Every cut of the capture: never a trap, readings only from what is whole.
@@ -72,7 +72,7 @@ import TestSupport
              try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox"))
         }
         #expect(counts.0 == 1 && counts.1 == 17 && counts.2 == 1)
-        let bad = try await Tool.run(healthgate, ["ant", "replay", BLEPeer.packageRoot.path + "/README.md"])
+        let bad = try await Tool.run(healthgate, ["ant", "replay", PackagePaths.root + "/README.md"])
         #expect(bad.status == 1 && bad.stderr.contains("no pcap or pcapng magic number"), "\(bad.stderr)")
     }
 }

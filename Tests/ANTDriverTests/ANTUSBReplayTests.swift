@@ -8,7 +8,7 @@ import TestSupport
 /// fail, never skip, without it). The captures and the device description are written by
 /// Drivers/ANT/tools/make-usbmon.py; a host that sends other bytes than recorded fails the replay.
 @Suite struct ANTUSBReplayTests {
-    static let fixtures = BLEPeer.packageRoot.path + "/Fixtures/ant"
+    static let fixtures = PackagePaths.fixtures + "/ant"
     static let sysfs = "/sys/devices/pci0000:00/0000:00:14.0/usb1/1-2"
     static let key = "01 02 03 04 05 06 07 08"
 

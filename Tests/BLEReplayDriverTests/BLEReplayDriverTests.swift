@@ -8,11 +8,11 @@ import TestSupport
 /// The replay driver on the committed capture (Fixtures/ble: a heart-rate strap and a speed and
 /// cadence sensor recorded against the emulated peers, with the log of what the peers sent).
 @Suite struct BLEReplayDriverTests {
-    static let capture = BLEPeer.packageRoot.path + "/Fixtures/ble/hr-csc-watch.btsnoop"
+    static let capture = PackagePaths.fixtures + "/ble/hr-csc-watch.btsnoop"
 
     /// What the peers sent, per peripheral.
     static func sent() throws -> [[String: Any]] {
-        let text = try String(contentsOfFile: BLEPeer.packageRoot.path + "/Fixtures/ble/hr-csc-watch.sent.jsonl", encoding: .utf8)
+        let text = try String(contentsOfFile: PackagePaths.fixtures + "/ble/hr-csc-watch.sent.jsonl", encoding: .utf8)
         return try text.split(separator: "\n").map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
     }
 

@@ -7,7 +7,7 @@ import TestSupport
 
 /// The committed capture of a HealthGate session against the peer, and the peer's sent log.
 enum ReplayFixture {
-    static let folder = BLEPeer.packageRoot.appendingPathComponent("Fixtures/ble")
+    static let folder = URL(fileURLWithPath: PackagePaths.fixture("ble"))
     static let hostCapture = folder.appendingPathComponent("hr-csc-watch.btsnoop").path
     static let peerCapture = folder.appendingPathComponent("hr-csc-watch.peer.btsnoop").path
     static let sentLog = folder.appendingPathComponent("hr-csc-watch.sent.jsonl").path

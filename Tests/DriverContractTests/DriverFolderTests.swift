@@ -8,7 +8,7 @@ import TestSupport
 /// Every driver is one folder in `Drivers/` with its README and sample, and one registry line:
 /// what the daemon, `daemon --check`, `import` and `healthgate drivers` read.
 @Suite struct DriverFolderTests {
-    static let driversFolder = BLEPeer.packageRoot.path + "/Drivers"
+    static let driversFolder = PackagePaths.root + "/Drivers"
 
     /// The driver folders: those with a sample.toml (BluetoothLE's sub-targets have none).
     static func folders() throws -> [String] {

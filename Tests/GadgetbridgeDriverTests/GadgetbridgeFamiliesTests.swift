@@ -11,8 +11,8 @@ import TestSupport
 
 /// Built by `Drivers/Gadgetbridge/tools/make_fixture.py --families`; the expectations below are
 /// computed by hand from its rows.
-let families = packageRoot + "/Fixtures/gadgetbridge/v151/Gadgetbridge"
-let familiesZip = packageRoot + "/Fixtures/gadgetbridge/v151/Gadgetbridge_export.zip"
+let families = PackagePaths.fixtures + "/gadgetbridge/v151/Gadgetbridge"
+let familiesZip = PackagePaths.fixtures + "/gadgetbridge/v151/Gadgetbridge_export.zip"
 let zepp = "miband7/E0:00:00:DD:00:04"
 let xiaomi = "miband8/C0:00:00:EE:00:05"
 let colmi = "colmi_r02/A0:00:00:FF:00:06"
@@ -387,7 +387,7 @@ final class TemporaryFolderSink: RecordSink {
     @Test func aZipBombIsRefused() async throws {
         let folder = try Folder()
         let tmp = try temporary(folder)
-        let bomb = packageRoot + "/Fixtures/gadgetbridge/v151/hostile-bomb.zip"
+        let bomb = PackagePaths.fixtures + "/gadgetbridge/v151/hostile-bomb.zip"
         #expect(GadgetbridgeImporter.canImport(try await ImportSource.open(bomb).probe))
         let (pipeline, store) = try await GadgetbridgeFamiliesTests().pipeline(folder, importer(tmp))
         let report = await pipeline.importFile(bomb)
@@ -401,7 +401,7 @@ final class TemporaryFolderSink: RecordSink {
     @Test func escapingNamesAreNotRead() async throws {
         let folder = try Folder()
         let tmp = try temporary(folder)
-        let traversal = packageRoot + "/Fixtures/gadgetbridge/v151/hostile-traversal.zip"
+        let traversal = PackagePaths.fixtures + "/gadgetbridge/v151/hostile-traversal.zip"
         let before = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
         let (pipeline, store) = try await GadgetbridgeFamiliesTests().pipeline(folder, importer(tmp))
         let report = await pipeline.importFile(traversal)

@@ -9,11 +9,9 @@ import LoopHabitsDriver
 import Testing
 import TestSupport
 
-let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent().path
 /// Built by Drivers/Gadgetbridge/tools/make_fixture.py; the expectations below are computed by
 /// hand from its rows.
-let fixture = packageRoot + "/Fixtures/gadgetbridge/Gadgetbridge"
+let fixture = PackagePaths.fixtures + "/gadgetbridge/Gadgetbridge"
 
 let miBand1 = "miband/C8:0F:10:AA:00:01"
 let amazfit = "amazfitbip/F4:00:00:BB:00:02"

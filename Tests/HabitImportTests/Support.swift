@@ -5,40 +5,8 @@ import HealthModel
 import HealthStore
 import TestSupport
 
-let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent().path
-let habits = packageRoot + "/Fixtures/habits"
+let habits = PackagePaths.fixtures + "/habits"
 let loopBackup = habits + "/Loop Habits Backup 2024-03-07 101500.db"
-
-/// A temporary folder with a database path in it, removed at the end of the test.
-final class Scratch {
-    let folder: String
-    var dbPath: String { folder + "/healthgate.sqlite" }
-    var db: [String] { ["--db", dbPath] }
-
-    init() throws {
-        folder = NSTemporaryDirectory() + "healthgate-habits-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-    }
-
-    func store() async throws -> HealthStore { try await HealthStore(path: dbPath) }
-
-    /// Copies `path` (a file or folder) into the scratch folder.
-    func copy(_ path: String, as name: String? = nil) throws -> String {
-        let target = folder + "/" + (name ?? (path as NSString).lastPathComponent)
-        try FileManager.default.copyItem(atPath: path, toPath: target)
-        return target
-    }
-
-    func file(_ name: String, _ text: String) throws -> String {
-        let path = folder + "/" + name
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-        return path
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: folder) }
-}
 
 /// The `healthgate` binary.
 enum CLI {

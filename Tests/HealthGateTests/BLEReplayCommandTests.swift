@@ -7,10 +7,10 @@ import TestSupport
 /// `healthgate ble replay` on the committed capture (Fixtures/ble), on damaged copies, and on a
 /// capture `ble watch --snoop` records against the emulated peer.
 @Suite(.serialized) struct BLEReplayCommandTests {
-    let capture = fixtures + "/ble/hr-csc-watch.btsnoop"
+    let capture = PackagePaths.fixtures + "/ble/hr-csc-watch.btsnoop"
 
     func sentLog() throws -> [[String: Any]] {
-        try String(contentsOfFile: fixtures + "/ble/hr-csc-watch.sent.jsonl", encoding: .utf8).split(separator: "\n").map {
+        try String(contentsOfFile: PackagePaths.fixtures + "/ble/hr-csc-watch.sent.jsonl", encoding: .utf8).split(separator: "\n").map {
             try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
         }
     }
@@ -134,7 +134,7 @@ import TestSupport
         let first = summary.removeFirst()
         #expect(first.hasPrefix("hr-csc-watch.btsnoop: 152 records (btsnoop H4), "))
         for format in ["pcap", "pcapng"] {
-            let file = fixtures + "/ble/hr-csc-watch.\(format)"
+            let file = PackagePaths.fixtures + "/ble/hr-csc-watch.\(format)"
             let formatJSON = try await CLI.run(["ble", "replay", file, "--json"])
             let formatText = try await CLI.run(["ble", "replay", file])
             #expect(formatJSON.status == 0 && formatText.status == 0, "\(format): \(formatJSON.stderr)")
@@ -161,7 +161,7 @@ import TestSupport
     @Test func pcapngRecordsTheSameAsTheBtsnoop() async throws {
         let db = FileManager.default.temporaryDirectory.appendingPathComponent("hg-replay-\(UUID().uuidString).sqlite").path
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: db + suffix) } }
-        let pcapng = fixtures + "/ble/hr-csc-watch.pcapng"
+        let pcapng = PackagePaths.fixtures + "/ble/hr-csc-watch.pcapng"
         let first = try await CLI.run(["ble", "replay", pcapng, "--record", "--db", db, "--sport", "running"])
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stderr.contains("3 new record(s) (2 workout(s), 1 measurement(s)"), "\(first.stderr)")
@@ -171,7 +171,7 @@ import TestSupport
 
     @Test func damagedPcapNamesTheFileAndTheOffset() async throws {
         let scratch = try Scratch()
-        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: fixtures + "/ble/hr-csc-watch.pcap")))
+        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: PackagePaths.fixtures + "/ble/hr-csc-watch.pcap")))
         // Where the last record's data starts (little-endian captured lengths): the cut falls inside it.
         var last = 24
         while true {

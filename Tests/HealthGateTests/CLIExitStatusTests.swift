@@ -159,7 +159,7 @@ import TestSupport
             #expect(help.status == 0 && !help.stdout.contains("--db"), "\(command): \(help.stdout)")
             #expect(help.stdout.contains("--state-dir") == (command == ["daemon"]), "\(command): \(help.stdout)")
         }
-        let readme = try String(contentsOfFile: packageRoot + "/README.md", encoding: .utf8)
+        let readme = try String(contentsOfFile: PackagePaths.root + "/README.md", encoding: .utf8)
         let section = try #require(readme.components(separatedBy: "## Command line").dropFirst().first?
             .components(separatedBy: "\n## ").first)
         let prose = section.split(whereSeparator: \.isWhitespace).joined(separator: " ")
@@ -181,10 +181,10 @@ import TestSupport
     @Test func stateDirIsTheDatabaseInIt() async throws {
         let scratch = try Scratch()
         let dir = ["--state-dir", scratch.folder]
-        let imported = try await CLI.run(["import"] + dir + [fixtures + "/fit/garmin-fenix5-run.fit"])
+        let imported = try await CLI.run(["import"] + dir + [PackagePaths.fixtures + "/fit/garmin-fenix5-run.fit"])
         #expect(imported.status == 0, "\(imported.stderr)")
         #expect(FileManager.default.fileExists(atPath: scratch.folder + "/healthgate.sqlite"))
-        let replayed = try await CLI.run(["ble", "replay", "--record"] + dir + [fixtures + "/ble/hr-csc-watch.btsnoop"])
+        let replayed = try await CLI.run(["ble", "replay", "--record"] + dir + [PackagePaths.fixtures + "/ble/hr-csc-watch.btsnoop"])
         #expect(replayed.status == 0 && replayed.stderr.contains("stored into \(scratch.folder)/healthgate.sqlite"), "\(replayed.stderr)")
         for options in [dir, ["--db", scratch.dbPath]] {
             let workouts = try #require(try await CLI.json(["workouts", "--json"] + options) as? [[String: Any]])
@@ -215,7 +215,7 @@ import TestSupport
                                       stdin: "dee's passphrase")
         #expect(login.status == 0, "\(login.stderr)")
         #expect(FileManager.default.fileExists(atPath: scratch.folder + "/healthgate.sqlite.sync.json"))
-        #expect(try await CLI.run(["import"] + dir + [fixtures + "/fit/garmin-fenix5-run.fit"]).status == 0)
+        #expect(try await CLI.run(["import"] + dir + [PackagePaths.fixtures + "/fit/garmin-fenix5-run.fit"]).status == 0)
         let devices = try #require(try await CLI.json(["devices", "--json"] + dir) as? [[String: Any]])
         #expect(devices.count == 1 && devices.first?["this_device"] as? Bool == true)
         let sync = try await CLI.run(["sync"] + dir)

@@ -25,8 +25,8 @@ struct CLI {
     @Test func importListShowStatsExport() async throws {
         let scratch = try Scratch()
         let db = ["--db", scratch.dbPath]
-        let files = [fixtures + "/fit/garmin-fenix5-run.fit", fixtures + "/tcx/garmin-forerunner410-run.tcx",
-                     fixtures + "/gpx/garmin-connect-9266323613-hr.gpx"]
+        let files = [PackagePaths.fixtures + "/fit/garmin-fenix5-run.fit", PackagePaths.fixtures + "/tcx/garmin-forerunner410-run.tcx",
+                     PackagePaths.fixtures + "/gpx/garmin-connect-9266323613-hr.gpx"]
 
         let imported = try #require(try await CLI.json(["import", "--json"] + db + files) as? [String: Any])
         let totals = try #require(imported["totals"] as? [String: Any])
@@ -77,7 +77,7 @@ struct CLI {
 
     @Test func dryRunCreatesNoDatabase() async throws {
         let scratch = try Scratch()
-        let result = try await CLI.run(["import", "--dry-run", "--db", scratch.dbPath, fixtures + "/fit/garmin-fenix5-run.fit"])
+        let result = try await CLI.run(["import", "--dry-run", "--db", scratch.dbPath, PackagePaths.fixtures + "/fit/garmin-fenix5-run.fit"])
         #expect(result.status == 0)
         #expect(result.stdout.contains("would import"))
         #expect(!FileManager.default.fileExists(atPath: scratch.dbPath))

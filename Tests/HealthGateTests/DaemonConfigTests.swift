@@ -3,6 +3,7 @@ import DriverRegistry
 import Foundation
 import HealthGateDaemon
 import Testing
+import TestSupport
 
 /// The daemon's TOML configuration: what it reads, and that every mistake names its key path.
 @Suite struct DaemonConfigTests {
@@ -56,12 +57,12 @@ import Testing
 
     /// The documented sample is a valid configuration.
     @Test func sampleConfigurationIsValid() throws {
-        let config = try DaemonConfig.load(path: packageRoot + "/systemd/healthgate.toml", stateDirectory: "/unused", drivers: Registry.catalog)
+        let config = try DaemonConfig.load(path: PackagePaths.root + "/systemd/healthgate.toml", stateDirectory: "/unused", drivers: Registry.catalog)
         #expect(config.database == "/var/lib/healthgate/healthgate.sqlite")
         #expect(config.forwarder == nil)  // commented out until a server is set
         #expect(config.drivers["inbox"]?.type == "watch_folder" && config.drivers["watch"]?.type == "watch")
         // With its [forwarder] table uncommented, it forwards.
-        let text = try String(contentsOfFile: packageRoot + "/systemd/healthgate.toml", encoding: .utf8)
+        let text = try String(contentsOfFile: PackagePaths.root + "/systemd/healthgate.toml", encoding: .utf8)
         let enabled = text.replacingOccurrences(of: "# [forwarder]\n# server", with: "[forwarder]\nserver")
         #expect(try DaemonConfig.parse(enabled, stateDirectory: "/unused", drivers: Registry.catalog).forwarder?.server.host == "tracking.example.org")
     }

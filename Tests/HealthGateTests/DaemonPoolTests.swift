@@ -18,7 +18,7 @@ import TestSupport
         let daemon = try DaemonProcess(folder: folder, arguments: ["--config", config],
                                        environment: ["HEALTHGATE_STATEMENT_CHECK": "1"])
         #expect(await daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
-        try FileManager.default.copyItem(atPath: fixtures + "/fit/garmin-fenix5-run.fit", toPath: folder + "/inbox/run.fit")
+        try FileManager.default.copyItem(atPath: PackagePaths.fixtures + "/fit/garmin-fenix5-run.fit", toPath: folder + "/inbox/run.fit")
         #expect(await cameTrue { FileManager.default.fileExists(atPath: folder + "/inbox/imported/run.fit") }, "not imported: \(daemon.log)")
         daemon.signal(SIGTERM)
         #expect(await daemon.waitForExit() == 0, "\(daemon.log)")

@@ -217,7 +217,7 @@ final class DaemonProcess {
     @Test func aRegisteredDriverRunsFromItsTable() async throws {
         let folder = try temporaryFolder("daemon-replay")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let capture = fixtures + "/ble/hr-csc-watch.btsnoop"
+        let capture = PackagePaths.fixtures + "/ble/hr-csc-watch.btsnoop"
         let config = folder + "/healthgate.toml"
         try """
             database = "\(folder)/daemon.sqlite"
@@ -447,7 +447,7 @@ final class DaemonProcess {
         #expect(await daemon.notify.waitFor("READY=1") != nil, "\(daemon.log)")
 
         // Written in two parts with a pause: nothing is imported until the file is closed.
-        let fit = try Data(contentsOf: URL(fileURLWithPath: fixtures + "/fit/garmin-fenix5-run.fit"))
+        let fit = try Data(contentsOf: URL(fileURLWithPath: PackagePaths.fixtures + "/fit/garmin-fenix5-run.fit"))
         let target = first + "/inbox/run.fit"
         let fd = open(target, O_CREAT | O_WRONLY, 0o644)
         try #require(fd >= 0)
@@ -481,7 +481,7 @@ final class DaemonProcess {
     @Test func stoppedMidImportImportsOnceAfterRestart() async throws {
         let folder = try temporaryFolder("daemon-restart")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let file = fixtures + "/fit/garmin-fenix2-multisport.fit"
+        let file = PackagePaths.fixtures + "/fit/garmin-fenix2-multisport.fit"
         // What the file holds, imported directly into a database of its own.
         let direct = try temporaryFolder("daemon-direct")
         defer { try? FileManager.default.removeItem(atPath: direct) }
@@ -516,8 +516,8 @@ final class DaemonProcess {
         let fm = FileManager.default
         try fm.createDirectory(atPath: watch + "/GARMIN/Activity", withIntermediateDirectories: true)
         try fm.createDirectory(atPath: watch + "/GARMIN/Monitor", withIntermediateDirectories: true)
-        try fm.copyItem(atPath: fixtures + "/fit/garmin-fenix5-run.fit", toPath: watch + "/GARMIN/Activity/run.fit")
-        try fm.copyItem(atPath: fixtures + "/fit/fitsdk-MonitoringFile.fit", toPath: watch + "/GARMIN/Monitor/mon.fit")
+        try fm.copyItem(atPath: PackagePaths.fixtures + "/fit/garmin-fenix5-run.fit", toPath: watch + "/GARMIN/Activity/run.fit")
+        try fm.copyItem(atPath: PackagePaths.fixtures + "/fit/fitsdk-MonitoringFile.fit", toPath: watch + "/GARMIN/Monitor/mon.fit")
         // The device is read-only to the daemon: nothing may change there.
         try fm.setAttributes([.posixPermissions: 0o555], ofItemAtPath: watch + "/GARMIN/Activity")
         defer { try? fm.setAttributes([.posixPermissions: 0o755], ofItemAtPath: watch + "/GARMIN/Activity") }
@@ -549,7 +549,7 @@ final class DaemonProcess {
         // While it stays mounted, a file written to it later (a data folder created meanwhile)
         // arrives through inotify, not at the next plug-in.
         try fm.createDirectory(atPath: watch + "/GARMIN/Sleep", withIntermediateDirectories: true)
-        try fm.copyItem(atPath: fixtures + "/fit/garmin-edge500-cycling.fit", toPath: watch + "/GARMIN/Sleep/later.fit")
+        try fm.copyItem(atPath: PackagePaths.fixtures + "/fit/garmin-edge500-cycling.fit", toPath: watch + "/GARMIN/Sleep/later.fit")
         #expect(try await cameTrue(every: .milliseconds(200)) { (try await CLI.json(["workouts", "--state-dir", folder, "--json"]) as? [[String: Any]])?.count == 2 },
                 "\(daemon.log)")
 
@@ -620,7 +620,7 @@ final class DaemonProcess {
         let reloaded = try #require(try await CLI.json(["status", "--state-dir", folder, "--json"]) as? [String: Any])
         let names = ((reloaded["daemon"] as? [String: Any])?["drivers"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
         #expect(names == ["inbox2"], "\(reloaded)")
-        try FileManager.default.copyItem(atPath: fixtures + "/fit/garmin-fenix5-run.fit", toPath: folder + "/inbox2/run.fit")
+        try FileManager.default.copyItem(atPath: PackagePaths.fixtures + "/fit/garmin-fenix5-run.fit", toPath: folder + "/inbox2/run.fit")
         #expect(await cameTrue { FileManager.default.fileExists(atPath: folder + "/inbox2/imported/run.fit") }, "\(daemon.log)")
         daemon.signal(SIGTERM)
         #expect(await daemon.waitForExit() == 0)

@@ -31,7 +31,7 @@ import TestSupport
 
     @Test func aWorkoutsPageShowsEverySampleOfTheFile() async throws {
         let scratch = try Scratch()
-        let file = fixtures + "/fit/garmin-edge530-cycling-hrv-power.fit"
+        let file = PackagePaths.fixtures + "/fit/garmin-edge530-cycling-hrv-power.fit"
         let imported = try await CLI.run(["import", "--db", scratch.dbPath, file])
         #expect(imported.status == 0, "\(imported.stderr)")
         let dashboard = try D.Dashboard(scratch, at: "2020-11-09T12:00")

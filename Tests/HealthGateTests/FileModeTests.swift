@@ -16,7 +16,7 @@ func mode(_ path: String) throws -> Int {
         let base = try temporaryFolder("modes")
         defer { try? FileManager.default.removeItem(atPath: base) }
         let db = base + "/new/deeper/health.sqlite"
-        let run = try await CLI.run(["import", "--db", db, packageRoot + "/Fixtures/fit/garmin-fenix5-run.fit"])
+        let run = try await CLI.run(["import", "--db", db, PackagePaths.fixtures + "/fit/garmin-fenix5-run.fit"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(try mode(base + "/new") == 0o700 && mode(base + "/new/deeper") == 0o700)
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: db + suffix) {

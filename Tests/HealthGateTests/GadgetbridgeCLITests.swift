@@ -4,7 +4,7 @@ import TestSupport
 
 /// The Gadgetbridge importer through the built `healthgate` binary.
 @Suite(.serialized) struct GadgetbridgeCLITests {
-    static let database = fixtures + "/gadgetbridge/Gadgetbridge"
+    static let database = PackagePaths.fixtures + "/gadgetbridge/Gadgetbridge"
 
     @Test func importSleepWorkoutsThenAgain() async throws {
         let scratch = try Scratch()

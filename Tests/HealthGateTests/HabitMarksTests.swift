@@ -3,6 +3,7 @@ import HealthModel
 import HealthReports
 import HealthStore
 import Testing
+import TestSupport
 
 /// Events that mark a day a habit was not done (a habit tracker's skipped or unknown day, a day
 /// marked not done) are kept, but totals, streaks and `today` do not count them as check-ins; a

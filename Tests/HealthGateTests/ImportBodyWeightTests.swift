@@ -6,7 +6,7 @@ import TestSupport
 /// weight `--body-weight` names, else the body profile's, else 70 kg, and says which.
 @Suite(.serialized) struct ImportBodyWeightTests {
     /// A GPX run: no energy in the file.
-    static let file = fixtures + "/gpx/garmin-connect-9266323613-hr.gpx"
+    static let file = PackagePaths.fixtures + "/gpx/garmin-connect-9266323613-hr.gpx"
 
     /// Imports the file into a fresh database after `setup`; the workout's estimated energy and
     /// the reported weight.

@@ -5,39 +5,12 @@ import Testing
 import HealthModel
 @testable import HealthStore
 @testable import HealthPipeline
+import TestSupport
 
-/// The package root, found from this file's path.
-let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent().path
-let fixtures = packageRoot + "/Fixtures"
-
-/// A temporary folder with a fresh database in it, removed at the end of the test.
-final class Scratch {
-    let folder: String
-    var dbPath: String { folder + "/healthgate.sqlite" }
-
-    init() throws {
-        folder = NSTemporaryDirectory() + "healthgate-test-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-    }
-
-    func store() async throws -> HealthStore { try await HealthStore(path: dbPath) }
-
-    /// Writes `bytes` to a file in the scratch folder and returns its path.
-    func file(_ name: String, _ bytes: [UInt8]) throws -> String {
-        let path = folder + "/" + name
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
-                                                withIntermediateDirectories: true)
-        try Data(bytes).write(to: URL(fileURLWithPath: path))
-        return path
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: folder) }
-}
 
 /// Every fixture that is a valid FIT, TCX or GPX file (the `corrupt` folder excluded).
 func validFixtures() throws -> [String] {
-    try ImportPipeline.discover([fixtures + "/fit", fixtures + "/tcx", fixtures + "/gpx"]).map(\.path)
+    try ImportPipeline.discover([PackagePaths.fixtures + "/fit", PackagePaths.fixtures + "/tcx", PackagePaths.fixtures + "/gpx"]).map(\.path)
         .filter { !$0.contains("/corrupt/") && !$0.contains("/expected/") && ["fit", "tcx", "gpx"].contains(($0 as NSString).pathExtension) }
 }
 
@@ -80,9 +53,9 @@ func validFixtures() throws -> [String] {
         let files = ["fit/fitsdk-Settings.fit": "dcf0cc53deddc77925052529dc1bbfc529dec41600833568473af98e986bfdbe",
                      "gpx/garmin-connect-9266323613-hr.gpx": "9383cd5f65e2dc7f0f59410c5b791cc8e6723edd6bf18f75eebf751829fa008d"]
         for (file, digest) in files {
-            let report = await pipeline.importFile(fixtures + "/" + file)
+            let report = await pipeline.importFile(PackagePaths.fixtures + "/" + file)
             #expect(report.status == .imported, "\(file): \(report.error ?? "")")
-            #expect(try await store.ledgerEntry(contentHash: digest)?.path == fixtures + "/" + file)
+            #expect(try await store.ledgerEntry(contentHash: digest)?.path == PackagePaths.fixtures + "/" + file)
         }
     }
 
@@ -90,7 +63,7 @@ func validFixtures() throws -> [String] {
         let scratch = try Scratch()
         let pipeline = ImportPipeline(store: try await scratch.store(), importers: Registry.fileImporters())
         var reports: [FileReport] = []
-        let totals = try await pipeline.run([fixtures + "/gpx"], done: { reports.append($0) })
+        let totals = try await pipeline.run([PackagePaths.fixtures + "/gpx"], done: { reports.append($0) })
         #expect(reports.contains { $0.path.hasSuffix("edge-cases/garmin-hr0-empty-atemp-nonstandard-alt.gpx") })
         #expect(totals.failed == 0)
         // The expected-output JSON files next to the fixtures are not GPX: skipped, not failed.
@@ -108,7 +81,7 @@ func validFixtures() throws -> [String] {
     @Test func hostileFilesFailWithPositionAndWriteNothingWhileOthersImport() async throws {
         let scratch = try Scratch()
         let store = try await scratch.store()
-        let good = fixtures + "/fit/garmin-fenix5-run.fit"
+        let good = PackagePaths.fixtures + "/fit/garmin-fenix5-run.fit"
         let billionLaughs = """
             <?xml version="1.0"?>
             <!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
@@ -148,7 +121,7 @@ func validFixtures() throws -> [String] {
     @Test func damagedFitKeepsWhatPrecedesTheDamage() async throws {
         let scratch = try Scratch()
         let store = try await scratch.store()
-        let report = await ImportPipeline(store: store, importers: Registry.fileImporters()).importFile(fixtures + "/fit/corrupt/activity-unexpected-eof.fit")
+        let report = await ImportPipeline(store: store, importers: Registry.fileImporters()).importFile(PackagePaths.fixtures + "/fit/corrupt/activity-unexpected-eof.fit")
         #expect(report.status == .partial)
         #expect(report.error?.contains("activity-unexpected-eof.fit") == true)
         #expect(report.error?.contains("byte") == true)
@@ -157,7 +130,7 @@ func validFixtures() throws -> [String] {
         #expect(workouts.first?.samples == 14)
         #expect(try await store.ledger().first?.status == .partial)
         // Reported as already imported the second time, not retried.
-        #expect(await ImportPipeline(store: store, importers: Registry.fileImporters()).importFile(fixtures + "/fit/corrupt/activity-unexpected-eof.fit").status == .alreadyImported)
+        #expect(await ImportPipeline(store: store, importers: Registry.fileImporters()).importFile(PackagePaths.fixtures + "/fit/corrupt/activity-unexpected-eof.fit").status == .alreadyImported)
     }
 
     @Test func dryRunWritesNothing() async throws {
@@ -165,7 +138,7 @@ func validFixtures() throws -> [String] {
         let store = try await scratch.store()
         let before = try await store.tableCounts()
         let pipeline = ImportPipeline(store: store, importers: Registry.fileImporters(), options: ImportOptions(dryRun: true))
-        let report = await pipeline.importFile(fixtures + "/fit/garmin-fenix5-run.fit")
+        let report = await pipeline.importFile(PackagePaths.fixtures + "/fit/garmin-fenix5-run.fit")
         #expect(report.status == .wouldImport)
         #expect(report.records == 1)
         #expect(try await store.tableCounts() == before)
@@ -178,26 +151,26 @@ func validFixtures() throws -> [String] {
         let all = try await {
             let s = try Scratch()
             let st = try await s.store()
-            _ = await ImportPipeline(store: st, importers: Registry.fileImporters()).importFile(fixtures + "/fit/garmin-fenix2-multisport.fit")
+            _ = await ImportPipeline(store: st, importers: Registry.fileImporters()).importFile(PackagePaths.fixtures + "/fit/garmin-fenix2-multisport.fit")
             return try await st.workouts()
         }()
         #expect(all.count >= 3)
         let cut = try #require(ISO8601.parse(all[1].start))
         let pipeline = ImportPipeline(store: store, importers: Registry.fileImporters(), options: ImportOptions(range: DateRange(since: cut)))
-        let report = await pipeline.importFile(fixtures + "/fit/garmin-fenix2-multisport.fit")
+        let report = await pipeline.importFile(PackagePaths.fixtures + "/fit/garmin-fenix2-multisport.fit")
         #expect(report.status == .imported)
         #expect(report.outOfRange == 1)
         #expect(try await store.workouts().count == all.count - 1)
         #expect(try await store.ledger().first?.status == .filtered)
 
         // Imported again without the range: the rest is stored, then the file is complete.
-        let rest = await ImportPipeline(store: store, importers: Registry.fileImporters()).importFile(fixtures + "/fit/garmin-fenix2-multisport.fit")
+        let rest = await ImportPipeline(store: store, importers: Registry.fileImporters()).importFile(PackagePaths.fixtures + "/fit/garmin-fenix2-multisport.fit")
         #expect(rest.status == .imported)
         #expect(rest.records == 1 && rest.unchanged == all.count - 1)
         #expect(try await store.workouts().count == all.count)
         #expect(try await store.ledger().first?.status == .imported)
         #expect(try await store.ledger().first?.records == all.count)
-        #expect(await ImportPipeline(store: store, importers: Registry.fileImporters()).importFile(fixtures + "/fit/garmin-fenix2-multisport.fit").status == .alreadyImported)
+        #expect(await ImportPipeline(store: store, importers: Registry.fileImporters()).importFile(PackagePaths.fixtures + "/fit/garmin-fenix2-multisport.fit").status == .alreadyImported)
     }
 }
 
@@ -216,7 +189,7 @@ func validFixtures() throws -> [String] {
         let store = try await scratch.store()
         let pipeline = ImportPipeline(store: store, importers: Registry.fileImporters())
         let sink = StoreSink(store: store)
-        let fit = fixtures + "/fit/antfs-dump-63.fit"
+        let fit = PackagePaths.fixtures + "/fit/antfs-dump-63.fit"
         let first = await pipeline.importFile(fit, checkpoint: Fetched(files: ["63"]), device: "3871234567")
         #expect(first.status == .imported && first.records > 0)
         #expect(try await sink.checkpoint(Fetched.self, device: "3871234567") == Fetched(files: ["63"]))
@@ -247,7 +220,7 @@ func validFixtures() throws -> [String] {
             try db.execute(sql: "CREATE TRIGGER no_imports BEFORE INSERT ON imports BEGIN SELECT RAISE(FAIL, 'disk full'); END")
         }
         let pipeline = ImportPipeline(store: store, importers: Registry.fileImporters())
-        let report = await pipeline.importFile(fixtures + "/fit/antfs-dump-63.fit", checkpoint: Fetched(files: ["63"]), device: "w")
+        let report = await pipeline.importFile(PackagePaths.fixtures + "/fit/antfs-dump-63.fit", checkpoint: Fetched(files: ["63"]), device: "w")
         // Said in the report's type, for a driver that keeps what it fetched (ANT-FS): not stored.
         #expect(report.status == .failed && report.notStored)
         #expect(try await StoreSink(store: store).checkpoint(Fetched.self, device: "w") == nil)

@@ -9,9 +9,9 @@ import TestSupport
         let folder = try temporaryFolder("outside-text")
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let name = folder + "/run\u{1B}]0;owned\u{07}\u{1B}[2J.fit"
-        try FileManager.default.copyItem(atPath: fixtures + "/fit/garmin-fenix5-run.fit", toPath: name)
+        try FileManager.default.copyItem(atPath: PackagePaths.fixtures + "/fit/garmin-fenix5-run.fit", toPath: name)
         let damaged = folder + "/bad\u{1B}[31m.fit"
-        try Data(try Data(contentsOf: URL(fileURLWithPath: fixtures + "/fit/garmin-fenix5-run.fit")).prefix(300))
+        try Data(try Data(contentsOf: URL(fileURLWithPath: PackagePaths.fixtures + "/fit/garmin-fenix5-run.fit")).prefix(300))
             .write(to: URL(fileURLWithPath: damaged))
         let run = try await CLI.run(["import", "--db", folder + "/db.sqlite", name, damaged])
         #expect(run.status == 1)

@@ -3,6 +3,7 @@ import HealthModel
 import HealthReports
 import HealthStore
 import Testing
+import TestSupport
 
 /// A phone and a watch both count steps and energy for the hours the watch is worn: `today` and
 /// `stats` count those hours once (the source that measured more in each hour), and hours only

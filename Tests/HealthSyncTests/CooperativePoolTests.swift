@@ -100,7 +100,7 @@ import TestSupport
         let folder = NSTemporaryDirectory() + "hg-pool-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let db = folder + "/healthgate.sqlite"
-        let fixtures = BLEPeer.packageRoot.path + "/Fixtures"
+        let fixtures = PackagePaths.fixtures
         let commands: [[String]] = [
             ["import", fixtures + "/fit/garmin-fenix5-run.fit", fixtures + "/tcx"],
             ["workouts"], ["sleep"], ["measurements"], ["stats", "--period", "week"], ["export", "--output", folder + "/all.csv"],

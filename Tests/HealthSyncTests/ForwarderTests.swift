@@ -10,7 +10,6 @@ import Synchronization
 import Testing
 import TestSupport
 
-let packageRoot = BLEPeer.packageRoot.path
 
 /// The first line where two values' dumps differ, to say what changed.
 func firstDifference(_ a: HealthRecord?, _ b: HealthRecord) -> String {
@@ -43,7 +42,7 @@ final class Install: Sendable {
         let pipeline = ImportPipeline(store: store, importers: Registry.fileImporters())
         for file in ["fit/garmin-fenix5-run.fit", "fit/fitsdk-MonitoringFile.fit", "fit/fitsdk-WeightScaleMultiUser.fit",
                      "fit/garmin-fr735xt-poolswim-hr-chained.fit", "tcx/" + (try firstFile("tcx")), "gpx/" + (try firstFile("gpx"))] {
-            let report = await pipeline.importFile(packageRoot + "/Fixtures/" + file)
+            let report = await pipeline.importFile(PackagePaths.fixtures + "/" + file)
             #expect(report.status == .imported || report.status == .partial, "\(file): \(report.error ?? "")")
         }
         let t0 = Date(timeIntervalSince1970: 1_763_800_000)
@@ -54,7 +53,7 @@ final class Install: Sendable {
     }
 
     private func firstFile(_ folder: String) throws -> String {
-        try #require(try FileManager.default.contentsOfDirectory(atPath: packageRoot + "/Fixtures/" + folder)
+        try #require(try FileManager.default.contentsOfDirectory(atPath: PackagePaths.fixtures + "/" + folder)
             .filter { $0.hasSuffix("." + folder) }.sorted().first)
     }
 

@@ -22,8 +22,6 @@ public final class BLEPeer: @unchecked Sendable {
         public var services: [String]
     }
 
-    public static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
     public let process = ChildProcess()
     let stdin = Pipe()
     let stdout = Pipe()
@@ -74,12 +72,12 @@ public final class BLEPeer: @unchecked Sendable {
         stderrPath = tmp.appendingPathComponent("peer.stderr").path
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Self.packageRoot.appendingPathComponent("Tests/peers/ble_peer.py").path,
+        process.arguments = ["python3", PackagePaths.root + "/Tests/peers/ble_peer.py",
                              "--listen", h4Path.map { "unix:" + $0 }
                                  ?? (unixSocket ? "unix:" + tmp.appendingPathComponent("h4.sock").path : "tcp:127.0.0.1:0"),
                              "--control", "tcp:127.0.0.1:0", "--sent-log", sentLogPath,
                              "--rate", rate] + kinds.flatMap { ["--peripheral", $0] } + extraArguments
-        process.currentDirectoryURL = Self.packageRoot
+        process.currentDirectoryURL = URL(fileURLWithPath: PackagePaths.root)
         process.standardInput = stdin
         process.standardOutput = stdout
         process.standardError = FileHandle(forWritingAtPath: stderrPath)

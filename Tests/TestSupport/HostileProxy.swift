@@ -23,7 +23,7 @@ public final class HostileProxy: @unchecked Sendable {
         logPath = folder + "/requests.jsonl"
         let out = Pipe()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", BLEPeer.packageRoot.path + "/Tests/peers/hostile_proxy.py",
+        process.arguments = ["python3", PackagePaths.root + "/Tests/peers/hostile_proxy.py",
                              "--upstream", upstream.absoluteString, "--faults", faults.joined(separator: ","), "--log", logPath]
             + (match.map { ["--match", $0] } ?? []) + extraArguments
         process.standardInput = stdin

@@ -43,7 +43,7 @@ public final class ServerProcess: @unchecked Sendable {
             let path = candidate.appendingPathComponent("healthgate-server").path
             if FileManager.default.isExecutableFile(atPath: path) { return path }
         }
-        return BLEPeer.packageRoot.path + "/.build/debug/healthgate-server"
+        return PackagePaths.root + "/.build/debug/healthgate-server"
     }
 
     /// Starts the server on `databasePath` (a new temporary file by default) and waits for the

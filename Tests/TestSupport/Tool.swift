@@ -15,7 +15,7 @@ public enum Tool {
             let path = candidate.appendingPathComponent(name).path
             if FileManager.default.isExecutableFile(atPath: path) { return path }
         }
-        return BLEPeer.packageRoot.path + "/.build/debug/" + name
+        return PackagePaths.root + "/.build/debug/" + name
     }
 
     /// Runs `executable` to its end; `stdin` (plus a newline) is its standard input; `environment`
