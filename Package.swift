@@ -327,7 +327,9 @@ let package = Package(
             "TestSupport", "BLEDriver", "BLERuntime", "BLEHost", "HealthPipeline", "HealthStore", "HealthModel",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
-        .testTarget(name: "ExecDriverTests", dependencies: ["ExecDriver", "DriverKit", "HealthModel", "TestSupport"]),
+        .testTarget(name: "ExecDriverTests", dependencies: ["ExecDriver", "DriverKit", "HealthModel", "TestSupport",
+                                                          .product(name: "NIOCore", package: "swift-nio"),
+                                                          .product(name: "NIOEmbedded", package: "swift-nio")]),
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol", "HealthModel", "TestSupport"]),
         .testTarget(name: "HealthSyncTests", dependencies: [
             "TestSupport", "HealthSync", "SyncProtocol", "HealthStore", "HealthModel", "HealthPipeline", "HealthReports", "DriverRegistry",

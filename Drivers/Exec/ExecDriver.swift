@@ -154,60 +154,69 @@ public struct ExecDriver: DeviceDriver {
             configuration.onEvent?(.exited(status: await status))
             throw error
         }
+        // Stopped (the driver's task cancelled): the program gets SIGTERM (SIGKILL after
+        // `stopTimeout`) and its output is still read to its end, so what it printed before, or
+        // prints as it stops, is stored. The reading is a task of its own for that: the one
+        // place cancellation must not reach, awaited here and bounded by the SIGKILL.
+        let reading = Task { [configuration] in
+            try await Self.read(stdout, stderr: stderr, into: sink, child: child, configuration: configuration)
+        }
+        let result = await withTaskCancellationHandler {
+            await reading.result
+        } onCancel: {
+            child.stop(after: configuration.stopTimeout)
+        }
+        configuration.onEvent?(.exited(status: await status))
+        try result.get()
+    }
+
+    /// Reads the program's output to its end: standard error's lines as events, standard
+    /// output's records stored in batches (on a `.flush`, at 1,000 records, and at the end). A
+    /// batch the store refuses stops the program, and is what this throws once all is read.
+    static func read(_ stdout: NIOAsyncChannel<ExecInput, Never>, stderr: NIOAsyncChannel<ExecInput, Never>, into sink: some RecordSink,
+                     child: Child, configuration: Configuration) async throws {
+        let onEvent = configuration.onEvent
         let parser = ExecLineParser(instance: configuration.instance)
         var batch: [HealthRecord] = []
         var number = 0
         var failure: (any Error)?
         try await withThrowingDiscardingTaskGroup { group in
-            // Standard error to its end: each line an event.
             group.addTask {
-                // Cancelled: the program is being stopped; what it says now is not waited for.
-                try? await stderr.executeThenClose { lines in
+                try await stderr.executeThenClose { lines in
                     for try await case .line(let line) in lines { onEvent?(.stderr(line.text)) }
                 }
             }
-            // Cancelled (the driver stops): the loop ends and what the batch holds is stored below.
-            try await withTaskCancellationHandler {
-                try await Self.untilCancelled { try await stdout.executeThenClose { inputs in
-                    for try await item in inputs {
-                        guard case .line(let line) = item else {
-                            // The batch's first line waited `batchInterval`: store what there is.
-                            if !batch.isEmpty, failure == nil {
-                                do { try await sink.emit(batch) } catch { failure = error; child.stop(after: configuration.stopTimeout) }
-                            }
-                            batch.removeAll()
-                            continue
+            try await stdout.executeThenClose { inputs in
+                for try await item in inputs {
+                    guard case .line(let line) = item else {
+                        // The batch's first line waited `batchInterval`: store what there is.
+                        if !batch.isEmpty, failure == nil {
+                            do { try await sink.emit(batch) } catch { failure = error; child.stop(after: configuration.stopTimeout) }
                         }
-                        number += 1
-                        if line.tooLong {
-                            onEvent?(.badLine(ExecLineError(line: number, reason: "longer than \(ExecLineParser.maximumLineBytes) bytes")))
-                            continue
-                        }
-                        do throws(ExecLineError) {
-                            if let record = try parser.parse(line.text, number: number), failure == nil {
-                                batch.append(record)
-                                if batch.count >= 1000 {
-                                    do { try await sink.emit(batch) } catch { failure = error; child.stop(after: configuration.stopTimeout) }
-                                    batch.removeAll()
-                                }
-                            }
-                        } catch {
-                            onEvent?(.badLine(error))
-                        }
+                        batch.removeAll()
+                        continue
                     }
-                } }
-            } onCancel: {
-                child.stop(after: configuration.stopTimeout)
+                    number += 1
+                    if line.tooLong {
+                        onEvent?(.badLine(ExecLineError(line: number, reason: "longer than \(ExecLineParser.maximumLineBytes) bytes")))
+                        continue
+                    }
+                    do throws(ExecLineError) {
+                        if let record = try parser.parse(line.text, number: number), failure == nil {
+                            batch.append(record)
+                            if batch.count >= 1000 {
+                                do { try await sink.emit(batch) } catch { failure = error; child.stop(after: configuration.stopTimeout) }
+                                batch.removeAll()
+                            }
+                        }
+                    } catch {
+                        onEvent?(.badLine(error))
+                    }
+                }
             }
         }
-        configuration.onEvent?(.exited(status: await status))
         if let failure { throw failure }
         if !batch.isEmpty { try await sink.emit(batch) }
-    }
-
-    /// Runs `work`; its cancellation ends it without an error (a stop, not a failure).
-    static func untilCancelled(_ work: () async throws -> Void) async throws {
-        do { try await work() } catch is CancellationError {}
     }
 
     /// What the reading loop gets: a line, or word that the batch's time is up.
@@ -262,9 +271,16 @@ final class ExecLineDecoder: ByteToMessageDecoder {
     init(limit: Int) { self.limit = limit }
 
     func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        let start = buffer.readerIndex
         if let frame = try lines.decode(buffer: &buffer) {
+            // The line's own bytes, a CR before its newline counted: the cap does not depend on
+            // how the bytes were cut into reads.
+            let length = buffer.readerIndex - start - 1
             if dropping {
                 dropping = false
+            } else if length > limit {
+                context.fireChannelRead(wrapInboundOut(ExecLine(text: String(buffer: frame.getSlice(at: frame.readerIndex, length: limit) ?? frame),
+                                                                tooLong: true)))
             } else {
                 context.fireChannelRead(wrapInboundOut(ExecLine(text: String(buffer: frame), tooLong: false)))
             }
@@ -284,6 +300,7 @@ final class ExecLineDecoder: ByteToMessageDecoder {
 
     func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
         while try decode(context: context, buffer: &buffer) == .continue {}
+        // The last line, without its newline (at most `limit` bytes here, or `decode` took it).
         if buffer.readableBytes > 0, !dropping {
             context.fireChannelRead(wrapInboundOut(ExecLine(text: buffer.readString(length: buffer.readableBytes) ?? "", tooLong: false)))
         }

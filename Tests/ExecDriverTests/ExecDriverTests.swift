@@ -216,7 +216,8 @@ final class Events: @unchecked Sendable {
         #expect(await cameTrue { Set(sink.records.map(\.id)).count == 2 }, "\(sink.records.count) records; \(events.all)")
         let bad = events.all.compactMap { event -> String? in if case .badLine(let e) = event { return e.description } else { return nil } }
         #expect(bad == ["line 1: longer than \(ExecLineParser.maximumLineBytes) bytes"], "\(bad)")
-        #expect(events.all.contains(.exited(status: 0)))
+        // Its end is reported once its output is read and it is reaped.
+        #expect(await cameTrue { events.all.contains(.exited(status: 0)) }, "\(events.all)")
         task.cancel()
         _ = try? await task.value
     }
