@@ -167,54 +167,34 @@ public struct ImportPipeline: FileSink {
         return report
     }
 
+    /// One file: opened and its importer chosen, hashed, looked up in the ledger, decoded into
+    /// the committer (parts committed as they come), judged (``FileVerdict``), and its last part
+    /// committed with its ledger entry. Each step is a small function; the decisions are pure.
     private func importFile(_ path: String, explicit: Bool, lastCommit checkpoints: [CheckpointKey: String],
                             within: (@Sendable (_ bytesRead: Int, _ records: Int) -> Void)?) async -> FileReport {
         var source: ImportSource
-        do {
-            source = try await ImportSource.open(path)
-        } catch {
-            return FileReport(path: path, status: .failed, error: error.description)
-        }
-        // An SQLite file is another program's database: its tables say whose.
-        if source.probe.isSQLite { source.probe.sqliteTables = await ForeignSQLite.tables(path) }
-        guard let importer = importer(for: source.probe) else {
-            return FileReport(path: path, status: explicit ? .failed : .skipped,
-                              error: explicit ? "\(path): " + Self.unread(source.probe) : nil)
+        let importer: any FileImporter
+        switch await open(path, explicit: explicit) {
+        case .done(let report): return report
+        case .opened(let opened, let chosen): (source, importer) = (opened, chosen)
         }
         let driverID = type(of: importer).id
+        func failed(_ error: String, notStored: Bool = false) -> FileReport {
+            var report = FileReport(path: path, status: .failed, driver: driverID, error: error)
+            report.notStored = notStored
+            return report
+        }
         let hash: String
-        do {
-            var hasher = SHA256()
-            for try await chunk in source.chunks() { hasher.update(data: chunk) }
-            hash = Hex.lowercase(hasher.finalize())
-        } catch {
-            return FileReport(path: path, status: .failed, driver: driverID, error: "\(error)")
+        do { hash = try await Self.contentHash(source) } catch { return failed("\(error)") }
+        let resumeAfter: Int
+        switch await ledgerState(hash, path: path, driver: driverID) {
+        case .done(let report): return report
+        case .resumeAfter(let count): resumeAfter = count
         }
-
-        var resumeAfter = 0
-        do {
-            if let store, let entry = try await store.ledgerEntry(contentHash: hash) {
-                if entry.isComplete {
-                    return FileReport(path: path, status: .alreadyImported, driver: driverID,
-                                      error: entry.path == path ? nil : "same content as \(entry.path)")
-                }
-                if entry.status == .inProgress { resumeAfter = entry.handedOver }
-            }
-        } catch {
-            var report = FileReport(path: path, status: .failed, driver: driverID, error: "database: \(Self.describe(error))")
-            report.notStored = true
-            return report
-        }
-
-        // Decode: records emitted before a DecodeError make the file partial.
-        let header = FileImport(contentHash: hash, path: path, sizeBytes: source.size, driver: driverID, records: [],
-                                status: .imported)
         let normalizer: Normalizer
-        do { normalizer = try await intake.normalizer() } catch {
-            var report = FileReport(path: path, status: .failed, driver: driverID, error: "database: \(Self.describe(error))")
-            report.notStored = true
-            return report
-        }
+        do { normalizer = try await intake.normalizer() } catch { return failed("database: \(Self.describe(error))", notStored: true) }
+
+        let header = FileImport(contentHash: hash, path: path, sizeBytes: source.size, driver: driverID, records: [], status: .imported)
         let filtered = options.range.since != nil || options.range.until != nil
         let counter = ReadCounter()
         source.bytesRead = counter
@@ -227,12 +207,111 @@ public struct ImportPipeline: FileSink {
                                       skip: filtered ? 0 : resumeAfter, recordsProgress: !filtered,
                                       transactionWeight: options.transactionWeight, previewCount: options.dryRun ? options.previewCount : 0,
                                       onProgress: onProgress)
-        var decodeError: String?
-        var storeError: String?
-        func alreadyImported(_ done: FileCommitter.AlreadyImported) -> FileReport {
-            FileReport(path: path, status: .alreadyImported, driver: driverID,
-                       error: done.entry.path == path ? nil : "same content as \(done.entry.path)")
+        let outcome: DecodeOutcome
+        switch await decode(source, with: importer, into: committer, path: path, explicit: explicit) {
+        case .done(let report): return report
+        case .decoded(let decoded): outcome = decoded
         }
+        let verdict = FileVerdict.decide(path: path, driver: driverID, outcome, resumeAfter: resumeAfter, dryRun: options.dryRun)
+        var report = verdict.report
+        let ledgerStatus = verdict.ledger
+        if options.dryRun { report.preview = await committer.preview }
+        guard let ledgerStatus else { return report }
+        guard let store else {
+            report.status = .failed
+            report.error = "no database"
+            return report
+        }
+        var last = header
+        last.records = ledgerStatus == .failed ? [] : await committer.takePending()
+        last.status = ledgerStatus
+        last.error = report.error
+        last.checkpoints = checkpoints
+        var stored = outcome.stored
+        do {
+            switch try await store.commit(last) {
+            case .alreadyImported:
+                report.status = .alreadyImported
+                report.error = nil
+            case .committed(let result):
+                stored.add(result)
+                report.records = stored.stored
+                report.unchanged = stored.unchanged
+            }
+        } catch {
+            report.status = .failed
+            report.notStored = true
+            report.records = stored.stored
+            report.error = "\(path): database: \(Self.describe(error)); " + FileVerdict.whatStays(parts: outcome.parts, stored: stored.stored)
+        }
+        return report
+    }
+
+    enum Opened {
+        case done(FileReport)
+        case opened(ImportSource, any FileImporter)
+    }
+
+    /// Opens `path` and chooses its importer (an SQLite file by its tables); a file no importer
+    /// reads is skipped, or failed when named explicitly.
+    private func open(_ path: String, explicit: Bool) async -> Opened {
+        var source: ImportSource
+        do { source = try await ImportSource.open(path) } catch { return .done(FileReport(path: path, status: .failed, error: error.description)) }
+        // An SQLite file is another program's database: its tables say whose.
+        if source.probe.isSQLite { source.probe.sqliteTables = await ForeignSQLite.tables(path) }
+        guard let importer = importer(for: source.probe) else {
+            return .done(FileReport(path: path, status: explicit ? .failed : .skipped, error: explicit ? "\(path): " + Self.unread(source.probe) : nil))
+        }
+        return .opened(source, importer)
+    }
+
+    /// SHA-256 of the file's bytes, hex.
+    private static func contentHash(_ source: ImportSource) async throws -> String {
+        var hasher = SHA256()
+        for try await chunk in source.chunks() { hasher.update(data: chunk) }
+        return Hex.lowercase(hasher.finalize())
+    }
+
+    enum LedgerState {
+        case done(FileReport)
+        /// Records an interrupted import of the same content already stored.
+        case resumeAfter(Int)
+    }
+
+    /// What the ledger knows of `hash`: imported already (done), or how far an interrupted import got.
+    private func ledgerState(_ hash: String, path: String, driver: String) async -> LedgerState {
+        guard let store else { return .resumeAfter(0) }
+        do {
+            guard let entry = try await store.ledgerEntry(contentHash: hash) else { return .resumeAfter(0) }
+            if entry.isComplete {
+                return .done(FileReport(path: path, status: .alreadyImported, driver: driver,
+                                        error: entry.path == path ? nil : "same content as \(entry.path)"))
+            }
+            return .resumeAfter(entry.status == .inProgress ? entry.handedOver : 0)
+        } catch {
+            var report = FileReport(path: path, status: .failed, driver: driver, error: "database: \(Self.describe(error))")
+            report.notStored = true
+            return .done(report)
+        }
+    }
+
+    enum Decoded {
+        case done(FileReport)
+        case decoded(DecodeOutcome)
+    }
+
+    /// Runs the importer into the committer and waits for its last part: what it handed over
+    /// and what went wrong, decoding (records before a ``DecodeError`` make the file partial) or
+    /// storing. Done early when another import of the same content finished meanwhile, or when
+    /// the importer does not recognize the file before handing anything over.
+    private func decode(_ source: ImportSource, with importer: any FileImporter, into committer: FileCommitter, path: String,
+                        explicit: Bool) async -> Decoded {
+        let driverID = type(of: importer).id
+        func alreadyImported(_ done: FileCommitter.AlreadyImported) -> Decoded {
+            .done(FileReport(path: path, status: .alreadyImported, driver: driverID,
+                             error: done.entry.path == path ? nil : "same content as \(done.entry.path)"))
+        }
+        var decodeError: String?, storeError: String?
         do {
             try await importer.importFile(source, into: committer)
         } catch let done as FileCommitter.AlreadyImported {
@@ -243,8 +322,8 @@ public struct ImportPipeline: FileSink {
             storeError = "\(path): database: \(Self.describe(failure.error))"
         } catch let unrecognized as UnrecognizedFile {
             if await committer.handedOver == 0 {
-                return FileReport(path: path, status: explicit ? .failed : .skipped, driver: driverID,
-                                  error: explicit ? "\(path): \(unrecognized.reason)" : nil)
+                return .done(FileReport(path: path, status: explicit ? .failed : .skipped, driver: driverID,
+                                        error: explicit ? "\(path): \(unrecognized.reason)" : nil))
             }
             decodeError = "\(path): \(unrecognized.reason)"
         } catch let error as DecodeError {
@@ -264,70 +343,10 @@ public struct ImportPipeline: FileSink {
         } catch {
             storeError = storeError ?? "\(path): database: \(Self.describe(error))"
         }
-        let handedOver = await committer.handedOver, accepted = await committer.accepted
-        let outOfRange = await committer.outOfRange, rejected = await committer.rejected
-        let parts = await committer.parts
-        var stored = await committer.stored
-
-        var report = FileReport(path: path, status: .imported, driver: driverID, outOfRange: outOfRange,
-                                rejected: rejected.kept.map(\.description), rejectedCount: rejected.count, error: decodeError)
-        if let storeError {
-            // A part failed to commit (disk full ...), or the import was told to stop between two
-            // parts: the parts before stay, and the ledger says where the next import resumes.
-            report.status = .failed
-            report.notStored = true
-            report.records = stored.stored
-            report.error = parts == 0 ? storeError + "; nothing stored for this file"
-                : storeError + "; \(stored.stored) record(s) stored before it stay, importing the file again resumes after them"
-            return report
-        }
-        if handedOver == 0, decodeError != nil {
-            report.status = .failed
-        } else if decodeError != nil || !rejected.isEmpty {
-            report.status = accepted == 0 && outOfRange == 0 && resumeAfter == 0 ? .failed : .partial
-            if report.error == nil { report.error = "\(rejected.count) record(s) rejected" }
-        }
-
-        if options.dryRun {
-            if report.status == .imported { report.status = .wouldImport }
-            report.records = accepted
-            report.preview = await committer.preview
-            return report
-        }
-        guard let store else {
-            report.status = .failed
-            report.error = "no database"
-            return report
-        }
-        // A file imported with a date range stays open: importing it again stores the rest.
-        let ledgerStatus: ImportStatus =
-            report.status == .failed ? .failed
-            : outOfRange > 0 ? .filtered
-            : report.status == .partial ? .partial : .imported
-        var last = header
-        last.records = report.status == .failed ? [] : await committer.takePending()
-        last.status = ledgerStatus
-        last.error = report.error
-        last.checkpoints = checkpoints
-        do {
-            switch try await store.commit(last) {
-            case .alreadyImported:
-                report.status = .alreadyImported
-                report.error = nil
-            case .committed(let result):
-                stored.add(result)
-                report.records = stored.stored
-                report.unchanged = stored.unchanged
-            }
-        } catch {
-            report.status = .failed
-            report.notStored = true
-            report.records = stored.stored
-            report.error = "\(path): database: \(Self.describe(error)); "
-                + (parts == 0 ? "nothing stored for this file"
-                   : "\(stored.stored) record(s) stored before it stay, importing the file again resumes after them")
-        }
-        return report
+        return .decoded(DecodeOutcome(handedOver: await committer.handedOver, accepted: await committer.accepted,
+                                      outOfRange: await committer.outOfRange, rejected: await committer.rejected,
+                                      parts: await committer.parts, stored: await committer.stored,
+                                      decodeError: decodeError, storeError: storeError))
     }
 
     /// Imports every file under `paths`, calling `progress` before each file and `done` after;
