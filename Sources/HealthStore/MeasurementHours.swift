@@ -45,11 +45,11 @@ extension HealthStore {
         }
         guard kept else { return try await reading(query) }
         // Hours written since they were kept are read again, in the transaction that reads
-        // them; a read finding none stays a read.
-        let pending = try await reading { db in
-            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM measurement_hour_changes)") ?? false
+        // them; a read finding none noted stays a read (the check and the totals in one snapshot).
+        let unchanged = try await reading { db -> [BucketTotal]? in
+            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM measurement_hour_changes)") == true ? nil : try query(db)
         }
-        guard pending else { return try await reading(query) }
+        if let unchanged { return unchanged }
         return try await writing { db in
             try Self.refreshMeasurementHours(db)
             return try query(db)
