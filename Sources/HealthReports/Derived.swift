@@ -6,20 +6,13 @@ public import HealthStore
 /// ``DerivedHabit`` (the one implementation of the values).
 extension Reports {
     /// What `derivation` reads for the days from `first` through `last`: the records of its
-    /// source in those days' bounds (workouts that started up to their longest span before).
-    /// `reduced`: heart rate and steps come reduced in SQL (a reading per minute; a sum per
-    /// source and slot), which gives the same values but not the sources of each contribution.
+    /// source in those days' bounds (workouts that started up to their longest span before),
+    /// each with its sources (``explain(_:_:boundary:day:)``; the views read through
+    /// ``DerivationReads``, which reduces heart rate and steps in SQL).
     public static func derivationInput(_ store: HealthStore, _ derivation: HabitDerivation, boundary: DayBoundary,
-                                       from first: LocalDay, through last: LocalDay, reduced: Bool = false) async throws -> DerivationInput {
+                                       from first: LocalDay, through last: LocalDay) async throws -> DerivationInput {
         let range = DateRange(since: boundary.start(of: first), until: boundary.start(of: last.adding(1)))
         let widened = DateRange(since: range.since.map { $0.addingTimeInterval(-PhysicalLimits.workoutSpanS) }, until: range.until)
-        if reduced, derivation.source == .heartRateAbove || derivation.source == .heartRateBelow {
-            return .heartRate(minutes: try await store.heartRateByMinute(in: range, lookBack: PhysicalLimits.workoutSpanS),
-                              highest: derivation.source == .heartRateAbove)
-        }
-        if reduced, derivation.source == .steps {
-            return .steps(slots: try await store.stepsBySlot(in: range, slotMinutes: DerivedHabit.stepSlotMinutes(boundary)))
-        }
         switch derivation.source {
         case .steps:
             return DerivationInput(measurements: try await store.measurements(kind: .steps, in: range))
@@ -117,8 +110,10 @@ extension Reports {
 
     /// What derived habits read over one run of days, each source read once however many habits
     /// read it (minutes above a heart rate and below one, workouts and active minutes, sleep and
-    /// deep sleep, water and vaping), reduced as ``derivationInput(_:_:boundary:from:through:reduced:)``
-    /// reduces it.
+    /// deep sleep, water and vaping). Heart rate and steps come reduced in SQL (each minute's
+    /// highest and lowest reading; a sum per source and slot), which gives the rules' values but
+    /// not the sources of each contribution; the rest as ``derivationInput(_:_:boundary:from:through:)``
+    /// reads it.
     struct DerivationReads {
         let store: HealthStore
         let boundary: DayBoundary
@@ -131,13 +126,11 @@ extension Reports {
         }
 
         mutating func input(_ derivation: HabitDerivation) async throws -> DerivationInput {
+            let range = DateRange(since: boundary.start(of: first), until: boundary.start(of: last.adding(1)))
             let key: String
             switch derivation.source {
             case .heartRateAbove, .heartRateBelow:
-                if heartRate == nil {
-                    let range = DateRange(since: boundary.start(of: first), until: boundary.start(of: last.adding(1)))
-                    heartRate = try await store.heartRateByMinute(in: range, lookBack: PhysicalLimits.workoutSpanS)
-                }
+                if heartRate == nil { heartRate = try await store.heartRateByMinute(in: range, lookBack: PhysicalLimits.workoutSpanS) }
                 return .heartRate(minutes: heartRate ?? [], highest: derivation.source == .heartRateAbove)
             case .steps: key = "steps"
             case .activeMinutes, .workouts: key = "workouts"
@@ -146,7 +139,9 @@ extension Reports {
             case .hydration, .vaping: key = "habit events"
             }
             if let input = inputs[key] { return input }
-            let input = try await Reports.derivationInput(store, derivation, boundary: boundary, from: first, through: last, reduced: true)
+            let input = derivation.source == .steps
+                ? .steps(slots: try await store.stepsBySlot(in: range, slotMinutes: DerivedHabit.stepSlotMinutes(boundary)))
+                : try await Reports.derivationInput(store, derivation, boundary: boundary, from: first, through: last)
             inputs[key] = input
             return input
         }
