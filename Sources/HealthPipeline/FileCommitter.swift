@@ -16,7 +16,6 @@ import HealthStore
 actor FileCommitter: RecordSink {
     /// Who the file is, for the ledger.
     let header: FileImport
-    let store: HealthStore?
     let intake: Intake
     /// The intake's normalizer for this file (the body weight read once, at its start).
     let normalizer: Normalizer
@@ -49,12 +48,11 @@ actor FileCommitter: RecordSink {
     /// The part being committed, if any.
     private var inFlight: Task<Void, any Error>?
 
-    init(header: FileImport, store: HealthStore?, intake: Intake, normalizer: Normalizer, dryRun: Bool, skip: Int, recordsProgress: Bool,
+    init(header: FileImport, intake: Intake, normalizer: Normalizer, dryRun: Bool, skip: Int, recordsProgress: Bool,
          transactionWeight: Int = ImportLimits.transactionWeight, previewCount: Int = 0,
          onProgress: (@Sendable (_ handedOver: Int) -> Void)? = nil) {
         self.onProgress = onProgress
         self.header = header
-        self.store = store
         self.intake = intake
         self.normalizer = normalizer
         self.dryRun = dryRun
@@ -105,7 +103,7 @@ actor FileCommitter: RecordSink {
     }
 
     private func commitPart() async throws {
-        guard let store else { return }
+        guard let store = intake.store else { return }
         // The part before must be stored first: the ledger's count of a part covers the ones before it.
         try await settle()
         var part = header

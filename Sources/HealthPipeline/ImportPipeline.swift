@@ -203,7 +203,7 @@ public struct ImportPipeline: FileSink {
             let size = source.size
             onProgress = { records in within(min(counter.value, size), records) }
         }
-        let committer = FileCommitter(header: header, store: store, intake: intake, normalizer: normalizer, dryRun: options.dryRun,
+        let committer = FileCommitter(header: header, intake: intake, normalizer: normalizer, dryRun: options.dryRun,
                                       skip: filtered ? 0 : resumeAfter, recordsProgress: !filtered,
                                       transactionWeight: options.transactionWeight, previewCount: options.dryRun ? options.previewCount : 0,
                                       onProgress: onProgress)

@@ -24,14 +24,11 @@ public struct Intake: Sendable {
     public var range: DateRange
     /// Body weight for estimated energy: nil for the body profile's (or 70 kg), see ``BodyWeight``.
     public var bodyWeightKg: Double?
-    public var validator: RecordValidator
 
-    public init(store: HealthStore?, range: DateRange = DateRange(), bodyWeightKg: Double? = nil,
-                validator: RecordValidator = RecordValidator()) {
+    public init(store: HealthStore?, range: DateRange = DateRange(), bodyWeightKg: Double? = nil) {
         self.store = store
         self.range = range
         self.bodyWeightKg = bodyWeightKg
-        self.validator = validator
     }
 
     /// The body weight for energy estimates now: the option, the profile stored now, or 70 kg.
@@ -51,7 +48,7 @@ public struct Intake: Sendable {
     }
 
     private func normalizer(weightKg: Double) -> Normalizer {
-        Normalizer(validator: validator, energy: EnergyEstimator(bodyWeightKg: weightKg), since: range.since, until: range.until)
+        Normalizer(energy: EnergyEstimator(bodyWeightKg: weightKg), since: range.since, until: range.until)
     }
 
     /// `records` normalized by `normalizer` and with canonical habit names; nothing written.
@@ -61,28 +58,18 @@ public struct Intake: Sendable {
         return outcome
     }
 
-    /// Normalizes and names `records` (the body weight read only when a workout may need it) and
-    /// writes the accepted ones in one transaction.
-    public func write(_ records: [HealthRecord], now: Date = Date()) async throws -> (written: WriteResult, outcome: Normalizer.Outcome) {
-        let outcome = try await prepare(records, with: try await normalizer(for: records, pieces: false), now: now)
-        guard let store, !outcome.accepted.isEmpty else { return (WriteResult(), outcome) }
-        return (try await store.write(outcome.accepted), outcome)
-    }
-
-    /// A live batch the same way (workout pieces validated on their summary, the final piece's
-    /// energy estimated; checkpoints kept), written in one transaction.
+    /// Normalizes a live batch (workout pieces validated on their summary, the final piece's
+    /// energy estimated; checkpoints kept; the body weight read only when a workout may need
+    /// it), names its habit events, and writes what it accepts in one transaction.
     public func write(_ batch: LiveBatch, now: Date = Date()) async throws
         -> (written: WriteResult, accepted: LiveBatch, rejected: [ValidationError]) {
-        var (accepted, rejected) = try await normalizer(for: batch.records, pieces: !batch.workouts.isEmpty).normalize(batch, now: now)
-        guard let store, !accepted.isEmpty else { return (WriteResult(), accepted, rejected) }
+        let workouts = !batch.workouts.isEmpty || batch.records.contains { if case .workout = $0 { true } else { false } }
+        let normalizer = workouts ? try await normalizer() : normalizer(weightKg: BodyWeight.defaultKg)
+        let normalized = normalizer.normalize(batch, now: now)
+        var accepted = normalized.batch
+        guard let store, !accepted.isEmpty else { return (WriteResult(), accepted, normalized.rejected) }
         accepted.records = try await store.canonicalHabitNames(accepted.records)
-        return (try await store.write(accepted), accepted, rejected)
-    }
-
-    /// Reads the body weight only when a workout is among `records` (or `pieces` arrive).
-    private func normalizer(for records: [HealthRecord], pieces: Bool) async throws -> Normalizer {
-        let workouts = pieces || records.contains { if case .workout = $0 { true } else { false } }
-        return workouts ? try await normalizer() : normalizer(weightKg: BodyWeight.defaultKg)
+        return (try await store.write(accepted), accepted, normalized.rejected)
     }
 }
 

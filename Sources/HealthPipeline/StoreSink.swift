@@ -15,9 +15,9 @@ public final class StoreSink: RecordSink {
     private let onCommit: (@Sendable (LiveBatch, Date) -> Void)?
     private let rejections = Mutex(Rejections())
 
-    public init(store: HealthStore, validator: RecordValidator = RecordValidator(), onCommit: (@Sendable (LiveBatch, Date) -> Void)? = nil) {
+    public init(store: HealthStore, onCommit: (@Sendable (LiveBatch, Date) -> Void)? = nil) {
         self.store = store
-        self.intake = Intake(store: store, validator: validator)
+        self.intake = Intake(store: store)
         self.onCommit = onCommit
     }
 
