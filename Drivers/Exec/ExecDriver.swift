@@ -165,6 +165,12 @@ public struct ExecDriver: DeviceDriver {
             await reading.result
         } onCancel: {
             child.stop(after: configuration.stopTimeout)
+            // A child of the program that left its process group may hold the output open: the
+            // reading ends a second after the SIGKILL whatever it does.
+            stdout.channel.eventLoop.scheduleTask(in: TimeAmount(configuration.stopTimeout + .seconds(1))) {
+                stdout.channel.close(promise: nil)
+                stderr.channel.close(promise: nil)
+            }
         }
         configuration.onEvent?(.exited(status: await status))
         try result.get()

@@ -1,6 +1,7 @@
 import DriverKit
 import Foundation
 import HealthModel
+import Synchronization
 import Testing
 import TestSupport
 @testable import ExecDriver
@@ -266,6 +267,37 @@ final class Events: @unchecked Sendable {
         let child = try #require(Int32(try String(contentsOfFile: folder + "/child", encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)))
         #expect(await cameTrue { kill(child, 0) != 0 }, "the program's background child still runs")
+    }
+
+    /// A hostile program: its child leaves the process group (a new session) and holds the
+    /// output open forever. A stop still ends: the group gets SIGTERM and SIGKILL, and the reading
+    /// gives up a second after; the record printed before is stored.
+    @Test func aChildOutsideTheGroupDoesNotHoldTheStop() async throws {
+        let (path, folder) = try script("""
+            setsid sleep 600 &
+            echo $! > "$(dirname "$0")/child"
+            echo '{"type":"habit","habit":"water","time":"2026-11-22T09:00:00Z"}'
+            exec sleep 600
+            """)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var configuration = ExecDriver.Configuration(command: [path], instance: "t")
+        configuration.batchInterval = .milliseconds(50)
+        configuration.stopTimeout = .milliseconds(200)
+        let sink = Collected()
+        let task = Task { try await ExecDriver(configuration: configuration).run(into: sink) }
+        #expect(await cameTrue { sink.records.count == 1 })
+        let ended = Mutex(false)
+        let stop = Task {
+            task.cancel()
+            _ = try? await task.value
+            ended.withLock { $0 = true }
+        }
+        #expect(await cameTrue { ended.withLock { $0 } }, "the stop waits for the escaped child's output")
+        stop.cancel()
+        if let child = Int32((try? String(contentsOfFile: folder + "/child", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") {
+            kill(child, SIGKILL)
+        }
+        #expect(sink.records.count == 1)
     }
 
     /// A program that writes far faster than its records are stored (the store is stuck) is held
