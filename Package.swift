@@ -16,7 +16,7 @@ let package = Package(
         .library(name: "HealthGate", targets: ["HealthPipeline", "HealthReports", "HealthGateDaemon"]),
         // The pure decoders, for the libFuzzer targets in Fuzz/ (a separate package).
         .library(name: "HealthGateDecoders", targets: [
-            "FITDriver", "XMLStream", "TCXDriver", "GPXDriver", "ExecDriver", "GATTProfiles", "BLEHost", "BLERuntime",
+            "FITDriver", "XMLStream", "TCXDriver", "GPXDriver", "ExecDriver", "GATTProfiles", "BluetoothCentral", "BLEHost",
             "SyncProtocol",
             "ZipStream", "AppleHealthDriver",
             "CSVStream", "DaemonProtocol",
@@ -91,7 +91,7 @@ let package = Package(
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
         .target(name: "MassStorageDriver", dependencies: ["DriverKit", "LinuxAdapters", "WatchLayout"], path: "Drivers/MassStorage",
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
-        .target(name: "BLEReplayDriver", dependencies: ["DriverKit", "HealthModel", "BLEDriver", "BLERuntime", "Timing"], path: "Drivers/BLEReplay",
+        .target(name: "BLEReplayDriver", dependencies: ["DriverKit", "HealthModel", "BLEDriver", "BLEHost", "Timing"], path: "Drivers/BLEReplay",
                 exclude: ["README.md"], resources: [.embedInCode("sample.toml")]),
         // Entries people and scripts type (`healthgate log`, the daemon socket's `log` request, the
         // dashboard's forms): the entry model and the pure entry builder (units, times,
@@ -118,16 +118,22 @@ let package = Package(
                 path: "Drivers/Gadgetbridge", exclude: ["README.md", "tools"], resources: [.embedInCode("sample.toml")]),
         // Bluetooth LE: pure decoders of the standard GATT health and fitness profiles.
         .target(name: "GATTProfiles", dependencies: ["HealthModel"], path: "Drivers/BluetoothLE/Profiles"),
-        // Bluetooth LE host stack: H4/HCI, ACL, L2CAP, ATT, GATT client, transports.
-        .target(name: "BLEHost", path: "Drivers/BluetoothLE/Host"),
+        // Bluetooth LE, backend-neutral: the central and connection protocols both backends
+        // implement, their types and errors (addresses, UUIDs, advertising data, the GATT
+        // database, the Bluetooth error codes), the reconnecting device session, and the
+        // controller a configuration names.
+        .target(name: "BluetoothCentral", dependencies: ["Timing"], path: "Drivers/BluetoothLE/Central"),
+        // Bluetooth LE host stack, pure: H4/HCI, ACL, L2CAP, ATT, GATT discovery, and the capture
+        // reader (btsnoop, pcap, pcapng) that replays a recorded link through those layers.
+        .target(name: "BLEHost", dependencies: ["BluetoothCentral", "PacketCapture"], path: "Drivers/BluetoothLE/Host"),
         // Bluetooth LE driver: live readings -> measurements and workout pieces (pure
         // sessionizer), and the recorder that drives device sessions into a sink.
-        .target(name: "BLEDriver", dependencies: ["HealthModel", "DriverKit", "GATTProfiles", "BLEHost", "BLERuntime", "BLEBlueZ"],
-                path: "Drivers/BluetoothLE", exclude: ["README.md", "Host", "Profiles", "Runtime", "BlueZ"],
+        .target(name: "BLEDriver", dependencies: ["HealthModel", "DriverKit", "GATTProfiles", "BluetoothCentral", "BLEHost", "BLERuntime", "BLEBlueZ"],
+                path: "Drivers/BluetoothLE", exclude: ["README.md", "Central", "Host", "Profiles", "Runtime", "BlueZ"],
                 resources: [.embedInCode("sample.toml")]),
         // Bluetooth LE I/O edge: transports, the host runtime (one actor owning the protocol
         // state), scanner, GATT client and reconnecting device sessions.
-        .target(name: "BLERuntime", dependencies: ["BLEHost", "Timing", "PacketCapture"], path: "Drivers/BluetoothLE/Runtime"),
+        .target(name: "BLERuntime", dependencies: ["BluetoothCentral", "BLEHost", "Timing"], path: "Drivers/BluetoothLE/Runtime"),
         // Bluetooth LE through BlueZ: bluetoothd over D-Bus (sd-bus from the system's libsystemd),
         // the second backend of the recorder; a pure model of bluetoothd's object tree.
         // sd-bus's header (libsystemd-dev); libsystemd.so.0 itself is loaded on first use (include/CSDBus.h).
@@ -137,7 +143,7 @@ let package = Package(
         .target(name: "CLibUSB", path: "Sources/CLibUSB"),
         // USB through libusb: devices, bulk endpoints with a reader thread, hotplug events.
         .target(name: "USBKit", dependencies: ["CLibUSB", "Timing"], path: "Sources/USBKit"),
-        .target(name: "BLEBlueZ", dependencies: ["BLEHost", "BLERuntime", "Timing", "CSDBus"], path: "Drivers/BluetoothLE/BlueZ"),
+        .target(name: "BLEBlueZ", dependencies: ["BluetoothCentral", "Timing", "CSDBus"], path: "Drivers/BluetoothLE/BlueZ"),
 
         // ANT+ and ANT-FS (USB sticks): pure layers, each without I/O and without Foundation.
         // The stick's serial protocol: framing (`A4 len id payload xor`), the incremental frame
@@ -285,14 +291,14 @@ let package = Package(
         .executableTarget(name: "healthgate", dependencies: [
             "Dashboard", "HealthPipeline", "HealthReports", "HealthGateDaemon", "HealthModel", "HealthStore", "HealthSync", "SyncProtocol", "DriverKit",
             "DriverRegistry", "LinuxAdapters", "Entries", "CommandSupport", "ANTCommands", "ANTDriver", "WatchCommands",
-            "FITDriver", "BLEHost", "BLERuntime", "GATTProfiles", "BLEDriver", "BLEBlueZ", "WebSecurity",
+            "FITDriver", "BluetoothCentral", "BLEHost", "BLERuntime", "GATTProfiles", "BLEDriver", "BLEBlueZ", "WebSecurity",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/healthgate"),
         // `make bench`: decode and import throughput, live BLE latency and CPU, next to baselines
         // measured in the same run.
         .executableTarget(name: "healthgate-bench", dependencies: [
-            "HealthPipeline", "HealthStore", "HealthModel", "DriverKit", "FITDriver", "BLEDriver", "BLERuntime", "BLEHost", "TestSupport",
+            "HealthPipeline", "HealthStore", "HealthModel", "DriverKit", "FITDriver", "BLEDriver", "BluetoothCentral", "BLERuntime", "BLEHost", "TestSupport",
             "HealthSync", "SyncProtocol", "HealthReports",
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -303,7 +309,7 @@ let package = Package(
         ], path: "Sources/healthgate-bench"),
 
         // Helpers shared by the test targets (seeded generator for fuzz loops, the BLE peer harness).
-        .target(name: "TestSupport", dependencies: ["BLEHost", "HealthStore"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["BluetoothCentral", "HealthStore"], path: "Tests/TestSupport"),
         .testTarget(name: "WatchLayoutTests", dependencies: ["WatchLayout", "DriverKit"]),
         .testTarget(name: "WatchDriverTests", dependencies: ["WatchDriver", "WatchLayout", "DriverKit", "HealthModel", "TestSupport"]),
         .testTarget(name: "ANTProtocolTests", dependencies: ["TestSupport", "ANTProtocol", "ANTPlusProfiles", "ANTFS", "HealthModel"]),
@@ -319,11 +325,11 @@ let package = Package(
         .testTarget(name: "FITDriverTests", dependencies: ["TestSupport", "FITDriver", "HealthModel", "DriverKit"]),
         .testTarget(name: "XMLDriverTests", dependencies: ["TestSupport", "XMLStream", "TCXDriver", "GPXDriver", "HealthModel", "DriverKit"]),
         .testTarget(name: "GATTProfilesTests", dependencies: ["TestSupport", "GATTProfiles", "HealthModel"]),
-        .testTarget(name: "BLEHostTests", dependencies: ["TestSupport", "BLEHost"]),
-        .testTarget(name: "BLEDriverTests", dependencies: ["BLEDriver", "BLEHost", "BLERuntime", "DriverKit", "GATTProfiles", "HealthModel"]),
-        .testTarget(name: "BLERuntimeTests", dependencies: ["TestSupport", "BLERuntime", "BLEHost", "GATTProfiles", "Timing"]),
-        .testTarget(name: "BLEBlueZTests", dependencies: ["BLEBlueZ", "BLERuntime", "BLEHost", "TestSupport"]),
-        .testTarget(name: "BLERecordingTests", dependencies: [
+        .testTarget(name: "BLEHostTests", dependencies: ["BluetoothCentral", "TestSupport", "BLEHost", "GATTProfiles"]),
+        .testTarget(name: "BLEDriverTests", dependencies: ["BluetoothCentral", "BLEDriver", "BLEHost", "BLERuntime", "DriverKit", "GATTProfiles", "HealthModel"]),
+        .testTarget(name: "BLERuntimeTests", dependencies: ["BluetoothCentral", "TestSupport", "BLERuntime", "BLEHost", "GATTProfiles", "Timing"]),
+        .testTarget(name: "BLEBlueZTests", dependencies: ["BluetoothCentral", "BLEBlueZ", "BLERuntime", "BLEHost", "TestSupport"]),
+        .testTarget(name: "BLERecordingTests", dependencies: ["BluetoothCentral", 
             "TestSupport", "BLEDriver", "BLERuntime", "BLEHost", "HealthPipeline", "HealthStore", "HealthModel",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),

@@ -1,5 +1,5 @@
 public import BLEDriver
-import BLERuntime
+import BLEHost
 public import DriverKit
 import Foundation
 import HealthModel

@@ -1,5 +1,6 @@
 import ANTDriver
 import AppleHealthDriver
+import BluetoothCentral
 import BLEDriver
 import BLEReplayDriver
 import CSVDriver

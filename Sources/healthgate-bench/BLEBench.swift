@@ -1,3 +1,4 @@
+import BluetoothCentral
 import BLEDriver
 import BLEHost
 import BLERuntime

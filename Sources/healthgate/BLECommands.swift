@@ -1,4 +1,5 @@
 import ArgumentParser
+import BluetoothCentral
 import BLEBlueZ
 import BLEDriver
 import BLEHost
@@ -82,7 +83,7 @@ struct ControllerOptions: ParsableArguments {
     func withController<T>(_ body: (any BLECentral) async throws -> T) async throws -> T {
         let controller: BLEController
         let hci = try hci
-        do { controller = try await address().resolve() } catch let error as BLERuntimeError { throw RuntimeFailure.controller(hci, error) }
+        do { controller = try await address().resolve() } catch let error as BLEError { throw RuntimeFailure.controller(hci, error) }
         if case .bluez(let adapter) = controller {
             if snoop != nil { throw RuntimeFailure("--snoop: \(hci) is BlueZ here; a capture needs the own host stack (with BlueZ use btmon)") }
             let central: BlueZCentral
@@ -132,7 +133,7 @@ extension RuntimeFailure {
     /// The controller `hci` could not be opened or used. Named once: a transport's error already
     /// starts with the transport's name (`tcp:127.0.0.1:1: connect: ...`); other errors get `hci`.
     static func controller(_ hci: String, _ error: any Error) -> RuntimeFailure {
-        if case .transport(let cause) = error as? BLERuntimeError { return RuntimeFailure(cause.description) }
+        if case .transport(let cause) = error as? BLEError { return RuntimeFailure(cause.description) }
         return RuntimeFailure("\(hci): \(error)")
     }
 }

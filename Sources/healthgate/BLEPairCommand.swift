@@ -1,4 +1,5 @@
 import ArgumentParser
+import BluetoothCentral
 import BLEBlueZ
 import BLEHost
 import BLERuntime
@@ -78,7 +79,7 @@ struct BLEPairCommand: AsyncParsableCommand {
 
     func run() async throws {
         let resolved: BLEController
-        do { resolved = try await controller().resolve() } catch let error as BLERuntimeError { throw RuntimeFailure.controller(hci, error) }
+        do { resolved = try await controller().resolve() } catch let error as BLEError { throw RuntimeFailure.controller(hci, error) }
         guard case .bluez(let adapter) = resolved else { throw RuntimeFailure(Self.needsBlueZ(hci)) }
         let central: BlueZCentral
         var configuration = BlueZCentral.Configuration(adapter: adapter)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BluetoothCentral
 import BLEDriver
 import BLEHost
 import BLERuntime

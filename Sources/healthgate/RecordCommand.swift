@@ -1,6 +1,7 @@
 import ANTCommands
 import ANTDriver
 import ArgumentParser
+import BluetoothCentral
 import BLEDriver
 import BLEHost
 import BLERuntime

@@ -1,3 +1,4 @@
+import BluetoothCentral
 import BLEBlueZ
 import BLEHost
 import BLERuntime

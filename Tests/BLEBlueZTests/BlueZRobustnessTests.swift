@@ -1,3 +1,4 @@
+import BluetoothCentral
 @testable import BLEBlueZ
 import BLEHost
 import BLERuntime
@@ -223,7 +224,7 @@ struct BlueZAdapterAndAdvertisingTests {
         let state = BlueZCentral.State(bus: bus, log: { line in lost.withLock { $0.append(line) } })
         bus.post { bus.owner = state }
         // Nothing owns org.bluez here, so start fails (saying so), but it watches the bus.
-        let started: Result<String, BLERuntimeError> = await withCheckedContinuation { c in
+        let started: Result<String, BLEError> = await withCheckedContinuation { c in
             bus.post { state.start(adapter: nil, BlueZCentral.Reply<String> { c.resume(returning: $0) }) }
         }
         guard case .failure(let error) = started else { Issue.record("start succeeded without bluetoothd"); return }
@@ -234,7 +235,7 @@ struct BlueZAdapterAndAdvertisingTests {
         try await eventually("the lost bus reported") { lost.withLock({ $0.contains { $0.hasPrefix("D-Bus connection lost") } }) }
 
         let peer = DeviceAddress(0xC0_4E_47_00_00_01, kind: .random)
-        let connect: Result<String, BLERuntimeError> = await withCheckedContinuation { c in
+        let connect: Result<String, BLEError> = await withCheckedContinuation { c in
             bus.post { state.connect(peer, timeout: .seconds(30), BlueZCentral.Reply<String> { c.resume(returning: $0) }) }
         }
         guard case .failure(let connectError) = connect else { Issue.record("connect succeeded without a bus"); return }
@@ -242,7 +243,7 @@ struct BlueZAdapterAndAdvertisingTests {
         #expect(connectError.description.hasPrefix("the connection to the system bus was lost"))
 
         let (stream, continuation) = AsyncStream.makeStream(of: DiscoveredDevice.self)
-        let scan: Result<UInt64, BLERuntimeError> = await withCheckedContinuation { c in
+        let scan: Result<UInt64, BLEError> = await withCheckedContinuation { c in
             bus.post { state.startScan(continuation: continuation, filter: nil, BlueZCentral.Reply<UInt64> { c.resume(returning: $0) }) }
         }
         guard case .failure(let scanError) = scan else { Issue.record("a scan started without a bus"); return }
@@ -404,7 +405,7 @@ struct BlueZAdapterAndAdvertisingTests {
         do {
             _ = try await cancelled.value
             Issue.record("a cancelled open returned a central")
-        } catch let error as BLERuntimeError {
+        } catch let error as BLEError {
             #expect(error == .cancelled, "\(error)")
         }
     }

@@ -1,3 +1,4 @@
+import BluetoothCentral
 import BLERuntime
 import Foundation
 import Testing

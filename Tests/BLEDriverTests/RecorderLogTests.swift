@@ -1,3 +1,4 @@
+import BluetoothCentral
 import BLEHost
 import DriverKit
 import Logging

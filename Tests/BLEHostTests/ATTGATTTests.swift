@@ -1,4 +1,5 @@
 import Testing
+import BluetoothCentral
 @testable import BLEHost
 
 let customService = BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!

@@ -1,4 +1,5 @@
 import Testing
+import BluetoothCentral
 @testable import BLEHost
 
 @Suite struct AdvertisingDataTests {

@@ -1,5 +1,6 @@
 import TestSupport
 import Testing
+import BluetoothCentral
 @testable import BLEHost
 
 /// Seeded fuzz loops. Each input is judged, not just survived: a decoded value must re-encode to

@@ -1,4 +1,5 @@
 import TestSupport
+import BluetoothCentral
 @testable import BLEHost
 
 /// "01 03 0c 00" -> bytes.

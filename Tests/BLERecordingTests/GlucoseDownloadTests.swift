@@ -3,6 +3,7 @@ import GATTProfiles
 import HealthModel
 import HealthStore
 import Testing
+import BluetoothCentral
 import BLEDriver
 import BLEHost
 import BLERuntime

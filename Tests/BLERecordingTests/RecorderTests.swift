@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Synchronization
 import Testing
+import BluetoothCentral
 import BLEDriver
 import BLEHost
 import BLERuntime
@@ -245,7 +246,7 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let socket = folder + "/h4.sock"
         let impatient = try await Recording(.unix(path: socket), devices: [.auto]) { _ in }
-        await #expect(throws: BLERuntimeError.self) { try await impatient.task.value }
+        await #expect(throws: BLEError.self) { try await impatient.task.value }
         let r = try await Recording(.unix(path: socket), devices: [.auto]) { $0.waitForController = true }
         try await r.wait("the wait reported") { r.events.contains { if case .backend = $0 { true } else { false } } }
         let peer = try await BLEPeer.start(peripherals: ["hr"], rate: "10", h4Path: socket)
@@ -280,7 +281,7 @@ func fields(_ entry: [String: Any]) -> [String: Any] { entry["fields"] as? [Stri
             return
         }
         guard case .failure(let error)? = outcome.withLock({ $0 }) else { Issue.record("the recorder ended without an error"); return }
-        let runtimeError = try #require(error as? BLERuntimeError)
+        let runtimeError = try #require(error as? BLEError)
         #expect(runtimeError.isFinal, "\(runtimeError)")
         #expect(r.statistics != nil)  // it finished in order
         #expect(try r.count("SELECT count(*) FROM workouts WHERE in_progress = 0") == 1)

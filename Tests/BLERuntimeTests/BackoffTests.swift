@@ -1,6 +1,7 @@
 import Dispatch
 import Testing
 import Synchronization
+import BluetoothCentral
 @testable import BLERuntime
 import Timing
 
@@ -24,7 +25,7 @@ import Timing
         let session = DeviceSession(runtime: host, configuration: configuration, sleep: { slept.append($0) }, random: { 0.5 })
         let events = Collector(session.events)
         await session.start()
-        try await events.wait("attempt failed") { $0.contains(.attemptFailed(BLERuntimeError.closed.description)) }
+        try await events.wait("attempt failed") { $0.contains(.attemptFailed(BLEError.closed.description)) }
         try await events.wait("gave up") { $0.contains(.gaveUp(.closed)) }
         await session.stop()
         #expect(slept.values.isEmpty)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import BluetoothCentral
 import BLEHost
 @testable import BLERuntime
 import TestSupport

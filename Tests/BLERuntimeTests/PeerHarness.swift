@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import Synchronization
 import Testing
+import BluetoothCentral
 import BLEHost
 @testable import BLERuntime
 import TestSupport
@@ -39,9 +40,6 @@ final class Collector<T: Sendable>: Sendable {
         var values: [T] { items.withLock { $0 } }
     }
 }
-
-/// Hex string of bytes (lower case, as the sent log writes them).
-func hexString(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
 /// A host runtime connected to `peer`, started; closed by `body`'s end whatever happens.
 func withHost(_ peer: BLEPeer, timeout: Duration = .seconds(120), snoopPath: String? = nil,

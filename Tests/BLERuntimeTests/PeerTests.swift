@@ -1,6 +1,7 @@
 import TestSupport
 import Foundation
 import Testing
+import BluetoothCentral
 import BLEHost
 import Timing
 import GATTProfiles
@@ -181,7 +182,7 @@ extension BluetoothUUID {
 
             try await peer.control("silence-commands on")
             let started = ContinuousClock.now
-            await #expect(throws: BLERuntimeError.commandTimedOut(.readLocalVersion)) {
+            await #expect(throws: BLEError.commandTimedOut(.readLocalVersion)) {
                 _ = try await host.complete(.readLocalVersion)
             }
             let waited = ContinuousClock.now - started
@@ -254,14 +255,14 @@ extension BluetoothUUID {
         try await withHost(peer) { host in
             let first = try await host.connect(to: address, timeout: .seconds(30))
             try await peer.control("disconnect-during-discovery hr")
-            do throws(BLERuntimeError) {
+            do throws(BLEError) {
                 try await first.discover(timeout: .seconds(30))
                 Issue.record("discovery should fail")
             } catch {
                 #expect(error == .disconnected(.remoteUserTerminated))
             }
             #expect(try await first.disconnected(timeout: .seconds(30)) == .remoteUserTerminated)
-            await #expect(throws: BLERuntimeError.disconnected(.remoteUserTerminated)) {
+            await #expect(throws: BLEError.disconnected(.remoteUserTerminated)) {
                 _ = try await first.read(.batteryLevel)
             }
 

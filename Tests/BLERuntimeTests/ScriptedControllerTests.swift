@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+import BluetoothCentral
 import BLEHost
 import Timing
 @testable import BLERuntime
@@ -113,7 +114,7 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
         try await withTimeout {
             try await host.start()
             controller.silence(.leSetEventMask)
-            await #expect(throws: BLERuntimeError.commandTimedOut(.leSetEventMask)) {
+            await #expect(throws: BLEError.commandTimedOut(.leSetEventMask)) {
                 _ = try await host.complete(.leSetEventMask(0))
             }
             _ = try await host.complete(.setEventMask(0))
@@ -180,7 +181,7 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
             // The peer drops the link: waiters get the reason, later calls fail with it.
             controller.inject([0x04, 0x05, 4, 0x00, 0x40, 0x00, 0x13])
             #expect(try await client.disconnected(timeout: .seconds(60)) == .remoteUserTerminated)
-            await #expect(throws: BLERuntimeError.disconnected(.remoteUserTerminated)) { try await client.discover() }
+            await #expect(throws: BLEError.disconnected(.remoteUserTerminated)) { try await client.discover() }
         }
         await host.close()
     }
@@ -191,7 +192,7 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
         let peer = self.peer
         try await withTimeout {
             try await host.start()
-            await #expect(throws: BLERuntimeError.connectTimedOut(peer)) {
+            await #expect(throws: BLEError.connectTimedOut(peer)) {
                 _ = try await host.connect(to: peer, timeout: .milliseconds(300))
             }
             try await waitUntil { controller.sentOpcodes.contains(.leCreateConnectionCancel) }
@@ -214,7 +215,7 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
         let peer = self.peer
         try await withTimeout {
             try await host.start()
-            await #expect(throws: BLERuntimeError.commandFailed(.leCreateConnection, .commandDisallowed)) {
+            await #expect(throws: BLEError.commandFailed(.leCreateConnection, .commandDisallowed)) {
                 _ = try await host.connect(to: peer, timeout: .seconds(30))
             }
             try await waitUntil { controller.sentOpcodes.contains(.leCreateConnectionCancel) }
@@ -235,7 +236,7 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
         let peer = self.peer, other = DeviceAddress(0xC1_22_33_44_55_77, kind: .random)
         try await withTimeout {
             try await host.start()
-            await #expect(throws: BLERuntimeError.connectTimedOut(peer)) {
+            await #expect(throws: BLEError.connectTimedOut(peer)) {
                 _ = try await host.connect(to: peer, timeout: .milliseconds(200))
             }
             async let second = host.connect(to: other, timeout: .seconds(30))
@@ -275,12 +276,12 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
         let peer = self.peer
         try await withTimeout {
             try await host.start()
-            let first = Task { () -> BLERuntimeError? in
-                do throws(BLERuntimeError) { _ = try await host.connect(to: peer, timeout: .seconds(60)); return nil } catch { return error }
+            let first = Task { () -> BLEError? in
+                do throws(BLEError) { _ = try await host.connect(to: peer, timeout: .seconds(60)); return nil } catch { return error }
             }
             try await waitUntil { controller.sentOpcodes.contains(.leCreateConnection) }
-            let second = Task { () -> BLERuntimeError? in
-                do throws(BLERuntimeError) { _ = try await host.connect(to: peer, timeout: .seconds(60)); return nil } catch { return error }
+            let second = Task { () -> BLEError? in
+                do throws(BLEError) { _ = try await host.connect(to: peer, timeout: .seconds(60)); return nil } catch { return error }
             }
             try await Task.sleep(for: .milliseconds(50))
             second.cancel()
@@ -311,7 +312,7 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
             try await events.wait("five failed attempts") { $0.filter { if case .attemptFailed = $0 { true } else { false } }.count >= 5 }
             await session.stop()
             #expect(Array(slept.values.prefix(4)) == [.milliseconds(150), .milliseconds(300), .milliseconds(600), .milliseconds(600)])
-            #expect(events.values.contains(.attemptFailed(BLERuntimeError.connectTimedOut(self.peer).description)))
+            #expect(events.values.contains(.attemptFailed(BLEError.connectTimedOut(self.peer).description)))
             #expect(controller.sentOpcodes.filter { $0 == .leCreateConnectionCancel }.count >= 5)
         }
         await host.close()
@@ -323,13 +324,13 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
         try await withTimeout {
             try await host.start()
             controller.silence(.readLocalVersion)
-            let pending = Task { () -> BLERuntimeError? in
-                do throws(BLERuntimeError) { _ = try await host.complete(.readLocalVersion); return nil } catch { return error }
+            let pending = Task { () -> BLEError? in
+                do throws(BLEError) { _ = try await host.complete(.readLocalVersion); return nil } catch { return error }
             }
             try await waitUntil { controller.sentOpcodes.filter { $0 == .readLocalVersion }.count == 2 }
             controller.close()
             #expect(await pending.value == .closed)
-            await #expect(throws: BLERuntimeError.closed) { _ = try await host.complete(.reset) }
+            await #expect(throws: BLEError.closed) { _ = try await host.complete(.reset) }
         }
         await host.close()
     }

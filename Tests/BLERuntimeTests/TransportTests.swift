@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Testing
+import BluetoothCentral
 import BLEHost
 @testable import BLERuntime
 

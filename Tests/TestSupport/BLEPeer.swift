@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-public import BLEHost
+public import BluetoothCentral
 public import Foundation
 import Synchronization
 
@@ -206,3 +206,6 @@ public final class BLEPeer: @unchecked Sendable {
     deinit { stop() }
 }
 
+
+/// Bytes as lower-case hexadecimal digits without separators, as the peer's logs write them.
+public func hexString(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }

@@ -1,5 +1,4 @@
-public import BLEHost
-public import BLERuntime
+public import BluetoothCentral
 import Foundation
 import Synchronization
 import Timing
@@ -61,7 +60,7 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
     /// Connects to the system bus, loads bluetoothd's objects and picks the adapter. Fails when
     /// the bus does not answer, bluetoothd is not running, the adapter does not exist or is
     /// powered off (or waits for them: `Configuration.waitUntilUsable`).
-    public static func open(_ configuration: Configuration = Configuration()) async throws(BLERuntimeError) -> BlueZCentral {
+    public static func open(_ configuration: Configuration = Configuration()) async throws(BLEError) -> BlueZCentral {
         let bus = try await openBus(configuration)
         let state = State(bus: bus, log: configuration.log ?? { _ in }, change: configuration.onChange ?? { _, _ in })
         bus.post { bus.owner = state }  // the signal handlers hold the state unowned: it lives as long as the loop
@@ -79,7 +78,7 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
 
     /// The system bus; while it does not answer, with `waitUntilUsable`, tried again every second
     /// (said once through `onChange` and `log`), until cancelled.
-    private static func openBus(_ configuration: Configuration) async throws(BLERuntimeError) -> SDBus {
+    private static func openBus(_ configuration: Configuration) async throws(BLEError) -> SDBus {
         var waiting = false
         while true {
             do {
@@ -107,7 +106,7 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
         bus.close()
     }
 
-    public func scan(for duration: Duration) async throws(BLERuntimeError) -> AsyncStream<DiscoveredDevice> {
+    public func scan(for duration: Duration) async throws(BLEError) -> AsyncStream<DiscoveredDevice> {
         let (stream, continuation) = AsyncStream.makeStream(of: DiscoveredDevice.self, bufferingPolicy: .unbounded)
         let state = self.state, bus = self.bus, filter = configuration.discoveryServices
         let id: UInt64 = try await Self.onBus(bus) { (reply: Reply<UInt64>) in
@@ -118,7 +117,7 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
         return stream
     }
 
-    public func connect(_ peer: DeviceAddress, timeout: Duration) async throws(BLERuntimeError) -> any BLEConnection {
+    public func connect(_ peer: DeviceAddress, timeout: Duration) async throws(BLEError) -> any BLEConnection {
         let state = self.state
         // bluetoothd connects in its own time (its LE connection attempt, then the ATT MTU
         // exchange): a shorter wait would cancel attempts that were about to succeed.
@@ -142,21 +141,21 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
             self.path = path
         }
 
-        func discover(timeout: Duration) async throws(BLERuntimeError) -> GATTDatabase {
+        func discover(timeout: Duration) async throws(BLEError) -> GATTDatabase {
             let state = central.state, path = self.path
             return try await BlueZCentral.onBus(central.bus, timeout: timeout, onTimeout: .timedOut("GATT discovery (ServicesResolved)")) {
                 (reply: Reply<GATTDatabase>) in state.whenResolved(path, reply)
             }
         }
 
-        func read(_ characteristic: BluetoothUUID, timeout: Duration) async throws(BLERuntimeError) -> [UInt8] {
+        func read(_ characteristic: BluetoothUUID, timeout: Duration) async throws(BLEError) -> [UInt8] {
             let state = central.state, path = self.path
             return try await BlueZCentral.onBus(central.bus, timeout: timeout + .seconds(1), onTimeout: .timedOut("read \(characteristic)")) {
                 (reply: Reply<[UInt8]>) in state.read(path, characteristic, timeout: timeout, reply)
             }
         }
 
-        func write(_ characteristic: BluetoothUUID, _ value: [UInt8], timeout: Duration) async throws(BLERuntimeError) {
+        func write(_ characteristic: BluetoothUUID, _ value: [UInt8], timeout: Duration) async throws(BLEError) {
             let state = central.state, path = self.path
             try await BlueZCentral.onBus(central.bus, timeout: timeout + .seconds(1), onTimeout: .timedOut("write \(characteristic)")) {
                 (reply: Reply<Void>) in state.write(path, characteristic, value, timeout: timeout, reply)
@@ -164,7 +163,7 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
         }
 
         func subscribe(_ characteristic: BluetoothUUID, into continuation: AsyncStream<GATTNotification>.Continuation,
-                       timeout: Duration) async throws(BLERuntimeError) {
+                       timeout: Duration) async throws(BLEError) {
             let state = central.state, path = self.path, peer = self.peer
             try await BlueZCentral.onBus(central.bus, timeout: timeout + .seconds(1), onTimeout: .timedOut("subscribe \(characteristic)")) {
                 (reply: Reply<Void>) in state.subscribe(path, peer: peer, characteristic, into: continuation, timeout: timeout, reply)
@@ -172,7 +171,7 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
         }
 
         @discardableResult
-        func disconnect(timeout: Duration) async throws(BLERuntimeError) -> HCIStatus? {
+        func disconnect(timeout: Duration) async throws(BLEError) -> HCIStatus? {
             let state = central.state, path = self.path
             try await BlueZCentral.onBus(central.bus, timeout: timeout, onTimeout: .timedOut("disconnect")) { (reply: Reply<Void>) in
                 state.disconnect(path, timeout: timeout, reply)
@@ -180,7 +179,7 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
             return .localHostTerminated
         }
 
-        func disconnected(timeout: Duration?) async throws(BLERuntimeError) -> HCIStatus? {
+        func disconnected(timeout: Duration?) async throws(BLEError) -> HCIStatus? {
             let state = central.state, path = self.path
             let body: @Sendable (Reply<Void>) -> Void = { reply in state.whenDisconnected(path, reply) }
             if let timeout {
@@ -196,22 +195,22 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
 
     /// One answer from the bus thread; the first `resolve` wins.
     final class Reply<T: Sendable>: @unchecked Sendable {
-        private let done: Mutex<(@Sendable (Result<T, BLERuntimeError>) -> Void)?>
-        init(_ done: @escaping @Sendable (Result<T, BLERuntimeError>) -> Void) { self.done = Mutex(done) }
-        func resolve(_ result: Result<T, BLERuntimeError>) {
+        private let done: Mutex<(@Sendable (Result<T, BLEError>) -> Void)?>
+        init(_ done: @escaping @Sendable (Result<T, BLEError>) -> Void) { self.done = Mutex(done) }
+        func resolve(_ result: Result<T, BLEError>) {
             done.withLock { d in defer { d = nil }; return d }?(result)
         }
         func succeed(_ value: T) { resolve(.success(value)) }
-        func fail(_ error: BLERuntimeError) { resolve(.failure(error)) }
+        func fail(_ error: BLEError) { resolve(.failure(error)) }
         var isResolved: Bool { done.withLock { $0 == nil } }
     }
 
     /// Runs `body` on the bus thread and waits for its reply; `timeout` fails it with `onTimeout`,
     /// cancelling the calling task fails it with `.cancelled`.
-    static func onBus<T: Sendable>(_ bus: SDBus, timeout: Duration? = nil, onTimeout: BLERuntimeError = .timedOut("D-Bus call"),
-                                   _ body: @escaping @Sendable (Reply<T>) -> Void) async throws(BLERuntimeError) -> T {
+    static func onBus<T: Sendable>(_ bus: SDBus, timeout: Duration? = nil, onTimeout: BLEError = .timedOut("D-Bus call"),
+                                   _ body: @escaping @Sendable (Reply<T>) -> Void) async throws(BLEError) -> T {
         let holder = Mutex<Reply<T>?>(nil)
-        let result: Result<T, BLERuntimeError> = await withTaskCancellationHandler {
+        let result: Result<T, BLEError> = await withTaskCancellationHandler {
             await withCheckedContinuation { c in
                 let reply = Reply<T> { c.resume(returning: $0) }
                 holder.withLock { $0 = reply }
@@ -798,7 +797,7 @@ extension BlueZCentral {
 extension BLEController {
     /// Decides `auto` on this machine (see `resolved(bluezRunning:adapters:)`): asks the system
     /// bus whether bluetoothd runs and lists the kernel's adapters (`/sys/class/bluetooth`).
-    public func resolve() async throws(BLERuntimeError) -> BLEController {
+    public func resolve() async throws(BLEError) -> BLEController {
         guard self == .auto else { return self }
         let running = await BlueZCentral.isRunning()
         let adapters = (try? FileManager.default.contentsOfDirectory(atPath: "/sys/class/bluetooth")) ?? []

@@ -1,5 +1,4 @@
-public import BLEHost
-public import BLERuntime
+public import BluetoothCentral
 
 /// BlueZ's D-Bus names.
 public enum BlueZ {

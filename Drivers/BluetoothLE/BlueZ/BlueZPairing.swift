@@ -1,5 +1,4 @@
-public import BLEHost
-public import BLERuntime
+public import BluetoothCentral
 import Foundation
 
 /// How a `pair` ended well.
@@ -27,7 +26,7 @@ extension BlueZCentral {
     static let agentPath = "/org/healthgate/agent"
 
     /// Whether bluetoothd holds keys for `peer` (`Device1.Paired`); nil when it does not know the device.
-    public func isPaired(_ peer: DeviceAddress) async throws(BLERuntimeError) -> Bool? {
+    public func isPaired(_ peer: DeviceAddress) async throws(BLEError) -> Bool? {
         let state = self.state
         return try await Self.onBus(bus, timeout: .seconds(10)) { (reply: Reply<Bool?>) in
             reply.succeed(state.paired(peer))
@@ -39,7 +38,7 @@ extension BlueZCentral {
     /// disconnects. The device must be known to bluetoothd (scan first). `timeout` bounds the
     /// pairing, typing a passkey included.
     public func pair(_ peer: DeviceAddress, options: AgentOptions, prompter: PairingPrompter,
-                     timeout: Duration) async throws(BLERuntimeError) -> PairOutcome {
+                     timeout: Duration) async throws(BLEError) -> PairOutcome {
         let state = self.state
         return try await Self.onBus(bus, timeout: timeout + .seconds(15), onTimeout: .timedOut("pairing")) {
             (reply: Reply<PairOutcome>) in state.pair(peer, options: options, prompter: prompter, timeout: timeout, reply)
@@ -47,7 +46,7 @@ extension BlueZCentral {
     }
 
     /// Plain words for bluetoothd's pairing errors.
-    static func pairingFailure(_ error: DBusError) -> BLERuntimeError {
+    static func pairingFailure(_ error: DBusError) -> BLEError {
         let name = error.name.replacingOccurrences(of: "org.bluez.Error.", with: "")
         let what = switch name {
         case "AuthenticationFailed": "authentication failed: the keys did not match (a wrong passkey, or the comparison was refused)"
@@ -85,7 +84,7 @@ extension BlueZCentral.State {
             return reply.fail(.bluez("D-Bus: cannot export the pairing agent: \(error)"))
         }
         // Unregister, forget the object, then answer.
-        let finish = { [unowned self] (result: Result<PairOutcome, BLERuntimeError>) in
+        let finish = { [unowned self] (result: Result<PairOutcome, BLEError>) in
             call("/org/bluez", "org.bluez.AgentManager1", "UnregisterAgent", [.objectPath(agentPath)], timeout: .seconds(5)) {
                 [unowned self] _ in
                 bus.removeObject(slot)

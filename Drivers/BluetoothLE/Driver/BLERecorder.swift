@@ -1,4 +1,4 @@
-public import BLEHost
+public import BluetoothCentral
 public import BLERuntime
 public import DriverKit
 import Foundation
@@ -143,7 +143,7 @@ public struct BLERecorder: DeviceDriver {
         switch try await configuration.controller.resolve() {
         case .host(let address): controller = address
         case .bluez(let adapter): return try await runBlueZ(adapter: adapter, into: sink)
-        case .auto: throw BLERuntimeError.bluez("auto: no backend")  // resolve() decides auto
+        case .auto: throw BLEError.bluez("auto: no backend")  // resolve() decides auto
         }
         var runtimeConfiguration = HostRuntime.Configuration()
         runtimeConfiguration.snoopPath = configuration.snoopPath
@@ -165,7 +165,7 @@ public struct BLERecorder: DeviceDriver {
     private func openHost(_ address: TransportAddress, _ runtimeConfiguration: HostRuntime.Configuration) async throws -> HostRuntime {
         var wait = ControllerWait(address: "\(address)")
         while true {
-            let opened: Result<HostRuntime, BLERuntimeError> = Result { () throws(BLERuntimeError) in
+            let opened: Result<HostRuntime, BLEError> = Result { () throws(BLEError) in
                 try HostRuntime.open(address, configuration: runtimeConfiguration)
             }
             switch opened {
@@ -185,7 +185,7 @@ public struct BLERecorder: DeviceDriver {
     /// services when they allow), records until the task is cancelled and closes it.
     private func runBlueZ(adapter: String?, into sink: some RecordSink) async throws {
         guard configuration.snoopPath == nil else {
-            throw BLERuntimeError.bluez("a btsnoop capture needs the own host stack (with BlueZ use btmon)")
+            throw BLEError.bluez("a btsnoop capture needs the own host stack (with BlueZ use btmon)")
         }
         var c = BlueZCentral.Configuration(adapter: adapter)
         c.discoveryServices = DeviceSelector.discoveryServices(configuration.devices)
@@ -326,7 +326,7 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
         case flush
         case stop
         /// The central is gone for good: stop as for `.stop`, then end with this error.
-        case failed(BLERuntimeError)
+        case failed(BLEError)
     }
 
     let configuration: BLERecorder.Configuration
@@ -364,7 +364,7 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
         var pending = LiveBatch()
         var statistics = BLERecorderStatistics()
         var stopping = false
-        var failure: BLERuntimeError?
+        var failure: BLEError?
         let emit = configuration.onEvent ?? { _ in }
 
         let scanner = Task { await scan() }

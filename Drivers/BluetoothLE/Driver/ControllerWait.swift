@@ -1,4 +1,4 @@
-import BLERuntime
+import BluetoothCentral
 
 /// What the daemon's own-stack driver does about a controller it cannot open: wait for it (and
 /// what to say, once), or fail. Pure: `BLERecorder` tries the transport every second and feeds

@@ -1,6 +1,5 @@
+public import BluetoothCentral
 import Foundation
-public import BLEHost
-public import BLERuntime
 import GATTProfiles
 
 /// Which devices the BLE driver records: `auto` (any heart-rate sensor), an address

@@ -1,5 +1,4 @@
-public import BLEHost
-public import BLERuntime
+public import BluetoothCentral
 public import Foundation
 public import GATTProfiles
 public import HealthModel
@@ -35,7 +34,7 @@ public enum GlucoseDownloader {
     /// records so far, the meter's count).
     public static func download(_ connection: any BLEConnection, database: GATTDatabase, after cursor: GlucoseCursor?,
                                 silence: Duration = .seconds(10), firstAnswer: Duration = .seconds(30), timeZone: TimeZone = .current,
-                                progress: @escaping @Sendable (Int, Int?) -> Void = { _, _ in }) async throws(BLERuntimeError) -> Result {
+                                progress: @escaping @Sendable (Int, Int?) -> Void = { _, _ in }) async throws(BLEError) -> Result {
         let racp = BluetoothUUID(GATTCharacteristic.recordAccessControlPoint)
         let measurement = BluetoothUUID(GATTCharacteristic.glucoseMeasurement)
         let context = BluetoothUUID(GATTCharacteristic.glucoseMeasurementContext)

@@ -1,4 +1,4 @@
-public import BLERuntime
+public import BluetoothCentral
 import Foundation
 import GATTProfiles
 public import HealthModel

@@ -1,3 +1,4 @@
+import BluetoothCentral
 /// Packet boundary flag of an HCI ACL data packet.
 public enum ACLPacketBoundary: UInt8, Sendable {
     /// First fragment, not automatically flushable: what a host sends on LE.

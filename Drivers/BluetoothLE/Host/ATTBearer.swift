@@ -1,3 +1,4 @@
+public import BluetoothCentral
 public struct ATTRequestID: Hashable, Comparable, Sendable, CustomStringConvertible {
     public var rawValue: UInt64
     public init(_ rawValue: UInt64) { self.rawValue = rawValue }

@@ -1,3 +1,4 @@
+import BluetoothCentral
 /// The one error every pure decoder of this module throws: which layer, where in the input, and why.
 /// Decoders never trap, whatever the bytes; a caller logs the error and drops the packet (or, for a
 /// byte stream that lost its framing, closes the transport).
@@ -49,11 +50,6 @@ public struct BLEDecodeError: Error, Equatable, Hashable, Sendable, CustomString
         }
         return "\(layer.rawValue) at offset \(offset): \(what)"
     }
-}
-
-func hex(_ value: some BinaryInteger, width: Int = 2) -> String {
-    let digits = String(value, radix: 16, uppercase: true)
-    return String(repeating: "0", count: max(0, width - digits.count)) + digits
 }
 
 /// Little-endian reads with a length check before every read; errors name the layer and field.

@@ -1,3 +1,4 @@
+public import BluetoothCentral
 /// How a command ended.
 public enum HCICommandOutcome: Equatable, Sendable {
     /// Command Complete with success; the decoded return parameters.

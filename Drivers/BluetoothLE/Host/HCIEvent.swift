@@ -1,3 +1,4 @@
+public import BluetoothCentral
 /// Return parameters of a Command Complete, decoded for the commands the host issues.
 public enum HCICommandReturn: Equatable, Sendable {
     /// Status only (Reset, Set Event Mask, scan commands, ...).

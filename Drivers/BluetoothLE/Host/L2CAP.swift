@@ -1,3 +1,4 @@
+import BluetoothCentral
 /// An L2CAP basic frame: length (of the payload), channel ID, payload.
 public struct L2CAPFrame: Equatable, Hashable, Sendable {
     public var channel: UInt16

@@ -1,4 +1,4 @@
-public import HealthModel
+import HealthModel
 
 /// What the `ble` driver asks a glucose meter for on each connection, and how it tells a meter
 /// with nothing new from a meter that was reset: a pure state machine (no I/O, no clock) over the

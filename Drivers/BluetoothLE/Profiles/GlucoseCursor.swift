@@ -1,4 +1,4 @@
-public import HealthModel
+import HealthModel
 
 /// Where the stored records of a glucose meter end: the last sequence number stored, and that
 /// record as the meter sent it (its Glucose Measurement value). The meter sends the same bytes

@@ -1,4 +1,4 @@
-public import HealthModel
+import HealthModel
 
 /// Where a glucose meter's stored records end while the `ble` driver records it: a pure state
 /// machine fed every Glucose Measurement of one meter, in the order they arrive (sequence number

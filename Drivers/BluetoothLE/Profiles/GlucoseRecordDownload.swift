@@ -1,4 +1,4 @@
-public import HealthModel
+import HealthModel
 
 /// Downloading a glucose meter's stored records through its Record Access Control Point: a pure
 /// state machine (no I/O, no clock). The edge writes what `start()` and each step return to the

@@ -1,5 +1,7 @@
 import Foundation
 public import BLEHost
+public import BluetoothCentral
+import Timing
 
 /// The I/O edge of the host stack: one actor owns all protocol state and drives the pure layers of
 /// `BLEHost`.
@@ -14,7 +16,7 @@ public import BLEHost
 ///   ATT bearers and the runtime's own waits (connect, scan, GATT operations); re-armed after
 ///   every step.
 /// - Every API call that waits on the controller or the peer is bounded and ends with a
-///   `BLERuntimeError` on timeout; the runtime keeps running.
+///   `BLEError` on timeout; the runtime keeps running.
 public actor HostRuntime {
     public struct Configuration: Sendable {
         /// How long an HCI command may stay unanswered (some controllers never answer some).
@@ -37,7 +39,7 @@ public actor HostRuntime {
     // Protocol state, owned here.
     private var framer = H4Framer()
     private var commands: HCICommandQueue
-    private var commandWaiters: [HCIOpcode: [(Result<HCICommandOutcome, BLERuntimeError>) -> Void]] = [:]
+    private var commandWaiters: [HCIOpcode: [(Result<HCICommandOutcome, BLEError>) -> Void]] = [:]
     private var reassembler = ACLReassembler()
     private var flow = ACLFlowControl(maxDataLength: 27, totalPackets: 1)
     private var links: [UInt16: Link] = [:]
@@ -91,7 +93,7 @@ public actor HostRuntime {
     }
 
     /// Opens the transport `address` names.
-    public static func open(_ address: TransportAddress, configuration: Configuration = Configuration()) throws(BLERuntimeError) -> HostRuntime {
+    public static func open(_ address: TransportAddress, configuration: Configuration = Configuration()) throws(BLEError) -> HostRuntime {
         do {
             return HostRuntime(transport: try HCITransports.open(address), configuration: configuration)
         } catch {
@@ -105,7 +107,7 @@ public actor HostRuntime {
     /// Buffer Size (Read Buffer Size when the LE buffers are shared), Set Event Mask, LE Set Event
     /// Mask, LE Set Random Address (a random static address).
     @discardableResult
-    public func start() async throws(BLERuntimeError) -> ControllerInfo {
+    public func start() async throws(BLEError) -> ControllerInfo {
         if !started {
             started = true
             if let path = configuration.snoopPath {
@@ -161,16 +163,16 @@ public actor HostRuntime {
 
     /// Sends a command and waits for its Command Complete or Command Status (bounded by the
     /// command timeout, plus the time spent queued behind other commands).
-    public func send(_ command: HCICommand) async throws(BLERuntimeError) -> HCICommandOutcome {
+    public func send(_ command: HCICommand) async throws(BLEError) -> HCICommandOutcome {
         guard !isClosed else { throw .closed }
-        let result: Result<HCICommandOutcome, BLERuntimeError> = await withCheckedContinuation { continuation in
+        let result: Result<HCICommandOutcome, BLEError> = await withCheckedContinuation { continuation in
             enqueue(command) { continuation.resume(returning: $0) }
         }
         return try result.get()
     }
 
     /// Sends a command that must complete with success; returns its return parameters.
-    public func complete(_ command: HCICommand) async throws(BLERuntimeError) -> HCICommandReturn {
+    public func complete(_ command: HCICommand) async throws(BLEError) -> HCICommandReturn {
         switch try await send(command) {
         case .completed(let r): return r
         case .started: return .none
@@ -179,7 +181,7 @@ public actor HostRuntime {
         }
     }
 
-    private func started(_ command: HCICommand) async throws(BLERuntimeError) {
+    private func started(_ command: HCICommand) async throws(BLEError) {
         switch try await send(command) {
         case .started, .completed: return
         case .failed(let status): throw .commandFailed(command.opcode, status)
@@ -189,7 +191,7 @@ public actor HostRuntime {
 
     /// Queues a command; `done` gets its outcome exactly once (also for fire-and-forget commands,
     /// so replies stay matched in order per opcode).
-    private func enqueue(_ command: HCICommand, done: @escaping (Result<HCICommandOutcome, BLERuntimeError>) -> Void = { _ in }) {
+    private func enqueue(_ command: HCICommand, done: @escaping (Result<HCICommandOutcome, BLEError>) -> Void = { _ in }) {
         guard !isClosed else { return done(.failure(.closed)) }
         do {
             let actions = try commands.enqueue(command, now: now())
@@ -219,7 +221,7 @@ public actor HostRuntime {
         }
     }
 
-    private func popWaiter(_ opcode: HCIOpcode) -> ((Result<HCICommandOutcome, BLERuntimeError>) -> Void)? {
+    private func popWaiter(_ opcode: HCIOpcode) -> ((Result<HCICommandOutcome, BLEError>) -> Void)? {
         guard var list = commandWaiters[opcode], !list.isEmpty else { return nil }
         let first = list.removeFirst()
         commandWaiters[opcode] = list.isEmpty ? nil : list
@@ -389,9 +391,9 @@ public actor HostRuntime {
     /// Waits for a callback-style operation, with a timeout (nil: as long as it takes, only for
     /// waits that the runtime itself ends, such as a link going down); `start` gets a `Once` to
     /// resolve.
-    func wait<T: Sendable>(timeout: Duration?, onTimeout: BLERuntimeError,
-                           _ start: (Once<T>) -> Void) async throws(BLERuntimeError) -> T {
-        let result: Result<T, BLERuntimeError> = await withCheckedContinuation { continuation in
+    func wait<T: Sendable>(timeout: Duration?, onTimeout: BLEError,
+                           _ start: (Once<T>) -> Void) async throws(BLEError) -> T {
+        let result: Result<T, BLEError> = await withCheckedContinuation { continuation in
             let once = Once<T>(continuation)
             if let timeout {
                 let id = addTimer(after: timeout) { once.resolve(.failure(onTimeout)) }
@@ -409,33 +411,13 @@ public actor HostRuntime {
 
 /// A continuation resumed at most once (by a result, a timeout or a shutdown). Used only from the
 /// runtime actor.
-/// Runs an actor's jobs on a serial dispatch queue (Linux has no `DispatchSerialQueue` executor).
-///
-/// Kept after the store stopped blocking the pool: the pool still runs CPU-bound work (decoding
-/// imported files, JSON encoding of uploads). Measured on 2 cores with the pool kept busy by two
-/// CPU-bound tasks (250 ms between suspension points): a `DispatchSourceTimer` on a serial queue,
-/// as here, fired 4 ms late at the median (16 ms at p99), while `Task.sleep` and `asyncAfter`
-/// sleeps were 230-240 ms late at the median (up to 520 ms); on an idle pool all were 0.1 ms late.
-/// A serial executor on a dispatch queue (the host runtime's; BlueZ's device sessions use one too).
-public final class QueueExecutor: SerialExecutor, @unchecked Sendable {
-    let queue: DispatchQueue
-    public init(label: String) { queue = DispatchQueue(label: label) }
-    public func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let executor = asUnownedSerialExecutor()
-        queue.async { job.runSynchronously(on: executor) }
-    }
-    public func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
-    public func checkIsolated() { dispatchPrecondition(condition: .onQueue(queue)) }
-}
-
 final class Once<T: Sendable>: @unchecked Sendable {
-    private var continuation: CheckedContinuation<Result<T, BLERuntimeError>, Never>?
+    private var continuation: CheckedContinuation<Result<T, BLEError>, Never>?
     /// Runs on the runtime actor (every `resolve` does).
     var onResolve: (() -> Void)?
-    init(_ continuation: CheckedContinuation<Result<T, BLERuntimeError>, Never>) { self.continuation = continuation }
+    init(_ continuation: CheckedContinuation<Result<T, BLEError>, Never>) { self.continuation = continuation }
     var isResolved: Bool { continuation == nil }
-    func resolve(_ result: Result<T, BLERuntimeError>) {
+    func resolve(_ result: Result<T, BLEError>) {
         guard let c = continuation else { return }
         continuation = nil
         onResolve?()
@@ -477,7 +459,7 @@ struct ScanState {
 
 struct PendingConnect {
     var peer: DeviceAddress
-    var done: (Result<GATTClient, BLERuntimeError>) -> Void
+    var done: (Result<GATTClient, BLEError>) -> Void
     var cancelled = false
     var timer: UInt64?
     var attempt: ConnectAttempt?
@@ -487,10 +469,10 @@ struct PendingConnect {
 /// caller is back from sending LE Create Connection (the actor runs the event in between), so
 /// an early result waits here for the caller. Used only on the runtime actor.
 final class ConnectAttempt: @unchecked Sendable {
-    private var result: Result<GATTClient, BLERuntimeError>?
+    private var result: Result<GATTClient, BLEError>?
     private var once: Once<GATTClient>?
 
-    func finish(_ r: Result<GATTClient, BLERuntimeError>) {
+    func finish(_ r: Result<GATTClient, BLEError>) {
         if let once { once.resolve(r) } else if result == nil { result = r }
     }
 
@@ -512,7 +494,7 @@ extension HostRuntime {
     /// and again when a later report adds a name or service UUIDs. Accepts legacy (0x02) and
     /// extended (0x0D) advertising reports. Ending the iteration early stops the scan. A new
     /// scan replaces a running one.
-    public func scan(duration: Duration, active: Bool = true) async throws(BLERuntimeError) -> AsyncStream<DiscoveredDevice> {
+    public func scan(duration: Duration, active: Bool = true) async throws(BLEError) -> AsyncStream<DiscoveredDevice> {
         guard !isClosed else { throw .closed }
         guard controller != nil else { throw .notStarted }
         if let old = scan { stopScan(old.id) }
@@ -574,7 +556,7 @@ extension HostRuntime {
     /// attempt is cancelled (LE Create Connection Cancel). One create is pending at a time: other
     /// calls wait their turn.
     public func connect(to peer: DeviceAddress, timeout: Duration = .seconds(5),
-                        parameters: LEConnectionParameters = LEConnectionParameters()) async throws(BLERuntimeError) -> GATTClient {
+                        parameters: LEConnectionParameters = LEConnectionParameters()) async throws(BLEError) -> GATTClient {
         guard !isClosed else { throw .closed }
         guard controller != nil else { throw .notStarted }
         while pendingConnect != nil, !isClosed {
@@ -609,8 +591,8 @@ extension HostRuntime {
         }
         // Cancelling the calling task abandons the attempt at once (a recorder stopping while a
         // device is away must not wait out the timeout).
-        let result: Result<GATTClient, BLERuntimeError> = await withTaskCancellationHandler {
-            do throws(BLERuntimeError) {
+        let result: Result<GATTClient, BLEError> = await withTaskCancellationHandler {
+            do throws(BLEError) {
                 return .success(try await wait(timeout: timeout + .seconds(3), onTimeout: .connectTimedOut(peer)) { (once: Once<GATTClient>) in
                     if attempt.await(once) { return }
                     guard pendingConnect?.attempt === attempt, pendingConnect?.cancelled == false else { return }
@@ -628,7 +610,7 @@ extension HostRuntime {
 
     /// Gives up the pending connection attempt (to `peer`, when given) with `error`: the caller
     /// gets the error now, and the controller is told to cancel.
-    private func abandonConnect(_ error: BLERuntimeError, peer: DeviceAddress? = nil) {
+    private func abandonConnect(_ error: BLEError, peer: DeviceAddress? = nil) {
         guard var p = pendingConnect, !p.cancelled, peer == nil || p.peer == peer else { return }
         p.cancelled = true
         if let t = p.timer { cancelTimer(t) }
@@ -756,7 +738,7 @@ extension HostRuntime {
         for s in subs.values { s.continuation.yield(n) }
     }
 
-    private func attRequest(_ link: Link, _ pdu: ATTPDU, _ done: @escaping (Result<ATTPDU, ATTRequestError>) -> Void) throws(BLERuntimeError) {
+    private func attRequest(_ link: Link, _ pdu: ATTPDU, _ done: @escaping (Result<ATTPDU, ATTRequestError>) -> Void) throws(BLEError) {
         do {
             let (id, actions) = try link.bearer.request(pdu, now: now())
             link.callbacks[id] = done
@@ -767,7 +749,7 @@ extension HostRuntime {
         }
     }
 
-    private func link(_ id: UInt64, _ handle: UInt16) throws(BLERuntimeError) -> Link {
+    private func link(_ id: UInt64, _ handle: UInt16) throws(BLEError) -> Link {
         guard let link = links[handle], link.id == id else {
             throw .disconnected(endedLinks[id] ?? nil)
         }
@@ -776,7 +758,7 @@ extension HostRuntime {
 
     // MARK: GATT operations (called by GATTClient)
 
-    func discover(linkID: UInt64, handle: UInt16, timeout: Duration) async throws(BLERuntimeError) -> GATTDatabase {
+    func discover(linkID: UInt64, handle: UInt16, timeout: Duration) async throws(BLEError) -> GATTDatabase {
         let link = try link(linkID, handle)
         return try await wait(timeout: timeout, onTimeout: .timedOut("GATT discovery")) { (once: Once<GATTDatabase>) in
             var discovery = GATTDiscovery()
@@ -815,13 +797,13 @@ extension HostRuntime {
         }
     }
 
-    private func characteristic(_ link: Link, _ uuid: BluetoothUUID) throws(BLERuntimeError) -> GATTCharacteristic {
+    private func characteristic(_ link: Link, _ uuid: BluetoothUUID) throws(BLEError) -> GATTCharacteristic {
         guard let db = link.database else { throw .notDiscovered }
         guard let c = db.characteristics(uuid).first else { throw .characteristicNotFound(uuid) }
         return c
     }
 
-    func read(linkID: UInt64, handle: UInt16, characteristic uuid: BluetoothUUID, timeout: Duration) async throws(BLERuntimeError) -> [UInt8] {
+    func read(linkID: UInt64, handle: UInt16, characteristic uuid: BluetoothUUID, timeout: Duration) async throws(BLEError) -> [UInt8] {
         let link = try link(linkID, handle)
         let c = try characteristic(link, uuid)
         return try await wait(timeout: timeout, onTimeout: .timedOut("read \(uuid)")) { (once: Once<[UInt8]>) in
@@ -858,15 +840,15 @@ extension HostRuntime {
         }
     }
 
-    func write(linkID: UInt64, handle: UInt16, characteristic uuid: BluetoothUUID, value: [UInt8], timeout: Duration) async throws(BLERuntimeError) {
+    func write(linkID: UInt64, handle: UInt16, characteristic uuid: BluetoothUUID, value: [UInt8], timeout: Duration) async throws(BLEError) {
         let c = try characteristic(try link(linkID, handle), uuid)
         try await write(linkID: linkID, handle: handle, valueHandle: c.valueHandle, value: value, timeout: timeout)
     }
 
-    func write(linkID: UInt64, handle: UInt16, valueHandle: UInt16, value: [UInt8], timeout: Duration) async throws(BLERuntimeError) {
+    func write(linkID: UInt64, handle: UInt16, valueHandle: UInt16, value: [UInt8], timeout: Duration) async throws(BLEError) {
         let link = try link(linkID, handle)
         _ = try await wait(timeout: timeout, onTimeout: .timedOut("write 0x\(String(valueHandle, radix: 16))")) { (once: Once<Bool>) in
-            do throws(BLERuntimeError) {
+            do throws(BLEError) {
                 try attRequest(link, .writeRequest(handle: valueHandle, value: value)) { result in
                     switch result {
                     case .success(.writeResponse): once.resolve(.success(true))
@@ -883,7 +865,7 @@ extension HostRuntime {
     }
 
     func subscribe(linkID: UInt64, handle: UInt16, characteristic uuid: BluetoothUUID,
-                   timeout: Duration) async throws(BLERuntimeError) -> AsyncStream<GATTNotification> {
+                   timeout: Duration) async throws(BLEError) -> AsyncStream<GATTNotification> {
         let (stream, continuation) = AsyncStream.makeStream(of: GATTNotification.self, bufferingPolicy: .bufferingNewest(4096))
         do {
             let sid = try await subscribe(linkID: linkID, handle: handle, characteristic: uuid, into: continuation,
@@ -904,7 +886,7 @@ extension HostRuntime {
     /// the write. Returns the subscriber id.
     func subscribe(linkID: UInt64, handle: UInt16, characteristic uuid: BluetoothUUID,
                    into continuation: AsyncStream<GATTNotification>.Continuation, finishOnDisconnect: Bool,
-                   timeout: Duration) async throws(BLERuntimeError) -> UInt64 {
+                   timeout: Duration) async throws(BLEError) -> UInt64 {
         let link = try link(linkID, handle)
         let c = try characteristic(link, uuid)
         guard c.canNotify || c.canIndicate else { throw .cannotSubscribe(uuid, "neither notify nor indicate") }
@@ -927,14 +909,14 @@ extension HostRuntime {
         link.subscribers[valueHandle]?[id] = nil
     }
 
-    func disconnect(linkID: UInt64, handle: UInt16, timeout: Duration) async throws(BLERuntimeError) -> HCIStatus? {
+    func disconnect(linkID: UInt64, handle: UInt16, timeout: Duration) async throws(BLEError) -> HCIStatus? {
         guard let link = links[handle], link.id == linkID else { return endedLinks[linkID] ?? nil }
         try await started(.disconnect(handle: handle, reason: .remoteUserTerminated))
         return try await disconnected(linkID: linkID, handle: handle, timeout: timeout)
     }
 
     /// Waits until the link is down; returns the reason (nil when the transport closed).
-    func disconnected(linkID: UInt64, handle: UInt16, timeout: Duration?) async throws(BLERuntimeError) -> HCIStatus? {
+    func disconnected(linkID: UInt64, handle: UInt16, timeout: Duration?) async throws(BLEError) -> HCIStatus? {
         guard let link = links[handle], link.id == linkID else { return endedLinks[linkID] ?? nil }
         return try await wait(timeout: timeout, onTimeout: .timedOut("waiting for disconnection")) { (once: Once<HCIStatus?>) in
             link.disconnectWaiters.append { once.resolve(.success($0)) }

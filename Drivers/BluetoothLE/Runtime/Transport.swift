@@ -6,7 +6,7 @@ import Darwin
 public import Dispatch
 import Synchronization
 import Foundation
-public import BLEHost
+public import BluetoothCentral
 import Timing
 
 /// A byte stream to an HCI controller: H4 over TCP, a Unix socket or a serial line, or the Linux
@@ -36,23 +36,7 @@ extension HCITransport {
     }
 }
 
-/// Why a transport could not be opened or used; `message` starts with the transport's name.
-public struct TransportError: Error, Equatable, Sendable, CustomStringConvertible {
-    public enum Kind: Sendable, Equatable {
-        case unsupported, permissionDenied, notFound, busy, refused, timedOut, invalid, io, closed
-    }
-    public var kind: Kind
-    public var message: String
-    public var errno: Int32?
-
-    public init(_ kind: Kind, _ message: String, errno: Int32? = nil) {
-        self.kind = kind
-        self.message = message
-        self.errno = errno
-    }
-
-    public var description: String { message }
-
+extension TransportError {
     static func errnoName(_ e: Int32) -> String {
         switch e {
         case EAFNOSUPPORT: "EAFNOSUPPORT"

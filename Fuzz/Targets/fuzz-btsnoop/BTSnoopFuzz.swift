@@ -1,4 +1,4 @@
-import BLERuntime
+import BLEHost
 import FuzzSupport
 
 /// Capture replay: the input is a capture file, btsnoop, or pcap or pcapng (link type 201); it is

@@ -1,5 +1,5 @@
 public import Foundation
-public import BLEHost
+public import BluetoothCentral
 public import PacketCapture
 
 /// Replays a capture of a host-controller link through the same pure layers the runtime uses:

@@ -1,8 +1,8 @@
 import Foundation
 import Testing
-import BLEHost
+import BluetoothCentral
+@testable import BLEHost
 import GATTProfiles
-@testable import BLERuntime
 import TestSupport
 
 /// The committed capture of a HealthGate session against the peer, and the peer's sent log.

@@ -1,10 +1,9 @@
 public import Foundation
-public import BLEHost
 public import Timing
 
 /// Errors of the runtime's API. Every wait on the controller or the peer is bounded: a missing
 /// answer becomes one of these, and the runtime carries on.
-public enum BLERuntimeError: Error, Equatable, Sendable, CustomStringConvertible {
+public enum BLEError: Error, Equatable, Sendable, CustomStringConvertible {
     /// True for the errors after which no call on the central can succeed: `closed`,
     /// `notStarted`, `backendLost`.
     public var isFinal: Bool {
@@ -67,16 +66,6 @@ public enum BLERuntimeError: Error, Equatable, Sendable, CustomStringConvertible
         case .backendLost(let why): why
         }
     }
-}
-
-/// What the init sequence learned about the controller.
-public struct ControllerInfo: Equatable, Sendable {
-    public var address: DeviceAddress
-    public var version: HCICommandReturn.LocalVersion?
-    public var aclDataLength: Int
-    public var aclPackets: Int
-    /// The random static address the host uses as its own LE address.
-    public var randomAddress: DeviceAddress
 }
 
 /// A device seen while scanning; reports of one address are merged (name from the scan

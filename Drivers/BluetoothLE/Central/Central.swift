@@ -1,4 +1,3 @@
-public import BLEHost
 
 /// A Bluetooth LE central: what the recorder, the device sessions and the `ble` commands need from
 /// a backend. Two implement it: HealthGate's own host stack (`HostRuntime`, a controller taken
@@ -10,52 +9,40 @@ public protocol BLECentral: AnyObject, Sendable {
 
     /// Scans for `duration`; the stream yields each device once, and again when it learns a name
     /// or service UUIDs. Ending the iteration early stops the scan.
-    func scan(for duration: Duration) async throws(BLERuntimeError) -> AsyncStream<DiscoveredDevice>
+    func scan(for duration: Duration) async throws(BLEError) -> AsyncStream<DiscoveredDevice>
 
     /// Connects to `peer`, bounded by `timeout`.
-    func connect(_ peer: DeviceAddress, timeout: Duration) async throws(BLERuntimeError) -> any BLEConnection
+    func connect(_ peer: DeviceAddress, timeout: Duration) async throws(BLEError) -> any BLEConnection
 }
 
 /// One LE link to a peripheral, as a GATT client. After the link went down every call fails with
-/// `BLERuntimeError.disconnected`.
+/// `BLEError.disconnected`.
 public protocol BLEConnection: AnyObject, Sendable {
     var peer: DeviceAddress { get }
 
     /// The peer's services and characteristics.
-    func discover(timeout: Duration) async throws(BLERuntimeError) -> GATTDatabase
+    func discover(timeout: Duration) async throws(BLEError) -> GATTDatabase
 
     /// Reads a characteristic value. Needs `discover` first.
-    func read(_ characteristic: BluetoothUUID, timeout: Duration) async throws(BLERuntimeError) -> [UInt8]
+    func read(_ characteristic: BluetoothUUID, timeout: Duration) async throws(BLEError) -> [UInt8]
 
     /// Writes a characteristic value with a response (a Write Request). Needs `discover` first.
-    func write(_ characteristic: BluetoothUUID, _ value: [UInt8], timeout: Duration) async throws(BLERuntimeError)
+    func write(_ characteristic: BluetoothUUID, _ value: [UInt8], timeout: Duration) async throws(BLEError)
 
     /// Enables notifications (or indications when that is all the characteristic offers); the
     /// values go to `continuation`, which stays open when the link ends (a session feeds one
     /// stream across reconnections).
     func subscribe(_ characteristic: BluetoothUUID, into continuation: AsyncStream<GATTNotification>.Continuation,
-                   timeout: Duration) async throws(BLERuntimeError)
+                   timeout: Duration) async throws(BLEError)
 
     /// Disconnects and waits for the link to go down; returns the reason when it is known.
     @discardableResult
-    func disconnect(timeout: Duration) async throws(BLERuntimeError) -> HCIStatus?
+    func disconnect(timeout: Duration) async throws(BLEError) -> HCIStatus?
 
     /// Waits until the link goes down and returns the reason when it is known. Without a timeout
     /// it waits as long as the link lives.
-    func disconnected(timeout: Duration?) async throws(BLERuntimeError) -> HCIStatus?
+    func disconnected(timeout: Duration?) async throws(BLEError) -> HCIStatus?
 }
-
-extension HostRuntime: BLECentral {
-    public func scan(for duration: Duration) async throws(BLERuntimeError) -> AsyncStream<DiscoveredDevice> {
-        try await scan(duration: duration)
-    }
-
-    public func connect(_ peer: DeviceAddress, timeout: Duration) async throws(BLERuntimeError) -> any BLEConnection {
-        try await connect(to: peer, timeout: timeout)
-    }
-}
-
-extension GATTClient: BLEConnection {}
 
 /// Which backend records: HealthGate's own host stack on a controller, or BlueZ.
 ///

@@ -1,5 +1,4 @@
 import Foundation
-public import BLEHost
 public import Timing
 
 /// Keeps one configured device connected: connect, discover, subscribe; when the link drops or an
@@ -37,8 +36,8 @@ public actor DeviceSession {
         case attemptFailed(String)
         /// Waiting this long before the next attempt.
         case retrying(after: Duration)
-        /// The central is gone for good (`BLERuntimeError.isFinal`): the session stopped trying.
-        case gaveUp(BLERuntimeError)
+        /// The central is gone for good (`BLEError.isFinal`): the session stopped trying.
+        case gaveUp(BLEError)
         case stopped
     }
 
@@ -92,7 +91,7 @@ public actor DeviceSession {
     }
 
     /// Discovers, subscribes and reads as configured.
-    private func subscribe(_ client: any BLEConnection) async throws(BLERuntimeError) {
+    private func subscribe(_ client: any BLEConnection) async throws(BLEError) {
         let database = try await client.discover(timeout: configuration.operationTimeout)
         let present = configuration.subscriptions.filter { !database.characteristics($0).isEmpty }
         let wanted = configuration.requireAllSubscriptions ? configuration.subscriptions : present
@@ -114,10 +113,10 @@ public actor DeviceSession {
     private func run() async {
         var failures = 0
         while !stopping, !Task.isCancelled {
-            do throws(BLERuntimeError) {
+            do throws(BLEError) {
                 let client = try await runtime.connect(configuration.address, timeout: configuration.connectTimeout)
                 self.client = client
-                do throws(BLERuntimeError) {
+                do throws(BLEError) {
                     try await subscribe(client)
                 } catch {
                     _ = try? await client.disconnect(timeout: .seconds(3))
