@@ -129,7 +129,7 @@ let package = Package(
         // Bluetooth LE driver: live readings -> measurements and workout pieces (pure
         // sessionizer), and the recorder that drives device sessions into a sink.
         .target(name: "BLEDriver", dependencies: ["HealthModel", "DriverKit", "GATTProfiles", "BluetoothCentral", "BLEHost", "BLERuntime", "BLEBlueZ"],
-                path: "Drivers/BluetoothLE", exclude: ["README.md", "Central", "Host", "Profiles", "Runtime", "BlueZ"],
+                path: "Drivers/BluetoothLE", exclude: ["README.md", "Central", "Host", "Profiles", "Runtime", "BlueZ", "Commands"],
                 resources: [.embedInCode("sample.toml")]),
         // Bluetooth LE I/O edge: transports, the host runtime (one actor owning the protocol
         // state), scanner, GATT client and reconnecting device sessions.
@@ -268,13 +268,19 @@ let package = Package(
         ], path: "Sources/HealthGateDaemon"),
         // What every command shares: JSON and table output, --json, durations on the command line.
         // The executable and the driver families' command targets use it.
-        .target(name: "CommandSupport", dependencies: ["HealthModel", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+        .target(name: "CommandSupport", dependencies: ["HealthModel", "HealthStore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
                 path: "Sources/CommandSupport"),
         // The ANT family's commands (`healthgate ant ...`), mounted by the executable.
         .target(name: "ANTCommands", dependencies: ["ANTDriver", "ANTProtocol", "ANTPlusProfiles", "USBKit", "CommandSupport", "HealthModel",
                                                     "HealthPipeline", "HealthStore", "DriverKit", "DriverRegistry",
                                                     .product(name: "ArgumentParser", package: "swift-argument-parser")],
                 path: "Drivers/ANT/Commands"),
+        // The Bluetooth LE family's commands (`healthgate ble ...`, and the BLE part of `record`),
+        // mounted by the executable: the one BLE target it imports.
+        .target(name: "BLECommands", dependencies: ["BLEDriver", "BluetoothCentral", "BLEHost", "BLEBlueZ", "GATTProfiles",
+                                                    "CommandSupport", "HealthModel", "HealthPipeline", "HealthStore", "DriverKit",
+                                                    .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                path: "Drivers/BluetoothLE/Commands"),
         // The watch family's commands (`healthgate watch ...`), mounted by the executable.
         .target(name: "WatchCommands", dependencies: ["WatchDriver", "WatchLayout", "WatchMTP", "CommandSupport", "HealthModel", "HealthPipeline",
                                                       "HealthStore", "DriverKit", "DriverRegistry",
@@ -291,7 +297,7 @@ let package = Package(
         .executableTarget(name: "healthgate", dependencies: [
             "Dashboard", "HealthPipeline", "HealthReports", "HealthGateDaemon", "HealthModel", "HealthStore", "HealthSync", "SyncProtocol", "DriverKit",
             "DriverRegistry", "LinuxAdapters", "Entries", "CommandSupport", "ANTCommands", "ANTDriver", "WatchCommands",
-            "FITDriver", "BluetoothCentral", "BLEHost", "BLERuntime", "GATTProfiles", "BLEDriver", "BLEBlueZ", "WebSecurity",
+            "FITDriver", "BLECommands", "WebSecurity",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/healthgate"),
@@ -326,7 +332,7 @@ let package = Package(
         .testTarget(name: "XMLDriverTests", dependencies: ["TestSupport", "XMLStream", "TCXDriver", "GPXDriver", "HealthModel", "DriverKit"]),
         .testTarget(name: "GATTProfilesTests", dependencies: ["TestSupport", "GATTProfiles", "HealthModel"]),
         .testTarget(name: "BLEHostTests", dependencies: ["BluetoothCentral", "TestSupport", "BLEHost", "GATTProfiles"]),
-        .testTarget(name: "BLEDriverTests", dependencies: ["BluetoothCentral", "BLEDriver", "BLEHost", "BLERuntime", "DriverKit", "GATTProfiles", "HealthModel"]),
+        .testTarget(name: "BLEDriverTests", dependencies: ["BluetoothCentral", "BLEDriver", "BLEBlueZ", "BLEHost", "BLERuntime", "DriverKit", "GATTProfiles", "HealthModel"]),
         .testTarget(name: "BLERuntimeTests", dependencies: ["BluetoothCentral", "TestSupport", "BLERuntime", "BLEHost", "GATTProfiles", "Timing"]),
         .testTarget(name: "BLEBlueZTests", dependencies: ["BluetoothCentral", "BLEBlueZ", "BLERuntime", "BLEHost", "TestSupport"]),
         .testTarget(name: "BLERecordingTests", dependencies: ["BluetoothCentral", 

@@ -52,6 +52,15 @@ public enum CommandOutput {
         for row in rows { print(line(row)) }
     }
 
+    /// `value * scale` with `decimals` digits after the point; `-` for none.
+    public static func number(_ value: Double?, decimals: Int = 1, scale: Double = 1) -> String {
+        guard let value, value.isFinite else { return "-" }
+        return String(format: "%.\(decimals)f", value * scale)
+    }
+
+    /// `1 meal`, `2 meals`, `0 days`.
+    public static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
+
     public static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
 
     public static func stderr(_ text: String) {

@@ -1,4 +1,5 @@
 import ANTCommands
+import BLECommands
 import WatchCommands
 import ArgumentParser
 import Foundation

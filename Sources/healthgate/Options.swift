@@ -4,37 +4,6 @@ import Foundation
 import HealthModel
 import HealthStore
 
-/// `--db` or `--state-dir`, shared by every command that uses the local database (or the login
-/// saved next to it).
-struct DatabaseOptions: ParsableArguments {
-    @Option(name: .customLong("db"), help: ArgumentHelp("The SQLite database file (default ./healthgate.sqlite); the saved login is PATH.sync.json.", valueName: "PATH"))
-    var dbPath: String?
-
-    @Option(help: ArgumentHelp("The state directory the daemon uses: its database DIR/healthgate.sqlite (instead of --db).", valueName: "DIR"))
-    var stateDir: String?
-
-    func validate() throws {
-        if dbPath != nil, stateDir != nil { throw ValidationError("give --db or --state-dir, not both") }
-    }
-
-    /// The database file.
-    var db: String { dbPath ?? stateDir.map { $0 + "/healthgate.sqlite" } ?? "./healthgate.sqlite" }
-
-    /// Opens (creating and migrating) the database; a ``RuntimeFailure`` when it cannot.
-    func open() async throws -> HealthStore {
-        do {
-            return try await HealthStore(path: db)
-        } catch {
-            throw RuntimeFailure("cannot open database \(db): \(error)")
-        }
-    }
-
-    /// Opens the database only if it exists (for dry runs).
-    func openIfExists() async throws -> HealthStore? {
-        FileManager.default.fileExists(atPath: db) ? try await open() : nil
-    }
-}
-
 /// `--since` / `--until`.
 struct RangeOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Only records starting at or after this date or time (local unless it says Z or an offset).",

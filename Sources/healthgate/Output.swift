@@ -20,8 +20,7 @@ enum Output {
     }
 
     static func number(_ value: Double?, decimals: Int = 1, scale: Double = 1) -> String {
-        guard let value, value.isFinite else { return "-" }
-        return String(format: "%.\(decimals)f", value * scale)
+        CommandOutput.number(value, decimals: decimals, scale: scale)
     }
 
     static func int(_ value: Int?) -> String { value.map(String.init) ?? "-" }
@@ -40,7 +39,7 @@ enum Output {
     }
 
     /// `1 meal`, `2 meals`, `0 days`.
-    static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
+    static func count(_ n: Int, _ noun: String) -> String { CommandOutput.count(n, noun) }
 
     /// Minutes precision for tables: `2019-05-18 19:16`.
     static func shortTime(_ iso: String) -> String {

@@ -1,10 +1,7 @@
 import ANTCommands
 import ANTDriver
 import ArgumentParser
-import BluetoothCentral
-import BLEDriver
-import BLEHost
-import BLERuntime
+import BLECommands
 import CommandSupport
 import Dispatch
 import Foundation
@@ -56,13 +53,9 @@ struct RecordCommand: AsyncParsableCommand {
     var commitLog: String?
 
     func validate() throws {
-        for d in devices { _ = try selector(d) }
+        for d in devices { try BLERecording.validate(device: d) }
         try time?.requireLongerThanZero("--for")
         if let commitLog, commitLog.isEmpty { throw ValidationError("--commit-log: expected a file name") }
-    }
-
-    private func selector(_ text: String) throws -> DeviceSelector {
-        do { return try DeviceSelector(parsing: text) } catch { throw ValidationError("--device: \(error)") }
     }
 
     func run() async throws {
@@ -72,16 +65,8 @@ struct RecordCommand: AsyncParsableCommand {
             Output.stderr("completed \(interrupted.count) workout(s) left in progress by an earlier recording\n")
         }
         // Bluetooth LE with --hci, ANT+ with --ant: both into one database, in one run.
-        var configuration: BLERecorder.Configuration?
-        let log = RecordingLog(quiet: output.json)
-        if controller.hciOption != nil || !ant.enabled {
-            var c = BLERecorder.Configuration(controller: try controller.address(), devices: try devices.isEmpty ? [.auto] : devices.map(selector))
-            c.sessionizer = workouts.sessionizer
-            c.snoopPath = try controller.snoopPath()
-            c.log = controller.diagnostics
-            c.onEvent = { log.event($0) }
-            configuration = c
-        }
+        let ble = controller.hciOption != nil || !ant.enabled
+            ? try BLERecording(controller: controller, devices: devices, workouts: workouts, quiet: output.json) : nil
         let antConfiguration = try ant.configuration(gap: workouts.gap.seconds, sport: Sport.normalize(workouts.sport), wheel: workouts.wheel,
                                                      quiet: output.json)
 
@@ -97,19 +82,14 @@ struct RecordCommand: AsyncParsableCommand {
         }
         let started = Date()
         if !output.json {
-            let what = (configuration.map { $0.devices.map(\.description) } ?? []) + (antConfiguration == nil ? [] : ["ANT+ " + ant.summary])
+            let what = (ble?.devices ?? []) + (antConfiguration == nil ? [] : ["ANT+ " + ant.summary])
             Output.stderr("recording \(what.joined(separator: ", ")) into \(database.db); "
                           + (time.map { "stopping after \($0)" } ?? "Ctrl-C to stop") + "\n")
         }
-        let hci = controller.hciOption ?? ""
-        let task = Task { [configuration] in
+        let task = Task {
             try await withThrowingTaskGroup(of: Void.self) { group in
-                if let configuration {
-                    group.addTask {
-                        do { try await BLERecorder(configuration: configuration).run(into: sink) } catch {
-                            throw RuntimeFailure.controller(hci, error)
-                        }
-                    }
+                if let ble {
+                    group.addTask { try await ble.run(into: sink) }
                 }
                 if let antConfiguration {
                     group.addTask {
@@ -134,11 +114,12 @@ struct RecordCommand: AsyncParsableCommand {
         }
         defer { stop.cancel() }
         try await task.value
-        try await report(store: store, stored: stored, statistics: log.statistics, since: started)
+        try await report(store: store, stored: stored, statistics: ble?.statistics, since: started)
     }
 
     /// Prints what this run stored.
-    private func report(store: HealthStore, stored: StoredIDs, statistics: BLERecorderStatistics?, since: Date) async throws {
+    private func report(store: HealthStore, stored: StoredIDs, statistics: (values: Int, malformed: Int, devices: [BLERecording.Device])?,
+                        since: Date) async throws {
         let ids = stored.snapshot
         let workouts = try await store.workouts().filter { ids.workouts.contains($0.id) }
         let measurements = try await store.measurements().filter { ids.measurements.contains($0.id.description) }
@@ -146,9 +127,9 @@ struct RecordCommand: AsyncParsableCommand {
             return try Output.printJSON(RecordReport(
                 workouts: workouts,
                 measurements: measurements.map(MeasurementsCommand.MeasurementJSON.init),
-                devices: (statistics?.devices ?? [:]).map { address, d in
-                    .init(address: address, name: d.name, connections: d.connections, values: d.values, malformed: d.malformed)
-                }.sorted { $0.address < $1.address }))
+                devices: (statistics?.devices ?? []).map { d in
+                    .init(address: d.address, name: d.name, connections: d.connections, values: d.values, malformed: d.malformed)
+                }))
         }
         let elapsed = Date().timeIntervalSince(since)
         print("Recorded for \(Output.duration(elapsed)): \(workouts.count) workout(s), \(measurements.count) measurement(s)"
@@ -234,35 +215,6 @@ final class StoredIDs: Sendable {
     var snapshot: (workouts: Set<String>, measurements: Set<String>) { ids.withLock { $0 } }
 }
 
-/// Prints the recorder's events on stderr (not with --json) and keeps its final statistics.
-final class RecordingLog: Sendable {
-    private let quiet: Bool
-    private let state = Mutex<(statistics: BLERecorderStatistics?, malformed: [String: Int])>((nil, [:]))
-
-    init(quiet: Bool) { self.quiet = quiet }
-
-    var statistics: BLERecorderStatistics? { state.withLock { $0.statistics } }
-
-    func event(_ event: BLERecorderEvent) {
-        let line: String?
-        switch event {
-        case .malformed(let address, _, _):
-            let count = state.withLock { s in
-                s.malformed[address.text, default: 0] += 1
-                return s.malformed[address.text, default: 0]
-            }
-            // The first few in full; then one line per hundred.
-            line = count <= 3 ? event.message : count % 100 == 0 ? "\(address.text): \(count) malformed values skipped so far" : nil
-        case .finished(let statistics):
-            state.withLock { $0.statistics = statistics }
-            line = nil  // the command prints its own summary
-        default:
-            line = event.message
-        }
-        if let line, !quiet { Output.stderr(DisplayText.safe(line, limit: 1000) + "\n") }
-    }
-}
-
 /// Runs `action` once on SIGINT or SIGTERM (instead of the default: dying), so a recording
 /// stops in order and stores its last batch.
 final class StopSignals {
@@ -281,29 +233,5 @@ final class StopSignals {
     func cancel() {
         for s in sources { s.cancel() }
         for s in [SIGINT, SIGTERM] { Foundation.signal(s, SIG_DFL) }
-    }
-}
-
-/// `--gap`, `--sport`, `--wheel`: how live readings become workouts (`record`, `ble replay --record`).
-struct WorkoutOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Silence that ends a workout, 1s to 1d; \(DurationArgument.forms).", valueName: "DURATION"))
-    var gap = DurationArgument(seconds: 120)
-
-    @Option(help: ArgumentHelp("Sport of a workout whose device does not tell (a heart-rate strap alone).", valueName: "SPORT"))
-    var sport: String = "other"
-
-    @Option(help: ArgumentHelp("Wheel circumference for speed sensors.", valueName: "METRES"))
-    var wheel: Double = 2.096
-
-    func validate() throws {
-        guard (1...86_400).contains(gap.seconds) else { throw ValidationError("--gap must be from 1s to 1d (\(DurationArgument.forms))") }
-        guard (0.5...4).contains(wheel) else { throw ValidationError("--wheel must be between 0.5 and 4 metres") }
-        if Sport.normalize(sport) == .other, sport.lowercased() != "other" {
-            throw ValidationError("--sport '\(sport)' is not a sport HealthGate knows")
-        }
-    }
-
-    var sessionizer: GATTSessionizer.Configuration {
-        GATTSessionizer.Configuration(gap: gap.seconds, defaultSport: Sport.normalize(sport), wheelCircumference: wheel)
     }
 }

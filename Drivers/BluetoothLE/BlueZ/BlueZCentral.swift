@@ -793,17 +793,3 @@ extension BlueZCentral {
         return owner?.isEmpty == false
     }
 }
-
-extension BLEController {
-    /// Decides `auto` on this machine (see `resolved(bluezRunning:adapters:)`): asks the system
-    /// bus whether bluetoothd runs and lists the kernel's adapters (`/sys/class/bluetooth`).
-    public func resolve() async throws(BLEError) -> BLEController {
-        guard self == .auto else { return self }
-        let running = await BlueZCentral.isRunning()
-        let adapters = (try? FileManager.default.contentsOfDirectory(atPath: "/sys/class/bluetooth")) ?? []
-        guard let controller = resolved(bluezRunning: running, adapters: adapters) else {
-            throw .bluez("bluetoothd is not running (org.bluez has no owner on the system bus) and the kernel lists no Bluetooth adapter")
-        }
-        return controller
-    }
-}

@@ -13,6 +13,9 @@ public protocol BLECentral: AnyObject, Sendable {
 
     /// Connects to `peer`, bounded by `timeout`.
     func connect(_ peer: DeviceAddress, timeout: Duration) async throws(BLEError) -> any BLEConnection
+
+    /// Ends every link and releases the controller or adapter; nothing succeeds afterwards.
+    func close() async
 }
 
 /// One LE link to a peripheral, as a GATT client. After the link went down every call fails with

@@ -3,7 +3,6 @@ public import BLERuntime
 public import DriverKit
 import Foundation
 import GATTProfiles
-import BLEBlueZ
 public import HealthModel
 import Synchronization
 
@@ -136,72 +135,28 @@ public struct BLERecorder: DeviceDriver {
         self.init(configuration: c)
     }
 
-    /// Opens the controller, records until the task is cancelled, hands the last batch (workouts
-    /// completed) to the sink and closes the controller.
+    /// Opens the controller (`Controllers.open`), records until the task is cancelled, hands the
+    /// last batch (workouts completed) to the sink and closes the controller.
     public func run(into sink: some RecordSink) async throws {
-        let controller: TransportAddress
-        switch try await configuration.controller.resolve() {
-        case .host(let address): controller = address
-        case .bluez(let adapter): return try await runBlueZ(adapter: adapter, into: sink)
-        case .auto: throw BLEError.bluez("auto: no backend")  // resolve() decides auto
-        }
-        var runtimeConfiguration = HostRuntime.Configuration()
-        runtimeConfiguration.snoopPath = configuration.snoopPath
-        runtimeConfiguration.log = configuration.log
-        let runtime = try await openHost(controller, runtimeConfiguration)
-        do {
-            configuration.onEvent?(.controllerReady(try await runtime.start()))
-            try await record(with: runtime, into: sink)
-        } catch {
-            await runtime.close()
-            throw error
-        }
-        await runtime.close()
-    }
-
-    /// Opens the own stack's transport; with `waitForController`, while the controller is not
-    /// there, refuses the connection or is busy, tried again every second until cancelled
-    /// (`ControllerWait` says when and what to log, as `backend` events).
-    private func openHost(_ address: TransportAddress, _ runtimeConfiguration: HostRuntime.Configuration) async throws -> HostRuntime {
-        var wait = ControllerWait(address: "\(address)")
-        while true {
-            let opened: Result<HostRuntime, BLEError> = Result { () throws(BLEError) in
-                try HostRuntime.open(address, configuration: runtimeConfiguration)
-            }
-            switch opened {
-            case .success(let runtime):
-                if let message = wait.opened() { configuration.onEvent?(.backend(message: message, trouble: false)) }
-                return runtime
-            case .failure(let error):
-                guard configuration.waitForController, case .transport(let cause) = error,
-                      case .wait(let say) = wait.failed(cause) else { throw error }
-                if let say { configuration.onEvent?(.backend(message: say, trouble: true)) }
-            }
-            try await Task.sleep(for: .seconds(1))
-        }
-    }
-
-    /// Through bluetoothd: opens the adapter over D-Bus (discovery filtered to the selectors'
-    /// services when they allow), records until the task is cancelled and closes it.
-    private func runBlueZ(adapter: String?, into sink: some RecordSink) async throws {
-        guard configuration.snoopPath == nil else {
-            throw BLEError.bluez("a btsnoop capture needs the own host stack (with BlueZ use btmon)")
-        }
-        var c = BlueZCentral.Configuration(adapter: adapter)
-        c.discoveryServices = DeviceSelector.discoveryServices(configuration.devices)
-        c.waitUntilUsable = configuration.waitForController
-        c.log = configuration.log
+        var options = Controllers.Options()
+        options.snoopPath = configuration.snoopPath
+        options.waitForController = configuration.waitForController
+        options.discoveryServices = DeviceSelector.discoveryServices(configuration.devices)
+        options.log = configuration.log
         let onEvent = configuration.onEvent
-        c.onChange = { message, trouble in onEvent?(.backend(message: message, trouble: trouble)) }
-        let central = try await BlueZCentral.open(c)
-        configuration.onEvent?(.adapterReady(central.adapterPath))
+        options.onChange = { message, trouble in onEvent?(.backend(message: message, trouble: trouble)) }
+        let opened = try await Controllers.open(configuration.controller, options)
+        switch opened.ready {
+        case .controller(let info): onEvent?(.controllerReady(info))
+        case .adapter(let path): onEvent?(.adapterReady(path))
+        }
         do {
-            try await record(with: central, into: sink)
+            try await record(with: opened.central, into: sink)
         } catch {
-            await central.close()
+            await opened.central.close()
             throw error
         }
-        await central.close()
+        await opened.central.close()
     }
 
     /// Records with a started central (which the caller owns) until the task is cancelled.

@@ -1,8 +1,7 @@
 import ArgumentParser
-import BluetoothCentral
 import BLEBlueZ
-import BLEHost
-import BLERuntime
+import BLEDriver
+import BluetoothCentral
 import CommandSupport
 import Foundation
 
@@ -79,18 +78,18 @@ struct BLEPairCommand: AsyncParsableCommand {
 
     func run() async throws {
         let resolved: BLEController
-        do { resolved = try await controller().resolve() } catch let error as BLEError { throw RuntimeFailure.controller(hci, error) }
-        guard case .bluez(let adapter) = resolved else { throw RuntimeFailure(Self.needsBlueZ(hci)) }
+        do { resolved = try await Controllers.resolve(try controller()) } catch let error as BLEError { throw CommandFailure.controller(hci, error) }
+        guard case .bluez(let adapter) = resolved else { throw CommandFailure(Self.needsBlueZ(hci)) }
         let central: BlueZCentral
         var configuration = BlueZCentral.Configuration(adapter: adapter)
         configuration.log = ControllerOptions.diagnostics(verbose)
         do { central = try await BlueZCentral.open(configuration) } catch {
-            throw RuntimeFailure.controller(hci, error)
+            throw CommandFailure.controller(hci, error)
         }
         do {
             let result = try await pair(central)
             await central.close()
-            if output.json { return try Output.printJSON(result) }
+            if output.json { return try CommandOutput.printJSON(result) }
             print(result.result == PairOutcome.alreadyBonded.rawValue
                   ? "\(result.device) is already bonded (bluetoothd holds its keys); nothing to do."
                   : "Paired with \(result.device)\(result.name.map { " (\($0))" } ?? ""): bonded and trusted.")
@@ -107,29 +106,29 @@ struct BLEPairCommand: AsyncParsableCommand {
         if let address, try await central.isPaired(address) == true {
             return Result(device: address.description, name: nil, result: PairOutcome.alreadyBonded.rawValue)
         }
-        if !output.json { Output.stderr("looking for \(device) (up to \(scanFor))\n") }
+        if !output.json { CommandOutput.stderr("looking for \(device) (up to \(scanFor))\n") }
         let found = try await scanDevices(central, for: scanFor) { d in
             address.map { $0.value == d.address.value } ?? (d.name?.uppercased() == wanted)
         }
         guard let match = found.first(where: { d in address.map { $0.value == d.address.value } ?? (d.name?.uppercased() == wanted) }) else {
-            throw RuntimeFailure("\(device) was not found in \(scanFor): is it advertising (in pairing mode) and in range? (`healthgate ble scan --hci \(hci)` lists what is)")
+            throw CommandFailure("\(device) was not found in \(scanFor): is it advertising (in pairing mode) and in range? (`healthgate ble scan --hci \(hci)` lists what is)")
         }
         address = match.address
         name = match.name
-        guard let address else { throw RuntimeFailure("\(device): no address") }
+        guard let address else { throw CommandFailure("\(device): no address") }
         let options = AgentOptions(capability: AgentCapability(parsing: capability) ?? .keyboardDisplay,
                                    passkey: passkey.flatMap(PairingAgentPolicy.parsePasskey), assumeYes: yes,
                                    interactive: isatty(STDIN_FILENO) == 1)
-        if !output.json { Output.stderr("pairing with \(address)\(name.map { " (\($0))" } ?? "") as \(options.capability.rawValue)\n") }
-        let prompter = PairingPrompter(show: { Output.stderr($0 + "\n") }, ask: { prompt in
-            Output.stderr(prompt)
+        if !output.json { CommandOutput.stderr("pairing with \(address)\(name.map { " (\($0))" } ?? "") as \(options.capability.rawValue)\n") }
+        let prompter = PairingPrompter(show: { CommandOutput.stderr($0 + "\n") }, ask: { prompt in
+            CommandOutput.stderr(prompt)
             return readLine(strippingNewline: true)
         })
         let outcome: PairOutcome
         do {
             outcome = try await central.pair(address, options: options, prompter: prompter, timeout: timeout.duration)
         } catch {
-            throw RuntimeFailure("\(address): \(error)")
+            throw CommandFailure("\(address): \(error)")
         }
         return Result(device: address.description, name: name, result: outcome.rawValue)
     }

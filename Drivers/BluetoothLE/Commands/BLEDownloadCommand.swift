@@ -1,8 +1,6 @@
 import ArgumentParser
-import BluetoothCentral
 import BLEDriver
-import BLEHost
-import BLERuntime
+import BluetoothCentral
 import CommandSupport
 import DriverKit
 import Foundation
@@ -89,7 +87,7 @@ struct BLEDownloadCommand: AsyncParsableCommand {
         let store = try await database.open()
         let summary = try await controller.withController { central in try await download(central, store: store) }
         if output.json {
-            try Output.printJSON(summary)
+            try CommandOutput.printJSON(summary)
         } else if summary.error == nil {
             if summary.meterReset, let how = summary.resetHow {
                 print("\(summary.device): the meter was reset (\(how)): every record asked for")
@@ -99,7 +97,7 @@ struct BLEDownloadCommand: AsyncParsableCommand {
                   + ", \(summary.stored) new, \(summary.alreadyStored) already stored"
                   + (summary.lastSequence.map { "; last sequence number \($0)" } ?? ""))
         }
-        if let error = summary.error { throw RuntimeFailure("\(summary.device): \(error)") }
+        if let error = summary.error { throw CommandFailure("\(summary.device): \(error)") }
     }
 
     private func download(_ central: any BLECentral, store: HealthStore) async throws -> Summary {
@@ -110,7 +108,7 @@ struct BLEDownloadCommand: AsyncParsableCommand {
         } else {
             let found = try await scanDevices(central, for: scanFor) { $0.name?.uppercased() == wanted }
             guard let match = found.first(where: { $0.name?.uppercased() == wanted }) else {
-                throw RuntimeFailure("no device named '\(device)' found in \(scanFor) (try `healthgate ble scan`)")
+                throw CommandFailure("no device named '\(device)' found in \(scanFor) (try `healthgate ble scan`)")
             }
             address = match.address
         }
@@ -122,22 +120,22 @@ struct BLEDownloadCommand: AsyncParsableCommand {
             connection = try await central.connect(address, timeout: .seconds(10))
             database = try await connection.discover(timeout: .seconds(20))
         } catch {
-            throw RuntimeFailure("\(address): \(error)")
+            throw CommandFailure("\(address): \(error)")
         }
         if !output.json {
             let checked = cursor?.record != nil ? " (the last one stored, to check the meter was not reset)" : ""
-            Output.stderr("downloading from \(address): " + (from.map { "records from sequence number \($0)\(checked)" } ?? "every record") + "\n")
+            CommandOutput.stderr("downloading from \(address): " + (from.map { "records from sequence number \($0)\(checked)" } ?? "every record") + "\n")
         }
         let result: GlucoseDownloader.Result
         do {
             // Progress on stderr, with --json too (standard output holds only the JSON).
             result = try await GlucoseDownloader.download(connection, database: database, after: cursor, silence: silence.duration) {
                 received, total in
-                Output.stderr("records: \(received)\(total.map { "/\($0)" } ?? "")\n")
+                CommandOutput.stderr("records: \(received)\(total.map { "/\($0)" } ?? "")\n")
             }
         } catch {
             _ = try? await connection.disconnect(timeout: .seconds(5))
-            throw RuntimeFailure("\(address): \(error)")
+            throw CommandFailure("\(address): \(error)")
         }
         _ = try? await connection.disconnect(timeout: .seconds(5))
         // Store what arrived whole, with where the records now end (the last one, as sent), in

@@ -1,16 +1,16 @@
-import ArgumentParser
-import BluetoothCentral
-import BLEBlueZ
+public import ArgumentParser
 import BLEDriver
-import BLEHost
-import BLERuntime
+import BluetoothCentral
 import CommandSupport
 import Foundation
 import GATTProfiles
 import HealthModel
 
-struct BLECommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+/// `healthgate ble`: the Bluetooth LE family's commands, mounted by the executable.
+public struct BLECommand: AsyncParsableCommand {
+    public init() {}
+
+    public static let configuration = CommandConfiguration(
         commandName: "ble", abstract: "Bluetooth LE: find devices, pair them, watch their live readings, replay captures.",
         discussion: """
             --hci names the controller: bluez (the system's bluetoothd over D-Bus, sharing its \
@@ -25,10 +25,12 @@ struct BLECommand: AsyncParsableCommand {
 }
 
 /// `--hci` and `--snoop`, shared by the BLE commands that talk to a controller.
-struct ControllerOptions: ParsableArguments {
+public struct ControllerOptions: ParsableArguments {
+    public init() {}
+
     @Option(name: .customLong("hci"), help: ArgumentHelp("The controller (required; `record --ant` records ANT+ alone without it): bluez[:hciN] (through bluetoothd), auto, hci0, tcp:HOST:PORT, unix:PATH or serial:/dev/ttyACM0[:baud].",
                                valueName: "ADDR"))
-    var hciOption: String?
+    public var hciOption: String?
 
     /// The controller named by --hci (a usage error without one).
     var hci: String {
@@ -41,10 +43,10 @@ struct ControllerOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
         "Write a btsnoop capture (H4) of everything exchanged with the controller to FILE (replaced if it exists); `healthgate ble replay FILE` decodes it.",
         valueName: "FILE"))
-    var snoop: String?
+    public var snoop: String?
 
     @Flag(help: "Print the backend's diagnostics to standard error: connection attempts given up, links down and why, D-Bus calls that failed.")
-    var verbose = false
+    public var verbose = false
 
     /// The `--verbose` sink for the backend's diagnostics, nil without it.
     var diagnostics: (@Sendable (String) -> Void)? { Self.diagnostics(verbose) }
@@ -52,7 +54,7 @@ struct ControllerOptions: ParsableArguments {
     /// With `verbose`: the backend's diagnostics as `ble: ` lines on standard error.
     static func diagnostics(_ verbose: Bool) -> (@Sendable (String) -> Void)? {
         guard verbose else { return nil }
-        return { line in Output.stderr("ble: " + DisplayText.safe(line, limit: 1000) + "\n") }
+        return { line in CommandOutput.stderr("ble: " + DisplayText.safe(line, limit: 1000) + "\n") }
     }
 
     /// The `--snoop` path, after checking the file can be created (the runtime writes the
@@ -61,12 +63,12 @@ struct ControllerOptions: ParsableArguments {
         guard let snoop else { return nil }
         // A capture holds the readings: its owner's alone, like the database.
         guard FileManager.default.createFile(atPath: snoop, contents: nil, attributes: [.posixPermissions: 0o600]) else {
-            throw RuntimeFailure("--snoop: cannot create \(snoop)")
+            throw CommandFailure("--snoop: cannot create \(snoop)")
         }
         return snoop
     }
 
-    func validate() throws {
+    public func validate() throws {
         guard hciOption != nil else { return }
         if case .bluez = try address(), snoop != nil {
             throw ValidationError("--snoop records the own host stack's controller link; with --hci bluez use btmon")
@@ -78,63 +80,35 @@ struct ControllerOptions: ParsableArguments {
         do { return try BLEController(parsing: hci) } catch { throw ValidationError("--hci: \(error)") }
     }
 
-    /// Opens and initializes the controller, runs `body` with it, and closes it afterwards
-    /// whether `body` succeeded or threw.
+    /// Opens and initializes the controller (`Controllers.open`, as the daemon's driver does),
+    /// runs `body` with it, and closes it afterwards whether `body` succeeded or threw.
     func withController<T>(_ body: (any BLECentral) async throws -> T) async throws -> T {
-        let controller: BLEController
         let hci = try hci
-        do { controller = try await address().resolve() } catch let error as BLEError { throw RuntimeFailure.controller(hci, error) }
-        if case .bluez(let adapter) = controller {
-            if snoop != nil { throw RuntimeFailure("--snoop: \(hci) is BlueZ here; a capture needs the own host stack (with BlueZ use btmon)") }
-            let central: BlueZCentral
-            var configuration = BlueZCentral.Configuration(adapter: adapter)
-            configuration.log = diagnostics
-            do { central = try await BlueZCentral.open(configuration) } catch {
-                throw RuntimeFailure.controller(hci, error)
-            }
-            do {
-                let result = try await body(central)
-                await central.close()
-                return result
-            } catch {
-                await central.close()
-                throw error
-            }
+        var options = Controllers.Options()
+        options.snoopPath = try snoopPath()
+        options.log = diagnostics
+        let central: any BLECentral
+        do { central = try await Controllers.open(try address(), options).central } catch {
+            throw CommandFailure.controller(hci, error)
         }
-        guard case .host(let address) = controller else { throw RuntimeFailure("\(hci): no controller") }
-        let runtime = try await start(address)
         do {
-            let result = try await body(runtime)
-            await runtime.close()
+            let result = try await body(central)
+            await central.close()
             return result
         } catch {
-            await runtime.close()
+            await central.close()
             throw error
         }
     }
-
-    /// Opens and initializes the controller (the own host stack).
-    private func start(_ address: TransportAddress) async throws -> HostRuntime {
-        var configuration = HostRuntime.Configuration()
-        configuration.snoopPath = try snoopPath()
-        configuration.log = diagnostics
-        let runtime: HostRuntime
-        do {
-            runtime = try HostRuntime.open(address, configuration: configuration)
-            _ = try await runtime.start()
-        } catch {
-            throw RuntimeFailure.controller(hciOption ?? "", error)
-        }
-        return runtime
-    }
 }
 
-extension RuntimeFailure {
+extension CommandFailure {
     /// The controller `hci` could not be opened or used. Named once: a transport's error already
     /// starts with the transport's name (`tcp:127.0.0.1:1: connect: ...`); other errors get `hci`.
-    static func controller(_ hci: String, _ error: any Error) -> RuntimeFailure {
-        if case .transport(let cause) = error as? BLEError { return RuntimeFailure(cause.description) }
-        return RuntimeFailure("\(hci): \(error)")
+    static func controller(_ hci: String, _ error: any Error) -> CommandFailure {
+        if let failure = error as? CommandFailure { return failure }
+        if case .transport(let cause) = error as? BLEError { return CommandFailure(cause.description) }
+        return CommandFailure("\(hci): \(error)")
     }
 }
 
@@ -225,9 +199,9 @@ struct BLEScanCommand: AsyncParsableCommand {
         let devices = try await controller.withController { runtime in
             try await scanDevices(runtime, for: time).map(ScannedDevice.init)
         }
-        if output.json { return try Output.printJSON(devices) }
+        if output.json { return try CommandOutput.printJSON(devices) }
         guard !devices.isEmpty else { return print("No devices found in \(time).") }
-        Output.printTable(["ADDRESS", "NAME", "RSSI", "SERVICES"], devices.map { d in
+        CommandOutput.printTable(["ADDRESS", "NAME", "RSSI", "SERVICES"], devices.map { d in
             [d.address, d.name ?? "-", d.rssi.map { "\($0) dBm" } ?? "-",
              d.services.map { s in UInt16(s, radix: 16).flatMap { GATTNames.service($0) }.map { "\($0) (\(s))" } ?? s }
                 .joined(separator: ", ")]
@@ -294,7 +268,7 @@ struct BLEWatchCommand: AsyncParsableCommand {
         } else {
             let found = try await scanDevices(runtime, for: scanFor) { $0.name?.uppercased() == wanted }
             guard let match = found.first(where: { $0.name?.uppercased() == wanted }) else {
-                throw RuntimeFailure("no device named '\(device)' found in \(scanFor) (try `healthgate ble scan`)")
+                throw CommandFailure("no device named '\(device)' found in \(scanFor) (try `healthgate ble scan`)")
             }
             address = match.address
         }
@@ -304,7 +278,7 @@ struct BLEWatchCommand: AsyncParsableCommand {
             client = try await runtime.connect(address, timeout: .seconds(10))
             database = try await client.discover(timeout: .seconds(10))
         } catch {
-            throw RuntimeFailure("\(address): \(error)")
+            throw CommandFailure("\(address): \(error)")
         }
         let (stream, continuation) = AsyncStream.makeStream(of: GATTNotification.self)
         var subscribed = 0
@@ -313,8 +287,8 @@ struct BLEWatchCommand: AsyncParsableCommand {
             guard !database.characteristics(characteristic).isEmpty else { continue }
             if (try? await client.subscribe(characteristic, into: continuation, timeout: .seconds(5))) != nil { subscribed += 1 }
         }
-        guard subscribed > 0 else { throw RuntimeFailure("\(address) offers no measurement HealthGate reads") }
-        if !output.json { Output.stderr("watching \(address) (\(subscribed) characteristics); Ctrl-C to stop\n") }
+        guard subscribed > 0 else { throw CommandFailure("\(address) offers no measurement HealthGate reads") }
+        if !output.json { CommandOutput.stderr("watching \(address) (\(subscribed) characteristics); Ctrl-C to stop\n") }
         if let time {
             Task {
                 try? await Task.sleep(for: time.duration)
@@ -343,7 +317,7 @@ struct BLEWatchCommand: AsyncParsableCommand {
             CommandOutput.printLine(String(decoding: try encoder.encode(line), as: UTF8.self))
         } else {
             let values = line.values.sorted { $0.key < $1.key }.map { key, value in
-                "\(key)=\(value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : Output.number(value, decimals: 3))"
+                "\(key)=\(value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : CommandOutput.number(value, decimals: 3))"
             }
             CommandOutput.printLine(DisplayText.safe("\(line.time)  \(line.name)  \(line.error ?? values.joined(separator: " "))", limit: 1000))
         }

@@ -1,8 +1,7 @@
 import ArgumentParser
-import BluetoothCentral
 import BLEDriver
 import BLEHost
-import BLERuntime
+import BluetoothCentral
 import CommandSupport
 import Foundation
 import GATTProfiles
@@ -48,7 +47,7 @@ struct BLEReplayCommand: AsyncParsableCommand {
         do {
             result = try CaptureReplay.replay(file: file)
         } catch {
-            guard let partial = error.partial else { throw RuntimeFailure("\(error)") }
+            guard let partial = error.partial else { throw CommandFailure("\(error)") }
             result = partial
             damage = error
         }
@@ -57,9 +56,9 @@ struct BLEReplayCommand: AsyncParsableCommand {
         }
         if record { try await store(result) }
         // Damage in the file header leaves nothing to summarize.
-        if result.format != nil { Output.stderr(Self.summary(result, file: file)) }
+        if result.format != nil { CommandOutput.stderr(Self.summary(result, file: file)) }
         if let damage {
-            Output.stderr("healthgate: \(file): \(damage)\n")
+            CommandOutput.stderr("healthgate: \(file): \(damage)\n")
             throw ExitCode(1)
         }
     }
@@ -71,7 +70,7 @@ struct BLEReplayCommand: AsyncParsableCommand {
                                                          configuration: workouts.sessionizer)
         let (written, accepted, rejected) = try await Intake(store: try await database.open()).write(batch)
         let completed = accepted.workouts.filter(\.isFinal).count
-        Output.stderr("stored into \(database.db): \(written.inserted) new record(s) (\(completed) workout(s), "
+        CommandOutput.stderr("stored into \(database.db): \(written.inserted) new record(s) (\(completed) workout(s), "
                       + "\(accepted.records.count) measurement(s) in the capture; \(written.unchanged) already stored)"
                       + (malformed > 0 ? ", \(malformed) malformed value(s) skipped" : "")
                       + (rejected.isEmpty ? "" : ", \(rejected.count) rejected: " + rejected.map(\.description).joined(separator: "; "))
@@ -88,13 +87,13 @@ struct BLEReplayCommand: AsyncParsableCommand {
     static func summary(_ result: CaptureReplay.Result, file: String) -> String {
         let s = result.statistics
         let format = result.format?.description ?? "unknown format"
-        var out = "\((file as NSString).lastPathComponent): \(Output.count(s.records, "record")) (\(format))"
+        var out = "\((file as NSString).lastPathComponent): \(CommandOutput.count(s.records, "record")) (\(format))"
         if let first = result.firstRecordAt, let last = result.lastRecordAt {
             out += ", \(ISO8601.string(first)) to \(ISO8601.string(last))"
         }
-        out += "\n\(Output.count(s.connections, "connection")), \(Output.count(s.notifications, "notification")), "
-            + "\(Output.count(s.indications, "indication")), \(Output.count(s.reads, "read")); "
-            + "\(Output.count(s.valuesOnUnknownHandles, "value")) on unknown handles, \(Output.count(s.decodeErrors, "decode error"))\n"
+        out += "\n\(CommandOutput.count(s.connections, "connection")), \(CommandOutput.count(s.notifications, "notification")), "
+            + "\(CommandOutput.count(s.indications, "indication")), \(CommandOutput.count(s.reads, "read")); "
+            + "\(CommandOutput.count(s.valuesOnUnknownHandles, "value")) on unknown handles, \(CommandOutput.count(s.decodeErrors, "decode error"))\n"
         for (index, connection) in result.connections.enumerated() {
             let who = connection.peer?.description ?? "unknown device (connected before the capture began)"
             out += "  \(who), link 0x\(hex(connection.handle, 4))"
@@ -111,16 +110,16 @@ struct BLEReplayCommand: AsyncParsableCommand {
             }
             for key in order {
                 let kinds = [CaptureReplay.ValueKind.notification, .indication, .read].compactMap { kind in
-                    counts[key]?[kind].map { Output.count($0, kind.rawValue) }
+                    counts[key]?[kind].map { CommandOutput.count($0, kind.rawValue) }
                 }
                 out += "    \(key): \(kinds.joined(separator: ", "))\n"
             }
         }
         if s.valuesWithoutPeer > 0 {
-            out += "\(Output.count(s.valuesWithoutPeer, "value")) on links whose connection is not in the capture (no device address)\n"
+            out += "\(CommandOutput.count(s.valuesWithoutPeer, "value")) on links whose connection is not in the capture (no device address)\n"
         }
-        if s.truncatedRecords > 0 { out += "\(Output.count(s.truncatedRecords, "record")) cut short by the capture writer (skipped)\n" }
-        if s.droppedByWriter > 0 { out += "the capture writer reports \(Output.count(Int(s.droppedByWriter), "dropped packet"))\n" }
+        if s.truncatedRecords > 0 { out += "\(CommandOutput.count(s.truncatedRecords, "record")) cut short by the capture writer (skipped)\n" }
+        if s.droppedByWriter > 0 { out += "the capture writer reports \(CommandOutput.count(Int(s.droppedByWriter), "dropped packet"))\n" }
         for problem in result.problems { out += "  \(problem)\n" }
         // The problems are decode problems, and one line about skipped records when there were any.
         let decodeProblems = result.problems.count - (s.skippedRecords > 0 ? 1 : 0)
