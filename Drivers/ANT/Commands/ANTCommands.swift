@@ -444,8 +444,7 @@ struct ANTReplayCommand: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
     @Flag(help: "Store the readings in the database (--db).")
     var record = false
-    @Option(name: .customLong("db"), help: ArgumentHelp("The SQLite database for --record (default ./healthgate.sqlite).", valueName: "PATH"))
-    var db = "./healthgate.sqlite"
+    @OptionGroup(title: "With --record") var database: DatabaseOptions
     @Option(help: ArgumentHelp("Silence that ends a workout; \(DurationArgument.forms).", valueName: "DURATION"))
     var gap = DurationArgument(seconds: 120)
     @Option(name: .customLong("wheel-circumference"), help: "Metres per wheel revolution (0.5 to 4).")
@@ -478,12 +477,10 @@ struct ANTReplayCommand: AsyncParsableCommand {
         CommandOutput.stderr(summary)
         if record {
             // Through the live drivers' sink: normalized, and stored once by id.
-            let store: HealthStore
-            do { store = try await HealthStore(path: db) } catch { throw CommandFailure("\(db): \(error)") }
-            let sink = StoreSink(store: store)
+            let sink = StoreSink(store: try await database.open())
             try await sink.emit(result.batch)
             let workouts = result.batch.workouts.filter(\.isFinal).count
-            CommandOutput.stderr("stored into \(db): \(workouts) workout(s), \(result.batch.records.count) measurement(s) "
+            CommandOutput.stderr("stored into \(database.db): \(workouts) workout(s), \(result.batch.records.count) measurement(s) "
                                  + "(those stored before are kept once)"
                                  + (sink.rejected.count > 0 ? ", \(sink.rejected.count) rejected" : "") + "\n")
         }
@@ -515,8 +512,7 @@ struct ANTDownloadCommand: AsyncParsableCommand {
     var pair = false
     @Option(help: ArgumentHelp("Only files dated from this date or time on (local unless it says Z).", valueName: "DATE"))
     var since: String?
-    @Option(name: .customLong("db"), help: ArgumentHelp("The SQLite database (default ./healthgate.sqlite).", valueName: "PATH"))
-    var db = "./healthgate.sqlite"
+    @OptionGroup var database: DatabaseOptions
     @Option(name: .customLong("files"), help: ArgumentHelp("Where passkeys and downloaded files are kept (default: antfs/ next to the database).",
                                                            valueName: "DIR"))
     var folder: String?
@@ -538,9 +534,9 @@ struct ANTDownloadCommand: AsyncParsableCommand {
             throw ValidationError("give the ANT-FS network key: --antfs-key KEY or HEALTHGATE_ANTFS_NETWORK_KEY (16 hex digits)")
         }
         guard let key = ANTPlus.parseNetworkKey(text) else { throw ValidationError("the ANT-FS key must be 16 hex digits") }
+        let db = database.db
         let folder = self.folder ?? ((db as NSString).deletingLastPathComponent.isEmpty ? "." : (db as NSString).deletingLastPathComponent) + "/antfs"
-        let store: HealthStore
-        do { store = try await HealthStore(path: db) } catch { throw CommandFailure("\(db): \(error)") }
+        let store = try await database.open()
         var configuration = ANTFSDownloader.Configuration(networkKey: key, hostSerial: try ANTFSDownloader.hostSerial(folder: folder), folder: folder)
         configuration.allowPairing = pair
         configuration.since = since.flatMap { CommandDates.localDate($0) }

@@ -30,8 +30,9 @@ public struct WatchRootCommand: AsyncParsableCommand {
 
 /// The options both commands share.
 struct WatchOptions: ParsableArguments {
-    @Option(name: .customLong("db"), help: ArgumentHelp("The SQLite database (default ./healthgate.sqlite).", valueName: "PATH"))
-    var db = "./healthgate.sqlite"
+    @OptionGroup var database: DatabaseOptions
+    /// The database file (`--db`, or the one in `--state-dir`).
+    var db: String { database.db }
     @Option(name: .customLong("root"), help: ArgumentHelp("Where watches that are mass storage are mounted (repeatable; default /media and /run/media).",
                                                           valueName: "DIR"))
     var roots: [String] = []
@@ -111,7 +112,7 @@ struct WatchListCommand: AsyncParsableCommand {
 
     func run() async throws {
         let (connections, problems) = await options.attached()
-        let store: HealthStore? = FileManager.default.fileExists(atPath: options.db) ? try? await HealthStore(path: options.db) : nil
+        let store: HealthStore? = try? await options.database.openIfExists()
         let importer = WatchImporter(configuration: options.importerConfiguration())
         var listed: [Listed] = []
         for connection in connections {
@@ -179,8 +180,7 @@ struct WatchImportCommand: AsyncParsableCommand {
             CommandOutput.stderr("healthgate: " + (serial.map { "no watch with serial \(DisplayText.safe($0, limit: 64)) plugged in" } ?? "no watch plugged in") + "\n")
             throw ExitCode(2)
         }
-        let store: HealthStore
-        do { store = try await HealthStore(path: options.db) } catch { throw CommandFailure("\(options.db): \(error)") }
+        let store = try await options.database.open()
         var configuration = options.importerConfiguration()
         let quiet = output.json
         configuration.onEvent = { event in
