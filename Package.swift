@@ -133,7 +133,10 @@ let package = Package(
                 resources: [.embedInCode("sample.toml")]),
         // Bluetooth LE I/O edge: transports, the host runtime (one actor owning the protocol
         // state), scanner, GATT client and reconnecting device sessions.
-        .target(name: "BLERuntime", dependencies: ["BluetoothCentral", "BLEHost", "Timing"], path: "Drivers/BluetoothLE/Runtime"),
+        .target(name: "BLERuntime", dependencies: ["BluetoothCentral", "BLEHost", "Timing", "CBluetooth"], path: "Drivers/BluetoothLE/Runtime"),
+        // BlueZ's headers (libbluetooth-dev) for the kernel's HCI socket structure and constants;
+        // headers only, nothing linked.
+        .systemLibrary(name: "CBluetooth", path: "Sources/CBluetooth", providers: [.apt(["libbluetooth-dev"])]),
         // Bluetooth LE through BlueZ: bluetoothd over D-Bus (sd-bus from the system's libsystemd),
         // the second backend of the recorder; a pure model of bluetoothd's object tree.
         // sd-bus's header (libsystemd-dev); libsystemd.so.0 itself is loaded on first use (include/CSDBus.h).

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 public import Dispatch
+import CBluetooth
 import Synchronization
 import Foundation
 public import BluetoothCentral
@@ -215,24 +216,14 @@ public enum HCITransports {
         return fd
     }
 
-    /// `struct sockaddr_hci` from <bluetooth/hci.h> (libbluetooth-dev is not required).
-    struct SockaddrHCI {
-        var family: sa_family_t
-        var device: UInt16
-        var channel: UInt16
-    }
-    static let afBluetooth: Int32 = 31
-    static let btprotoHCI: Int32 = 1
-    static let hciChannelUser: UInt16 = 1
-
     /// The Linux HCI user channel: exclusive raw access to an adapter that is powered off in the
     /// kernel (needs CAP_NET_ADMIN).
     static func openHCIUserChannel(index: UInt16) throws(TransportError) -> Int32 {
-        let fd = socket(afBluetooth, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), btprotoHCI)
+        let fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), BTPROTO_HCI)
         guard fd >= 0 else { throw .hci(index: index, errno: errno) }
-        var addr = SockaddrHCI(family: sa_family_t(afBluetooth), device: index, channel: hciChannelUser)
+        var addr = sockaddr_hci(hci_family: sa_family_t(AF_BLUETOOTH), hci_dev: index, hci_channel: UInt16(HCI_CHANNEL_USER))
         let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<SockaddrHCI>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_hci>.size)) }
         }
         if rc != 0 {
             let e = errno
