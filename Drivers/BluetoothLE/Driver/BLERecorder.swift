@@ -270,7 +270,8 @@ public struct BLERecorderStatistics: Sendable, Equatable {
     public var sinkFailures = 0
 }
 
-/// The recorder's one loop: it alone owns the sessionizer, the sessions and the batch.
+/// The recorder's one loop: its `RecorderCore` alone holds the sessionizer, the batch and the
+/// statistics; the loop owns the sessions and does the I/O the core asks for.
 final class RecorderLoop<Sink: RecordSink>: Sendable {
     enum Input: Sendable {
         case found(DiscoveredDevice, DeviceSelector)
@@ -311,15 +312,12 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
 
     func requestStop() { input.yield(.stop) }
 
+    /// Feeds the inputs to the pure `RecorderCore` one at a time and carries out its actions:
+    /// sessions started and stopped, values forwarded, batches handed to the sink.
     func run() async throws {
-        var sessionizer = GATTSessionizer(configuration: configuration.sessionizer)
-        var sessions: [UInt64: DeviceSession] = [:]
-        var matched: Set<DeviceSelector> = []
+        var core = RecorderCore(devices: configuration.devices, sessionizer: configuration.sessionizer)
+        var sessions: [DeviceSession] = []
         var forwarders: [Task<Void, Never>] = []
-        var pending = LiveBatch()
-        var statistics = BLERecorderStatistics()
-        var stopping = false
-        var failure: BLEError?
         let emit = configuration.onEvent ?? { _ in }
 
         let scanner = Task { await scan() }
@@ -330,136 +328,95 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
             }
         }
 
-        func flush(_ batch: LiveBatch) async {
-            pending += batch
-            guard !pending.isEmpty else { return }
+        func store(_ batch: LiveBatch?) async -> [RecorderCore.Action] {
+            guard let batch else { return [] }
             do {
-                try await sink.emit(pending)
-                let summary = BLERecorderBatch(
-                    measurements: pending.records.count, samples: pending.workouts.reduce(0) { $0 + $1.workout.samples.count },
-                    workoutsCompleted: pending.workouts.filter(\.isFinal).count)
-                statistics.batches += 1
-                statistics.measurements += summary.measurements
-                statistics.samples += summary.samples
-                statistics.workoutsCompleted += summary.workoutsCompleted
-                pending = LiveBatch()
-                emit(.stored(summary))
+                try await sink.emit(batch)
+                return core.stored(nil)
             } catch {
-                statistics.sinkFailures += 1
-                emit(.sinkFailed("\(error)"))
+                return core.stored(error)
+            }
+        }
+
+        func perform(_ actions: [RecorderCore.Action]) async {
+            for action in actions {
+                switch action {
+                case .emit(let event):
+                    emit(event)
+                case .scan(let on):
+                    wantsScan.withLock { $0 = on }
+                case .startSession(let device):
+                    let session = DeviceSession(runtime: runtime, configuration: sessionConfiguration(device.address))
+                    sessions.append(session)
+                    forwarders.append(Task { for await n in session.notifications { self.input.yield(.value(n)) } })
+                    forwarders.append(Task { for await e in session.events { self.input.yield(.session(device.address, e)) } })
+                    await session.start()
+                case .glucoseReceived(let address, let sequence, let value):
+                    // The stored cursor first (a value may come before the connection's request
+                    // procedure reads it), then the cursor stored with the record.
+                    await loadGlucoseTracker(address)
+                    let (check, cursor) = glucoseTrackers.withLock { trackers in
+                        var tracker = trackers[address.value] ?? GlucoseCursorTracker(stored: nil)
+                        let check = tracker.received(sequence: sequence, value: value)
+                        trackers[address.value] = tracker
+                        return (check, tracker.cursor)
+                    }
+                    if let cursor { core.glucoseCursor(cursor, device: address.text) }
+                    if check != .none { glucoseChecks.withLock { $0[address.value] }?(check == .same) }
+                case .stopSessions:
+                    scanner.cancel()
+                    ticker.cancel()
+                    for session in sessions { await session.stop() }
+                    // The sessions' streams are finished: once the forwarders drained them, every
+                    // value received before the stop is in `inputs`, ahead of the end.
+                    Task { [forwarders, input] in
+                        for f in forwarders { await f.value }
+                        input.finish()
+                    }
+                }
             }
         }
 
         for await item in inputs {
             switch item {
-            case .found(let device, let selector):
-                guard sessions[device.address.value] == nil, !stopping else { continue }
-                var c = DeviceSession.Configuration(address: device.address,
-                                                    subscriptions: BLERecorder.measurements.map(BluetoothUUID.init))
-                c.requireAllSubscriptions = false
-                c.reads = [BluetoothUUID(GATTProfiles.GATTCharacteristic.batteryLevel)]
-                c.backoff = configuration.backoff
-                c.afterSubscribe = { [weak self] client, database, _ in
-                    guard let self else { return }
-                    try await BLERecorder.requestGlucoseRecords(
-                        client, database, cursor: { await self.glucoseRequestCursor(client.peer) },
-                        checks: { handler in self.glucoseChecks.withLock { $0[client.peer.value] = handler } },
-                        meterReset: { self.input.yield(.glucoseReset(client.peer, $0, recordChanged: $1)) })
-                }
-                let session = DeviceSession(runtime: runtime, configuration: c)
-                sessions[device.address.value] = session
-                statistics.devices[device.address.text, default: .init()].name = device.name
-                claimed.withLock { _ = $0.insert(device.address.value) }
-                matched.insert(selector)
-                let stillLooking = configuration.devices.contains { $0.isOpenEnded || !matched.contains($0) }
-                wantsScan.withLock { $0 = stillLooking }
-                emit(.found(address: device.address, name: device.name, selector: selector))
-                forwarders.append(Task { for await n in session.notifications { self.input.yield(.value(n)) } })
-                forwarders.append(Task { for await e in session.events { self.input.yield(.session(device.address, e)) } })
-                await session.start()
-
-            case .value(let n):
-                let device = n.peer.text
-                statistics.values += 1
-                statistics.devices[device, default: .init()].values += 1
-                do {
-                    guard let uuid = n.characteristic.uint16,
-                          let reading = try GATTProfileDecoder.decode(characteristic: uuid, n.value) else { continue }
-                    pending += sessionizer.receive(LiveReading(device: device, receivedAt: n.receivedAt, reading: reading))
-                    if case .glucose(let m) = reading {
-                        // The stored cursor first (a value may come before the connection's
-                        // request procedure reads it), then the cursor stored with the record,
-                        // in the same transaction.
-                        await loadGlucoseTracker(n.peer)
-                        let (check, cursor) = glucoseTrackers.withLock { trackers in
-                            var tracker = trackers[n.peer.value] ?? GlucoseCursorTracker(stored: nil)
-                            let check = tracker.received(sequence: m.sequenceNumber, value: n.value)
-                            trackers[n.peer.value] = tracker
-                            return (check, tracker.cursor)
-                        }
-                        if let cursor { pending.setCheckpoint(cursor, device: device) }
-                        if check != .none { glucoseChecks.withLock { $0[n.peer.value] }?(check == .same) }
-                    }
-                } catch {
-                    statistics.malformed += 1
-                    statistics.devices[device, default: .init()].malformed += 1
-                    emit(.malformed(address: n.peer, characteristic: n.characteristic, error: "\(error)"))
-                }
-
-            case .session(let address, let event):
-                guard !stopping else { continue }  // the disconnections we asked for are no news
-                switch event {
-                case .ready(let connection):
-                    statistics.devices[address.text, default: .init()].connections = connection
-                    emit(.connected(address: address, connection: connection))
-                case .disconnected(let reason):
-                    // No reason: the host stack's transport closed, or BlueZ (which does not tell).
-                    emit(.disconnected(address: address, reason: reason.map { "\($0)" } ?? "no reason given"))
-                case .attemptFailed(let why):
-                    emit(.retrying(address: address, after: .zero, reason: why))
-                case .retrying(let after):
-                    emit(.retrying(address: address, after: after, reason: nil))
-                case .gaveUp(let error):
-                    input.yield(.failed(error))
-                case .stopped:
-                    break
-                }
-
+            case .found(let device, let selector): await perform(core.found(device, selector))
+            case .value(let n): await perform(core.value(n))
+            case .session(let address, let event): await perform(core.session(address, event))
             case .glucoseReset(let address, let last, let changed):
                 // Its sequence numbers start over: the records it sends now set the cursor.
                 glucoseTrackers.withLock { $0[address.value]?.meterReset() }
                 emit(.glucoseMeterReset(address: address, lastSequence: last, recordChanged: changed))
-
-            case .flush:
-                await flush(sessionizer.flush(now: Date()))
-
-            case .failed(let error):
-                guard !stopping else { continue }
-                failure = error
-                input.yield(.stop)
-
-            case .stop:
-                guard !stopping else { continue }
-                stopping = true
-                scanner.cancel()
-                ticker.cancel()
-                for session in sessions.values { await session.stop() }
-                // The sessions' streams are finished: once the forwarders drained them, every
-                // value received before the stop is in `inputs`, ahead of the end.
-                Task { [forwarders, input] in
-                    for f in forwarders { await f.value }
-                    input.finish()
-                }
+            case .flush: await perform(await store(core.flush(now: Date())))
+            case .failed(let error): await perform(core.failed(error))
+            case .stop: await perform(core.stop())
             }
         }
         await scanner.value
         await ticker.value
-        await flush(sessionizer.finish())
-        emit(.finished(statistics))
-        if !pending.isEmpty {
-            throw BLERecorder.UnstoredBatchError(description: "the last batch could not be stored (\(pending.records.count) records, \(pending.workouts.count) workout pieces)")
+        await perform(await store(core.finish()))
+        emit(.finished(core.statistics))
+        if !core.pending.isEmpty {
+            throw BLERecorder.UnstoredBatchError(
+                description: "the last batch could not be stored (\(core.pending.records.count) records, \(core.pending.workouts.count) workout pieces)")
         }
-        if let failure { throw failure }
+        if let failure = core.failure { throw failure }
+    }
+
+    /// A found device's session: every measurement characteristic it has, Battery Level read on
+    /// each connection, and a glucose meter asked for its stored records.
+    private func sessionConfiguration(_ address: DeviceAddress) -> DeviceSession.Configuration {
+        var c = DeviceSession.Configuration(address: address, subscriptions: BLERecorder.measurements.map(BluetoothUUID.init))
+        c.requireAllSubscriptions = false
+        c.reads = [BluetoothUUID(GATTProfiles.GATTCharacteristic.batteryLevel)]
+        c.backoff = configuration.backoff
+        c.afterSubscribe = { [weak self] client, database, _ in
+            guard let self else { return }
+            try await BLERecorder.requestGlucoseRecords(
+                client, database, cursor: { await self.glucoseRequestCursor(client.peer) },
+                checks: { handler in self.glucoseChecks.withLock { $0[client.peer.value] = handler } },
+                meterReset: { self.input.yield(.glucoseReset(client.peer, $0, recordChanged: $1)) })
+        }
+        return c
     }
 
     /// Loads a glucose meter's tracker, when this run has none yet, from the sink's cursor (kept
