@@ -233,23 +233,13 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
         let log: @Sendable (String) -> Void
         let change: @Sendable (String, Bool) -> Void
         var tree = BlueZObjectTree()
-        var adapterPath = ""
-        /// The adapter's own address, to find it again under another name after a replug.
-        var adapterAddress: String?
-        /// The adapter in use was usable (bluetoothd there, the adapter present and powered) when
-        /// last seen: a loss or a recovery is reported once, on the change.
-        var adapterUsable = false
-        /// bluetoothd's objects are loaded (false from when it leaves the bus until a new one's
-        /// `GetManagedObjects` is answered).
-        var objectsLoaded = false
-        /// The unique name of bluetoothd on the bus.
-        var owner: String?
-        /// Set when the bus connection is lost: why (every call then fails with `backendLost`).
-        var lost: String?
-        /// A start waiting for bluetoothd or its adapter (`Configuration.waitUntilUsable`), and
-        /// what it last reported waiting for.
-        var pendingStart: (adapter: String?, reply: Reply<String>)?
-        var waitingFor: String?
+        /// bluetoothd, the adapter in use and the start, as decisions (`BlueZAdapterState`).
+        var adapter = BlueZAdapterState()
+        /// The reply of a start that waits for bluetoothd or its adapter
+        /// (`Configuration.waitUntilUsable`).
+        var startReply: Reply<String>?
+        var adapterPath: String { adapter.adapterPath }
+        var lost: String? { adapter.lost }
         var nextID: UInt64 = 1
 
         struct Scan {
@@ -280,22 +270,38 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
             self.change = change
         }
 
-        /// A loss (`trouble`) or a recovery, to `log` and `change`.
-        func report(_ message: String, trouble: Bool) {
-            log(message)
-            change(message, trouble)
+        /// Carries out what `BlueZAdapterState` decided.
+        func perform(_ actions: [BlueZAdapterState.Action]) {
+            for action in actions {
+                switch action {
+                case .report(let message, let trouble):
+                    log(message)
+                    change(message, trouble)
+                case .endLinks:
+                    for path in links.keys.sorted() { endLink(path) }
+                case .stopScans:
+                    for id in scans.keys.sorted() { stopScan(id) }
+                case .forgetObjects:
+                    apply(tree.clear())
+                    for (_, scan) in scans { scan.continuation.finish() }
+                    scans = [:]
+                    discoveryRunning = false
+                    discoveryUsers = 0
+                case .discoveryStopped:
+                    discoveryRunning = false
+                case .started(let path):
+                    startReply?.succeed(path)
+                    startReply = nil
+                case .startFailed(let error):
+                    startReply?.fail(error)
+                    startReply = nil
+                }
+            }
         }
-
-        /// ": N link(s) end" when there are links, else nothing.
-        static func ending(_ links: Int) -> String { links == 0 ? "" : ": \(links) link(s) end" }
 
         /// Why the adapter in use cannot be used now (nil: it can): bluetoothd away, the adapter
         /// gone or powered off.
-        func unusable() -> String? {
-            if owner == nil { return "bluetoothd is not running (it left the system bus; waiting for it to come back)" }
-            if !objectsLoaded { return "bluetoothd is starting (its objects are not loaded yet)" }
-            return tree.adapterUnusable(adapterPath)
-        }
+        func unusable() -> String? { adapter.unusable(tree) }
 
         func call(_ path: String, _ interface: String, _ member: String, _ args: [DBusValue] = [], timeout: Duration = .seconds(25),
                   _ reply: @escaping (Result<[DBusValue], DBusError>) -> Void) {
@@ -305,10 +311,11 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
         // MARK: Start
 
         func start(adapter name: String?, wait: Bool = false, _ reply: Reply<String>) {
-            bus.onConnectionLost = { [unowned self] error in busLost(error) }
+            startReply = reply
+            bus.onConnectionLost = { [unowned self] error in perform(adapter.busLost("\(error)")) }
             do {
                 try bus.addMatch("type='signal',interface='org.freedesktop.DBus.ObjectManager',path='/'") { [unowned self] s in
-                    guard owner == nil || s.sender == owner, s.args.count == 2, let path = s.args[0].string,
+                    guard adapter.owner == nil || s.sender == adapter.owner, s.args.count == 2, let path = s.args[0].string,
                           path.hasPrefix("/org/bluez/") else { return }
                     if s.member == "InterfacesAdded" {
                         apply(tree.interfacesAdded(path: path, interfaces: s.args[1]))
@@ -318,7 +325,7 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
                 }
                 try bus.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path_namespace='/org/bluez'") {
                     [unowned self] s in
-                    guard owner == nil || s.sender == owner, s.args.count == 3, let interface = s.args[0].string else { return }
+                    guard adapter.owner == nil || s.sender == adapter.owner, s.args.count == 3, let interface = s.args[0].string else { return }
                     let changes = tree.propertiesChanged(path: s.path, interface: interface, changed: s.args[1],
                                                          invalidated: s.args[2].strings ?? [])
                     if interface == BlueZ.gattCharacteristic, let value = s.args[1].properties?["Value"]?.bytes {
@@ -331,77 +338,32 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
                     guard s.args.count == 3 else { return }
                     let new = s.args[2].string ?? ""
                     if new.isEmpty {
-                        report("bluetoothd left the bus\(Self.ending(links.count)); waiting for it to come back", trouble: true)
-                        ownerGone()
+                        perform(adapter.ownerLeft(links: links.count))
                     } else {
-                        owner = new
-                        report(pendingStart == nil ? "bluetoothd is back on the bus" : "bluetoothd is running", trouble: false)
+                        perform(adapter.ownerArrived(new))
                         loadObjects { [unowned self] error in
                             if let error { return log("BlueZ GetManagedObjects: \(error)") }
-                            resumeStart()
+                            perform(adapter.resume(tree: tree, abandoned: startReply?.isResolved ?? true))
                         }
                     }
                 }
             } catch {
+                startReply = nil
                 return reply.fail(.bluez("D-Bus: \(error)"))
             }
             bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner", [.string(BlueZ.service)],
                      timeout: .seconds(10)) { [unowned self] result in
                 switch result {
                 case .failure(let error):
-                    guard wait else {
-                        return reply.fail(.bluez("bluetoothd is not running (org.bluez has no owner on the system bus: \(error))"))
-                    }
-                    waitToStart(adapter: name, reply, because: "bluetoothd is not running")
+                    perform(adapter.startWithoutBluetoothd(adapter: name, wait: wait, error: "\(error)"))
                 case .success(let args):
-                    owner = args.first?.string
+                    adapter.owner = args.first?.string
                     loadObjects { [unowned self] error in
-                        if let error { return reply.fail(.bluez("BlueZ GetManagedObjects: \(error)")) }
-                        finishStart(adapter: name, wait: wait, reply)
+                        if let error { return perform([.startFailed(.bluez("BlueZ GetManagedObjects: \(error)"))]) }
+                        perform(adapter.start(adapter: name, wait: wait, tree: tree))
                     }
                 }
             }
-        }
-
-        /// Picks the adapter for a start: the one named (or bluetoothd's first), present and
-        /// powered. Otherwise the start fails, or waits when it may.
-        func finishStart(adapter name: String?, wait: Bool, _ reply: Reply<String>) {
-            guard let adapter = tree.adapter(named: name) else {
-                let known = tree.adapters.map(\.name)
-                let why = name.map { "BlueZ has no adapter \($0)" } ?? "BlueZ has no adapter"
-                guard wait else { return reply.fail(.bluez(why + (known.isEmpty ? "" : " (it has \(known.joined(separator: ", ")))"))) }
-                return waitToStart(adapter: name, reply, because: why)
-            }
-            guard adapter.powered else {
-                guard wait else { return reply.fail(.bluez("BlueZ adapter \(adapter.name) is powered off (bluetoothctl power on)")) }
-                return waitToStart(adapter: name, reply, because: "BlueZ adapter \(adapter.name) is powered off (bluetoothctl power on)")
-            }
-            if waitingFor != nil { report("BlueZ adapter \(adapter.name) is usable (powered, bluetoothd running)", trouble: false) }
-            pendingStart = nil
-            waitingFor = nil
-            adapterPath = adapter.path
-            adapterAddress = adapter.address
-            adapterUsable = true
-            reply.succeed(adapter.path)
-        }
-
-        /// A start that may wait: kept until bluetoothd or the adapter changes (`resumeStart`);
-        /// what it waits for is reported once.
-        func waitToStart(adapter name: String?, _ reply: Reply<String>, because why: String) {
-            pendingStart = (name, reply)
-            if waitingFor != why { report("\(why); waiting", trouble: true) }
-            waitingFor = why
-        }
-
-        /// bluetoothd's objects or an adapter changed: a waiting start tries again (one given up,
-        /// cancelled, is dropped).
-        func resumeStart() {
-            guard let (name, reply) = pendingStart, objectsLoaded else { return }
-            guard !reply.isResolved else {
-                pendingStart = nil
-                return
-            }
-            finishStart(adapter: name, wait: true, reply)
         }
 
         func loadObjects(_ done: @escaping (DBusError?) -> Void) {
@@ -409,61 +371,11 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
                 switch result {
                 case .failure(let error): done(error)
                 case .success(let args):
-                    objectsLoaded = true
+                    adapter.objectsLoaded = true
                     apply(tree.load(managedObjects: args.first ?? .dict([])))
                     done(nil)
                 }
             }
-        }
-
-        /// The adapter in use went down (powered off, removed) or came back up. Down: every link
-        /// on it ends (bluetoothd may report its devices' `Connected` later, or not at all for a
-        /// removed controller), scans finish and discovery counts as stopped; connects and scans
-        /// fail at once until it is back, and the device sessions retry with their backoff. Up:
-        /// nothing to do; the next attempts succeed.
-        /// Reported once per change: bluetoothd leaving says so itself (its adapters go with it),
-        /// and an adapter a new bluetoothd publishes powered off, then powers, is one recovery.
-        func adapterChanged(_ transition: BlueZObjectTree.AdapterTransition) {
-            let name = String(adapterPath.split(separator: "/").last ?? "")
-            switch transition {
-            case .down:
-                if adapterUsable, owner != nil {
-                    report("BlueZ adapter \(name) went down (powered off or removed)\(Self.ending(links.count))", trouble: true)
-                }
-                adapterUsable = false
-                for path in links.keys.sorted() { endLink(path) }
-                for id in scans.keys.sorted() { stopScan(id) }
-                discoveryRunning = false
-            case .up:
-                if !adapterUsable { report("BlueZ adapter \(name) is usable again (powered, bluetoothd running)", trouble: false) }
-                adapterUsable = true
-            }
-        }
-
-        /// The connection to the system bus is gone (dbus-daemon stopped, the socket failed): it
-        /// does not come back, so every call fails from now on with `backendLost`, which ends the
-        /// device sessions and the recorder (the daemon's supervisor then starts the driver again,
-        /// with a new connection).
-        func busLost(_ error: DBusError) {
-            lost = "the connection to the system bus was lost (\(error))"
-            report("D-Bus connection lost: \(error)", trouble: true)
-            if let (_, reply) = pendingStart {
-                pendingStart = nil
-                reply.fail(.backendLost(lost ?? ""))
-            }
-            ownerGone()
-            for path in links.keys.sorted() { endLink(path) }
-        }
-
-        /// bluetoothd is gone: every object with it, so every link ends and scans finish.
-        func ownerGone() {
-            owner = nil
-            objectsLoaded = false
-            apply(tree.clear())
-            for (_, scan) in scans { scan.continuation.finish() }
-            scans = [:]
-            discoveryRunning = false
-            discoveryUsers = 0
         }
 
         func shutdown(_ reply: Reply<Void>) {
@@ -485,16 +397,7 @@ public final class BlueZCentral: BLECentral, @unchecked Sendable {
                 case .removed(let path, BlueZ.device):
                     endLink(path)
                 case .added(_, BlueZ.adapter), .removed(_, BlueZ.adapter), .changed(_, BlueZ.adapter, _):
-                    if !adapterPath.isEmpty, let next = tree.replacementAdapter(after: change, current: adapterPath, address: adapterAddress) {
-                        report("BlueZ adapter \(adapterPath.split(separator: "/").last ?? "") is back as \(next.name)", trouble: false)
-                        adapterPath = next.path
-                    }
-                    if pendingStart != nil { resumeStart() }
-                    if let transition = tree.adapterTransition(change, adapterPath: adapterPath) { adapterChanged(transition) }
-                    if case .changed(let path, _, let keys) = change, path == adapterPath, keys.contains("Discovering"),
-                       tree.adapter(at: path)?.discovering == false {
-                        discoveryRunning = false
-                    }
+                    perform(adapter.adapterChanged(change, tree: tree, links: links.count, abandonedStart: startReply?.isResolved ?? true))
                 default:
                     break
                 }

@@ -118,7 +118,7 @@ extension BlueZCentral.State {
     /// the terminal, on a thread of its own, when the decision says so).
     private func agentCall(_ call: SDBus.MethodCall, target: String, options: AgentOptions, prompter: PairingPrompter) {
         let rejected = "org.bluez.Error.Rejected"
-        guard owner == nil || call.sender == owner else {
+        guard adapter.owner == nil || call.sender == adapter.owner else {
             return bus.replyError(call, rejected, "only bluetoothd may use this agent")
         }
         guard call.interface == "org.bluez.Agent1", let request = AgentRequest(member: call.member, args: call.args) else {
