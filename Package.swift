@@ -357,11 +357,18 @@ let package = Package(
         ]),
         .testTarget(name: "DashboardTests", dependencies: ["Dashboard", "HealthReports", "HealthStore", "HealthModel", "TestSupport",
                                                    .product(name: "Hummingbird", package: "hummingbird")]),
-        .testTarget(name: "HealthGateTests", dependencies: [
-            "TestSupport", "HealthPipeline", "HealthReports", "HealthGateDaemon", "HealthSync", "HealthStore", "HealthModel",
-            "DriverKit", "DriverRegistry", "LinuxAdapters", "Timing",
+        // The `healthgate` executable run as a process: its commands, its daemon and its socket,
+        // against real databases, servers and peers.
+        .testTarget(name: "CLITests", dependencies: [
+            "TestSupport", "HealthReports", "HealthGateDaemon", "HealthStore", "HealthModel", "HealthPipeline", "LinuxAdapters",
             "SyncProtocol", "DaemonProtocol",
         ]),
+        .testTarget(name: "HealthGateDaemonTests", dependencies: [
+            "TestSupport", "HealthGateDaemon", "HealthSync", "DriverKit", "DriverRegistry", "Timing",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .testTarget(name: "HealthPipelineTests", dependencies: ["TestSupport", "HealthPipeline", "HealthStore", "HealthModel", "DriverKit", "DriverRegistry"]),
+        .testTarget(name: "HealthReportsTests", dependencies: ["TestSupport", "HealthReports", "HealthStore", "HealthModel"]),
         // The contract itself: typed settings, every driver's sample and README, the registry.
         .testTarget(name: "DriverContractTests", dependencies: ["DriverKit", "DriverRegistry", "HealthGateDaemon", "TestSupport"]),
         .testTarget(name: "GadgetbridgeDriverTests", dependencies: [
