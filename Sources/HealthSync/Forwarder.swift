@@ -136,81 +136,51 @@ public final class Forwarder: Sendable {
     /// in a row reach the limit, when the server asks to wait too long, or when cancelled; what
     /// was acknowledged before stays acknowledged and the rest stays queued.
     public func drain(progress: (@Sendable (Progress) -> Void)? = nil) async throws -> DrainReport {
-        var report = DrainReport()
+        var state = DrainState(configuration: configuration)
         let total = try await store.outboxDepth()
-        var settled = 0
-        var failures = 0
-        var skipped = Set<Int64>()  // held back: left in the outbox, not sent again by this drain
         try await withThrowingTaskGroup(of: Result<Outcome, SyncError>.self) { group in
-            var readUpTo: Int64 = 0  // outbox rows up to here are settled, skipped or in flight
-            var inFlight = 0
-            var exhausted = false
-            var retryAfter: Duration?  // set by a transient failure: no new batches until the window is empty
-            while true {
-                while !exhausted, retryAfter == nil, inFlight < max(1, configuration.concurrentUploads) {
+            loop: while true {
+                switch state.next() {
+                case .read(let after):
                     try Task.checkCancellation()
-                    let rows = try await store.outbox(after: readUpTo, limit: configuration.maxRecords)
-                    guard let last = rows.last else {
-                        exhausted = true
-                        break
-                    }
-                    let entries = rows.filter { !skipped.contains($0.seq) }
-                    guard !entries.isEmpty else {
-                        readUpTo = last.seq
-                        continue
-                    }
-                    let batch = try await encodeBatch(entries)
-                    readUpTo = batch.lastSeq
+                    let rows = try await store.outbox(after: after, limit: configuration.maxRecords)
+                    guard case .encode(let seqs) = state.read(rows.map(\.seq)) else { continue }
+                    let wanted = Set(seqs)
+                    let batch = try await encodeBatch(rows.filter { wanted.contains($0.seq) })
                     if !batch.missing.isEmpty || !batch.givenUp.isEmpty {
                         // No longer stored: nothing to send. Unreadable or too large for the
                         // protocol: kept as dead letters.
                         try await store.settle(acknowledged: batch.missing, refused: batch.givenUp)
-                        settled += batch.missing.count + batch.givenUp.count
-                        report.unreadable += batch.givenUp.count
                     }
-                    guard !batch.entries.isEmpty else { continue }
-                    inFlight += 1
-                    group.addTask {
-                        do throws(SyncError) { return .success(try await self.send(batch.entries, batch.bodies)) } catch {
-                            return .failure(error)
+                    if state.encoded(lastSeq: batch.lastSeq, missing: batch.missing.count, givenUp: batch.givenUp.count,
+                                     sending: !batch.entries.isEmpty) {
+                        group.addTask {
+                            do throws(SyncError) { return .success(try await self.send(batch.entries, batch.bodies)) } catch {
+                                return .failure(error)
+                            }
                         }
                     }
-                }
-                guard inFlight > 0 else {
-                    guard let wait = retryAfter else { break }
-                    // Every batch in flight has come back: wait, then read the outbox from the start
-                    // (the failed batch is still in it).
+                case .awaitUpload:
+                    guard let result = try await group.next() else { break loop }
+                    switch result {
+                    case .success(let outcome):
+                        try await store.settle(acknowledged: outcome.acknowledged, refused: outcome.refused)
+                        state.uploaded(outcome)
+                        progress?(Progress(settled: state.settled, total: total))
+                    case .failure(let error):
+                        try await store.setSyncState("last_error", error.description)
+                        try await store.setSyncState("last_error_at", ISO8601.string(Date()))
+                        if state.uploadFailed(error, random: random()) == .giveUp { throw error }
+                    }
+                case .pause(let wait):
                     try await sleep(wait)
-                    retryAfter = nil
-                    readUpTo = 0
-                    exhausted = false
-                    continue
-                }
-                guard let result = try await group.next() else { break }
-                inFlight -= 1
-                switch result {
-                case .success(let outcome):
-                    try await store.settle(acknowledged: outcome.acknowledged, refused: outcome.refused)
-                    report.add(outcome)
-                    skipped.formUnion(outcome.heldBack.map(\.seq))
-                    settled += outcome.acknowledged.count + outcome.refused.count + outcome.heldBack.count
-                    failures = 0
-                    progress?(Progress(settled: settled, total: total))
-                case .failure(let error):
-                    report.uploads += 1
-                    try await store.setSyncState("last_error", error.description)
-                    try await store.setSyncState("last_error_at", ISO8601.string(Date()))
-                    guard error.isTransient else { throw error }
-                    failures += 1
-                    report.retries += 1
-                    if let limit = configuration.maxConsecutiveFailures, failures >= limit { throw error }
-                    let serverWait = Self.serverWait(error)
-                    if serverWait > configuration.longestServerWait { throw error }
-                    let backoff = max(configuration.backoff.delay(attempt: failures, random: random()), serverWait)
-                    retryAfter = max(retryAfter ?? .zero, backoff)
+                    state.paused()
+                case .done:
+                    break loop
                 }
             }
         }
+        var report = state.report
         report.remaining = try await store.outboxDepth()
         if report.heldBack == 0 {
             try await store.setSyncState("last_success_at", ISO8601.string(Date()))
