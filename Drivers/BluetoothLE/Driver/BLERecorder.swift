@@ -283,6 +283,8 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
         case stop
         /// The central is gone for good: stop as for `.stop`, then end with this error.
         case failed(BLEError)
+        /// A session's forwarder handed on its stream's last element.
+        case forwarded
     }
 
     let configuration: BLERecorder.Configuration
@@ -313,20 +315,15 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
     func requestStop() { input.yield(.stop) }
 
     /// Feeds the inputs to the pure `RecorderCore` one at a time and carries out its actions:
-    /// sessions started and stopped, values forwarded, batches handed to the sink.
+    /// sessions started and stopped, values forwarded, batches handed to the sink. The scanner,
+    /// the flush ticker and the sessions' forwarders are children of one task group: the loop
+    /// ends once every forwarder has handed on its session's last value after the stop, and the
+    /// scanner and ticker are cancelled with the group.
     func run() async throws {
         var core = RecorderCore(devices: configuration.devices, sessionizer: configuration.sessionizer)
         var sessions: [DeviceSession] = []
-        var forwarders: [Task<Void, Never>] = []
+        var forwarding = 0
         let emit = configuration.onEvent ?? { _ in }
-
-        let scanner = Task { await scan() }
-        let ticker = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: configuration.flushInterval)
-                input.yield(.flush)
-            }
-        }
 
         func store(_ batch: LiveBatch?) async -> [RecorderCore.Action] {
             guard let batch else { return [] }
@@ -338,62 +335,74 @@ final class RecorderLoop<Sink: RecordSink>: Sendable {
             }
         }
 
-        func perform(_ actions: [RecorderCore.Action]) async {
-            for action in actions {
-                switch action {
-                case .emit(let event):
-                    emit(event)
-                case .scan(let on):
-                    wantsScan.withLock { $0 = on }
-                case .startSession(let device):
-                    let session = DeviceSession(runtime: runtime, configuration: sessionConfiguration(device.address))
-                    sessions.append(session)
-                    forwarders.append(Task { for await n in session.notifications { self.input.yield(.value(n)) } })
-                    forwarders.append(Task { for await e in session.events { self.input.yield(.session(device.address, e)) } })
-                    await session.start()
-                case .glucoseReceived(let address, let sequence, let value):
-                    // The stored cursor first (a value may come before the connection's request
-                    // procedure reads it), then the cursor stored with the record.
-                    await loadGlucoseTracker(address)
-                    let (check, cursor) = glucoseTrackers.withLock { trackers in
-                        var tracker = trackers[address.value] ?? GlucoseCursorTracker(stored: nil)
-                        let check = tracker.received(sequence: sequence, value: value)
-                        trackers[address.value] = tracker
-                        return (check, tracker.cursor)
-                    }
-                    if let cursor { core.glucoseCursor(cursor, device: address.text) }
-                    if check != .none { glucoseChecks.withLock { $0[address.value] }?(check == .same) }
-                case .stopSessions:
-                    scanner.cancel()
-                    ticker.cancel()
-                    for session in sessions { await session.stop() }
-                    // The sessions' streams are finished: once the forwarders drained them, every
-                    // value received before the stop is in `inputs`, ahead of the end.
-                    Task { [forwarders, input] in
-                        for f in forwarders { await f.value }
-                        input.finish()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.scan() }
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: self.configuration.flushInterval)
+                    self.input.yield(.flush)
+                }
+            }
+
+            func perform(_ actions: [RecorderCore.Action]) async {
+                for action in actions {
+                    switch action {
+                    case .emit(let event):
+                        emit(event)
+                    case .scan(let on):
+                        wantsScan.withLock { $0 = on }
+                    case .startSession(let device):
+                        let session = DeviceSession(runtime: runtime, configuration: sessionConfiguration(device.address))
+                        sessions.append(session)
+                        forwarding += 2
+                        group.addTask {
+                            for await n in session.notifications { self.input.yield(.value(n)) }
+                            self.input.yield(.forwarded)
+                        }
+                        group.addTask {
+                            for await e in session.events { self.input.yield(.session(device.address, e)) }
+                            self.input.yield(.forwarded)
+                        }
+                        await session.start()
+                    case .glucoseReceived(let address, let sequence, let value):
+                        // The stored cursor first (a value may come before the connection's request
+                        // procedure reads it), then the cursor stored with the record.
+                        await loadGlucoseTracker(address)
+                        let (check, cursor) = glucoseTrackers.withLock { trackers in
+                            var tracker = trackers[address.value] ?? GlucoseCursorTracker(stored: nil)
+                            let check = tracker.received(sequence: sequence, value: value)
+                            trackers[address.value] = tracker
+                            return (check, tracker.cursor)
+                        }
+                        if let cursor { core.glucoseCursor(cursor, device: address.text) }
+                        if check != .none { glucoseChecks.withLock { $0[address.value] }?(check == .same) }
+                    case .stopSessions:
+                        // Their streams finish: each forwarder hands on what is left, then says so.
+                        for session in sessions { await session.stop() }
                     }
                 }
             }
-        }
 
-        for await item in inputs {
-            switch item {
-            case .found(let device, let selector): await perform(core.found(device, selector))
-            case .value(let n): await perform(core.value(n))
-            case .session(let address, let event): await perform(core.session(address, event))
-            case .glucoseReset(let address, let last, let changed):
-                // Its sequence numbers start over: the records it sends now set the cursor.
-                glucoseTrackers.withLock { $0[address.value]?.meterReset() }
-                emit(.glucoseMeterReset(address: address, lastSequence: last, recordChanged: changed))
-            case .flush: await perform(await store(core.flush(now: Date())))
-            case .failed(let error): await perform(core.failed(error))
-            case .stop: await perform(core.stop())
+            loop: for await item in inputs {
+                switch item {
+                case .found(let device, let selector): await perform(core.found(device, selector))
+                case .value(let n): await perform(core.value(n))
+                case .session(let address, let event): await perform(core.session(address, event))
+                case .glucoseReset(let address, let last, let changed):
+                    // Its sequence numbers start over: the records it sends now set the cursor.
+                    glucoseTrackers.withLock { $0[address.value]?.meterReset() }
+                    emit(.glucoseMeterReset(address: address, lastSequence: last, recordChanged: changed))
+                case .flush: await perform(await store(core.flush(now: Date())))
+                case .failed(let error): await perform(core.failed(error))
+                case .stop: await perform(core.stop())
+                case .forwarded: forwarding -= 1
+                }
+                // Stopped, and every value received before the stop handed on.
+                if core.stopping, forwarding == 0 { break loop }
             }
+            group.cancelAll()
         }
-        await scanner.value
-        await ticker.value
-        await perform(await store(core.finish()))
+        for case .emit(let event) in await store(core.finish()) { emit(event) }
         emit(.finished(core.statistics))
         if !core.pending.isEmpty {
             throw BLERecorder.UnstoredBatchError(
