@@ -78,4 +78,16 @@ public final class Doorbell: Sendable {
             return rang
         }
     }
+
+    /// Runs `body` until it returns or this rings, whichever comes first: a ring cancels it (a
+    /// ring before the start too) and waits for it to end.
+    public func cancels(_ body: @escaping @Sendable () async -> Void) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await body() }
+            group.addTask { _ = await self.wait() }
+            // Whichever ends first, the other is cancelled.
+            _ = await group.next()
+            group.cancelAll()
+        }
+    }
 }

@@ -120,6 +120,31 @@ final class SerialTaskExecutor: TaskExecutor, @unchecked Sendable {
         let job = UnownedJob(job)
         queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
+
+    /// `cancels`: a body that ends by itself ends it, the bell never rung; a ring cancels a
+    /// body that would run for an hour, and `cancels` returns once the body has ended.
+    @Test func aRingCancelsTheBodyAndABodyThatEndsNeedsNoRing() async {
+        let bell = Doorbell()
+        let ran = Box(false)
+        await bell.cancels { ran.value.withLock { $0 = true } }
+        #expect(ran.value.withLock { $0 })
+
+        let ended = Box<String?>(nil)
+        let stopping = Doorbell()
+        let running = Task {
+            await stopping.cancels {
+                do {
+                    try await Task.sleep(for: .seconds(3600))
+                    ended.value.withLock { $0 = "slept" }
+                } catch {
+                    ended.value.withLock { $0 = "cancelled" }
+                }
+            }
+        }
+        stopping.ring()
+        await running.value
+        #expect(ended.value.withLock { $0 } == "cancelled")
+    }
 }
 
 /// A value shared with other tasks.

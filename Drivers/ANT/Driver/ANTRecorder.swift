@@ -4,6 +4,7 @@ public import DriverKit
 public import Foundation
 public import HealthModel
 import Synchronization
+import Timing
 public import USBKit
 
 /// Records ANT+ sensors through every ANT stick plugged in (or the ones named), into a sink: the
@@ -101,7 +102,8 @@ public struct ANTRecorder: Sendable {
                     input.yield(.flush)
                 }
             }
-            var running: [USBDeviceInfo: Task<Void, Never>] = [:]
+            // The sticks running, each a child of the group stopped by its own bell.
+            var running: [USBDeviceInfo: Doorbell] = [:]
             // Failures in a row of the sticks plugged in, by USB port.
             var failures: [String: Int] = [:]
             // Said once no stick has come for a second (the sticks present arrive at once).
@@ -122,12 +124,16 @@ public struct ANTRecorder: Sendable {
                     }
                     guard wanted(info), running[info] == nil else { continue }
                     let stick = ANTStick(context: context, configuration: configuration.stick)
-                    running[info] = Task {
-                        do throws(ANTStick.Failure) {
-                            try await stick.run(info) { event in input.yield(.stick(info, event)) }
-                            input.yield(.stickEnded(info, nil))
-                        } catch {
-                            input.yield(.stickEnded(info, error))
+                    let stop = Doorbell()
+                    running[info] = stop
+                    group.addTask {
+                        await stop.cancels {
+                            do throws(ANTStick.Failure) {
+                                try await stick.run(info) { event in input.yield(.stick(info, event)) }
+                                input.yield(.stickEnded(info, nil))
+                            } catch {
+                                input.yield(.stickEnded(info, error))
+                            }
                         }
                     }
                     if waitingSaid { report(.waitingForStick(false)) }
@@ -136,10 +142,10 @@ public struct ANTRecorder: Sendable {
                     // Its run ends by itself once its transfers fail (what it read before is
                     // still handed over); cancelled if that has not happened in 5 s.
                     failures[info.sysfsName] = nil
-                    if let task = running[info] {
-                        Task {
+                    if let stop = running[info] {
+                        group.addTask {
                             try? await Task.sleep(for: .seconds(5))
-                            task.cancel()
+                            stop.ring()
                         }
                     }
                 case .stickEnded(let info, let failure):
@@ -168,11 +174,12 @@ public struct ANTRecorder: Sendable {
                     try await store(loop.take(batch), into: sink)
                 }
             }
-            for task in running.values { task.cancel() }
-            for task in running.values { await task.value }
-            try await store(loop.take(loop.sessions.finish()), into: sink)
+            // The sticks stop, and with them the hotplug events, the ticker and the timers:
+            // the group ends when all have.
+            for stop in running.values { stop.ring() }
             group.cancelAll()
         }
+        try await store(loop.take(loop.sessions.finish()), into: sink)
     }
 
     private func store(_ batch: LiveBatch, into sink: some RecordSink) async throws {
