@@ -17,7 +17,6 @@ public enum ExecEvent: Sendable, Equatable, CustomStringConvertible {
     /// A line the program wrote to standard error.
     case stderr(String)
     case exited(status: Int32)
-    case restarting(after: Duration)
     /// The program could not be started.
     case failedToStart(String)
 
@@ -27,7 +26,6 @@ public enum ExecEvent: Sendable, Equatable, CustomStringConvertible {
         case .badLine(let error): "skipped \(error)"
         case .stderr(let line): "stderr: \(line)"
         case .exited(let status): "exited with status \(status)"
-        case .restarting(let after): "restarting in \(after.components.seconds) s"
         case .failedToStart(let why): "cannot start: \(why)"
         }
     }
@@ -35,9 +33,11 @@ public enum ExecEvent: Sendable, Equatable, CustomStringConvertible {
 
 /// The exec driver (`exec`): runs a program and stores the records it writes to standard output,
 /// one JSON object per line (`Drivers/Exec/README.md`). Lines that are not records are reported
-/// with their number and skipped. When the program ends or crashes it is started again after a
-/// delay that doubles up to a maximum (back to the start after a run of a minute). Stopping
-/// sends SIGTERM, then SIGKILL after `stopTimeout`, and stores what was read.
+/// with their number and skipped. A run of the driver is a run of the program: when the program
+/// ends or crashes, the daemon's supervisor starts it again after the driver's own delays
+/// (``restartPolicy``: doubling from `restart_delay_s` up to `max_restart_delay_s`, back to the
+/// start after a run of a minute). Stopping sends SIGTERM, then SIGKILL after `stopTimeout`, and
+/// stores what was read.
 public struct ExecDriver: DeviceDriver {
     public static let id = "exec"
 
@@ -111,21 +111,16 @@ public struct ExecDriver: DeviceDriver {
         self.init(configuration: c)
     }
 
-    public func run(into sink: some RecordSink) async throws {
-        let backoff = Backoff(initial: configuration.restartDelay, multiplier: 2, maximum: configuration.maximumRestartDelay)
-        var attempt = 1
-        let clock = ContinuousClock()
-        while !Task.isCancelled {
-            let started = clock.now
-            try await runOnce(into: sink)
-            if Task.isCancelled { break }
-            if clock.now - started >= .seconds(60) { attempt = 1 }
-            let delay = backoff.delay(attempt: attempt, random: 0.5)
-            configuration.onEvent?(.restarting(after: delay))
-            // Cancelled while waiting: a graceful stop, not an error.
-            do { try await Task.sleep(for: delay) } catch { return }
-            attempt += 1
-        }
+    /// The delays between runs of the program: `restart_delay_s` doubling up to
+    /// `max_restart_delay_s`, from the start again after a run of a minute.
+    public var restartPolicy: RestartPolicy? {
+        RestartPolicy(backoff: Backoff(initial: configuration.restartDelay, multiplier: 2, maximum: configuration.maximumRestartDelay),
+                      healthyAfter: .seconds(60))
+    }
+
+    /// Why a run ended without the program running: it could not be started.
+    public struct StartFailure: Error, CustomStringConvertible {
+        public var description: String
     }
 
     /// One run of the program: its records stored in batches until it exits or the task is
@@ -134,11 +129,12 @@ public struct ExecDriver: DeviceDriver {
     /// (past ``Configuration/maximumPendingLines`` unhandled lines the channel stops reading and
     /// the program waits on its full pipe), with a `.flush` from the event loop once a batch's
     /// first line has waited ``Configuration/batchInterval``.
-    func runOnce(into sink: some RecordSink) async throws {
+    public func run(into sink: some RecordSink) async throws {
         let child: Child
         do { child = try Child.spawn(configuration.command) } catch {
-            configuration.onEvent?(.failedToStart("\(configuration.command[0]): \(error)"))
-            return
+            let why = "\(configuration.command[0]): \(error)"
+            configuration.onEvent?(.failedToStart(why))
+            throw StartFailure(description: "cannot start \(why)")
         }
         configuration.onEvent?(.started(pid: child.pid))
         let onEvent = configuration.onEvent

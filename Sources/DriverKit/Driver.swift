@@ -1,5 +1,6 @@
 public import Foundation
 public import HealthModel
+public import Timing
 
 /// A pluggable source of health records. Each driver module also offers a
 /// ``DriverDescriptor`` (its `descriptor`), which the registry lists.
@@ -99,15 +100,33 @@ public enum ImportLimits {
 /// what users and the status API should know (a device connected, a line skipped) goes to
 /// ``DriverContext/report(_:)`` in order.
 public protocol DeviceDriver: Driver {
-    /// Runs until cancelled (graceful shutdown: store what is held, then return) or a fatal error.
+    /// Runs until cancelled (graceful shutdown: store what is held, then return), a fatal error,
+    /// or its work ends (a program that exits). The daemon's supervisor runs it again after a
+    /// delay when it ends or fails (``restartPolicy``); a driver never restarts itself.
     func run(into sink: some RecordSink) async throws
     /// Whether it reports ``DriverEvent/ready`` once set up (a watched folder): the daemon waits
     /// for that before READY. False by default.
     static var announcesReady: Bool { get }
+    /// The delays before the supervisor runs it again, when its settings choose them (the exec
+    /// driver's `restart_delay_s`); nil, the default: the supervisor's own.
+    var restartPolicy: RestartPolicy? { get }
 }
 
 extension DeviceDriver {
     public static var announcesReady: Bool { false }
+    public var restartPolicy: RestartPolicy? { nil }
+}
+
+/// How the supervisor runs a driver again after it ended or failed: after `backoff`'s delay for
+/// the attempt, the attempts counted from 1 again after a run of at least `healthyAfter`.
+public struct RestartPolicy: Sendable, Equatable {
+    public var backoff: Backoff
+    public var healthyAfter: Duration
+
+    public init(backoff: Backoff, healthyAfter: Duration = .seconds(60)) {
+        self.backoff = backoff
+        self.healthyAfter = healthyAfter
+    }
 }
 
 /// The only way out of a driver.

@@ -1,6 +1,5 @@
 import ANTDriver
 import AppleHealthDriver
-import BluetoothCentral
 import BLEDriver
 import BLEReplayDriver
 import CSVDriver

@@ -251,7 +251,7 @@ struct DriverFactory: Sendable {
             metrics.stored(count, driver: name)
             onStored()
         })
-        return { try await driver.run(into: sink) }
+        return DriverRun(restart: driver.restartPolicy) { try await driver.run(into: sink) }
     }
 }
 

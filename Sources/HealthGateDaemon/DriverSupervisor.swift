@@ -5,8 +5,17 @@ public import ServiceLifecycle
 public import Timing
 
 /// A driver instance ready to run: runs until cancelled (then stops in order, storing what it
-/// has) or until it fails.
-public typealias DriverRun = @Sendable () async throws -> Void
+/// has), until it fails or until its work ends; `restart` is the driver's own restart policy
+/// (nil: the supervisor's).
+public struct DriverRun: Sendable {
+    public var restart: RestartPolicy?
+    public var run: @Sendable () async throws -> Void
+
+    public init(restart: RestartPolicy? = nil, _ run: @escaping @Sendable () async throws -> Void) {
+        self.restart = restart
+        self.run = run
+    }
+}
 
 /// Runs the configured driver instances as a service: each instance is a child task of the
 /// supervisor's task group, restarted with exponential backoff when it fails or ends while the
@@ -116,6 +125,9 @@ public actor DriverSupervisor: Service {
 /// One instance's life under the supervisor: run, and after an end or a failure wait the
 /// backoff's delay and run again, until its stop bell rings or the supervisor is cancelled.
 struct RestartLoop: Sendable {
+    /// A delay in seconds as the log writes it (`0.25`, `300`).
+    static func seconds(_ delay: Duration) -> String { String(format: "%g", delay.inSeconds) }
+
     let state: DaemonState
     let logger: Logger
     let backoff: Backoff
@@ -135,26 +147,30 @@ struct RestartLoop: Sendable {
         start.stopped.ring()
     }
 
-    private func restarting(_ instance: DriverInstance, _ run: DriverRun) async {
+    private func restarting(_ instance: DriverInstance, _ driver: DriverRun) async {
         let name = instance.name, type = instance.type
+        let backoff = driver.restart?.backoff ?? backoff, healthyAfter = driver.restart?.healthyAfter ?? healthyAfter
         var attempt = 1
         var restarted = false
         while !Task.isCancelled {
             await state.driver(name, type: type, .running, restarted: restarted)
             let started = now()
             var detail = "ended"
+            var failed = false
             do {
-                try await run()
+                try await driver.run()
             } catch is CancellationError {
                 break
             } catch {
                 detail = "\(error)"
+                failed = true
             }
             if Task.isCancelled { break }
             if now() - started >= healthyAfter { attempt = 1 }
             let delay = backoff.delay(attempt: attempt, random: 0.5)
-            logger.error("driver stopped; restarting", metadata: ["driver": "\(name)", "error": "\(detail)",
-                                                                  "after_s": "\(delay.components.seconds)"])
+            // A failure is an error; an end (the exec driver's program exited) a warning.
+            logger.log(level: failed ? .error : .warning, "driver stopped; restarting",
+                       metadata: ["driver": "\(name)", "error": "\(detail)", "after_s": "\(Self.seconds(delay))"])
             await state.driver(name, type: type, .restarting, detail: detail)
             onRestart()
             do { try await sleep(delay) } catch { break }

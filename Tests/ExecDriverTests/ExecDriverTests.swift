@@ -161,8 +161,10 @@ final class Events: @unchecked Sendable {
     }
 
     /// A program printing every type, a malformed line and an unknown type, then crashing
-    /// (status 3): its records arrive, bad lines are reported by number, it is restarted.
-    @Test func storesRecordsSkipsBadLinesAndRestarts() async throws {
+    /// (status 3): its records arrive, bad lines are reported by number, and the run ends with
+    /// the program (the supervisor starts it again: `DriverSupervisorTests`); a second run
+    /// stores the same records under the same ids.
+    @Test func storesRecordsSkipsBadLinesAndEndsWithTheProgram() async throws {
         let (path, folder) = try script("""
             echo run >> "$(dirname "$0")/runs"
             echo '{"type":"measurement","kind":"weight","time":"2026-11-22T07:30:00Z","value":71.4,"device":"scale"}'
@@ -175,16 +177,15 @@ final class Events: @unchecked Sendable {
             """)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         var configuration = ExecDriver.Configuration(command: [path], instance: "test")
-        configuration.restartDelay = .milliseconds(100)
         let events = Events()
         configuration.onEvent = { events.add($0) }
         let sink = Collected()
-        let task = Task { try await ExecDriver(configuration: configuration).run(into: sink) }
-        #expect(await cameTrue { sink.records.count >= 6 }, "\(sink.records.count) records stored, not 6 (two runs)")
-        task.cancel()
-        _ = try? await task.value
+        try await ExecDriver(configuration: configuration).run(into: sink)
+        #expect(sink.records.count == 3)
+        try await ExecDriver(configuration: configuration).run(into: sink)
+        #expect(sink.records.count == 6)
         let runs = try String(contentsOfFile: folder + "/runs", encoding: .utf8).split(separator: "\n").count
-        #expect(runs >= 2)
+        #expect(runs == 2)
         // Each run stores the same three records (same ids: storing them again changes nothing).
         let ids = Set(sink.records.map(\.id))
         #expect(ids.count == 3)
@@ -207,7 +208,6 @@ final class Events: @unchecked Sendable {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         var configuration = ExecDriver.Configuration(command: [path], instance: "t")
         configuration.batchInterval = .milliseconds(50)
-        configuration.restartDelay = .seconds(600)
         let events = Events()
         configuration.onEvent = { events.add($0) }
         let sink = Collected()
@@ -315,7 +315,6 @@ final class Events: @unchecked Sendable {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         var configuration = ExecDriver.Configuration(command: [path], instance: "t")
         configuration.maximumPendingLines = 100
-        configuration.restartDelay = .seconds(600)
         let sink = GatedSink()
         let task = Task { try await ExecDriver(configuration: configuration).run(into: sink) }
         defer { task.cancel() }
@@ -347,16 +346,19 @@ final class Events: @unchecked Sendable {
         _ = try? await task.value
     }
 
-    @Test func missingProgramIsReportedAndRetried() async throws {
+    /// A program that cannot be started ends the run with an error naming it (the supervisor
+    /// logs it and tries again after the driver's delay), and is reported.
+    @Test func aMissingProgramEndsTheRunWithAnError() async throws {
         var configuration = ExecDriver.Configuration(command: ["/nonexistent/program"], instance: "t")
-        configuration.restartDelay = .milliseconds(50)
         let events = Events()
         configuration.onEvent = { events.add($0) }
-        let task = Task { try await ExecDriver(configuration: configuration).run(into: Collected()) }
-        #expect(await cameTrue { events.all.filter { if case .failedToStart = $0 { true } else { false } }.count >= 2 },
-                "not retried: \(events.all)")
-        task.cancel()
-        _ = try? await task.value
+        do {
+            try await ExecDriver(configuration: configuration).run(into: Collected())
+            Issue.record("a missing program ran")
+        } catch let failure as ExecDriver.StartFailure {
+            #expect(failure.description.hasPrefix("cannot start /nonexistent/program: "), "\(failure)")
+        }
+        #expect(events.all.contains { if case .failedToStart = $0 { true } else { false } }, "\(events.all)")
     }
 
     /// The typed table: each mistake names its key; arguments may hold commas (a TOML list is

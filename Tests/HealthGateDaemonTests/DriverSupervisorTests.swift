@@ -45,7 +45,7 @@ import Timing
         let service = Task { await supervisor.run() }
         let instance = DriverInstance(name: "flaky", type: "exec", settings: [:])
         try await supervisor.apply(["flaky": instance]) { _ in
-            return {
+            DriverRun {
                 let run = journal.runs.withLock { $0 += 1; return $0 }
                 // Runs 1-5 fail at once; run 6 stays up past `healthyAfter`, then fails; run 7 fails
                 // at once; run 8 stays until stopped.
@@ -87,15 +87,44 @@ import Timing
         let service = Task { await supervisor.run() }
         defer { service.cancel() }
         try await supervisor.apply(["quits": DriverInstance(name: "quits", type: "exec", settings: [:])]) { _ in
-            return { runs.withLock { $0 += 1 } }
+            DriverRun { runs.withLock { $0 += 1 } }
         }
         var iterator = waiting.stream.makeAsyncIterator()
         _ = await iterator.next()
         // Removed from the configuration while it waits: stopped, not run again.
-        try await supervisor.apply([:]) { _ in { } }
+        try await supervisor.apply([:]) { _ in DriverRun {} }
         #expect(runs.withLock { $0 } == 1)
         #expect(await state.current().drivers.isEmpty)
         #expect(await supervisor.names.isEmpty)
+    }
+
+    /// A driver whose settings choose its restart delays (the exec driver's `restart_delay_s`) is
+    /// restarted after those, not the supervisor's; the exec driver's table gives its policy.
+    @Test func aDriversOwnRestartPolicyIsUsed() async throws {
+        let state = DaemonState(database: "test", server: nil)
+        let waits = Mutex<[Duration]>([])
+        let fourth = AsyncStream<Void>.makeStream()
+        let supervisor = DriverSupervisor(state: state, logger: Logger(label: "test"), sleep: { d in waits.withLock { $0.append(d) } })
+        let service = Task { await supervisor.run() }
+        let policy = RestartPolicy(backoff: Backoff(initial: .milliseconds(250), multiplier: 2, maximum: .seconds(1)))
+        let runs = Mutex(0)
+        try await supervisor.apply(["script": DriverInstance(name: "script", type: "exec", settings: [:])]) { _ in
+            DriverRun(restart: policy) {
+                // Ends three times (a program that exits), then stays until stopped.
+                guard runs.withLock({ $0 += 1; return $0 }) > 3 else { return }
+                fourth.continuation.yield()
+                try await Task.sleep(for: .seconds(3600))
+            }
+        }
+        var iterator = fourth.stream.makeAsyncIterator()
+        _ = await iterator.next()
+        #expect(waits.withLock { $0 } == [.milliseconds(250), .milliseconds(500), .seconds(1)])
+        service.cancel()
+        await service.value
+
+        let exec = try #require(Registry.catalog["exec"]).makeDeviceDriver(["command": .array([.string("/bin/true")]), "restart_delay_s": .float(0.5),
+                                                          "max_restart_delay_s": .integer(20)], context: .standalone("script"))
+        #expect(exec.restartPolicy == RestartPolicy(backoff: Backoff(initial: .milliseconds(500), multiplier: 2, maximum: .seconds(20))))
     }
 
     /// Applying a configuration stops what changed and starts the new version while the others
@@ -107,7 +136,7 @@ import Timing
         let starts = Mutex<[String]>([]), stops = Mutex<[String]>([])
         let make: @Sendable (DriverInstance) throws(ConfigError) -> DriverRun = { instance in
             let label = "\(instance.name):\(instance.settings["v"].map { "\($0)" } ?? "")"
-            return {
+            return DriverRun {
                 starts.withLock { $0.append(label) }
                 do { try await Task.sleep(for: .seconds(3600)) } catch { stops.withLock { $0.append(label) } }
             }
