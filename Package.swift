@@ -55,7 +55,7 @@ let package = Package(
                 path: "Sources/DriverKit"),
         // Linux at the edges: inotify, descriptor watches, procfs, systemd notify, journald,
         // madvise, private files, settling files.
-        .target(name: "LinuxAdapters", dependencies: ["HealthModel", .product(name: "Logging", package: "swift-log")],
+        .target(name: "LinuxAdapters", dependencies: ["HealthModel", "Timing", .product(name: "Logging", package: "swift-log")],
                 path: "Sources/LinuxAdapters"),
         // Every driver, one line each: the daemon, `daemon --check`, `import` and `healthgate
         // drivers` read it.

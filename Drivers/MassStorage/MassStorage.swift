@@ -256,7 +256,7 @@ public struct MassStorage: DeviceDriver {
     private struct Visits {
         var watches = VolumeWatches()
         var settling: SettlingFiles
-        var timer = SettleTimer()
+        var timer: SettleTimer
     }
 
     func run() async throws {
@@ -268,9 +268,11 @@ public struct MassStorage: DeviceDriver {
             group.addTask {
                 for await event in inotify.events { wake.yield(.event(event)) }
             }
+            let settleTimer = SettleTimer()
+            group.addTask { await settleTimer.run(after: settings.settle / 2) { wake.yield(.settleTick) } }
             group.addTask {
                 // The one owner of the watches: every wake is handled here, in order.
-                var state = Visits(settling: SettlingFiles(settle: settings.settle))
+                var state = Visits(settling: SettlingFiles(settle: settings.settle), timer: settleTimer)
                 for await next in wakes {
                     switch next {
                     case .mounts: try await mountsMayHaveChanged(&state, inotify)
@@ -292,7 +294,7 @@ public struct MassStorage: DeviceDriver {
                         case nil: break
                         }
                     }
-                    if !state.settling.isEmpty { state.timer.schedule(after: settings.settle / 2) { wake.yield(.settleTick) } }
+                    if !state.settling.isEmpty { state.timer.schedule() }
                 }
             }
             try await group.next()

@@ -72,8 +72,10 @@ public struct WatchFolder: DeviceDriver {
             group.addTask {
                 for await event in inotify.events { wake.yield(.event(event)) }
             }
+            let settleTimer = SettleTimer()
+            group.addTask { await settleTimer.run(after: settings.settle / 2) { wake.yield(.settleTick) } }
             group.addTask {
-                var timer = SettleTimer()
+                var timer = settleTimer
                 wake.yield(.settleTick)
                 for await next in wakes {
                     switch next {
@@ -83,7 +85,7 @@ public struct WatchFolder: DeviceDriver {
                         timer.fired()
                         for path in await inbox.settled() { await self.importFile(path) }
                     }
-                    if await !inbox.isIdle { timer.schedule(after: settings.settle / 2) { wake.yield(.settleTick) } }
+                    if await !inbox.isIdle { timer.schedule() }
                 }
             }
             try await group.next()

@@ -1,25 +1,34 @@
 import Foundation
+import Timing
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// At most one pending settle check: ``schedule(after:_:)`` starts a timer unless one runs,
-/// ``fired()`` says it came. Checks run only while files wait, so idle folders cost nothing.
-public struct SettleTimer {
+/// At most one pending settle check: ``schedule()`` asks for a tick unless one is pending,
+/// ``fired()`` says it came. The timer itself, ``run(after:_:)``, is a child task of the driver's
+/// task group that sleeps only when asked to: checks run only while files wait, so idle folders
+/// cost nothing. Copies share the timer (the owner keeps its copy, the child runs another).
+public struct SettleTimer: Sendable {
     private var pending = false
+    private let armed = Doorbell()
 
     public init() {}
 
-    public mutating func schedule(after delay: Duration, _ fire: @escaping @Sendable () -> Void) {
+    public mutating func schedule() {
         guard !pending else { return }
         pending = true
-        Task {
-            try? await Task.sleep(for: delay)
-            fire()
-        }
+        armed.ring()
     }
 
     public mutating func fired() { pending = false }
+
+    /// Each ``schedule()`` gives one `fire()` after `delay`; returns when cancelled.
+    public func run(after delay: Duration, _ fire: @escaping @Sendable () -> Void) async {
+        while await armed.wait() {
+            do { try await Task.sleep(for: delay) } catch { return }
+            fire()
+        }
+    }
 }
 
 /// Files that may still be being written, and when each counts as complete. A file seen being
