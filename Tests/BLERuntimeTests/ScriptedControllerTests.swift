@@ -293,6 +293,29 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
         await host.close()
     }
 
+    /// A wait on a live link (its end, with no timeout) ends with `cancelled` when its task is
+    /// cancelled, and the link stays up for the other callers.
+    @Test func aCancelledWaitOnALiveLinkEndsAtOnce() async throws {
+        let controller = ScriptedController()
+        controller.connectAtOnce = peer
+        let host = makeHost(controller)
+        let peer = self.peer
+        try await withTimeout {
+            try await host.start()
+            let client = try await host.connect(to: peer, timeout: .seconds(30))
+            let waiting = Task { () -> BLEError? in
+                do throws(BLEError) { _ = try await client.disconnected(timeout: nil); return nil } catch { return error }
+            }
+            try await Task.sleep(for: .milliseconds(50))
+            waiting.cancel()
+            #expect(await waiting.value == .cancelled)
+            // Still up: the peer's end is reported to the next waiter.
+            controller.inject([0x04, 0x05, 4, 0x00, 0x42, 0x00, 0x13])
+            #expect(try await client.disconnected(timeout: .seconds(60)) == .remoteUserTerminated)
+        }
+        await host.close()
+    }
+
     /// The session's retry loop with an injected sleeper: against a peripheral that never
     /// connects, every attempt times out and the delays follow the backoff schedule.
     @Test func sessionBacksOffWithTheInjectedSleeper() async throws {

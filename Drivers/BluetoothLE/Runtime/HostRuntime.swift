@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 public import BLEHost
 public import BluetoothCentral
 import Timing
@@ -389,17 +390,28 @@ public actor HostRuntime {
     }
 
     /// Waits for a callback-style operation, with a timeout (nil: as long as it takes, only for
-    /// waits that the runtime itself ends, such as a link going down); `start` gets a `Once` to
-    /// resolve.
+    /// waits that the runtime itself ends, such as a link going down) and until the calling task
+    /// is cancelled (`.cancelled`); `start` gets a `Once` to resolve.
     func wait<T: Sendable>(timeout: Duration?, onTimeout: BLEError,
                            _ start: (Once<T>) -> Void) async throws(BLEError) -> T {
-        let result: Result<T, BLEError> = await withCheckedContinuation { continuation in
-            let once = Once<T>(continuation)
-            if let timeout {
-                let id = addTimer(after: timeout) { once.resolve(.failure(onTimeout)) }
-                once.onResolve = { self.cancelTimer(id) }
+        let waiting = Mutex<Once<T>?>(nil)
+        let queue = executor.queue
+        let result: Result<T, BLEError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let once = Once<T>(continuation)
+                waiting.withLock { $0 = once }
+                if Task.isCancelled { return once.resolve(.failure(.cancelled)) }
+                if let timeout {
+                    let id = addTimer(after: timeout) { once.resolve(.failure(onTimeout)) }
+                    once.onResolve = { self.cancelTimer(id) }
+                }
+                start(once)
             }
-            start(once)
+        } onCancel: {
+            // The caller's task was cancelled: the wait ends with `.cancelled`, resolved on the
+            // actor's own queue (its serial executor), where every resolve runs.
+            guard let once = waiting.withLock({ $0 }) else { return }
+            queue.async { once.resolve(.failure(.cancelled)) }
         }
         return try result.get()
     }
