@@ -128,7 +128,7 @@ let package = Package(
         .target(name: "BLEHost", dependencies: ["BluetoothCentral", "PacketCapture"], path: "Drivers/BluetoothLE/Host"),
         // Bluetooth LE driver: live readings -> measurements and workout pieces (pure
         // sessionizer), and the recorder that drives device sessions into a sink.
-        .target(name: "BLEDriver", dependencies: ["HealthModel", "DriverKit", "GATTProfiles", "BluetoothCentral", "BLEHost", "BLERuntime", "BLEBlueZ"],
+        .target(name: "BLEDriver", dependencies: ["HealthModel", "DriverKit", "GATTProfiles", "BluetoothCentral", "BLEHost", "BLERuntime", "BLEBlueZ", "Timing"],
                 path: "Drivers/BluetoothLE", exclude: ["README.md", "Central", "Host", "Profiles", "Runtime", "BlueZ", "Commands"],
                 resources: [.embedInCode("sample.toml")]),
         // Bluetooth LE I/O edge: transports, the host runtime (one actor owning the protocol

@@ -3,6 +3,7 @@ public import Foundation
 public import GATTProfiles
 public import HealthModel
 import Synchronization
+import Timing
 public import DriverKit
 
 /// Downloads a glucose meter's stored records through its Record Access Control Point: the I/O
@@ -47,66 +48,71 @@ public enum GlucoseDownloader {
         }
         try await connection.subscribe(racp, into: continuation, timeout: .seconds(10))
 
-        // The watchdog ends the stream when nothing arrived for `silence` since the meter last
-        // sent something, or for `firstAnswer` since a request it has not begun to answer (or
-        // when the link ends).
-        let lastActivity = Mutex((time: ContinuousClock.now, answered: false))
+        // Two children end the stream: the watchdog, when nothing arrived for `silence` since the
+        // meter last sent something, or for `firstAnswer` since a request it has not begun to
+        // answer (it waits for that moment, woken when the meter sends something); and the
+        // link's end.
+        let lastActivity = Activity()
         let longestSilence = max(silence, firstAnswer)
-        let watchdog = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(250))
-                let last = lastActivity.withLock { $0 }
-                if ContinuousClock.now - last.time > (last.answered ? silence : longestSilence) { break }
-            }
-            continuation.finish()
-        }
-        let linkWatch = Task {
-            _ = try? await connection.disconnected(timeout: nil)
-            continuation.finish()
-        }
-        defer {
-            watchdog.cancel()
-            linkWatch.cancel()
-            continuation.finish()
-        }
-
         var download = GlucoseRecordDownload(after: cursor)
-        var step = GlucoseRecordDownload.Step.write(download.start())
-        var iterator = stream.makeAsyncIterator()
-        var received = 0
-        loop: while true {
-            switch step {
-            case .finished:
-                break loop
-            case .write(let bytes):
-                lastActivity.withLock { $0 = (.now, false) }
-                try await connection.write(racp, bytes, timeout: .seconds(10))
-                step = .wait
-                continue
-            case .wait:
-                break
+        let ended: Swift.Result<GlucoseRecordDownload.Step, BLEError> = await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                while !Task.isCancelled {
+                    let last = lastActivity.state.withLock { $0 }
+                    let left = last.time + (last.answered ? silence : longestSilence) - ContinuousClock.now
+                    if left <= .zero { break }
+                    // Woken early by new activity: the deadline moved (sooner once the meter answers).
+                    _ = await lastActivity.changed.wait(upTo: left)
+                }
+                continuation.finish()
             }
-            guard let n = await iterator.next() else {
-                step = download.meterSilent()
-                continue
+            group.addTask {
+                _ = try? await connection.disconnected(timeout: nil)
+                continuation.finish()
             }
-            lastActivity.withLock { $0 = (.now, true) }
-            switch n.characteristic {
-            case racp:
-                if let response = try? RecordAccessControlPoint.decodeResponse(n.value) { step = download.controlPoint(response) }
-                if download.expected != nil, received == 0 { progress(0, download.expected) }
-            case measurement:
-                if let m = try? GlucoseMeasurement.decode(n.value) { step = download.measurement(m, value: n.value) }
-            case context:
-                if let c = try? GlucoseMeasurementContext.decode(n.value) { step = download.context(c) }
-            default:
-                break
+            defer {
+                group.cancelAll()
+                continuation.finish()
             }
-            if download.records.count != received {
-                received = download.records.count
-                progress(received, download.expected)
+            var step = GlucoseRecordDownload.Step.write(download.start())
+            var iterator = stream.makeAsyncIterator()
+            var received = 0
+            loop: while true {
+                switch step {
+                case .finished:
+                    break loop
+                case .write(let bytes):
+                    lastActivity.note(answered: false)
+                    do throws(BLEError) { try await connection.write(racp, bytes, timeout: .seconds(10)) } catch { return .failure(error) }
+                    step = .wait
+                    continue
+                case .wait:
+                    break
+                }
+                guard let n = await iterator.next() else {
+                    step = download.meterSilent()
+                    continue
+                }
+                lastActivity.note(answered: true)
+                switch n.characteristic {
+                case racp:
+                    if let response = try? RecordAccessControlPoint.decodeResponse(n.value) { step = download.controlPoint(response) }
+                    if download.expected != nil, received == 0 { progress(0, download.expected) }
+                case measurement:
+                    if let m = try? GlucoseMeasurement.decode(n.value) { step = download.measurement(m, value: n.value) }
+                case context:
+                    if let c = try? GlucoseMeasurementContext.decode(n.value) { step = download.context(c) }
+                default:
+                    break
+                }
+                if download.records.count != received {
+                    received = download.records.count
+                    progress(received, download.expected)
+                }
             }
+            return .success(step)
         }
+        let step = try ended.get()
         guard case .finished(let outcome) = step else { preconditionFailure("the loop ends finished") }
         let records = download.records
         var sessionizer = GATTSessionizer(configuration: GATTSessionizer.Configuration(timeZone: timeZone))
@@ -125,4 +131,16 @@ public enum GlucoseDownloader {
 /// with the records it covers.
 extension GlucoseCursor: DriverCheckpoint {
     public static let driver = "ble"
+}
+
+/// When the meter last sent something, and whether it has begun to answer the request.
+private final class Activity: Sendable {
+    let state = Mutex((time: ContinuousClock.now, answered: false))
+    /// Rung at each note, for the watchdog waiting for the deadline.
+    let changed = Doorbell()
+
+    func note(answered: Bool) {
+        state.withLock { $0 = (.now, answered) }
+        changed.ring()
+    }
 }
