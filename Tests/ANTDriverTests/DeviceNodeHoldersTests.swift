@@ -18,10 +18,12 @@ import USBKit
         holder.arguments = ["-c", "exec 3<\"$0\"; exec sleep 30", held]
         try holder.run()
         defer { holder.terminate() }
+        // The shell opens the file, then becomes sleep (same pid): until it has, it is `sh` (a
+        // loaded run saw that), so the wait is for the holder to be the sleep.
         var found: [DeviceNodeHolders.Holder] = []
-        for _ in 0..<100 where found.isEmpty {
+        try await eventually("the sleep holds the file", detail: "found \(found)") {
             found = DeviceNodeHolders.holders(of: held)
-            if found.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+            return found.first?.command == "sleep"
         }
         #expect(found == [DeviceNodeHolders.Holder(pid: holder.processIdentifier, command: "sleep")])
         #expect(found.first?.description == "sleep (pid \(holder.processIdentifier))")
