@@ -1,4 +1,5 @@
 import BLEHost
+import BluetoothCentral
 import FuzzSupport
 
 /// HCI: the input is one packet without its H4 type byte, decoded as an event (the advertising
