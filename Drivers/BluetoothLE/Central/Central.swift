@@ -57,7 +57,7 @@ public enum BLEController: Hashable, Sendable, CustomStringConvertible {
     case host(TransportAddress)
     /// BlueZ; `adapter` is the adapter's name (`hci1`), nil for the first one.
     case bluez(adapter: String?)
-    /// Decided when the recorder starts (`resolve`).
+    /// Decided when the controller is opened (`Controllers.resolve` in BLEDriver).
     case auto
 
     public init(parsing text: String) throws(TransportAddressError) {

@@ -84,11 +84,18 @@ public struct ControllerOptions: ParsableArguments {
     /// runs `body` with it, and closes it afterwards whether `body` succeeded or threw.
     func withController<T>(_ body: (any BLECentral) async throws -> T) async throws -> T {
         let hci = try hci
+        // `auto` resolved first: a capture asked of what turns out to be BlueZ is refused before
+        // its file is created.
+        let controller: BLEController
+        do { controller = try await Controllers.resolve(try address()) } catch { throw CommandFailure.controller(hci, error) }
+        if case .bluez = controller, snoop != nil {
+            throw CommandFailure("--snoop: \(hci) is BlueZ here; a capture needs the own host stack (with BlueZ use btmon)")
+        }
         var options = Controllers.Options()
         options.snoopPath = try snoopPath()
         options.log = diagnostics
         let central: any BLECentral
-        do { central = try await Controllers.open(try address(), options).central } catch {
+        do { central = try await Controllers.open(controller, options).central } catch {
             throw CommandFailure.controller(hci, error)
         }
         do {
