@@ -291,11 +291,12 @@ extension Result {
         }, "a copy of the file holds \(copied) of the 200 records")
     }
 
-    /// A database as the first release left it: migrated up to `server-v1-records`, with rows.
-    private func releasedDatabase(_ folder: String, _ fill: (Database) throws -> Void) throws -> String {
+    /// A database as a release left it: migrated up to `upTo` (the first release's
+    /// `server-v1-records` unless told), with rows.
+    private func releasedDatabase(_ folder: String, upTo: String = "server-v1-records", _ fill: (Database) throws -> Void) throws -> String {
         let path = folder + "/server.sqlite"
         let queue = try DatabaseQueue(path: path)
-        try SQLiteServerSchema.migrator.migrate(queue, upTo: "server-v1-records")
+        try SQLiteServerSchema.migrator.migrate(queue, upTo: upTo)
         try queue.write(fill)
         try queue.close()
         return path
@@ -324,7 +325,8 @@ extension Result {
             try db.execute(sql: "DELETE FROM records WHERE record_id = 'gone'")
         }
         let store = try SQLiteServerStore(path: path)
-        #expect(try store.appliedMigrations().suffix(3) == ["server-v2-history-per-user", "server-v2-email-nfkc-casefold", "server-v3-definitions"])
+        #expect(try store.appliedMigrations().suffix(4) == ["server-v2-history-per-user", "server-v2-email-nfkc-casefold", "server-v3-definitions",
+                                                             "server-v4-record-keys"])
         let a = try await store.history(userId: "a", after: 0, limit: 100, byteBudget: 1 << 20)
         let b = try await store.history(userId: "b", after: 0, limit: 100, byteBudget: 1 << 20)
         #expect(a.records.map(\.id) == ["r1", "r2", "r3"] && a.records.map(\.seq) == [1, 2, 3])
@@ -340,6 +342,70 @@ extension Result {
         // Another database gets another epoch.
         let other = try SQLiteServerStore(path: folder + "/other.sqlite")
         #expect(try await other.history(userId: "a", after: 0, limit: 1, byteBudget: 1).epoch != a.epoch)
+    }
+
+    /// Records are found by a 16-byte key of (user, record id) once `server-v4-record-keys` has
+    /// rebuilt the table: every row keeps its number, version and body; the same record id under
+    /// two accounts stays two records; uploads and deletions after the move find the old rows.
+    @Test func migrationKeysRecordsPerUser() async throws {
+        let folder = NSTemporaryDirectory() + "hg-server-store-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let shared = Make.id("shared").description, gone = Make.id("gone").description
+        let path = try releasedDatabase(folder, upTo: "server-v3-definitions") { db in
+            for user in ["a", "b"] {
+                try db.execute(sql: "INSERT INTO users (id, email, password_hash, created_at, change_seq) VALUES (?, ?, 'x', '2026-01-01T00:00:00Z', 2)",
+                               arguments: [user, user + "@example.org"])
+                try db.execute(sql: "INSERT INTO devices (id, user_id, name, token_hash, created_at) VALUES (?, ?, 'd', ?, '2026-01-01T00:00:00Z')",
+                               arguments: [user + "-device", user, user + "-token"])
+            }
+            // The same record id under both accounts; user a also holds a tombstone of version 2.
+            for (user, record, seq, version, body) in [("a", shared, 1, 1, "{\"a\":1}"), ("b", shared, 1, 1, "{\"b\":1}"),
+                                                      ("a", gone, 2, 2, nil), ("b", Make.id("other").description, 2, 1, "{}")] {
+                try db.execute(sql: """
+                    INSERT INTO records (user_id, seq, record_id, version, type, start_time, end_time, body, device_id, received_at)
+                    VALUES (?, ?, ?, ?, 'habit', 1, 1, ?, ?, '2026-01-01T00:00:00Z')
+                    """, arguments: [user, seq, record, version, body, user + "-device"])
+            }
+        }
+        let store = try SQLiteServerStore(path: path)
+        #expect(try store.appliedMigrations().last == "server-v4-record-keys")
+        let a = try await store.history(userId: "a", after: 0, limit: 10, byteBudget: 1 << 20)
+        let b = try await store.history(userId: "b", after: 0, limit: 10, byteBudget: 1 << 20)
+        #expect(a.records.map(\.id) == [shared, gone] && a.records.map(\.seq) == [1, 2] && a.records.map(\.body) == ["{\"a\":1}", nil])
+        #expect(b.records.map(\.id) == [shared, Make.id("other").description] && b.records.map(\.body) == ["{\"b\":1}", "{}"])
+        let keys = try await store.pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT user_id, record_id, record_key FROM records").map { row -> Bool in
+                let key: Data = row["record_key"]
+                return key == SQLiteServerSchema.recordKey(userId: row["user_id"], recordId: row["record_id"])
+            }
+        }
+        #expect(keys == [true, true, true, true])
+
+        // The old rows are found: the same version is a duplicate for both accounts, a newer one
+        // replaces only its own account's record, and the tombstone's version still holds.
+        let checker = UploadChecker()
+        let first = try checker.check(Make.habit("shared", time: "2026-03-02T10:00:00Z"), now: Date()).get()
+        let second = try checker.check(Make.habit("shared", version: 2, time: "2026-03-02T10:00:00Z"), now: Date()).get()
+        let revived = try checker.check(Make.habit("gone", version: 2, time: "2026-03-02T10:00:00Z"), now: Date()).get()
+        #expect(try await store.upsert([first], userId: "a", deviceId: "a-device", now: Date()) == [.duplicate])
+        #expect(try await store.upsert([first], userId: "b", deviceId: "b-device", now: Date()) == [.duplicate])
+        #expect(try await store.upsert([second, revived], userId: "a", deviceId: "a-device", now: Date()) == [.accepted(seq: 3), .duplicate])
+        let bAfter = try await store.history(userId: "b", after: 0, limit: 10, byteBudget: 1 << 20)
+        #expect(bAfter.records.first?.version == 1 && bAfter.records.first?.body == "{\"b\":1}")
+        #expect(try await store.deleteRecord(id: shared, userId: "b", deviceId: "b-device", now: Date()))
+        let aAfter = try await store.history(userId: "a", after: 2, limit: 10, byteBudget: 1 << 20)
+        #expect(aAfter.records.map(\.version) == [2] && aAfter.records.first?.body != nil)
+
+        // The key is unique: a second row of one (user, record id) is refused by the database itself.
+        await #expect(throws: DatabaseError.self) {
+            try await store.pool.write { db in
+                try db.execute(sql: """
+                    INSERT INTO records (user_id, seq, record_id, record_key, version, type, start_time, end_time, body, device_id, received_at)
+                    VALUES ('a', 99, ?, ?, 1, 'habit', 1, 1, '{}', 'a-device', '2026-01-01T00:00:00Z')
+                    """, arguments: [shared, SQLiteServerSchema.recordKey(userId: "a", recordId: shared)])
+            }
+        }
     }
 
     /// Stored emails are normalised; accounts that collide keep their emails and are listed.

@@ -299,19 +299,22 @@ public final class SQLiteServerStore: ServerStore {
             var outcomes: [UpsertOutcome] = []
             outcomes.reserveCapacity(records.count)
             var counter = try Self.changeCounter(db, userId: userId)
-            let find = try db.cachedStatement(sql: "SELECT version, body IS NULL AS gone FROM records WHERE user_id = ? AND record_id = ?")
+            let find = try db.cachedStatement(sql: """
+                SELECT version, body IS NULL AS gone FROM records WHERE record_key = ? AND user_id = ? AND record_id = ?
+                """)
             let insert = try db.cachedStatement(sql: """
-                INSERT INTO records (user_id, seq, record_id, version, type, start_time, end_time, body, device_id, received_at,
-                                     active_s, distance_m, energy_kcal, sleep_s)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO records (user_id, seq, record_id, record_key, version, type, start_time, end_time, body, device_id,
+                                     received_at, active_s, distance_m, energy_kcal, sleep_s)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
             let update = try db.cachedStatement(sql: """
                 UPDATE records SET seq = ?, version = ?, type = ?, start_time = ?, end_time = ?, body = ?, device_id = ?,
                                    received_at = ?, active_s = ?, distance_m = ?, energy_kcal = ?, sleep_s = ?
-                WHERE user_id = ? AND record_id = ?
+                WHERE record_key = ? AND user_id = ? AND record_id = ?
                 """)
             for record in records {
-                let held = try Row.fetchOne(find, arguments: [userId, record.id])
+                let key = SQLiteServerSchema.recordKey(userId: userId, recordId: record.id)
+                let held = try Row.fetchOne(find, arguments: [key, userId, record.id])
                 let stored: Int? = held?["version"]
                 if let held, !record.replaces(version: held["version"], tombstone: held["gone"]) {
                     outcomes.append(.duplicate)
@@ -322,11 +325,11 @@ public final class SQLiteServerStore: ServerStore {
                 let f = record.figures
                 let start = record.start.timeIntervalSince1970, end = record.end.timeIntervalSince1970
                 if stored == nil {
-                    try insert.execute(arguments: [userId, counter, record.id, record.version, record.type.rawValue, start, end,
+                    try insert.execute(arguments: [userId, counter, record.id, key, record.version, record.type.rawValue, start, end,
                                                    record.body, deviceId, received, f.activeS, f.distanceM, f.energyKcal, f.sleepS])
                 } else {
                     try update.execute(arguments: [counter, record.version, record.type.rawValue, start, end, record.body, deviceId,
-                                                   received, f.activeS, f.distanceM, f.energyKcal, f.sleepS, userId, record.id])
+                                                   received, f.activeS, f.distanceM, f.energyKcal, f.sleepS, key, userId, record.id])
                 }
                 outcomes.append(.accepted(seq: counter))
             }
@@ -337,8 +340,9 @@ public final class SQLiteServerStore: ServerStore {
 
     public func deleteRecord(id: String, userId: String, deviceId: String, now: Date) async throws -> Bool {
         try await pool.write { db in
-            guard let live = try Bool.fetchOne(db, sql: "SELECT body IS NOT NULL FROM records WHERE user_id = ? AND record_id = ?",
-                                               arguments: [userId, id]) else { return false }
+            guard let live = try Bool.fetchOne(db, sql: """
+                SELECT body IS NOT NULL FROM records WHERE record_key = ? AND user_id = ? AND record_id = ?
+                """, arguments: [SQLiteServerSchema.recordKey(userId: userId, recordId: id), userId, id]) else { return false }
             guard live else { return true }
             let counter = try Self.changeCounter(db, userId: userId) + 1
             try Self.tombstone(db, userId: userId, recordId: id, seq: counter, deviceId: deviceId, now: now)
@@ -366,8 +370,8 @@ public final class SQLiteServerStore: ServerStore {
         try db.cachedStatement(sql: """
             UPDATE records SET seq = ?, body = NULL, start_time = 0, end_time = 0, device_id = ?, received_at = ?,
                                active_s = 0, distance_m = 0, energy_kcal = 0, sleep_s = 0
-            WHERE user_id = ? AND record_id = ?
-            """).execute(arguments: [seq, deviceId, text(now), userId, recordId])
+            WHERE record_key = ? AND user_id = ? AND record_id = ?
+            """).execute(arguments: [seq, deviceId, text(now), SQLiteServerSchema.recordKey(userId: userId, recordId: recordId), userId, recordId])
     }
 
     /// The last change number given to the user's records.
