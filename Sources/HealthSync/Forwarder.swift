@@ -30,9 +30,10 @@ public final class Forwarder: Sendable {
         /// The longest a drain or pull waits because a server asked to (`Retry-After`); a server
         /// asking for longer ends it with a transient error that carries the wait.
         public var longestServerWait: Duration = .seconds(300)
-        /// Batches in flight at once: the next is read and encoded while the server stores the
-        /// previous one.
-        public var concurrentUploads = 2
+        /// Batches in flight at once: the next are read and encoded while the server stores the
+        /// earlier ones. Four drained a million-record backlog into a server on the same two
+        /// cores in 39.8 s, two in 46.6 s, three in 42.2 s, six in 39.5 s (README, "Forwarding").
+        public var concurrentUploads = 4
         /// Transient failures in a row before `drain` gives up (nil: never, as in the daemon).
         public var maxConsecutiveFailures: Int? = 8
 

@@ -170,7 +170,7 @@ public struct ForwarderSettings: Sendable, Equatable {
     public var intervalS = 60.0
     public var batchRecords = 1000
     public var batchBytes = 8 << 20
-    public var concurrentUploads = 2
+    public var concurrentUploads = Forwarder.Configuration().concurrentUploads
     /// Pull the other devices' history after each drain.
     public var pull = true
 

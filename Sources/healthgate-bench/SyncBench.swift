@@ -11,13 +11,13 @@ import TestSupport
 /// Forwarding to a local `healthgate-server` (release build, its own process): the forwarder's
 /// records/s next to the rate at which the same server takes the same batches from a plain HTTP
 /// client that only posts pre-encoded bodies (same run), and the time to drain a large backlog.
-func syncBenchmarks(records: Int = 100_000, backlog: Int = 1_000_000) async throws {
-    print("\n== Forwarding to a local healthgate-server (release build, separate process) ==")
+func syncBenchmarks(records: Int = 100_000, backlog: Int = 1_000_000, store: TestStore = .sqlite) async throws {
+    print("\n== Forwarding to a local healthgate-server (release build, separate process, \(store.rawValue) store) ==")
     let folder = NSTemporaryDirectory() + "healthgate-bench-sync-\(getpid())"
     try? FileManager.default.removeItem(atPath: folder)
     try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: folder) }
-    let server = try await ServerProcess.start(databasePath: folder + "/server.sqlite")
+    let server = try await ServerProcess.start(databasePath: folder + "/server.sqlite", store: store)
     defer { server.stop() }
 
     // 1. The forwarder, `records` measurements.

@@ -26,7 +26,8 @@ if arguments.contains(where: { ["-h", "--help", "help"].contains($0) }) {
         Speed and footprint figures of the release build, each next to a baseline measured in the same run.
           files    import the sample files (FIXTURES, default ./Fixtures) vs reading them
           ble      live heart-rate straps through the emulated peer (needs Bumble)
-          sync     forward --records N (default 100000) and drain a --backlog N (default 1000000)
+          sync     forward --records N (default 100000) and drain a --backlog N (default 1000000), to a
+                   server on each store of --store (default sqlite,postgres)
           daemon   the idle daemon: start to READY, then RSS and CPU over --idle S seconds (default 60)
           server-load  --accounts N (default 4) normal accounts uploading 100-record batches for --seconds S
                    (default 20), then as long again with one account sending hostile bodies: the p99 latencies
@@ -121,7 +122,9 @@ do {
         try await bleBenchmarks()
     }
     if mode == "all" || mode == "sync" {
-        try await syncBenchmarks(records: syncRecords, backlog: syncBacklog)
+        for store in benchStores {
+            try await syncBenchmarks(records: syncRecords, backlog: syncBacklog, store: store)
+        }
     }
     if mode == "all" || mode == "daemon" {
         try await daemonBenchmarks(seconds: idleSeconds)

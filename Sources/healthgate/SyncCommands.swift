@@ -213,10 +213,14 @@ struct SyncCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Records per upload (at most; uploads also stay under 8 MB).", valueName: "N"))
     var batchRecords = 1000
 
+    @Option(help: ArgumentHelp("Uploads in flight at once, 1 to 8 (the daemon's concurrent_uploads).", valueName: "N"))
+    var concurrentUploads = Forwarder.Configuration().concurrentUploads
+
     func validate() throws {
         guard (1...SyncAPI.maxRecordsPerUpload).contains(batchRecords) else {
             throw ValidationError("--batch-records must be 1...\(SyncAPI.maxRecordsPerUpload)")
         }
+        guard (1...8).contains(concurrentUploads) else { throw ValidationError("--concurrent-uploads must be 1...8") }
         guard maxRetries >= 1 else { throw ValidationError("--max-retries must be 1 or more") }
         guard longestWait.seconds <= 86_400 else { throw ValidationError("--longest-wait must be 1d at most (\(DurationArgument.forms))") }
     }
@@ -236,6 +240,7 @@ struct SyncCommand: AsyncParsableCommand {
         var configuration = Forwarder.Configuration()
         configuration.maxConsecutiveFailures = maxRetries
         configuration.maxRecords = batchRecords
+        configuration.concurrentUploads = concurrentUploads
         configuration.longestServerWait = longestWait.duration
         let showProgress = !output.json && Output.stderrIsTerminal
         let report = try await withClient(try credentials.client()) { client in
