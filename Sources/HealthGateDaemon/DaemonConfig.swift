@@ -75,7 +75,7 @@ private struct ForwarderTable: Decodable {
         }
         settings.batchRecords = try c.decodeIfPresent(Int.self, forKey: .batchRecords, in: 1...5000) ?? settings.batchRecords
         settings.batchBytes = try c.decodeIfPresent(Int.self, forKey: .batchBytes, in: 1024...(32 << 20)) ?? settings.batchBytes
-        settings.concurrentUploads = try c.decodeIfPresent(Int.self, forKey: .concurrentUploads, in: 1...8) ?? settings.concurrentUploads
+        settings.concurrentUploads = try c.decodeIfPresent(Int.self, forKey: .concurrentUploads, in: Forwarder.Configuration.concurrentUploadsRange) ?? settings.concurrentUploads
         settings.pull = try c.decodeIfPresent(Bool.self, forKey: .pull) ?? settings.pull
     }
 }

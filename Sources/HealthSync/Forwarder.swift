@@ -34,6 +34,8 @@ public final class Forwarder: Sendable {
         /// earlier ones. Four drained a million-record backlog into a server on the same two
         /// cores in 39.8 s, two in 46.6 s, three in 42.2 s, six in 39.5 s (README, "Forwarding").
         public var concurrentUploads = 4
+        /// What `concurrentUploads` may be set to (the server admits 8 uploads in progress per account).
+        public static let concurrentUploadsRange = 1...8
         /// Transient failures in a row before `drain` gives up (nil: never, as in the daemon).
         public var maxConsecutiveFailures: Int? = 8
 

@@ -220,7 +220,10 @@ struct SyncCommand: AsyncParsableCommand {
         guard (1...SyncAPI.maxRecordsPerUpload).contains(batchRecords) else {
             throw ValidationError("--batch-records must be 1...\(SyncAPI.maxRecordsPerUpload)")
         }
-        guard (1...8).contains(concurrentUploads) else { throw ValidationError("--concurrent-uploads must be 1...8") }
+        let inFlight = Forwarder.Configuration.concurrentUploadsRange
+        guard inFlight.contains(concurrentUploads) else {
+            throw ValidationError("--concurrent-uploads must be \(inFlight.lowerBound)...\(inFlight.upperBound)")
+        }
         guard maxRetries >= 1 else { throw ValidationError("--max-retries must be 1 or more") }
         guard longestWait.seconds <= 86_400 else { throw ValidationError("--longest-wait must be 1d at most (\(DurationArgument.forms))") }
     }

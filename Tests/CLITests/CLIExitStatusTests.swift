@@ -108,6 +108,8 @@ import TestSupport
         try await expectUsageError(["ble", "watch", "--hci", Self.deadController, "--scan-for", "0", "HR"], "--scan-for must be longer than zero")
         try await expectUsageError(["record", "--hci", Self.deadController, "--gap", "500ms"], "--gap must be from 1s to 1d")
         try await expectUsageError(["sync", "--longest-wait", "2d", "--db", scratch.dbPath], "--longest-wait must be 1d at most")
+        try await expectUsageError(["sync", "--concurrent-uploads", "9", "--db", scratch.dbPath], "--concurrent-uploads must be 1...8")
+        try await expectUsageError(["sync", "--concurrent-uploads", "0", "--db", scratch.dbPath], "--concurrent-uploads must be 1...8")
         try await expectUsageError(["devices", "revoke", "not-an-id", "--db", scratch.dbPath], "is not a device id")
         try await expectUsageError(["import"], "Missing expected argument")
     }

@@ -151,10 +151,12 @@ enum SQLiteServerSchema {
     /// the size (80 bytes an entry against 24), and writing it made the upload 13 us a record
     /// slower (issue 26: docs/server.md, "Capacity"). The table is rebuilt with every row kept.
     private static func recordsByKey(_ db: Database) throws {
-        db.add(function: DatabaseFunction("healthgate_record_key", argumentCount: 2, pure: true) { values in
+        let keyFunction = DatabaseFunction("healthgate_record_key", argumentCount: 2, pure: true) { values in
             guard let user = String.fromDatabaseValue(values[0]), let record = String.fromDatabaseValue(values[1]) else { return nil }
             return recordKey(userId: user, recordId: record)
-        })
+        }
+        db.add(function: keyFunction)
+        defer { db.remove(function: keyFunction) }
         try db.execute(sql: """
             CREATE TABLE records_v4 (
                 user_id TEXT NOT NULL REFERENCES users(id),
@@ -183,7 +185,6 @@ enum SQLiteServerSchema {
             CREATE UNIQUE INDEX records_by_user_seq ON records(user_id, seq);
             CREATE INDEX records_by_user_start ON records(user_id, start_time);
             """)
-        db.remove(function: DatabaseFunction("healthgate_record_key", argumentCount: 2, pure: true) { _ in nil })
     }
 
     /// The key a record is found by: the first 16 bytes of SHA-256 over the user id, a zero byte
